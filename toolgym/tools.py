@@ -1,0 +1,524 @@
+"""The tool model: declare a tool from a typed function or class; schemas come from the type hints.
+
+    @tool(category="logic")
+    def add(a: int, b: Annotated[int, Param("the second term")] = 0) -> int:
+        "Add two integers."
+        return a + b
+
+Image and file parameters are annotated `Image` / `File`: the agent passes a handle or a task
+file name, and the tool receives a `StoredFile`. A parameter annotated `ToolContext` is injected
+by the env (file store, seed, clock) and is not part of the schema.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import types
+import typing
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from toolgym.actions import Observation, ToolCall
+from toolgym.errors import ArgumentError, ErrorKind, ToolgymError, UnknownToolError
+from toolgym.files import FileHandle, FileKind, FileStore, StoredFile, UnknownFileError
+
+ToolCategory = Literal["perception", "operation", "logic", "creativity", "app"]
+ParamType = Literal["text", "int", "float", "bool", "image", "file", "list", "object"]
+
+DEFAULT_CLOCK = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Param:
+    """Annotated metadata for a parameter: `x: Annotated[str, Param("what x is")]`."""
+
+    description: str | None = None
+    enum: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True)
+class FileParam:
+    kind: FileKind
+
+
+Image = Annotated[StoredFile, FileParam("image")]
+File = Annotated[StoredFile, FileParam("file")]
+
+
+@dataclass
+class ToolContext:
+    """What the env lends a tool for one call. Tools never look at wall-clock time or global RNGs."""
+
+    files: FileStore
+    seed: int = 0
+    clock: datetime = DEFAULT_CLOCK
+    task_id: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class ParamSpec(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    type: ParamType
+    description: str | None = None
+    optional: bool = False
+    default: Any = None
+    enum: tuple[Any, ...] | None = None
+    json_schema: dict[str, Any]
+
+
+class ReturnSpec(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    type: ParamType
+    description: str | None = None
+
+
+_TYPE_NAMES: dict[type, ParamType] = {str: "text", int: "int", float: "float", bool: "bool"}
+_JSON_TYPES: dict[ParamType, str] = {
+    "text": "string",
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+    "image": "string",
+    "file": "string",
+    "list": "array",
+    "object": "object",
+}
+
+
+def _split_annotated(annotation: Any) -> tuple[Any, list[Any]]:
+    if get_origin(annotation) is Annotated:
+        base, *meta = get_args(annotation)
+        return base, list(meta)
+    return annotation, []
+
+
+def _strip_optional(annotation: Any) -> Any:
+    origin = get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+def _param_type(base: Any) -> ParamType:
+    base = _strip_optional(base)
+    if base in _TYPE_NAMES:
+        return _TYPE_NAMES[base]
+    origin = get_origin(base)
+    if origin is Literal:
+        first = get_args(base)[0]
+        return _TYPE_NAMES.get(type(first), "text")
+    if isinstance(base, type) and issubclass(base, Enum):
+        return "text"
+    if origin in (list, tuple) or base in (list, tuple):
+        return "list"
+    if origin is dict or base is dict or (isinstance(base, type) and issubclass(base, BaseModel)):
+        return "object"
+    if base is FileHandle or base is StoredFile:
+        return "file"
+    raise TypeError(f"unsupported parameter or return type {base!r}")
+
+
+def _return_specs(annotation: Any) -> list[ReturnSpec]:
+    if annotation is inspect.Signature.empty or annotation is None or annotation is type(None):
+        return []
+    base, meta = _split_annotated(annotation)
+    description = next((m.description for m in meta if isinstance(m, Param)), None)
+    file_kind = next((m.kind for m in meta if isinstance(m, FileParam)), None)
+    if get_origin(base) is tuple:
+        return [spec for arg in get_args(base) if arg is not Ellipsis for spec in _return_specs(arg)]
+    if file_kind is not None:
+        return [ReturnSpec(type=file_kind, description=description)]
+    return [ReturnSpec(type=_param_type(base), description=description)]
+
+
+@dataclass(frozen=True)
+class _ParamBinding:
+    spec: ParamSpec
+    file_kind: FileKind | None
+
+
+class Tool:
+    """A callable with a name, docs, JSON schemas and validated arguments."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        category: ToolCategory = "operation",
+        mutates_state: bool = False,
+        version: str = "1",
+        returns_description: str | None = None,
+        backend: str = "builtin",
+    ) -> None:
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", type(fn).__name__)
+        self.description = inspect.cleandoc(description or fn.__doc__ or "").strip()
+        self.category: ToolCategory = category
+        self.mutates_state = mutates_state
+        self.version = version
+        self.backend = backend
+        self._bindings: dict[str, _ParamBinding] = {}
+        self._context_param: str | None = None
+        hints = typing.get_type_hints(fn, include_extras=True)
+        fields: dict[str, Any] = {}
+        for pname, p in inspect.signature(fn).parameters.items():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TypeError(f"tool {self.name}: *args/**kwargs cannot be described by a schema")
+            annotation = hints.get(pname, str)
+            base, meta = _split_annotated(annotation)
+            if base is ToolContext:
+                self._context_param = pname
+                continue
+            info = next((m for m in meta if isinstance(m, Param)), Param())
+            file_kind = next((m.kind for m in meta if isinstance(m, FileParam)), None)
+            optional = p.default is not inspect.Parameter.empty
+            default = None if not optional else p.default
+            if file_kind is not None:
+                ptype: ParamType = file_kind
+                field_type: Any = str | None if optional else str
+            else:
+                ptype = _param_type(base)
+                field_type = base
+            fields[pname] = (field_type, default if optional else ...)
+            enum = info.enum
+            if enum is None and get_origin(_strip_optional(base)) is Literal:
+                enum = tuple(get_args(_strip_optional(base)))
+            self._bindings[pname] = _ParamBinding(
+                spec=ParamSpec(
+                    name=pname,
+                    type=ptype,
+                    description=info.description,
+                    optional=optional,
+                    default=default if isinstance(default, (str, int, float, bool, type(None))) else None,
+                    enum=enum,
+                    json_schema={},
+                ),
+                file_kind=file_kind,
+            )
+        self.args_model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+            f"{self.name}Args", __config__=ConfigDict(extra="forbid"), **fields
+        )
+        properties = self.args_model.model_json_schema().get("properties", {})
+        for pname, binding in self._bindings.items():
+            schema = dict(properties.get(pname, {}))
+            schema.pop("title", None)
+            if binding.file_kind is not None:
+                schema = {"type": "string", "format": binding.file_kind}
+                if binding.spec.optional:
+                    schema["default"] = None
+            if binding.spec.description:
+                schema["description"] = binding.spec.description
+            if binding.spec.enum is not None:
+                schema["enum"] = list(binding.spec.enum)
+            self._bindings[pname] = _ParamBinding(
+                spec=binding.spec.model_copy(update={"json_schema": schema}), file_kind=binding.file_kind
+            )
+        self.returns = _return_specs(hints.get("return", inspect.Signature.empty))
+        if returns_description and self.returns:
+            self.returns = [self.returns[0].model_copy(update={"description": returns_description})]
+
+    # ---- description -------------------------------------------------------------------
+    @property
+    def params(self) -> list[ParamSpec]:
+        return [b.spec for b in self._bindings.values()]
+
+    def parameters_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {b.spec.name: b.spec.json_schema for b in self._bindings.values()},
+            "required": [b.spec.name for b in self._bindings.values() if not b.spec.optional],
+            "additionalProperties": False,
+        }
+
+    def returns_schema(self) -> dict[str, Any]:
+        items = [
+            {"type": _JSON_TYPES[r.type], **({"format": r.type} if r.type in ("image", "file") else {})}
+            for r in self.returns
+        ]
+        if len(items) == 1:
+            return items[0]
+        return {"type": "array", "prefixItems": items, "minItems": len(items), "maxItems": len(items)}
+
+    @property
+    def file_params(self) -> dict[str, FileKind]:
+        return {n: b.file_kind for n, b in self._bindings.items() if b.file_kind is not None}
+
+    # ---- calling ------------------------------------------------------------------------
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validated arguments (file params still as references); ArgumentError otherwise."""
+        if not isinstance(arguments, Mapping):
+            raise ArgumentError(f"{self.name}: arguments must be a JSON object, got {type(arguments).__name__}")
+        try:
+            model = self.args_model.model_validate(dict(arguments))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}" for err in exc.errors()
+            )
+            raise ArgumentError(f"{self.name}: {problems}") from None
+        return {k: getattr(model, k) for k in self._bindings}
+
+    def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
+        """Validate, resolve file references, run. Raises ToolgymError subclasses or whatever the tool raises."""
+        kwargs = self.validate(arguments)
+        for pname, kind in self.file_params.items():
+            ref = kwargs.get(pname)
+            if ref is None:
+                continue
+            try:
+                stored = ctx.files.resolve(ref)
+            except UnknownFileError as exc:
+                raise ArgumentError(f"{self.name}: {pname}: {exc}") from None
+            if kind == "image" and not stored.handle.media_type.startswith("image/"):
+                raise ArgumentError(f"{self.name}: {pname}: {ref!r} is {stored.handle.media_type}, not an image")
+            kwargs[pname] = stored
+        if self._context_param:
+            kwargs[self._context_param] = ctx
+        return self.fn(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r}, category={self.category!r})"
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    category: ToolCategory = "operation",
+    mutates_state: bool = False,
+    version: str = "1",
+    returns_description: str | None = None,
+    backend: str = "builtin",
+) -> Any:
+    """Decorator: turn a typed function into a Tool. Usable bare or with keyword options."""
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool(
+            f,
+            name=name,
+            description=description,
+            category=category,
+            mutates_state=mutates_state,
+            version=version,
+            returns_description=returns_description,
+            backend=backend,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def tool_from_object(obj: Any) -> Tool:
+    """A Tool from a class instance with a typed `run` method and class attributes
+    `name`, `description`, `category`, and optionally `mutates_state`, `version`, `backend`."""
+    return Tool(
+        obj.run,
+        name=getattr(obj, "name", type(obj).__name__),
+        description=getattr(obj, "description", None) or type(obj).__doc__,
+        category=getattr(obj, "category", "operation"),
+        mutates_state=getattr(obj, "mutates_state", False),
+        version=str(getattr(obj, "version", "1")),
+        returns_description=getattr(obj, "returns_description", None),
+        backend=getattr(obj, "backend", "builtin"),
+    )
+
+
+# ---- results --------------------------------------------------------------------------------
+def to_json_value(value: Any) -> Any:
+    """Tool results as JSON: files become handle dicts, models become dicts, tuples lists."""
+    if isinstance(value, StoredFile):
+        value = value.handle
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): to_json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json_value(v) for v in value]
+    if isinstance(value, float) and value != value:  # NaN is not JSON
+        return None
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def _collect_files(value: Any) -> list[FileHandle]:
+    if isinstance(value, StoredFile):
+        return [value.handle]
+    if isinstance(value, FileHandle):
+        return [value]
+    if isinstance(value, Mapping):
+        return [h for v in value.values() for h in _collect_files(v)]
+    if isinstance(value, (list, tuple)):
+        return [h for v in value for h in _collect_files(v)]
+    return []
+
+
+def render_result_text(value: Any) -> str:
+    from toolgym.canonical import canonical_json
+
+    if isinstance(value, str):
+        return value
+    if isinstance(value, FileHandle):
+        return f"{value.media_type.split('/')[0]} {value.ref}"
+    if isinstance(value, StoredFile):
+        return render_result_text(value.handle)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (FileHandle, StoredFile)) for v in value):
+        return "\n".join(render_result_text(v) for v in value)
+    return canonical_json(to_json_value(value))
+
+
+def result_observation(call: ToolCall, value: Any) -> Observation:
+    return Observation(
+        type="tool_result",
+        text=render_result_text(value),
+        tool=call.name,
+        call_id=call.call_id,
+        content=to_json_value(value),
+        files=tuple(_collect_files(value)),
+    )
+
+
+# ---- registry -------------------------------------------------------------------------------
+class ToolSet:
+    """Tools by name. Calls are resolved by dictionary lookup, never by evaluating text."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.add(t)
+
+    def add(self, t: Tool) -> None:
+        if t.name in self._tools:
+            raise ValueError(f"duplicate tool name {t.name!r}")
+        self._tools[t.name] = t
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool:
+        try:
+            return self._tools[name]
+        except (KeyError, TypeError):
+            raise UnknownToolError(f"unknown tool {name!r}; available: {', '.join(self._tools)}") from None
+
+    def subset(self, names: Iterable[str] | None) -> ToolSet:
+        if names is None:
+            return self
+        wanted = list(names)
+        missing = [n for n in wanted if n not in self._tools]
+        if missing:
+            raise KeyError(f"tools not in this registry: {missing}")
+        return ToolSet(self._tools[n] for n in wanted)
+
+    def merged(self, other: ToolSet) -> ToolSet:
+        return ToolSet([*self, *other])
+
+    def call(self, call: ToolCall, ctx: ToolContext) -> Observation:
+        """Run one call; every failure becomes a typed error observation."""
+        try:
+            t = self.get(call.name)
+            value = t.invoke(call.arguments, ctx)
+        except ToolgymError as exc:
+            return Observation.from_error(exc.kind, exc.message, tool=call.name, call_id=call.call_id)
+        except Exception as exc:  # the tool's own failure: the agent sees it, the env survives
+            return Observation.from_error(
+                ErrorKind.TOOL_ERROR, f"{type(exc).__name__}: {exc}", tool=call.name, call_id=call.call_id
+            )
+        return result_observation(call, value)
+
+    # ---- exports ----------------------------------------------------------------------------
+    def to_openai(self) -> list[dict[str, Any]]:
+        return [to_openai_tool(t) for t in self]
+
+    def to_agentlego_toolmeta(self) -> dict[str, dict[str, Any]]:
+        return {t.name: to_agentlego_meta(t) for t in self}
+
+    def to_teval_api_list(self) -> list[dict[str, Any]]:
+        return [to_teval_api(t) for t in self]
+
+
+def to_openai_tool(t: Tool) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": t.name, "description": t.description, "parameters": t.parameters_schema()},
+    }
+
+
+def _agentlego_io(ptype: ParamType, name: str | None, description: str | None, optional: bool, default: Any) -> dict[str, Any]:
+    # AgentLego knows text/int/float/bool/image/audio/file; structured values travel as text.
+    legacy = ptype if ptype in ("text", "int", "float", "bool", "image", "file") else "text"
+    return {
+        "type": legacy,
+        "name": name,
+        "description": description,
+        "optional": optional,
+        "default": default,
+        "filetype": None,
+    }
+
+
+def to_agentlego_meta(t: Tool) -> dict[str, Any]:
+    return {
+        "name": t.name,
+        "description": t.description,
+        "inputs": [_agentlego_io(p.type, p.name, p.description, p.optional, p.default) for p in t.params],
+        "outputs": [_agentlego_io(r.type, None, r.description, False, None) for r in t.returns],
+    }
+
+
+_TEVAL_TYPES: dict[ParamType, str] = {
+    "text": "STRING",
+    "int": "NUMBER",
+    "float": "NUMBER",
+    "bool": "BOOLEAN",
+    "image": "STRING",
+    "file": "STRING",
+    "list": "ARRAY",
+    "object": "OBJECT",
+}
+
+
+def to_teval_api(t: Tool) -> dict[str, Any]:
+    def param(p: ParamSpec) -> dict[str, Any]:
+        return {"name": p.name, "type": _TEVAL_TYPES[p.type], "description": p.description or ""}
+
+    return {
+        "name": t.name,
+        "description": t.description,
+        "required_parameters": [param(p) for p in t.params if not p.optional],
+        "optional_parameters": [param(p) for p in t.params if p.optional],
+        "return_data": [
+            {"name": f"output_{i}" if len(t.returns) > 1 else "result", "description": r.description or r.type}
+            for i, r in enumerate(t.returns)
+        ],
+    }
+
+
+def timed(fn: Callable[[], Observation]) -> tuple[Observation, float]:
+    start = time.perf_counter()
+    obs = fn()
+    return obs, time.perf_counter() - start

@@ -1,0 +1,34 @@
+"""The contract between ToolEnv and a stateful world (mock apps): the env resets it per episode,
+asks it for its tools, its canonical state hash and the diff each step made."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from toolgym.tools import ToolSet
+
+
+@runtime_checkable
+class World(Protocol):
+    def reset(self, *, seed: int, clock: datetime) -> None:
+        """Back to the initial state for this seed and clock. Must cost O(changes), not O(rows)."""
+
+    @property
+    def tools(self) -> ToolSet:
+        """The world's APIs as tools bound to this world's state."""
+
+    def state_hash(self) -> str:
+        """Canonical hash of the whole state (sha256 hex)."""
+
+    def take_diff(self) -> dict[str, Any]:
+        """Rows added/removed/changed per table since the previous take_diff (or reset)."""
+
+    def checkpoint(self, name: str) -> None: ...
+
+    def restore(self, name: str) -> None: ...
+
+    def fork(self) -> World:
+        """An independent copy of the world as it is now."""
+
+    def close(self) -> None: ...
