@@ -79,12 +79,19 @@ class Observation(BaseModel):
 
     @classmethod
     def from_error(
-        cls, kind: ErrorKind, message: str, *, tool: str | None = None, call_id: str | None = None
+        cls,
+        kind: ErrorKind,
+        message: str,
+        *,
+        tool: str | None = None,
+        call_id: str | None = None,
+        content: Any = None,
     ) -> Observation:
         return cls(
             type="error",
             text=f"{kind.value}: {message}",
             tool=tool,
             call_id=call_id,
+            content=content,
             error=ErrorInfo(kind=kind, message=message),
         )

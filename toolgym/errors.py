@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 
 class ErrorKind(StrEnum):
@@ -19,9 +20,11 @@ class ToolgymError(Exception):
 
     kind: ErrorKind = ErrorKind.TOOL_ERROR
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, data: Any = None) -> None:
         super().__init__(message)
         self.message = message
+        # structured payload the agent also sees, e.g. a mock API's {"status": 404, ...}
+        self.data = data
 
 
 class FormatError(ToolgymError):

@@ -443,7 +443,9 @@ class ToolSet:
             t = self.get(call.name)
             value = t.invoke(call.arguments, ctx)
         except ToolgymError as exc:
-            return Observation.from_error(exc.kind, exc.message, tool=call.name, call_id=call.call_id)
+            return Observation.from_error(
+                exc.kind, exc.message, tool=call.name, call_id=call.call_id, content=to_json_value(exc.data)
+            )
         except Exception as exc:  # the tool's own failure: the agent sees it, the env survives
             return Observation.from_error(
                 ErrorKind.TOOL_ERROR, f"{type(exc).__name__}: {exc}", tool=call.name, call_id=call.call_id
