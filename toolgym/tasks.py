@@ -58,6 +58,8 @@ class Task(BaseModel):
     seed: int = 0
     category: str | None = None
     max_steps: int | None = None
+    # scripted user: the replies AskUser actions get, in order (multi-turn tasks)
+    user_replies: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -164,7 +164,7 @@ class Tool:
         backend: str = "builtin",
     ) -> None:
         self.fn = fn
-        self.name = name or getattr(fn, "__name__", type(fn).__name__)
+        self.name: str = name or str(getattr(fn, "__name__", type(fn).__name__))
         self.description = inspect.cleandoc(description or fn.__doc__ or "").strip()
         self.category: ToolCategory = category
         self.mutates_state = mutates_state
@@ -208,7 +208,7 @@ class Tool:
                 ),
                 file_kind=file_kind,
             )
-        self.args_model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        self.args_model: type[BaseModel] = create_model(
             f"{self.name}Args", __config__=ConfigDict(extra="forbid"), **fields
         )
         properties = self.args_model.model_json_schema().get("properties", {})
@@ -292,6 +292,34 @@ class Tool:
         return f"Tool({self.name!r}, category={self.category!r})"
 
 
+@overload
+def tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = ...,
+    description: str | None = ...,
+    category: ToolCategory = ...,
+    mutates_state: bool = ...,
+    version: str = ...,
+    returns_description: str | None = ...,
+    backend: str = ...,
+) -> Tool: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    *,
+    name: str | None = ...,
+    description: str | None = ...,
+    category: ToolCategory = ...,
+    mutates_state: bool = ...,
+    version: str = ...,
+    returns_description: str | None = ...,
+    backend: str = ...,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
 def tool(
     fn: Callable[..., Any] | None = None,
     *,
@@ -302,7 +330,7 @@ def tool(
     version: str = "1",
     returns_description: str | None = None,
     backend: str = "builtin",
-) -> Any:
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Decorator: turn a typed function into a Tool. Usable bare or with keyword options."""
 
     def wrap(f: Callable[..., Any]) -> Tool:

@@ -1,0 +1,254 @@
+"""ToolEnv: a Gymnasium environment where an agent answers a task by calling tools.
+
+Observations and actions are text (`AnyText` spaces): the agent's raw output goes in, the
+rendered observation comes out. Structured data (parsed actions, typed errors, file handles,
+state hash and diff) is in `info`. `step` never raises on agent input.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+
+from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
+from toolgym.envs.rewards import Episode, EpisodeStep, RewardFn, answer_reward
+from toolgym.envs.spaces import AnyText
+from toolgym.errors import ErrorKind, FormatError
+from toolgym.files import FileStore
+from toolgym.protocols import get_protocol
+from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol
+from toolgym.tasks import Task, TaskSet
+from toolgym.tools import ToolContext, ToolSet
+from toolgym.world import World
+
+MAX_OBSERVATION_CHARS = 100_000
+NO_MORE_USER_INPUT = "The user has nothing to add."
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall-clock figures of a step. They never take part in equality, so a seeded replay's
+    info compares equal (gymnasium's determinism check) while the figures stay available."""
+
+    latency_s: float = field(compare=False)
+    tool_latency_s: float = field(compare=False)
+
+
+def _clip(text: str, limit: int = MAX_OBSERVATION_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    marker = f"\n[... {len(text) - limit} characters cut]"
+    return text[: limit - len(marker)] + marker
+
+
+class ToolEnv(gym.Env[str, Any]):
+    """An episode = one task. `reset(options={"task": Task | task_id})` or a seeded pick from `tasks`."""
+
+    metadata = {"render_modes": ["ansi"]}  # noqa: RUF012 - gymnasium's convention
+
+    def __init__(
+        self,
+        tools: ToolSet | None = None,
+        tasks: TaskSet | Sequence[Task] | None = None,
+        *,
+        protocol: str | ActionProtocol = "react",
+        reward_fn: RewardFn = answer_reward,
+        max_steps: int = 10,
+        world: World | None = None,
+        files: FileStore | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        self.tools = tools or ToolSet()
+        self.tasks = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks or [])
+        self.protocol = get_protocol(protocol) if isinstance(protocol, str) else protocol
+        self.reward_fn = reward_fn
+        self.max_steps = max_steps
+        self.world = world
+        self.files = files or FileStore()
+        self.render_mode = render_mode
+        self.observation_space = AnyText(MAX_OBSERVATION_CHARS)
+        self.action_space = AnyText(MAX_OUTPUT_CHARS)
+        self.task: Task | None = None
+        self.episode: Episode | None = None
+        self.offered = ToolSet()
+        self.error_counts: Counter[str] = Counter()
+        self._done = False
+        self._user_turn = 0
+        self._ctx: ToolContext | None = None
+        self._last_render = ""
+        self._listeners: list[Callable[[str, dict[str, Any]], None]] = []
+
+    # ---- episode start --------------------------------------------------------------------
+    def _pick_task(self, options: Mapping[str, Any] | None) -> Task:
+        chosen = (options or {}).get("task")
+        if isinstance(chosen, Task):
+            return chosen
+        if isinstance(chosen, str):
+            if chosen not in self.tasks:
+                raise KeyError(f"no task {chosen!r} in this env's task set")
+            return self.tasks[chosen]
+        if chosen is not None:
+            raise TypeError("options['task'] must be a Task or a task id")
+        if not len(self.tasks):
+            raise ValueError("ToolEnv has no tasks: pass tasks=... or reset(options={'task': Task(...)})")
+        return self.tasks[int(self.np_random.integers(len(self.tasks)))]
+
+    def _load_files(self, task: Task) -> list[dict[str, Any]]:
+        announced = []
+        for f in task.files:
+            handle = self.files.put_path(self.tasks.file_path(f), name=f.name)
+            announced.append({"name": f.name, "type": f.type, "handle": handle.ref})
+        return announced
+
+    def _offered_tools(self, task: Task) -> ToolSet:
+        base = self.tools
+        if self.world is not None:
+            base = base.merged(self.world.tools)
+        return base.subset(task.tools)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        task = self._pick_task(options)
+        self.task = task
+        self.episode = Episode(task=task)
+        self.offered = self._offered_tools(task)
+        self.error_counts = Counter()
+        self._done = False
+        self._user_turn = 0
+        episode_seed = task.seed if seed is None else seed
+        self._ctx = ToolContext(files=self.files, seed=episode_seed, clock=task.clock, task_id=task.id)
+        files = self._load_files(task)
+        if self.world is not None:
+            self.world.reset(seed=task.seed, clock=task.clock)
+        prompt = task.query
+        if files:
+            prompt += "\nThe related files: " + ", ".join(f["name"] for f in files)
+        obs = Observation(type="task", text=prompt, content={"query": task.query, "files": files})
+        info: dict[str, Any] = {
+            "task_id": task.id,
+            "step": 0,
+            "instructions": self.protocol.instructions(self.offered),
+            "tools": self.offered.names,
+            "files": files,
+            "observation": obs.model_dump(mode="json"),
+        }
+        if self.world is not None:
+            info["state_hash"] = self.world.state_hash()
+            self.world.take_diff()  # start the per-step diffs from the reset state
+        self._last_render = prompt
+        self._emit("reset", info)
+        return _clip(prompt), info
+
+    # ---- stepping -------------------------------------------------------------------------
+    def _parse(self, action: Any) -> list[Action] | Observation:
+        if isinstance(action, (ToolCall, FinalAnswer, NoCall, AskUser)):
+            return [action]
+        if isinstance(action, list) and action and all(
+            isinstance(a, (ToolCall, FinalAnswer, NoCall, AskUser)) for a in action
+        ):
+            return list(action)
+        try:
+            if isinstance(action, str) and len(action) > MAX_OUTPUT_CHARS:
+                raise FormatError(f"model output of {len(action)} characters exceeds {MAX_OUTPUT_CHARS}")
+            if not isinstance(action, (str, Mapping)):
+                raise FormatError(f"expected model output text or a message object, got {type(action).__name__}")
+            actions = self.protocol.parse(action)
+            if not actions:
+                raise FormatError("no action found in the model output")
+            return actions
+        except FormatError as exc:
+            return Observation.from_error(ErrorKind.FORMAT_ERROR, exc.message)
+        except Exception as exc:  # a protocol bug must not take the episode down
+            return Observation.from_error(ErrorKind.FORMAT_ERROR, f"unparseable output ({type(exc).__name__}: {exc})")
+
+    def _run(self, action: Action) -> Observation:
+        assert self.task is not None and self._ctx is not None
+        if isinstance(action, ToolCall):
+            if action.name not in self.offered:
+                return Observation.from_error(
+                    ErrorKind.UNKNOWN_TOOL,
+                    f"tool {action.name!r} is not available; available tools: {', '.join(self.offered.names)}",
+                    tool=action.name,
+                    call_id=action.call_id,
+                )
+            return self.offered.call(action, self._ctx)
+        if isinstance(action, FinalAnswer):
+            return Observation(type="final", text=action.text)
+        if isinstance(action, AskUser):
+            replies = self.task.user_replies
+            reply = replies[self._user_turn] if self._user_turn < len(replies) else NO_MORE_USER_INPUT
+            self._user_turn += 1
+            return Observation(type="user", text=reply)
+        return Observation(type="note", text="No tool was called.")
+
+    def step(self, action: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        if self.task is None or self.episode is None:
+            raise RuntimeError("call reset() before step()")
+        if self._done:
+            raise RuntimeError("episode is over: call reset()")
+        started = time.perf_counter()
+        parsed = self._parse(action)
+        actions = parsed if isinstance(parsed, list) else []
+        observations: list[Observation] = [parsed] if isinstance(parsed, Observation) else []
+        tool_time = 0.0
+        terminated = False
+        for act in actions:
+            t0 = time.perf_counter()
+            observations.append(self._run(act))
+            tool_time += time.perf_counter() - t0
+            if isinstance(act, FinalAnswer):
+                terminated = True
+                break  # nothing after a final answer runs
+        index = len(self.episode.steps) + 1
+        step = EpisodeStep(index=index, raw=action if isinstance(action, (str, Mapping)) else None,
+                           actions=actions, observations=observations)
+        kinds = [o.error.kind.value for o in observations if o.error is not None]
+        self.error_counts.update(kinds)
+        info: dict[str, Any] = {
+            "step": index,
+            "actions": [a.model_dump(mode="json") for a in actions],
+            "observations": [o.model_dump(mode="json") for o in observations],
+            "error_kind": kinds[0] if kinds else None,
+            "error_kinds": kinds,
+            "error_counts": dict(self.error_counts),
+        }
+        if self.world is not None:
+            step.state_hash = self.world.state_hash()
+            step.state_diff = self.world.take_diff()
+            info["state_hash"] = step.state_hash
+            info["state_diff"] = step.state_diff
+        self.episode.steps.append(step)
+        limit = self.task.max_steps or self.max_steps
+        truncated = not terminated and index >= limit
+        reward = 0.0
+        if terminated or truncated:
+            self._done = True
+            reward = float(self.reward_fn(self.task, self.episode))
+            info["final_answer"] = self.episode.final_answer
+        info["timing"] = Timing(latency_s=time.perf_counter() - started, tool_latency_s=tool_time)
+        text = "\n".join(self.protocol.format_observation(o) for o in observations)
+        self._last_render = text
+        self._emit("step", info)
+        return _clip(text), reward, terminated, truncated, info
+
+    # ---- misc -----------------------------------------------------------------------------
+    def subscribe(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
+        """Called with ("reset" | "step", info) after each reset and step (the recorder uses this)."""
+        self._listeners.append(listener)
+
+    def _emit(self, event: str, info: dict[str, Any]) -> None:
+        for listener in self._listeners:
+            listener(event, info)
+
+    def render(self) -> str | None:
+        return self._last_render if self.render_mode == "ansi" else None
+
+    def close(self) -> None:
+        if self.world is not None:
+            self.world.close()
+        super().close()

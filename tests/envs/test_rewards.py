@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import pytest
+
+from toolgym.envs.rewards import LexicalSimilarity, answer_matches, score_answer
+from toolgym.tasks import AnswerSpec
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The bottle lasts 58 days.", True),
+        ("58 day", True),
+        ("It lasts 580 days.", False),  # whole words only
+        ("It lasts fifty-eight days.", True),
+        ("about 58.5 days", False),  # the blacklist alias 58.5 is present
+        ("", False),
+    ],
+)
+def test_whitelist_blacklist(text: str, expected: bool) -> None:
+    spec = AnswerSpec(whitelist=[["58", "fifty-eight"], ["days", "day"]], blacklist=[["58.5"]])
+    assert answer_matches(text, spec) is expected
+
+
+def test_case_insensitive_phrase_and_symbols() -> None:
+    spec = AnswerSpec(whitelist=[["Golden Gate Bridge"], ["$23.50"]])
+    assert answer_matches("the golden gate bridge costs $23.50 to cross", spec)
+    assert not answer_matches("the golden gate costs $23.50", spec)
+    assert not answer_matches("the golden gate bridge costs $23.500", spec)
+
+
+def test_regex_metacharacters_are_literal() -> None:
+    spec = AnswerSpec(whitelist=[["C++"], ["a.b"]])
+    assert answer_matches("I like C++ and a.b", spec)
+    assert not answer_matches("I like C and axb", spec)
+
+
+def test_reference_answers_by_similarity() -> None:
+    spec = AnswerSpec(references=["A cat sleeping on a sofa"])
+    sim = LexicalSimilarity()
+    close = score_answer("a cat sleeping on the sofa", spec, sim)
+    far = score_answer("stock prices fell sharply", spec, sim)
+    assert 0.8 < close <= 1.0
+    assert far < 0.5
+
+
+def test_no_spec_or_no_answer_scores_zero() -> None:
+    assert score_answer(None, AnswerSpec(whitelist=[["x"]])) == 0.0
+    assert score_answer("x", None) == 0.0

@@ -1,0 +1,199 @@
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from toolgym import AnswerSpec, AskUser, FinalAnswer, NoCall, Task, ToolCall, ToolEnv, ToolSet, tool
+from toolgym.envs.tool_env import MAX_OBSERVATION_CHARS, NO_MORE_USER_INPUT
+from toolgym.errors import ToolError
+from toolgym.protocols.base import MAX_OUTPUT_CHARS
+
+
+@tool(category="logic")
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool(category="operation")
+def fail(reason: str) -> str:
+    """Always fails with the given reason."""
+    raise ToolError(reason)
+
+
+@tool(category="operation")
+def crash() -> str:
+    """A tool with a bug."""
+    raise ZeroDivisionError("division by zero")
+
+
+@tool(category="operation")
+def shout(text: str) -> str:
+    """Return the text repeated many times."""
+    return text * 1_000_000
+
+
+TASKS = [
+    Task(id="sum", query="What is 1+2?", tools=["add"], answer=AnswerSpec(whitelist=[["3", "three"]])),
+    Task(id="all", query="Use anything.", answer=AnswerSpec(whitelist=[["ok"]]), user_replies=["Use 7."]),
+    Task(id="short", query="Two steps only.", max_steps=2, answer=AnswerSpec(whitelist=[["x"]])),
+]
+
+
+def make_env(**kwargs: Any) -> ToolEnv:
+    return ToolEnv(ToolSet([add, fail, crash, shout]), TASKS, **kwargs)
+
+
+def test_check_env_passes() -> None:
+    check_env(make_env(), skip_render_check=True)
+
+
+def test_gym_make_registered() -> None:
+    env = gym.make("toolgym/ToolEnv-v0", tools=ToolSet([add]), tasks=TASKS[:1])
+    obs, info = env.reset(seed=1)
+    assert obs.startswith("What is 1+2?")
+    assert info["tools"] == ["add"]
+    env.close()
+
+
+def test_reset_by_task_id_and_seeded_pick() -> None:
+    env = make_env()
+    obs, info = env.reset(options={"task": "short"})
+    assert info["task_id"] == "short" and obs == "Two steps only."
+    picks = [make_env().reset(seed=s)[1]["task_id"] for s in range(8)]
+    again = [make_env().reset(seed=s)[1]["task_id"] for s in range(8)]
+    assert picks == again and len(set(picks)) > 1
+    with pytest.raises(KeyError):
+        env.reset(options={"task": "nope"})
+
+
+def test_tool_subset_and_instructions() -> None:
+    env = make_env()
+    _, info = env.reset(options={"task": "sum"})
+    assert info["tools"] == ["add"]
+    assert "add" in info["instructions"] and "fail" not in info["instructions"]
+    obs, _, _, _, info = env.step(ToolCall(name="fail", arguments={"reason": "x"}))
+    assert info["error_kind"] == "unknown_tool"
+    assert "not available" in obs
+
+
+def test_full_episode_with_raw_react_text() -> None:
+    env = make_env()
+    env.reset(options={"task": "sum"})
+    obs, reward, terminated, truncated, info = env.step(
+        'Thought: add them\nAction: add\nAction Input: {"a": 1, "b": 2}'
+    )
+    assert obs == "Observation: 3"
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert info["actions"][0]["name"] == "add" and info["observations"][0]["content"] == 3
+    assert info["timing"].latency_s >= info["timing"].tool_latency_s >= 0
+    obs, reward, terminated, truncated, info = env.step("Thought: done\nFinal Answer: The sum is three.")
+    assert (reward, terminated, truncated) == (1.0, True, False)
+    assert info["final_answer"] == "The sum is three."
+    with pytest.raises(RuntimeError):
+        env.step("Final Answer: again")
+
+
+@pytest.mark.parametrize(
+    ("action", "kind"),
+    [
+        ("this is not a valid action", "format_error"),
+        ("Thought: x\nAction: add\nAction Input: {not json", "format_error"),
+        ("Thought: x\nAction: add\nAction Input: [1, 2]", "format_error"),
+        ("Thought: x\nAction: nosuchtool\nAction Input: {}", "unknown_tool"),
+        ('Thought: x\nAction: add\nAction Input: {"a": "one", "b": 2}', "argument_error"),
+        ('Thought: x\nAction: add\nAction Input: {"a": 1}', "argument_error"),
+        ('Thought: x\nAction: add\nAction Input: {"a": 1, "b": 2, "c": 3}', "argument_error"),
+        ('Thought: x\nAction: fail\nAction Input: {"reason": "no such row"}', "tool_error"),
+        ("Thought: x\nAction: crash\nAction Input: {}", "tool_error"),
+        ("A" * (MAX_OUTPUT_CHARS + 1), "format_error"),
+        (12345, "format_error"),
+        (None, "format_error"),
+        (b"\x00\xff binary", "format_error"),
+        ([1, 2, 3], "format_error"),
+        ({"role": "assistant", "tool_calls": "nope"}, "format_error"),
+    ],
+)
+def test_bad_input_is_a_typed_error_and_env_stays_usable(action: Any, kind: str) -> None:
+    env = make_env()
+    env.reset(options={"task": "all"})
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert info["error_kind"] == kind
+    assert obs.startswith(f"Observation: {kind}")
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert info["error_counts"] == {kind: 1}
+    # the episode goes on normally afterwards
+    obs, _, _, _, info = env.step(ToolCall(name="add", arguments={"a": 2, "b": 2}))
+    assert obs == "Observation: 4" and info["error_kind"] is None
+    assert len(env.episode.steps) == 2 if env.episode else False
+
+
+def test_huge_tool_output_is_clipped() -> None:
+    env = make_env()
+    env.reset(options={"task": "all"})
+    obs, *_ = env.step(ToolCall(name="shout", arguments={"text": "abc"}))
+    assert len(obs) <= MAX_OBSERVATION_CHARS
+    assert "characters cut" in obs
+    assert env.observation_space.contains(obs)
+
+
+def test_no_call_and_ask_user() -> None:
+    env = make_env()
+    env.reset(options={"task": "all"})
+    obs, *_ = env.step(NoCall(thought="thinking"))
+    assert "No tool was called" in obs
+    obs, *_ = env.step(AskUser(text="Which number?"))
+    assert obs == "Observation: Use 7."
+    obs, *_ = env.step("Ask User: anything else?")
+    assert obs == f"Observation: {NO_MORE_USER_INPUT}"
+
+
+def test_max_steps_truncates_and_scores() -> None:
+    env = make_env()
+    env.reset(options={"task": "short"})
+    _, _, terminated, truncated, _ = env.step(NoCall())
+    assert not terminated and not truncated
+    _, reward, terminated, truncated, info = env.step(NoCall())
+    assert truncated and not terminated and reward == 0.0
+    assert info["final_answer"] is None
+
+
+def test_parallel_calls_and_final_answer_stops_the_rest() -> None:
+    env = make_env(protocol="openai")
+    env.reset(options={"task": "sum"})
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 1}'}},
+            {"id": "c2", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 2}'}},
+        ],
+    }
+    obs, _, _, _, info = env.step(message)
+    assert [o["content"] for o in info["observations"]] == [2, 4]
+    assert [o["call_id"] for o in info["observations"]] == ["c1", "c2"]
+    assert '"tool_call_id":"c1"' in obs.replace(" ", "")
+    _, _, terminated, _, info = env.step([FinalAnswer(text="3"), ToolCall(name="add", arguments={"a": 0, "b": 0})])
+    assert terminated and len(info["observations"]) == 1
+
+
+def test_vector_env_runs_n_episodes() -> None:
+    envs = gym.vector.SyncVectorEnv([make_env for _ in range(3)])
+    obs, info = envs.reset(seed=[0, 1, 2], options={"task": "sum"})
+    assert list(obs) == ["What is 1+2?"] * 3
+    obs, rewards, terminated, _, _ = envs.step(["Final Answer: 3", "Final Answer: 4", "Final Answer: three"])
+    assert list(rewards) == [1.0, 0.0, 1.0]
+    assert list(terminated) == [True, True, True]
+    envs.close()
+
+
+def test_same_seed_same_info() -> None:
+    def run() -> list[Any]:
+        env = make_env()
+        env.reset(seed=3, options={"task": "sum"})
+        return [env.step(a)[4] for a in ("junk", ToolCall(name="add", arguments={"a": 1, "b": 2}), "Final Answer: 3")]
+
+    assert run() == run()

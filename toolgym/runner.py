@@ -1,0 +1,107 @@
+"""Run an agent over tasks in a ToolEnv and write one trace per episode."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolgym.agents import Agent
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.recorder.trace import ToolInfo, TraceEnd, TraceHeader, TraceStep, TraceWriter
+from toolgym.tasks import Task
+
+
+@dataclass
+class EpisodeResult:
+    task_id: str
+    reward: float
+    steps: int
+    terminated: bool
+    final_answer: str | None
+    error_counts: dict[str, int] = field(default_factory=dict)
+    latency_s: float = 0.0
+    trace_path: Path | None = None
+
+
+def _trace_name(task_id: str, seed: int | None) -> str:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id)
+    return f"{safe}.seed{seed}.jsonl" if seed is not None else f"{safe}.jsonl"
+
+
+def run_episode(
+    env: ToolEnv,
+    agent: Agent,
+    task: Task,
+    *,
+    seed: int | None = None,
+    trace_dir: Path | None = None,
+    timing: bool = False,
+    golden: bool = False,
+) -> EpisodeResult:
+    obs, info = env.reset(seed=seed, options={"task": task})
+    agent.start(task, obs, info)
+    writer: TraceWriter | None = None
+    if trace_dir is not None:
+        header = TraceHeader(
+            task_id=task.id,
+            seed=seed,
+            clock=task.clock.isoformat(),
+            protocol=env.protocol.name,
+            agent=agent.name,
+            tools=[ToolInfo(name=t.name, version=t.version, backend=t.backend) for t in env.offered],
+            env_config={"max_steps": task.max_steps or env.max_steps},
+            golden=golden,
+        )
+        writer = TraceWriter(trace_dir / _trace_name(task.id, seed), header)
+    hash_before: str | None = info.get("state_hash")
+    reward, terminated, truncated, steps, latency = 0.0, False, False, 0, 0.0
+    step_info: dict[str, Any] = {}
+    try:
+        while not (terminated or truncated):
+            raw = agent.act(obs, info)
+            obs, r, terminated, truncated, step_info = env.step(raw)
+            reward = float(r)
+            steps += 1
+            latency += step_info["timing"].latency_s
+            if writer is not None:
+                writer.step(
+                    TraceStep(
+                        index=step_info["step"],
+                        raw=raw if isinstance(raw, (str, dict)) else None,
+                        actions=step_info["actions"],
+                        observations=step_info["observations"],
+                        error_kinds=step_info["error_kinds"],
+                        state_hash_before=hash_before,
+                        state_hash_after=step_info.get("state_hash"),
+                        state_diff=step_info.get("state_diff"),
+                        latency_ms=step_info["timing"].latency_s * 1000 if timing else None,
+                    )
+                )
+            hash_before = step_info.get("state_hash")
+        final = step_info.get("final_answer")
+        path = None
+        if writer is not None:
+            path = writer.finish(
+                TraceEnd(
+                    status="terminated" if terminated else "truncated",
+                    steps=steps,
+                    final_answer=final,
+                    reward=reward,
+                    error_counts=dict(env.error_counts),
+                )
+            )
+    finally:
+        if writer is not None:
+            writer.close()
+    return EpisodeResult(
+        task_id=task.id,
+        reward=reward,
+        steps=steps,
+        terminated=terminated,
+        final_answer=final,
+        error_counts=dict(env.error_counts),
+        latency_s=latency,
+        trace_path=path,
+    )
