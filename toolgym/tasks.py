@@ -60,6 +60,11 @@ class Task(BaseModel):
     max_steps: int | None = None
     # scripted user: the replies AskUser actions get, in order (multi-turn tasks)
     user_replies: list[str] = Field(default_factory=list)
+    # mock apps the task's world needs (names in toolgym.mocks.apps), and the expected final
+    # state: state assertions as JSON (toolgym.mocks.rewards.StateAssertion); the golden chain
+    # replayed on a fresh world gives the expected state hash
+    apps: list[str] | None = None
+    expected_state: list[dict[str, Any]] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
