@@ -82,7 +82,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=5000)
     args = parser.parse_args()
     bench_tool("echo", {"text": "hello"}, lambda: echo.fn(text="hello"), args.n)
-    bench_tool("Calculator", {"expression": "290 / 5"}, lambda: calculator_tool.fn(expression="290 / 5"), args.n)
+    bench_tool(
+        "Calculator", {"expression": "290 / 5"}, lambda: calculator_tool.fn(expression="290 / 5"), args.n
+    )
     bench_parse(args.n)
 
 

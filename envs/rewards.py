@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
-from toolgym.actions import Action, FinalAnswer, Observation
+from toolgym.actions import Action, FinalAnswer, Observation, ToolCall
 from toolgym.tasks import AnswerSpec, Task
+from toolgym.world import World
 
 
 @dataclass
@@ -29,6 +30,7 @@ class EpisodeStep:
 class Episode:
     task: Task
     steps: list[EpisodeStep] = field(default_factory=list)
+    world: World | None = None  # the stateful world the episode ran against, if any
 
     @property
     def final_answer(self) -> str | None:
@@ -39,7 +41,8 @@ class Episode:
         return None
 
 
-RewardFn = Callable[[Task, Episode], float]
+# A reward function returns a float, or named scores with the reward under "reward".
+RewardFn = Callable[[Task, Episode], "float | Mapping[str, float]"]
 
 
 def _alias_pattern(aliases: Sequence[str]) -> re.Pattern[str]:
@@ -72,7 +75,9 @@ class LexicalSimilarity:
     name = "lexical"
 
     def __call__(self, text: str, references: Sequence[str]) -> float:
-        return max((difflib.SequenceMatcher(None, text.lower(), r.lower()).ratio() for r in references), default=0.0)
+        return max(
+            (difflib.SequenceMatcher(None, text.lower(), r.lower()).ratio() for r in references), default=0.0
+        )
 
 
 class EmbeddingSimilarity:
@@ -116,10 +121,65 @@ def answer_reward(task: Task, episode: Episode) -> float:
     return score_answer(episode.final_answer, task.answer)
 
 
+def reward_value(result: float | Mapping[str, float]) -> float:
+    return float(result["reward"]) if isinstance(result, Mapping) else float(result)
+
+
 def combined(weights: Mapping[str, tuple[RewardFn, float]]) -> RewardFn:
     """A weighted sum of named rewards, e.g. {"answer": (answer_reward, 0.5), "state": (..., 0.5)}."""
 
-    def reward(task: Task, episode: Episode) -> float:
-        return sum(w * fn(task, episode) for fn, w in weights.values())
+    def reward(task: Task, episode: Episode) -> Mapping[str, float]:
+        parts = {name: reward_value(fn(task, episode)) for name, (fn, _) in weights.items()}
+        return {**parts, "reward": sum(w * parts[name] for name, (_, w) in weights.items())}
 
     return reward
+
+
+def _writes_state(task: Task, episode: Episode) -> bool:
+    if task.expected_state:
+        return True
+    world = episode.world
+    if world is None:
+        return False
+    tools = world.tools
+    return any(
+        isinstance(g.action, ToolCall) and g.action.name in tools and tools.get(g.action.name).mutates_state
+        for g in task.golden
+    )
+
+
+def state_scores(task: Task, episode: Episode) -> dict[str, float]:
+    """tau-bench style: the golden chain replayed on a fresh world must reach the episode's final
+    state hash (volatile fields ignored); the task's state assertions must hold."""
+    from toolgym.mocks.rewards import STATE_ASSERTIONS, check_assertions, replay_golden
+    from toolgym.mocks.world import MockWorld
+
+    world = episode.world
+    if not isinstance(world, MockWorld) or not task.apps:
+        return {}
+    golden = replay_golden(task.apps, task.seed, task.clock, task.golden)
+    try:
+        same_state = golden.state_hash() == world.state_hash()
+    finally:
+        golden.close()
+    report = check_assertions(world, STATE_ASSERTIONS.validate_python(task.expected_state))
+    return {
+        "state_match": float(same_state),
+        "assertions": report.score,
+        "state": float(same_state and report.passed),
+    }
+
+
+def task_scores(task: Task, episode: Episode) -> dict[str, float]:
+    """The default reward: the answer score where the task has an answer spec, times the state
+    score where the task changes state (mock apps); the parts are reported beside "reward"."""
+    scores: dict[str, float] = {}
+    reward = 1.0
+    if task.answer is not None:
+        scores["answer"] = score_answer(episode.final_answer, task.answer)
+        reward *= scores["answer"]
+    if task.apps and _writes_state(task, episode):
+        scores.update(state_scores(task, episode))
+        reward *= scores.get("state", 0.0)
+    scores["reward"] = reward if scores else 0.0
+    return scores

@@ -16,7 +16,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
-from toolgym.envs.rewards import Episode, EpisodeStep, RewardFn, answer_reward
+from toolgym.envs.rewards import Episode, EpisodeStep, RewardFn, reward_value, task_scores
 from toolgym.envs.spaces import AnyText
 from toolgym.errors import ErrorKind, FormatError
 from toolgym.files import FileStore
@@ -57,7 +57,7 @@ class ToolEnv(gym.Env[str, Any]):
         tasks: TaskSet | Sequence[Task] | None = None,
         *,
         protocol: str | ActionProtocol = "react",
-        reward_fn: RewardFn = answer_reward,
+        reward_fn: RewardFn = task_scores,
         max_steps: int = 10,
         world: World | None = None,
         files: FileStore | None = None,
@@ -69,6 +69,8 @@ class ToolEnv(gym.Env[str, Any]):
         self.reward_fn = reward_fn
         self.max_steps = max_steps
         self.world = world
+        self._fixed_world = world is not None
+        self._worlds: dict[tuple[str, ...], World] = {}
         self.files = files or FileStore()
         self.render_mode = render_mode
         self.observation_space = AnyText(MAX_OBSERVATION_CHARS)
@@ -105,17 +107,32 @@ class ToolEnv(gym.Env[str, Any]):
             announced.append({"name": f.name, "type": f.type, "handle": handle.ref})
         return announced
 
+    def _world_for(self, task: Task) -> World | None:
+        """A fixed world if one was given; else a mock world for the task's apps, built once per
+        app set and reset per episode (O(changes))."""
+        if self._fixed_world or not task.apps:
+            return self.world if self._fixed_world else None
+        key = tuple(task.apps)
+        if key not in self._worlds:
+            from toolgym.mocks.world import MockWorld
+
+            self._worlds[key] = MockWorld(key, seed=task.seed, clock=task.clock)
+        return self._worlds[key]
+
     def _offered_tools(self, task: Task) -> ToolSet:
         base = self.tools
         if self.world is not None:
             base = base.merged(self.world.tools)
         return base.subset(task.tools)
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         task = self._pick_task(options)
         self.task = task
-        self.episode = Episode(task=task)
+        self.world = self._world_for(task)
+        self.episode = Episode(task=task, world=self.world)
         self.offered = self._offered_tools(task)
         self.error_counts = Counter()
         self._done = False
@@ -148,15 +165,19 @@ class ToolEnv(gym.Env[str, Any]):
     def _parse(self, action: Any) -> list[Action] | Observation:
         if isinstance(action, (ToolCall, FinalAnswer, NoCall, AskUser)):
             return [action]
-        if isinstance(action, list) and action and all(
-            isinstance(a, (ToolCall, FinalAnswer, NoCall, AskUser)) for a in action
+        if (
+            isinstance(action, list)
+            and action
+            and all(isinstance(a, (ToolCall, FinalAnswer, NoCall, AskUser)) for a in action)
         ):
             return list(action)
         try:
             if isinstance(action, str) and len(action) > MAX_OUTPUT_CHARS:
                 raise FormatError(f"model output of {len(action)} characters exceeds {MAX_OUTPUT_CHARS}")
             if not isinstance(action, (str, Mapping)):
-                raise FormatError(f"expected model output text or a message object, got {type(action).__name__}")
+                raise FormatError(
+                    f"expected model output text or a message object, got {type(action).__name__}"
+                )
             actions = self.protocol.parse(action)
             if not actions:
                 raise FormatError("no action found in the model output")
@@ -164,7 +185,9 @@ class ToolEnv(gym.Env[str, Any]):
         except FormatError as exc:
             return Observation.from_error(ErrorKind.FORMAT_ERROR, exc.message)
         except Exception as exc:  # a protocol bug must not take the episode down
-            return Observation.from_error(ErrorKind.FORMAT_ERROR, f"unparseable output ({type(exc).__name__}: {exc})")
+            return Observation.from_error(
+                ErrorKind.FORMAT_ERROR, f"unparseable output ({type(exc).__name__}: {exc})"
+            )
 
     def _run(self, action: Action) -> Observation:
         assert self.task is not None and self._ctx is not None
@@ -172,7 +195,8 @@ class ToolEnv(gym.Env[str, Any]):
             if action.name not in self.offered:
                 return Observation.from_error(
                     ErrorKind.UNKNOWN_TOOL,
-                    f"tool {action.name!r} is not available; available tools: {', '.join(self.offered.names)}",
+                    f"tool {action.name!r} is not available; "
+                    f"available tools: {', '.join(self.offered.names)}",
                     tool=action.name,
                     call_id=action.call_id,
                 )
@@ -205,8 +229,12 @@ class ToolEnv(gym.Env[str, Any]):
                 terminated = True
                 break  # nothing after a final answer runs
         index = len(self.episode.steps) + 1
-        step = EpisodeStep(index=index, raw=action if isinstance(action, (str, Mapping)) else None,
-                           actions=actions, observations=observations)
+        step = EpisodeStep(
+            index=index,
+            raw=action if isinstance(action, (str, Mapping)) else None,
+            actions=actions,
+            observations=observations,
+        )
         kinds = [o.error.kind.value for o in observations if o.error is not None]
         self.error_counts.update(kinds)
         info: dict[str, Any] = {
@@ -228,7 +256,9 @@ class ToolEnv(gym.Env[str, Any]):
         reward = 0.0
         if terminated or truncated:
             self._done = True
-            reward = float(self.reward_fn(self.task, self.episode))
+            result = self.reward_fn(self.task, self.episode)
+            reward = reward_value(result)
+            info["scores"] = dict(result) if isinstance(result, Mapping) else {"reward": reward}
             info["final_answer"] = self.episode.final_answer
         info["timing"] = Timing(latency_s=time.perf_counter() - started, tool_latency_s=tool_time)
         text = "\n".join(self.protocol.format_observation(o) for o in observations)
@@ -249,6 +279,9 @@ class ToolEnv(gym.Env[str, Any]):
         return self._last_render if self.render_mode == "ansi" else None
 
     def close(self) -> None:
-        if self.world is not None:
+        if self._fixed_world and self.world is not None:
             self.world.close()
+        for world in self._worlds.values():
+            world.close()
+        self._worlds.clear()
         super().close()

@@ -1,7 +1,7 @@
 """toolgym: a tool-serving sandbox and environment simulator for LLM agents."""
 
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
-from toolgym.envs.rewards import Episode, EpisodeStep, answer_reward
+from toolgym.envs.rewards import Episode, EpisodeStep, answer_reward, task_scores
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import ErrorKind, ToolError
 from toolgym.files import FileHandle, FileStore, StoredFile
@@ -35,5 +35,6 @@ __all__ = [
     "ToolError",
     "ToolSet",
     "answer_reward",
+    "task_scores",
     "tool",
 ]

@@ -12,15 +12,21 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-app = typer.Typer(help="toolgym: tool environments, tool servers and mock apps for LLM agents.", no_args_is_help=True)
+app = typer.Typer(
+    help="toolgym: tool environments, tool servers and mock apps for LLM agents.", no_args_is_help=True
+)
 console = Console()
 
 
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option(help="directory for the episode traces")] = Path("runs/demo"),
-    tasks: Annotated[Path | None, typer.Option(help="task set (JSONL); default: the bundled demo set")] = None,
-    protocol: Annotated[str, typer.Option(help="action protocol the oracle speaks: react, json, openai")] = "react",
+    tasks: Annotated[
+        Path | None, typer.Option(help="task set (JSONL); default: the bundled demo set")
+    ] = None,
+    protocol: Annotated[
+        str, typer.Option(help="action protocol the oracle speaks: react, json, openai")
+    ] = "react",
     seed: Annotated[int, typer.Option(help="episode seed")] = 0,
 ) -> None:
     """Run the demo task set in-process with the oracle agent; print scores, write traces."""

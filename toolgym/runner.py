@@ -22,6 +22,7 @@ class EpisodeResult:
     final_answer: str | None
     error_counts: dict[str, int] = field(default_factory=dict)
     latency_s: float = 0.0
+    scores: dict[str, float] = field(default_factory=dict)
     trace_path: Path | None = None
 
 
@@ -90,6 +91,7 @@ def run_episode(
                     final_answer=final,
                     reward=reward,
                     error_counts=dict(env.error_counts),
+                    scores=step_info.get("scores", {}),
                 )
             )
     finally:
@@ -103,5 +105,6 @@ def run_episode(
         final_answer=final,
         error_counts=dict(env.error_counts),
         latency_s=latency,
+        scores=step_info.get("scores", {}),
         trace_path=path,
     )

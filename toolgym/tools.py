@@ -260,18 +260,22 @@ class Tool:
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validated arguments (file params still as references); ArgumentError otherwise."""
         if not isinstance(arguments, Mapping):
-            raise ArgumentError(f"{self.name}: arguments must be a JSON object, got {type(arguments).__name__}")
+            raise ArgumentError(
+                f"{self.name}: arguments must be a JSON object, got {type(arguments).__name__}"
+            )
         try:
             model = self.args_model.model_validate(dict(arguments))
         except ValidationError as exc:
             problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}" for err in exc.errors()
+                f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
+                for err in exc.errors()
             )
             raise ArgumentError(f"{self.name}: {problems}") from None
         return {k: getattr(model, k) for k in self._bindings}
 
     def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
-        """Validate, resolve file references, run. Raises ToolgymError subclasses or whatever the tool raises."""
+        """Validate, resolve file references, run. Raises ToolgymError subclasses, or whatever
+        the tool itself raises."""
         kwargs = self.validate(arguments)
         for pname, kind in self.file_params.items():
             ref = kwargs.get(pname)
@@ -282,7 +286,9 @@ class Tool:
             except UnknownFileError as exc:
                 raise ArgumentError(f"{self.name}: {pname}: {exc}") from None
             if kind == "image" and not stored.handle.media_type.startswith("image/"):
-                raise ArgumentError(f"{self.name}: {pname}: {ref!r} is {stored.handle.media_type}, not an image")
+                raise ArgumentError(
+                    f"{self.name}: {pname}: {ref!r} is {stored.handle.media_type}, not an image"
+                )
             kwargs[pname] = stored
         if self._context_param:
             kwargs[self._context_param] = ctx
@@ -498,7 +504,9 @@ def to_openai_tool(t: Tool) -> dict[str, Any]:
     }
 
 
-def _agentlego_io(ptype: ParamType, name: str | None, description: str | None, optional: bool, default: Any) -> dict[str, Any]:
+def _agentlego_io(
+    ptype: ParamType, name: str | None, description: str | None, optional: bool, default: Any
+) -> dict[str, Any]:
     # AgentLego knows text/int/float/bool/image/audio/file; structured values travel as text.
     legacy = ptype if ptype in ("text", "int", "float", "bool", "image", "file") else "text"
     return {
@@ -542,7 +550,10 @@ def to_teval_api(t: Tool) -> dict[str, Any]:
         "required_parameters": [param(p) for p in t.params if not p.optional],
         "optional_parameters": [param(p) for p in t.params if p.optional],
         "return_data": [
-            {"name": f"output_{i}" if len(t.returns) > 1 else "result", "description": r.description or r.type}
+            {
+                "name": f"output_{i}" if len(t.returns) > 1 else "result",
+                "description": r.description or r.type,
+            }
             for i, r in enumerate(t.returns)
         ],
     }

@@ -176,13 +176,15 @@ def test_parallel_calls_and_final_answer_stops_the_rest() -> None:
     assert [o["content"] for o in info["observations"]] == [2, 4]
     assert [o["call_id"] for o in info["observations"]] == ["c1", "c2"]
     assert '"tool_call_id":"c1"' in obs.replace(" ", "")
-    _, _, terminated, _, info = env.step([FinalAnswer(text="3"), ToolCall(name="add", arguments={"a": 0, "b": 0})])
+    _, _, terminated, _, info = env.step(
+        [FinalAnswer(text="3"), ToolCall(name="add", arguments={"a": 0, "b": 0})]
+    )
     assert terminated and len(info["observations"]) == 1
 
 
 def test_vector_env_runs_n_episodes() -> None:
     envs = gym.vector.SyncVectorEnv([make_env for _ in range(3)])
-    obs, info = envs.reset(seed=[0, 1, 2], options={"task": "sum"})
+    obs, _ = envs.reset(seed=[0, 1, 2], options={"task": "sum"})
     assert list(obs) == ["What is 1+2?"] * 3
     obs, rewards, terminated, _, _ = envs.step(["Final Answer: 3", "Final Answer: 4", "Final Answer: three"])
     assert list(rewards) == [1.0, 0.0, 1.0]
@@ -194,6 +196,9 @@ def test_same_seed_same_info() -> None:
     def run() -> list[Any]:
         env = make_env()
         env.reset(seed=3, options={"task": "sum"})
-        return [env.step(a)[4] for a in ("junk", ToolCall(name="add", arguments={"a": 1, "b": 2}), "Final Answer: 3")]
+        return [
+            env.step(a)[4]
+            for a in ("junk", ToolCall(name="add", arguments={"a": 1, "b": 2}), "Final Answer: 3")
+        ]
 
     assert run() == run()

@@ -23,7 +23,9 @@ ACTIONS = [ToolCall(name="add", arguments={"a": 1, "b": 2}), FinalAnswer(text="3
 
 def record(trace_dir: Path, *, timing: bool = False) -> Path:
     env = ToolEnv(ToolSet([add]), [TASK])
-    result = run_episode(env, ScriptedAgent(env.protocol, ACTIONS), TASK, seed=7, trace_dir=trace_dir, timing=timing)
+    result = run_episode(
+        env, ScriptedAgent(env.protocol, ACTIONS), TASK, seed=7, trace_dir=trace_dir, timing=timing
+    )
     assert result.trace_path is not None and result.reward == 1.0
     return result.trace_path
 
@@ -73,7 +75,9 @@ def test_crash_leaves_readable_partial_trace(tmp_path: Path) -> None:
 
 
 def test_torn_last_line_is_dropped(tmp_path: Path) -> None:
-    header = TraceHeader(task_id="t", seed=0, clock="2024-01-01T00:00:00+00:00", protocol="react", agent="x", tools=[])
+    header = TraceHeader(
+        task_id="t", seed=0, clock="2024-01-01T00:00:00+00:00", protocol="react", agent="x", tools=[]
+    )
     writer = TraceWriter(tmp_path / "t.jsonl", header)
     writer.step(TraceStep(index=1, actions=[], observations=[]))
     writer.close()
