@@ -1,0 +1,361 @@
+"""Declaring a mock app: a schema, a seeded data generator and typed APIs marked read or write.
+
+    class NotesApp(App):
+        name = "notes"
+        description = "A note-taking app."
+        schema = '''
+            CREATE TABLE notes_notes (note_id TEXT PRIMARY KEY, title TEXT NOT NULL,
+                                      body TEXT NOT NULL, updated_at TEXT NOT NULL);
+        '''
+        volatile = {"notes_notes": ["updated_at"]}  # left out of the state hash
+
+        def seed(self, db: Database, rng: random.Random, clock: datetime) -> None:
+            db["notes_notes"].insert_all(...)        # sqlite-utils on the template database
+            set_counter(db, "NOTE", 200)              # the next next_id("NOTE") is NOTE-000201
+
+        @read
+        def get_note(self, note_id: Annotated[str, Param("the note's id")]) -> dict[str, Any]:
+            "Get one note by id."
+            return ok(self.get_or_404("notes_notes", "note_id", note_id, what="note"))
+
+        @write(name="create_note")                    # the published name
+        def create(self, title: str, body: str = "") -> dict[str, Any]:
+            "Create a note."
+            note_id = self.next_id("NOTE")
+            self.execute("INSERT INTO notes_notes VALUES (?, ?, ?, ?)",
+                         (note_id, title, body, self.now_iso()))
+            return ok(note_id=note_id)
+
+Each API becomes a toolgym Tool (category "app", `mutates_state` for writes). Writes run in a
+savepoint: an exception anywhere undoes the whole call. Reads run with the database read-only.
+Parameters declared `Annotated[str, Param(..., enum=(...))]` are checked before the call (400);
+`Literal[...]` parameters are checked by pydantic (an argument_error). The Tool objects are built
+once per app class; a world only copies them and binds them to its own instance.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar, Final, TypeVar, overload
+
+from sqlite_utils import Database
+
+from toolgym.mocks.clock import SimClock, format_time
+from toolgym.mocks.responses import AppError, bad_request, not_found
+from toolgym.mocks.store import META_TABLE, Store, quote_ident
+from toolgym.tools import Tool
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_API_ATTR: Final = "__toolgym_api__"
+
+# {table: ["col", ...]} leaves columns out of the state hash, {table: "*"} the whole table
+Volatile = Mapping[str, str | Sequence[str]]
+
+
+@dataclass(frozen=True)
+class ApiSpec:
+    """How a method is published: its tool name, read or write, an optional description."""
+
+    name: str | None
+    write: bool
+    description: str | None = None
+    version: str | None = None
+
+
+def _mark(fn: F | None, spec: ApiSpec) -> F | Callable[[F], F]:
+    def wrap(f: F) -> F:
+        setattr(f, _API_ATTR, spec)
+        return f
+
+    return wrap(fn) if fn is not None else wrap
+
+
+@overload
+def read(fn: F, /) -> F: ...
+@overload
+def read(
+    *, name: str | None = None, description: str | None = None, version: str | None = None
+) -> Callable[[F], F]: ...
+def read(
+    fn: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    version: str | None = None,
+) -> F | Callable[[F], F]:
+    """Mark a method as a read API (no state change; runs on a read-only database)."""
+    return _mark(fn, ApiSpec(name=name, write=False, description=description, version=version))
+
+
+@overload
+def write(fn: F, /) -> F: ...
+@overload
+def write(
+    *, name: str | None = None, description: str | None = None, version: str | None = None
+) -> Callable[[F], F]: ...
+def write(
+    fn: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    version: str | None = None,
+) -> F | Callable[[F], F]:
+    """Mark a method as a write API (mutates_state=True; runs in a savepoint, all or nothing)."""
+    return _mark(fn, ApiSpec(name=name, write=True, description=description, version=version))
+
+
+def set_counter(db: Database | sqlite3.Connection, prefix: str, last: int) -> None:
+    """In seed(): make the next `next_id(prefix)` return number `last + 1`."""
+    conn: sqlite3.Connection = db.conn if isinstance(db, Database) else db
+    conn.execute(
+        f"INSERT OR REPLACE INTO {META_TABLE}(key, value) VALUES(?, ?)", ("counter:" + prefix, int(last))
+    )
+
+
+def format_id(prefix: str, number: int, width: int = 6) -> str:
+    """The id layout of next_id: format_id("ORD", 7) == "ORD-000007"."""
+    return f"{prefix}-{number:0{width}d}"
+
+
+class App:
+    """Base of every mock app. Subclasses set the class attributes and write `seed` and the APIs.
+
+    Class attributes:
+        name         the app's registry name (also the default API prefix when one is asked for)
+        description  one paragraph for humans and agents
+        schema       SQL DDL; every table needs a PRIMARY KEY; name tables `<app>_<thing>` so
+                     that apps can share a world without clashing
+        volatile     {table: ["col", ...]} or {table: "*"}: left out of the state hash
+        version      goes into every tool's version (cassette keys): bump it when behaviour changes
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    schema: ClassVar[str] = ""
+    volatile: ClassVar[Volatile] = {}
+    version: ClassVar[str] = "1"
+
+    # bound per world by MockWorld; not available inside seed()
+    store: Store
+    clock: SimClock
+
+    def seed(self, db: Database, rng: random.Random, clock: datetime) -> None:
+        """Fill the tables. Use only `rng` for randomness and `clock` for dates: the same seed
+        must give the same rows. `db` is a sqlite-utils Database on the template being built."""
+
+    # ---- binding --------------------------------------------------------------------------
+    def bind(self, store: Store, clock: SimClock) -> None:
+        self.store, self.clock = store, clock
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The world's connection (looked up per use: loading another seed swaps it)."""
+        return self.store.conn
+
+    # ---- helpers for API code ---------------------------------------------------------------
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def now_iso(self) -> str:
+        return format_time(self.clock.now())
+
+    def next_id(self, prefix: str, width: int = 6) -> str:
+        """A deterministic id, "ORD-000123": a counter stored in the database (it rolls back)."""
+        return format_id(prefix, self.store.next_counter(prefix), width)
+
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> sqlite3.Cursor:
+        return self.db.execute(sql, params)
+
+    def rows(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
+        cursor = self.db.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, r, strict=True)) for r in cursor]
+
+    def row(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> dict[str, Any] | None:
+        cursor = self.db.execute(sql, params)
+        found = cursor.fetchone()
+        if found is None:
+            return None
+        return dict(zip([d[0] for d in cursor.description], found, strict=True))
+
+    def scalar(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        found = self.db.execute(sql, params).fetchone()
+        return None if found is None else found[0]
+
+    def get_or_404(self, table: str, column: str, value: Any, *, what: str | None = None) -> dict[str, Any]:
+        """The row whose `column` equals `value`, or a 404 naming `what` (default: the table)."""
+        found = self.row(f"SELECT * FROM {quote_ident(table)} WHERE {quote_ident(column)} = ?", (value,))
+        if found is None:
+            raise not_found(what or table, value)
+        return found
+
+
+# ---- tools, built once per app class ------------------------------------------------------------
+@dataclass(frozen=True)
+class AppApi:
+    attr: str  # the method's name on the class
+    spec: ApiSpec
+    tool: Tool  # prototype; worlds copy it and swap in a bound caller
+    enums: tuple[tuple[str, tuple[Any, ...]], ...]  # params checked for a 400 before the call
+
+    @property
+    def name(self) -> str:
+        assert self.spec.name is not None
+        return self.spec.name
+
+    @property
+    def write(self) -> bool:
+        return self.spec.write
+
+
+_CLASS_APIS: dict[type[App], tuple[AppApi, ...]] = {}
+
+
+def app_apis(cls: type[App]) -> tuple[AppApi, ...]:
+    """The APIs of an app class, in definition order (base classes first). Cached per class."""
+    found = _CLASS_APIS.get(cls)
+    if found is not None:
+        return found
+    if not cls.name:
+        raise TypeError(f"{cls.__qualname__}: an App needs a name")
+    methods: dict[str, ApiSpec] = {}
+    for klass in reversed(cls.__mro__):
+        for attr, value in vars(klass).items():
+            spec = getattr(value, _API_ATTR, None)
+            if isinstance(spec, ApiSpec):
+                methods[attr] = spec
+    proto = cls.__new__(cls)  # only for bound-method signatures: self is not in the schema
+    apis: list[AppApi] = []
+    seen: dict[str, str] = {}
+    for attr, spec in methods.items():
+        published = spec.name or attr
+        if published in seen:
+            raise TypeError(
+                f"{cls.__qualname__}: API name {published!r} used by {seen[published]} and {attr}"
+            )
+        seen[published] = attr
+        tool = Tool(
+            getattr(proto, attr),
+            name=published,
+            description=spec.description,
+            category="app",
+            mutates_state=spec.write,
+            version=f"{cls.name}-{cls.version}" + (f"/{spec.version}" if spec.version else ""),
+            backend="mock",
+        )
+        enums = tuple((p.name, tuple(p.enum)) for p in tool.params if p.enum is not None)
+        apis.append(
+            AppApi(
+                attr=attr,
+                spec=ApiSpec(published, spec.write, spec.description, spec.version),
+                tool=tool,
+                enums=enums,
+            )
+        )
+    result = tuple(apis)
+    _CLASS_APIS[cls] = result
+    return result
+
+
+def _check_enums(api: AppApi, kwargs: Mapping[str, Any]) -> None:
+    for pname, allowed in api.enums:
+        value = kwargs.get(pname)
+        if value is None or isinstance(value, (list, tuple, dict)):
+            continue
+        if value not in allowed:
+            raise bad_request(
+                f"invalid value {value!r} for {pname!r}; expected one of {list(allowed)}", param=pname
+            )
+
+
+_INTEGRITY_CODES: Final = (
+    ("UNIQUE", 409),
+    ("PRIMARY KEY", 409),
+    ("CHECK", 422),
+    ("NOT NULL", 400),
+    ("FOREIGN", 404),
+)
+
+
+def integrity_error(exc: sqlite3.IntegrityError) -> AppError:
+    """A constraint the schema enforces, as an API error: the schema is the last line of defence."""
+    text = str(exc)
+    code = next((c for marker, c in _INTEGRITY_CODES if marker in text.upper()), 409)
+    return AppError(code, f"constraint failed: {text}")
+
+
+def _caller(app: App, api: AppApi) -> Callable[..., Any]:
+    method: Callable[..., Any] = getattr(app, api.attr)
+    store = app.store
+    needs_check = bool(api.enums)
+    if api.write:
+
+        def call_write(**kwargs: Any) -> Any:
+            if needs_check:
+                _check_enums(api, kwargs)
+            with store.atomic():
+                try:
+                    return method(**kwargs)
+                except sqlite3.IntegrityError as exc:
+                    raise integrity_error(exc) from exc
+
+        return call_write
+
+    def call_read(**kwargs: Any) -> Any:
+        if needs_check:
+            _check_enums(api, kwargs)
+        with store.read_only():
+            return method(**kwargs)
+
+    return call_read
+
+
+def bind_tools(app: App, prefix: str = "") -> list[Tool]:
+    """The app's tools bound to `app` (already bound to a world): shallow copies, no schema work."""
+    tools = []
+    for api in app_apis(type(app)):
+        t = copy.copy(api.tool)
+        t.name = prefix + api.name
+        t.fn = _caller(app, api)
+        tools.append(t)
+    return tools
+
+
+def describe_apis(cls: type[App]) -> list[dict[str, Any]]:
+    """One line per API for docs and listings: name, read/write, parameters."""
+    return [
+        {
+            "name": a.name,
+            "write": a.write,
+            "params": [p.name for p in a.tool.params],
+            "description": a.tool.description,
+        }
+        for a in app_apis(cls)
+    ]
+
+
+def validate_app(cls: type[App]) -> list[str]:
+    """Problems a new app commonly has, as messages (empty = fine). Cheap; tests call it."""
+    problems: list[str] = []
+    if not cls.name:
+        problems.append("no name")
+    if not cls.schema.strip():
+        problems.append("no schema")
+    try:
+        apis = app_apis(cls)
+    except TypeError as exc:
+        return [*problems, str(exc)]
+    if not apis:
+        problems.append("no APIs (decorate methods with @read / @write)")
+    for a in apis:
+        if not a.tool.description:
+            problems.append(f"{a.name}: no description (write a docstring)")
+    return problems

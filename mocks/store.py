@@ -1,0 +1,621 @@
+"""State store of the mock apps: one in-memory SQLite database per world, with an undo log kept by
+triggers so that reset, restore, the state hash and the per-step diff cost O(changes), not O(rows).
+
+How it works
+------------
+* Every table gets AFTER INSERT/UPDATE/DELETE triggers that append to `_tg_undo` the row's rowid
+  and, for updates and deletes, its old values. The value columns of the log are untyped, so every
+  value (REAL, INTEGER, TEXT, BLOB, NULL) comes back exactly: no JSON, no rounding.
+* A *position* is the highest `seq` of the log. `rollback_to(pos)` replays the newer records
+  backwards (delete what was inserted, put back what was updated or deleted) and truncates the log;
+  every intermediate state is one that existed before, so UNIQUE constraints hold throughout.
+* The log since a position tells which rows changed; the first record of a row after the position
+  holds the row as it was at that position, and a lookup by rowid gives the row as it is now. The
+  state hash and the diffs are built from that, never from a table scan.
+* State hash: a multiset hash, the sum modulo 2**256 of sha256(canonical_json([table, row])) over
+  every row (volatile tables and columns left out). It is computed by a full scan once per seeded
+  template; after that every world updates it from its changes.
+* Templates: seeding happens once per (apps, seed, clock); the seeded database, triggers included,
+  is kept as a serialized image and every new world deserializes it (a memcpy, O(size), paid once
+  per world and per change of seed, never per reset).
+
+Rules for tables (checked when a template is built): a declared PRIMARY KEY, a rowid (no WITHOUT
+ROWID, no virtual tables), no generated columns, no AUTOINCREMENT (sqlite_sequence cannot carry
+triggers, so it would not roll back). Foreign keys are not enforced. Tables whose name starts with
+`_tg_` are the framework's own: they roll back like the others but stay out of hashes and diffs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Final
+
+INTERNAL_PREFIX: Final = "_tg_"
+UNDO_TABLE: Final = "_tg_undo"
+META_TABLE: Final = "_tg_meta"
+BASE_POS: Final = 0  # the log of a freshly loaded template is empty
+HASH_BITS: Final = 256
+HASH_MODULUS: Final = 1 << HASH_BITS
+
+Row = dict[str, Any]
+Values = tuple[Any, ...]
+RowKey = tuple[str, int]  # (table, rowid)
+Change = tuple[Values | None, Values | None]  # (row then, row now); None = absent
+Changes = dict[RowKey, Change]
+TableDiff = dict[str, list[Any]]
+Diff = dict[str, TableDiff]
+# {table: "*"} leaves a whole table out of the hash; {table: ["col", ...]} leaves columns out.
+VolatileSpec = Mapping[str, str | Sequence[str]]
+
+# The same bytes as toolgym.canonical.canonical_json, without building an encoder per call.
+_ENCODE: Final = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _quote_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def jsonable(value: Any) -> Any:
+    """SQLite values that JSON cannot hold, as tagged objects: BLOBs and infinities."""
+    if isinstance(value, bytes):
+        return {"$blob": value.hex()}
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return {"$float": repr(value)}
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def row_digest(table: str, row: Mapping[str, Any]) -> int:
+    """sha256(canonical_json([table, row])) as an integer: one element of the multiset hash."""
+    obj = [table, row]
+    try:
+        text = _ENCODE(obj)
+    except (TypeError, ValueError):  # a BLOB or an infinity: rare, so the fast path stays unchecked
+        text = _ENCODE(jsonable(obj))
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest(), "big")
+
+
+def format_hash(acc: int) -> str:
+    return format(acc % HASH_MODULUS, "064x")
+
+
+def _same(a: Values, b: Values) -> bool:
+    # 1 == 1.0 in Python, but canonical JSON tells them apart, so the types must match too
+    return a == b and all(type(x) is type(y) for x, y in zip(a, b, strict=True))
+
+
+class StoreError(RuntimeError):
+    """Misuse of the store: a schema it cannot track, a hash asked for inside a call, ..."""
+
+
+class TableInfo:
+    """What the store knows about one table: columns, key, what the hash covers, its undo SQL."""
+
+    __slots__ = (
+        "columns",
+        "hashed",
+        "hashed_idx",
+        "in_hash",
+        "internal",
+        "name",
+        "pk",
+        "sql_delete",
+        "sql_fetch_many",
+        "sql_fetch_one",
+        "sql_insert",
+        "sql_scan_hashed",
+        "sql_update",
+    )
+
+    def __init__(
+        self, name: str, columns: Sequence[str], pk: Sequence[str], volatile: str | Sequence[str]
+    ) -> None:
+        self.name = name
+        self.columns = tuple(columns)
+        self.pk = tuple(pk)
+        self.internal = name.startswith(INTERNAL_PREFIX)
+        whole = volatile == "*"
+        dropped = set() if whole else ({volatile} if isinstance(volatile, str) else set(volatile))
+        unknown = dropped - set(self.columns)
+        if unknown:
+            raise StoreError(f"table {name!r}: volatile columns {sorted(unknown)} do not exist")
+        self.in_hash = not self.internal and not whole
+        self.hashed = tuple(c for c in self.columns if c not in dropped)
+        self.hashed_idx = tuple(self.columns.index(c) for c in self.hashed)
+        q = quote_ident(name)
+        cols = ", ".join(quote_ident(c) for c in self.columns)
+        marks = ", ".join("?" for _ in self.columns)
+        self.sql_delete = f"DELETE FROM {q} WHERE rowid = ?"
+        self.sql_update = (
+            f"UPDATE {q} SET {', '.join(f'{quote_ident(c)} = ?' for c in self.columns)} WHERE rowid = ?"
+        )
+        self.sql_insert = f"INSERT INTO {q}(rowid, {cols}) VALUES(?, {marks})"
+        self.sql_fetch_one = f"SELECT rowid, {cols} FROM {q} WHERE rowid = ?"
+        self.sql_fetch_many = f"SELECT rowid, {cols} FROM {q} WHERE rowid IN (SELECT value FROM json_each(?))"
+        self.sql_scan_hashed = f"SELECT {', '.join(quote_ident(c) for c in self.hashed)} FROM {q}"
+
+    def as_row(self, values: Values) -> Row:
+        """A row as a JSON-ready dict of all its columns."""
+        row = dict(zip(self.columns, values, strict=True))
+        if any(isinstance(v, bytes) or (isinstance(v, float) and not math.isfinite(v)) for v in values):
+            row = jsonable(row)
+        return row
+
+    def digest(self, values: Values) -> int:
+        return row_digest(
+            self.name, {c: values[i] for c, i in zip(self.hashed, self.hashed_idx, strict=True)}
+        )
+
+    def key_of(self, values: Values) -> tuple[Any, ...]:
+        return tuple(values[self.columns.index(c)] for c in self.pk)
+
+    def __repr__(self) -> str:
+        return f"TableInfo({self.name!r}, columns={self.columns}, pk={self.pk})"
+
+
+@dataclass(eq=False)
+class Template:
+    """A seeded database image, shared read-only by every world built from it."""
+
+    key: Hashable
+    image: bytes
+    tables: Mapping[str, TableInfo]
+    undo_width: int
+    base_acc: int | None = None  # hash accumulator of the seeded state, filled once, lazily
+
+    @property
+    def size_bytes(self) -> int:
+        return len(self.image)
+
+
+def connect() -> sqlite3.Connection:
+    """An in-memory connection as the store wants it: autocommit (we manage transactions) and
+    recursive triggers on, so that rows deleted by REPLACE conflict resolution are logged too."""
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False, cached_statements=512)
+    conn.execute("PRAGMA recursive_triggers = ON")
+    return conn
+
+
+def _inspect_tables(conn: sqlite3.Connection, volatile: VolatileSpec) -> dict[str, TableInfo]:
+    tables: dict[str, TableInfo] = {}
+    names = [
+        (name, sql or "")
+        for name, sql in conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name"
+        ).fetchall()
+    ]
+    for name, sql in names:
+        if name == "sqlite_sequence":
+            raise StoreError("AUTOINCREMENT is not supported (it cannot roll back); use INTEGER PRIMARY KEY")
+        if name.startswith("sqlite_"):
+            continue
+        if sql.upper().startswith("CREATE VIRTUAL TABLE"):
+            raise StoreError(
+                f"table {name!r}: virtual tables (FTS, ...) cannot be tracked; use LIKE or instr()"
+            )
+        info = conn.execute(f"PRAGMA table_xinfo({quote_ident(name)})").fetchall()
+        if any(hidden for *_, hidden in info):
+            raise StoreError(f"table {name!r}: generated or hidden columns are not supported")
+        try:
+            conn.execute(f"SELECT rowid FROM {quote_ident(name)} LIMIT 0")
+        except sqlite3.OperationalError:
+            raise StoreError(f"table {name!r}: WITHOUT ROWID tables are not supported") from None
+        columns = [row[1] for row in info]
+        pk = [row[1] for row in sorted((r for r in info if r[5]), key=lambda r: r[5])]
+        if not pk:
+            raise StoreError(f"table {name!r} has no PRIMARY KEY; every mock table needs one")
+        tables[name] = TableInfo(name, columns, pk, volatile.get(name, ()))
+    unknown = set(volatile) - set(tables)
+    if unknown:
+        raise StoreError(f"volatile tables {sorted(unknown)} do not exist")
+    return tables
+
+
+def _install_undo(conn: sqlite3.Connection, tables: Mapping[str, TableInfo]) -> int:
+    width = max((len(t.columns) for t in tables.values()), default=0)
+    vcols = "".join(f", v{i}" for i in range(width))
+    conn.execute(
+        f"CREATE TABLE {UNDO_TABLE}(seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, op TEXT NOT NULL,"
+        f" rid INTEGER NOT NULL{vcols})"
+    )
+    for t in tables.values():
+        q, lit = quote_ident(t.name), _quote_literal(t.name)
+        into_old = ", ".join(f"v{i}" for i in range(len(t.columns)))
+        olds = ", ".join(f"old.{quote_ident(c)}" for c in t.columns)
+        log_old = (
+            f"INSERT INTO {UNDO_TABLE}(tbl, op, rid, {into_old}) VALUES({lit}, '%s', old.rowid, {olds});"
+        )
+        log_new = f"INSERT INTO {UNDO_TABLE}(tbl, op, rid) VALUES({lit}, 'I', new.rowid);"
+
+        def trig(kind: str, name: str = t.name) -> str:
+            return quote_ident(f"_tg_{kind}_{name}")
+
+        conn.execute(f"CREATE TRIGGER {trig('i')} AFTER INSERT ON {q} BEGIN {log_new} END")
+        conn.execute(
+            f"CREATE TRIGGER {trig('u')} AFTER UPDATE ON {q} WHEN old.rowid = new.rowid"
+            f" BEGIN {log_old % 'U'} END"
+        )
+        # an update that moves the rowid (an INTEGER PRIMARY KEY changed) is a delete plus an insert
+        conn.execute(
+            f"CREATE TRIGGER {trig('m')} AFTER UPDATE ON {q} WHEN old.rowid <> new.rowid"
+            f" BEGIN {log_old % 'D'} {log_new} END"
+        )
+        conn.execute(f"CREATE TRIGGER {trig('d')} AFTER DELETE ON {q} BEGIN {log_old % 'D'} END")
+    return width
+
+
+def build_template(
+    key: Hashable, setup: Callable[[sqlite3.Connection], None], volatile: VolatileSpec | None = None
+) -> Template:
+    """Run `setup` (schema and seed data) on a fresh database, then add the undo machinery.
+    The `_tg_meta` key/value table (counters, clock) exists before `setup` runs."""
+    conn = connect()
+    try:
+        conn.execute(f"CREATE TABLE {META_TABLE}(key TEXT PRIMARY KEY, value)")
+        setup(conn)
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+        tables = _inspect_tables(conn, volatile or {})
+        width = _install_undo(conn, tables)
+        image = conn.serialize()
+    finally:
+        conn.close()
+    return Template(key=key, image=image, tables=tables, undo_width=width)
+
+
+class TemplateCache:
+    """Seeded templates by key, least recently used dropped first. Building is serialized per
+    cache, so parallel envs asking for the same (apps, seed, clock) seed it once."""
+
+    def __init__(self, max_entries: int = 64) -> None:
+        self.max_entries = max_entries
+        self._items: OrderedDict[Hashable, Template] = OrderedDict()
+        self._lock = threading.RLock()
+
+    def get(self, key: Hashable, build: Callable[[], Template]) -> Template:
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                found = build()
+                self._items[key] = found
+                while len(self._items) > self.max_entries:
+                    self._items.popitem(last=False)
+            else:
+                self._items.move_to_end(key)
+            return found
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+TEMPLATES: Final = TemplateCache()
+
+
+class _Atomic:
+    """SAVEPOINT around one API call: all of it happens, or none of it."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __enter__(self) -> None:
+        self._store.conn.execute("SAVEPOINT tg_call")
+        self._store._depth += 1
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        store = self._store
+        store._depth -= 1
+        if exc_type is None:
+            store.conn.execute("RELEASE tg_call")
+            return
+        store.conn.execute("ROLLBACK TO tg_call")
+        store.conn.execute("RELEASE tg_call")
+        store.epoch += 1  # caches (clock, memo) may hold values of the rolled-back call
+
+
+class Store:
+    """One world's database plus its positions: checkpoints, where the hash and the diff stand."""
+
+    def __init__(self, template: Template, *, image: bytes | None = None) -> None:
+        self.conn = connect()
+        self.conn.deserialize(template.image if image is None else image)
+        self.template = template
+        self.epoch = 0  # bumped by every rollback: anything cached from the database is stale
+        self._checkpoints: dict[str, int] = {}
+        self._acc: int | None = None  # hash accumulator at _hash_pos, None = not known yet
+        self._hash_pos = BASE_POS
+        self._diff_pos = BASE_POS
+        self._depth = 0  # open atomic() blocks
+        self._readonly_depth = 0
+        self._memo: tuple[tuple[int, int, int], Changes] | None = None
+        self._vcols = "".join(f", v{i}" for i in range(template.undo_width))
+
+    # ---- basics ---------------------------------------------------------------------------
+    @property
+    def tables(self) -> Mapping[str, TableInfo]:
+        return self.template.tables
+
+    @property
+    def user_tables(self) -> list[str]:
+        return [name for name, t in self.tables.items() if not t.internal]
+
+    def top(self) -> int:
+        """The current log position."""
+        value = self.conn.execute(f"SELECT max(seq) FROM {UNDO_TABLE}").fetchone()[0]
+        return int(value or 0)
+
+    def log_length(self, since: int = BASE_POS) -> int:
+        return int(
+            self.conn.execute(f"SELECT count(*) FROM {UNDO_TABLE} WHERE seq > ?", (since,)).fetchone()[0]
+        )
+
+    def _require_idle(self, what: str) -> None:
+        if self._depth:
+            raise StoreError(f"{what} is not allowed inside an API call (an open savepoint)")
+
+    def atomic(self) -> _Atomic:
+        """`with store.atomic(): ...` runs the block in a savepoint; an exception undoes it all."""
+        return _Atomic(self)
+
+    @contextmanager
+    def read_only(self) -> Iterator[None]:
+        """Writes inside the block fail (PRAGMA query_only): read APIs cannot change state."""
+        if self._readonly_depth == 0:
+            self.conn.execute("PRAGMA query_only = ON")
+        self._readonly_depth += 1
+        try:
+            yield
+        finally:
+            self._readonly_depth -= 1
+            if self._readonly_depth == 0:
+                self.conn.execute("PRAGMA query_only = OFF")
+
+    # ---- counters and meta ------------------------------------------------------------------
+    def next_counter(self, name: str) -> int:
+        """The next value of a named counter (1, 2, ...). Stored in the database, so it rolls back."""
+        row = self.conn.execute(
+            f"INSERT INTO {META_TABLE}(key, value) VALUES(?, 1)"
+            " ON CONFLICT(key) DO UPDATE SET value = value + 1 RETURNING value",
+            ("counter:" + name,),
+        ).fetchone()
+        return int(row[0])
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        row = self.conn.execute(f"SELECT value FROM {META_TABLE} WHERE key = ?", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.conn.execute(
+            f"INSERT INTO {META_TABLE}(key, value) VALUES(?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    # ---- rollback ----------------------------------------------------------------------------
+    def rollback_to(self, pos: int) -> None:
+        """Undo every change logged after `pos`; O(changes since pos)."""
+        self._require_idle("rollback")
+        conn = self.conn
+        records = conn.execute(
+            f"SELECT tbl, op, rid{self._vcols} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq DESC", (pos,)
+        ).fetchall()
+        if records:
+            tables = self.tables
+            conn.execute("BEGIN")
+            try:
+                for tbl, op, rid, *vals in records:
+                    t = tables[tbl]
+                    if op == "I":
+                        conn.execute(t.sql_delete, (rid,))
+                    elif op == "U":
+                        conn.execute(t.sql_update, (*vals[: len(t.columns)], rid))
+                    else:
+                        conn.execute(t.sql_insert, (rid, *vals[: len(t.columns)]))
+                # the replay logged itself too: everything after pos goes
+                conn.execute(f"DELETE FROM {UNDO_TABLE} WHERE seq > ?", (pos,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        self.epoch += 1
+        self._memo = None
+        self._checkpoints = {n: p for n, p in self._checkpoints.items() if p <= pos}
+        if self._hash_pos > pos:  # the hash was taken in a state that no longer exists
+            self._acc, self._hash_pos = None, BASE_POS
+        self._diff_pos = pos
+
+    def reset(self) -> None:
+        """Back to the seeded state; drops every checkpoint."""
+        self._checkpoints.clear()
+        self.rollback_to(BASE_POS)
+
+    def checkpoint(self, name: str) -> None:
+        self._require_idle("checkpoint")
+        self._checkpoints.pop(name, None)  # a re-used name moves to the end: it is the newest now
+        self._checkpoints[name] = self.top()
+
+    def restore(self, name: str) -> None:
+        """Back to a checkpoint; checkpoints taken after it are dropped, it stays usable."""
+        if name not in self._checkpoints:
+            raise KeyError(f"no checkpoint {name!r}; have {list(self._checkpoints)}")
+        names = list(self._checkpoints)
+        for later in names[names.index(name) + 1 :]:
+            del self._checkpoints[later]
+        self.rollback_to(self._checkpoints[name])
+
+    @property
+    def checkpoints(self) -> list[str]:
+        return list(self._checkpoints)
+
+    def load(self, template: Template) -> None:
+        """Replace the whole database with another template's (another seed): O(size)."""
+        self._require_idle("load")
+        # A fresh connection, not deserialize() in place: two images can carry the same schema
+        # cookie with different root pages, and cached statements would then read the wrong pages.
+        conn = connect()
+        conn.deserialize(template.image)
+        self.conn.close()
+        self.conn = conn
+        self.template = template
+        self._vcols = "".join(f", v{i}" for i in range(template.undo_width))
+        self._checkpoints.clear()
+        self._acc, self._hash_pos, self._diff_pos = None, BASE_POS, BASE_POS
+        self._memo = None
+        self.epoch += 1
+
+    def fork(self) -> Store:
+        """An independent copy, checkpoints and log included: O(size) (serialize + deserialize)."""
+        self._require_idle("fork")
+        other = Store(self.template, image=self.conn.serialize())
+        other._checkpoints = dict(self._checkpoints)
+        other._acc, other._hash_pos, other._diff_pos = self._acc, self._hash_pos, self._diff_pos
+        return other
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ---- changes, hash, diff -----------------------------------------------------------------
+    def changes_since(self, pos: int) -> Changes:
+        """Rows of the user tables that differ between position `pos` and now: O(changes)."""
+        self._require_idle("changes_since")
+        conn, tables = self.conn, self.tables
+        top = self.top()
+        memo_key = (pos, top, self.epoch)
+        if self._memo is not None and self._memo[0] == memo_key:
+            return self._memo[1]
+        first: dict[RowKey, Values | None] = {}
+        if top > pos:
+            for tbl, op, rid, *vals in conn.execute(
+                f"SELECT tbl, op, rid{self._vcols} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq", (pos,)
+            ):
+                key = (tbl, rid)
+                if key not in first:
+                    t = tables[tbl]
+                    if not t.internal:
+                        first[key] = None if op == "I" else tuple(vals[: len(t.columns)])
+        by_table: dict[str, list[int]] = {}
+        for tbl, rid in first:
+            by_table.setdefault(tbl, []).append(rid)
+        current: dict[RowKey, Values] = {}
+        for tbl, rids in by_table.items():
+            t = tables[tbl]
+            cursor = (
+                conn.execute(t.sql_fetch_one, (rids[0],))
+                if len(rids) == 1
+                else conn.execute(t.sql_fetch_many, (json.dumps(rids),))
+            )
+            for rid, *vals in cursor:
+                current[(tbl, rid)] = tuple(vals)
+        out: Changes = {}
+        for key, old in first.items():
+            new = current.get(key)
+            if old is None and new is None:
+                continue
+            if old is not None and new is not None and _same(old, new):
+                continue
+            out[key] = (old, new)
+        self._memo = (memo_key, out)
+        return out
+
+    def _apply(self, acc: int, changes: Changes, sign: int = 1) -> int:
+        """Move an accumulator along `changes` (sign=-1: backwards)."""
+        tables = self.tables
+        for (tbl, _rid), (old, new) in changes.items():
+            t = tables[tbl]
+            if not t.in_hash:
+                continue
+            if old is not None:
+                acc -= sign * t.digest(old)
+            if new is not None:
+                acc += sign * t.digest(new)
+        return acc % HASH_MODULUS
+
+    def full_acc(self) -> int:
+        """The hash accumulator by a full scan: O(rows). Used once per template, and by tests."""
+        self._require_idle("full_acc")
+        acc = 0
+        sha, from_bytes, encode = hashlib.sha256, int.from_bytes, _ENCODE
+        for t in self.tables.values():
+            if not t.in_hash:
+                continue
+            name, cols = t.name, t.hashed
+            for vals in self.conn.execute(t.sql_scan_hashed):
+                obj = [name, dict(zip(cols, vals, strict=True))]
+                try:
+                    text = encode(obj)
+                except (TypeError, ValueError):
+                    text = encode(jsonable(obj))
+                acc += from_bytes(sha(text.encode("utf-8")).digest(), "big")
+        return acc % HASH_MODULUS
+
+    def full_hash(self) -> str:
+        return format_hash(self.full_acc())
+
+    def state_acc(self) -> int:
+        self._require_idle("state_hash")
+        if self._acc is None:
+            base = self.template.base_acc
+            if base is None:
+                # first hash ever asked of this template: scan once, then step back to the seeded state
+                base = self._apply(self.full_acc(), self.changes_since(BASE_POS), sign=-1)
+                self.template.base_acc = base
+            self._acc, self._hash_pos = base, BASE_POS
+        top = self.top()
+        if top != self._hash_pos:
+            self._acc = self._apply(self._acc, self.changes_since(self._hash_pos))
+            self._hash_pos = top
+        return self._acc
+
+    def state_hash(self) -> str:
+        """Canonical hash of all user tables, volatile parts left out: 64 hex digits."""
+        return format_hash(self.state_acc())
+
+    def format_diff(self, changes: Changes) -> Diff:
+        out: Diff = {}
+        tables = self.tables
+        for tbl, rid in sorted(changes):
+            old, new = changes[(tbl, rid)]
+            t = tables[tbl]
+            entry = out.setdefault(tbl, {"added": [], "removed": [], "changed": []})
+            if old is None:
+                assert new is not None  # changes_since drops rows absent at both ends
+                entry["added"].append(t.as_row(new))
+            elif new is None:
+                entry["removed"].append(t.as_row(old))
+            else:
+                entry["changed"].append({"before": t.as_row(old), "after": t.as_row(new)})
+        return out
+
+    def diff_since(self, pos: int = BASE_POS) -> Diff:
+        return self.format_diff(self.changes_since(pos))
+
+    def take_diff(self) -> Diff:
+        """Rows added, removed and changed since the previous take_diff, reset or restore."""
+        changes = self.changes_since(self._diff_pos)
+        self._diff_pos = self.top()
+        return self.format_diff(changes)

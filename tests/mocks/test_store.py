@@ -1,0 +1,357 @@
+"""The state store on its own: undo log, rollback, checkpoints, fork, hash, diff (real SQLite)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toolgym.canonical import canonical_json, sha256_hex
+from toolgym.mocks.store import (
+    BASE_POS,
+    Store,
+    StoreError,
+    Template,
+    TemplateCache,
+    VolatileSpec,
+    build_template,
+    row_digest,
+)
+
+SCHEMA = """
+CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, price REAL, data BLOB, note TEXT);
+CREATE TABLE tags (item TEXT NOT NULL, tag TEXT NOT NULL, stamp TEXT, PRIMARY KEY (item, tag));
+CREATE TABLE log (k TEXT PRIMARY KEY, v INTEGER);
+"""
+
+
+def _setup(conn: sqlite3.Connection, rows: int = 5) -> None:
+    conn.executescript(SCHEMA)
+    conn.executemany(
+        "INSERT INTO items VALUES (?, ?, ?, ?, ?)",
+        [(i, f"item{i}", i * 1.5, bytes([i % 256]), None) for i in range(1, rows + 1)],
+    )
+    conn.executemany("INSERT INTO tags VALUES (?, ?, ?)", [("item1", "red", "t0"), ("item2", "blue", "t0")])
+
+
+def make_template(volatile: VolatileSpec | None = None, rows: int = 5, key: str = "t") -> Template:
+    return build_template(key, lambda conn: _setup(conn, rows), volatile or {"tags": ["stamp"], "log": "*"})
+
+
+def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
+    """Every user table, with rowids and exact value types."""
+    out = {}
+    for name in store.user_tables:
+        rows = store.conn.execute(f'SELECT rowid, * FROM "{name}" ORDER BY rowid').fetchall()
+        out[name] = [tuple((type(v).__name__, v) for v in r) for r in rows]
+    return out
+
+
+@pytest.fixture
+def store() -> Store:
+    return Store(make_template())
+
+
+def test_row_digest_is_sha256_of_canonical_json() -> None:
+    row = {"b": 1.5, "a": "x", "c": None}
+    assert row_digest("t", row) == int(sha256_hex(canonical_json(["t", row])), 16)
+
+
+def test_rollback_restores_every_kind_of_change_exactly(store: Store) -> None:
+    before = snapshot(store)
+    h0 = store.state_hash()
+    mark = store.top()
+    c = store.conn
+    c.execute("INSERT INTO items(name, price, data) VALUES ('new', 0.1 + 0.2, x'00ff')")
+    c.execute("UPDATE items SET price = price * 3.3, note = 'changed' WHERE id <= 3")
+    c.execute("DELETE FROM items WHERE id = 4")
+    c.execute("UPDATE items SET id = 100 WHERE id = 5")  # moves the rowid
+    c.execute(
+        "INSERT OR REPLACE INTO items(id, name, price) VALUES (7, 'item1', 9.0)"
+    )  # REPLACE deletes id 1
+    c.execute("INSERT INTO tags VALUES ('item3', 'green', 't1') ON CONFLICT DO NOTHING")
+    c.execute(
+        "INSERT INTO tags VALUES ('item1', 'red', 't2') ON CONFLICT(item, tag) DO UPDATE SET stamp = 't2'"
+    )
+    c.execute("INSERT INTO log VALUES ('a', 1)")
+    assert snapshot(store) != before
+    assert store.state_hash() == store.full_hash() != h0
+    store.rollback_to(mark)
+    assert snapshot(store) == before
+    assert store.state_hash() == store.full_hash() == h0
+    assert store.log_length() == 0
+
+
+def test_rollback_keeps_float_bits(store: Store) -> None:
+    store.conn.execute("UPDATE items SET price = 0.1 + 0.2 WHERE id = 1")
+    mark = store.top()
+    store.conn.execute("UPDATE items SET price = 1 WHERE id = 1")
+    store.rollback_to(mark)
+    assert store.conn.execute("SELECT price FROM items WHERE id = 1").fetchone()[0] == 0.1 + 0.2
+
+
+def test_checkpoints_restore_and_invalidate_later_ones(store: Store) -> None:
+    c = store.conn
+    h0 = store.state_hash()
+    store.checkpoint("a")
+    c.execute("UPDATE items SET note = 'one' WHERE id = 1")
+    h1 = store.state_hash()
+    store.checkpoint("b")
+    c.execute("UPDATE items SET note = 'two' WHERE id = 2")
+    store.checkpoint("c")
+    store.restore("b")
+    assert store.state_hash() == h1 == store.full_hash()
+    assert store.checkpoints == ["a", "b"]
+    c.execute("DELETE FROM items WHERE id = 3")
+    store.restore("b")  # a checkpoint stays usable after a restore to it
+    assert store.state_hash() == h1
+    store.restore("a")
+    assert store.state_hash() == h0 == store.full_hash()
+    assert store.checkpoints == ["a"]
+    with pytest.raises(KeyError):
+        store.restore("c")
+    store.checkpoint("z")
+    store.reset()
+    assert store.checkpoints == []
+
+
+def test_checkpoint_name_reused_moves_forward(store: Store) -> None:
+    store.checkpoint("x")
+    store.conn.execute("UPDATE items SET note = 'n' WHERE id = 1")
+    store.checkpoint("y")
+    store.checkpoint("x")
+    assert store.checkpoints == ["y", "x"]
+    store.restore("x")
+    assert store.conn.execute("SELECT note FROM items WHERE id = 1").fetchone()[0] == "n"
+
+
+def test_fork_is_independent_and_keeps_checkpoints(store: Store) -> None:
+    store.checkpoint("start")
+    store.conn.execute("UPDATE items SET note = 'parent' WHERE id = 1")
+    fork = store.fork()
+    assert fork.state_hash() == store.state_hash()
+    fork.conn.execute("UPDATE items SET note = 'child' WHERE id = 2")
+    store.conn.execute("DELETE FROM items WHERE id = 3")
+    assert fork.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 5
+    assert store.conn.execute("SELECT note FROM items WHERE id = 2").fetchone()[0] is None
+    assert fork.state_hash() == fork.full_hash()
+    assert store.state_hash() == store.full_hash()
+    fork.restore("start")
+    store.restore("start")
+    assert fork.state_hash() == store.state_hash()
+    fork.close()
+
+
+def test_atomic_undoes_a_failed_block_and_keeps_a_good_one(store: Store) -> None:
+    h0 = store.state_hash()
+    top = store.top()
+    with pytest.raises(RuntimeError), store.atomic():
+        store.conn.execute("DELETE FROM items")
+        store.next_counter("X")
+        raise RuntimeError("boom")
+    assert store.state_hash() == h0 and store.top() == top
+    assert store.next_counter("X") == 1
+    with store.atomic(), store.atomic():
+        store.conn.execute("UPDATE items SET note = 'kept' WHERE id = 1")
+    assert store.conn.execute("SELECT note FROM items WHERE id = 1").fetchone()[0] == "kept"
+    assert not store.conn.in_transaction
+
+
+def test_hash_and_rollback_refused_inside_atomic(store: Store) -> None:
+    with store.atomic():
+        with pytest.raises(StoreError):
+            store.state_hash()
+        with pytest.raises(StoreError):
+            store.rollback_to(BASE_POS)
+
+
+def test_read_only_blocks_writes(store: Store) -> None:
+    with store.read_only(), pytest.raises(sqlite3.OperationalError):
+        store.conn.execute("DELETE FROM items")
+    store.conn.execute("UPDATE items SET note = 'ok' WHERE id = 1")
+
+
+def test_counters_roll_back(store: Store) -> None:
+    assert store.next_counter("ORD") == 1
+    store.checkpoint("c")
+    assert store.next_counter("ORD") == 2
+    store.restore("c")
+    assert store.next_counter("ORD") == 2
+    store.reset()
+    assert store.next_counter("ORD") == 1
+
+
+def test_take_diff(store: Store) -> None:
+    c = store.conn
+    assert store.take_diff() == {}
+    c.execute("INSERT INTO items(id, name) VALUES (10, 'ten')")
+    c.execute("UPDATE items SET note = 'x' WHERE id = 1")
+    c.execute("DELETE FROM tags WHERE item = 'item2'")
+    c.execute("UPDATE items SET note = NULL WHERE id = 2")  # a no-op update is not a change
+    diff = store.take_diff()
+    assert set(diff) == {"items", "tags"}
+    assert diff["items"]["added"] == [{"id": 10, "name": "ten", "price": None, "data": None, "note": None}]
+    assert diff["items"]["removed"] == []
+    [changed] = diff["items"]["changed"]
+    assert changed["before"]["note"] is None and changed["after"]["note"] == "x"
+    assert changed["after"]["data"] == {"$blob": "01"}  # BLOBs are JSON-safe in diffs
+    assert diff["tags"]["removed"] == [{"item": "item2", "tag": "blue", "stamp": "t0"}]
+    assert store.take_diff() == {}
+    c.execute("INSERT INTO items(id, name) VALUES (11, 'tmp')")
+    c.execute("DELETE FROM items WHERE id = 11")  # inserted then deleted: nothing to report
+    assert store.take_diff() == {}
+
+
+def test_diff_baseline_after_restore(store: Store) -> None:
+    store.checkpoint("a")
+    store.conn.execute("UPDATE items SET note = 'x' WHERE id = 1")
+    store.restore("a")
+    assert store.take_diff() == {}
+    store.conn.execute("UPDATE items SET note = 'y' WHERE id = 2")
+    assert list(store.take_diff()) == ["items"]
+
+
+def test_volatile_columns_and_tables_stay_out_of_the_hash(store: Store) -> None:
+    h0 = store.state_hash()
+    store.conn.execute("UPDATE tags SET stamp = 'later'")
+    store.conn.execute("INSERT INTO log VALUES ('k', 1)")
+    assert store.state_hash() == h0 == store.full_hash()
+    assert set(store.take_diff()) == {"tags", "log"}  # diffs still show them
+    store.conn.execute("UPDATE tags SET tag = 'other' WHERE item = 'item1'")
+    assert store.state_hash() != h0
+
+
+def test_worlds_of_one_template_share_the_base_hash() -> None:
+    template = make_template(key="shared")
+    a, b = Store(template), Store(template)
+    a.conn.execute("DELETE FROM items WHERE id = 1")
+    ha = a.state_hash()  # computes the template's base hash by a scan, stepping back over a's change
+    assert template.base_acc is not None
+    assert ha == a.full_hash()
+    assert b.state_hash() == b.full_hash()
+    a.reset()
+    assert a.state_hash() == b.state_hash()
+
+
+def test_load_switches_templates(store: Store) -> None:
+    other = make_template(rows=500, key="big")
+    store.conn.execute("UPDATE items SET note = 'warm the statement cache' WHERE id = 1")
+    store.take_diff()
+    store.state_hash()
+    store.checkpoint("x")
+    store.load(other)
+    assert store.log_length() == 0 and store.take_diff() == {}
+    assert store.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 500
+    assert store.checkpoints == []
+    store.conn.execute("DELETE FROM items WHERE id > 10")
+    store.reset()
+    assert store.state_hash() == store.full_hash() == Store(other).full_hash()
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ("CREATE TABLE t (a TEXT)", "no PRIMARY KEY"),
+        ("CREATE TABLE t (a INTEGER PRIMARY KEY AUTOINCREMENT)", "AUTOINCREMENT"),
+        ("CREATE TABLE t (a TEXT PRIMARY KEY) WITHOUT ROWID", "WITHOUT ROWID"),
+        ("CREATE TABLE t (a INTEGER PRIMARY KEY, b INTEGER GENERATED ALWAYS AS (a + 1))", "generated"),
+    ],
+)
+def test_schemas_the_store_cannot_track_are_refused(schema: str, message: str) -> None:
+    def setup(conn: sqlite3.Connection) -> None:
+        conn.executescript(schema)
+
+    with pytest.raises(StoreError, match=message):
+        build_template("bad", setup)
+
+
+def test_volatile_spec_must_name_real_things() -> None:
+    with pytest.raises(StoreError, match="volatile"):
+        make_template({"items": ["nope"]})
+    with pytest.raises(StoreError, match="volatile"):
+        make_template({"nope": "*"})
+
+
+def test_template_cache_builds_once_and_evicts() -> None:
+    cache = TemplateCache(max_entries=2)
+    built: list[str] = []
+
+    def builder(key: str) -> Callable[[], Template]:
+        def build() -> Template:
+            built.append(key)
+            return make_template(key=key)
+
+        return build
+
+    first = cache.get("a", builder("a"))
+    assert cache.get("a", builder("a")) is first
+    cache.get("b", builder("b"))
+    cache.get("c", builder("c"))
+    assert len(cache) == 2
+    cache.get("a", builder("a"))
+    assert built == ["a", "b", "c", "a"]
+
+
+# ---- property: random changes, incremental hash == full hash, rollback is exact ----------------
+values = st.one_of(
+    st.none(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=5),
+    st.binary(max_size=3),
+)
+ops = st.one_of(
+    st.tuples(st.just("insert"), st.integers(1, 12), values),
+    st.tuples(st.just("update"), st.integers(1, 12), values),
+    st.tuples(st.just("delete"), st.integers(1, 12), st.none()),
+    st.tuples(st.just("move"), st.integers(1, 12), st.integers(13, 20)),
+    st.tuples(st.just("replace"), st.integers(1, 12), values),
+    st.tuples(st.just("tag"), st.integers(1, 4), values),
+    st.tuples(st.just("mark"), st.integers(0, 0), st.none()),
+)
+
+
+def _apply(store: Store, op: str, i: int, v: Any) -> None:
+    c = store.conn
+    if op == "insert":
+        c.execute("INSERT OR IGNORE INTO items(id, name, price, note) VALUES (?, ?, 1.0, ?)", (i, f"n{i}", v))
+    elif op == "update":
+        c.execute("UPDATE items SET note = ?, price = price + 0.1 WHERE id = ?", (v, i))
+    elif op == "delete":
+        c.execute("DELETE FROM items WHERE id = ?", (i,))
+    elif op == "move":
+        c.execute("UPDATE OR IGNORE items SET id = ? WHERE id = ?", (v, i))
+    elif op == "replace":
+        c.execute(
+            "INSERT OR REPLACE INTO items(id, name, note) VALUES (?, ?, ?)", (i + 30, f"item{i % 5 + 1}", v)
+        )
+    elif op == "tag":
+        c.execute("INSERT OR REPLACE INTO tags VALUES (?, ?, ?)", (f"item{i}", "t", str(v)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ops, max_size=25), st.lists(ops, max_size=10))
+def test_property_incremental_hash_and_exact_rollback(first: list[Any], second: list[Any]) -> None:
+    store = Store(make_template(key="prop"))
+    for op in first:
+        if op[0] == "mark":
+            store.state_hash()  # vary where the incremental hash starts from
+        else:
+            _apply(store, *op)
+    assert store.state_hash() == store.full_hash()
+    store.checkpoint("mid")
+    mid, mid_hash = snapshot(store), store.state_hash()
+    for op in second:
+        if op[0] != "mark":
+            _apply(store, *op)
+    assert store.state_hash() == store.full_hash()
+    store.restore("mid")
+    assert snapshot(store) == mid
+    assert store.state_hash() == mid_hash == store.full_hash()
+    store.reset()
+    assert store.state_hash() == store.full_hash() == Store(make_template(key="prop")).full_hash()
+    store.close()
