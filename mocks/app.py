@@ -36,6 +36,7 @@ once per app class; a world only copies them and binds them to its own instance.
 from __future__ import annotations
 
 import copy
+import functools
 import random
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -125,6 +126,11 @@ def format_id(prefix: str, number: int, width: int = 6) -> str:
     return f"{prefix}-{number:0{width}d}"
 
 
+@functools.lru_cache(maxsize=1024)
+def _select_by(table: str, column: str) -> str:
+    return f"SELECT * FROM {quote_ident(table)} WHERE {quote_ident(column)} = ?"
+
+
 class App:
     """Base of every mock app. Subclasses set the class attributes and write `seed` and the APIs.
 
@@ -192,7 +198,7 @@ class App:
 
     def get_or_404(self, table: str, column: str, value: Any, *, what: str | None = None) -> dict[str, Any]:
         """The row whose `column` equals `value`, or a 404 naming `what` (default: the table)."""
-        found = self.row(f"SELECT * FROM {quote_ident(table)} WHERE {quote_ident(column)} = ?", (value,))
+        found = self.row(_select_by(table, column), (value,))
         if found is None:
             raise not_found(what or table, value)
         return found

@@ -33,9 +33,10 @@ import math
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
 from types import TracebackType
 from typing import Any, Final
 
@@ -93,6 +94,32 @@ def row_digest(table: str, row: Mapping[str, Any]) -> int:
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest(), "big")
 
 
+_ENCODE_STR: Final = json.encoder.encode_basestring  # what the encoder uses with ensure_ascii=False
+_INT_REPR: Final = int.__repr__
+_FLOAT_REPR: Final = float.__repr__
+
+
+def _encode_fields(head: str, fields: tuple[tuple[int, str], ...], values: Values) -> str | None:
+    """canonical_json([table, row]) built straight from a value tuple: the keys are sorted once per
+    table, not per row. None when a value needs the general encoder (BLOB, infinity)."""
+    parts = [head]
+    for i, key in fields:
+        v = values[i]
+        t = type(v)
+        if t is str:
+            parts.append(key + _ENCODE_STR(v))
+        elif t is int:
+            parts.append(key + _INT_REPR(v))
+        elif v is None:
+            parts.append(key + "null")
+        elif t is float and v - v == 0.0:  # finite
+            parts.append(key + _FLOAT_REPR(v))
+        else:
+            return None
+    parts.append("}]")
+    return "".join(parts)
+
+
 def format_hash(acc: int) -> str:
     return format(acc % HASH_MODULUS, "064x")
 
@@ -110,6 +137,9 @@ class TableInfo:
     """What the store knows about one table: columns, key, what the hash covers, its undo SQL."""
 
     __slots__ = (
+        "_fields",
+        "_fields_scan",
+        "_head",
         "columns",
         "hashed",
         "hashed_idx",
@@ -140,6 +170,13 @@ class TableInfo:
         self.in_hash = not self.internal and not whole
         self.hashed = tuple(c for c in self.columns if c not in dropped)
         self.hashed_idx = tuple(self.columns.index(c) for c in self.hashed)
+        # canonical JSON sorts keys: do it once here; "_fields" index full rows, "_fields_scan"
+        # rows of sql_scan_hashed (the hashed columns only)
+        self._head = "[" + _ENCODE_STR(name) + ",{"
+        ordered = sorted(zip(self.hashed, self.hashed_idx, range(len(self.hashed)), strict=True))
+        keys = [("," if k else "") + _ENCODE_STR(col) + ":" for k, (col, _, _) in enumerate(ordered)]
+        self._fields = tuple((idx, key) for (_, idx, _), key in zip(ordered, keys, strict=True))
+        self._fields_scan = tuple((pos, key) for (_, _, pos), key in zip(ordered, keys, strict=True))
         q = quote_ident(name)
         cols = ", ".join(quote_ident(c) for c in self.columns)
         marks = ", ".join("?" for _ in self.columns)
@@ -160,9 +197,20 @@ class TableInfo:
         return row
 
     def digest(self, values: Values) -> int:
-        return row_digest(
-            self.name, {c: values[i] for c, i in zip(self.hashed, self.hashed_idx, strict=True)}
-        )
+        """row_digest of the row's hashed columns, from a full row tuple."""
+        text = _encode_fields(self._head, self._fields, values)
+        if text is None:
+            return row_digest(
+                self.name, {c: values[i] for c, i in zip(self.hashed, self.hashed_idx, strict=True)}
+            )
+        return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest(), "big")
+
+    def digest_scanned(self, values: Values) -> int:
+        """The same, from a row of sql_scan_hashed."""
+        text = _encode_fields(self._head, self._fields_scan, values)
+        if text is None:
+            return row_digest(self.name, dict(zip(self.hashed, values, strict=True)))
+        return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest(), "big")
 
     def key_of(self, values: Values) -> tuple[Any, ...]:
         return tuple(values[self.columns.index(c)] for c in self.pk)
@@ -338,6 +386,27 @@ class _Atomic:
         store.epoch += 1  # caches (clock, memo) may hold values of the rolled-back call
 
 
+class _ReadOnly:
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __enter__(self) -> None:
+        store = self._store
+        if store._readonly_depth == 0:
+            store.conn.execute("PRAGMA query_only = ON")
+        store._readonly_depth += 1
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        store = self._store
+        store._readonly_depth -= 1
+        if store._readonly_depth == 0:
+            store.conn.execute("PRAGMA query_only = OFF")
+
+
 class Store:
     """One world's database plus its positions: checkpoints, where the hash and the diff stand."""
 
@@ -382,18 +451,10 @@ class Store:
         """`with store.atomic(): ...` runs the block in a savepoint; an exception undoes it all."""
         return _Atomic(self)
 
-    @contextmanager
-    def read_only(self) -> Iterator[None]:
-        """Writes inside the block fail (PRAGMA query_only): read APIs cannot change state."""
-        if self._readonly_depth == 0:
-            self.conn.execute("PRAGMA query_only = ON")
-        self._readonly_depth += 1
-        try:
-            yield
-        finally:
-            self._readonly_depth -= 1
-            if self._readonly_depth == 0:
-                self.conn.execute("PRAGMA query_only = OFF")
+    def read_only(self) -> _ReadOnly:
+        """`with store.read_only(): ...`: writes inside fail (PRAGMA query_only), so a read API
+        that writes by mistake is caught at once instead of corrupting an episode."""
+        return _ReadOnly(self)
 
     # ---- counters and meta ------------------------------------------------------------------
     def next_counter(self, name: str) -> int:
@@ -425,17 +486,19 @@ class Store:
             f"SELECT tbl, op, rid{self._vcols} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq DESC", (pos,)
         ).fetchall()
         if records:
-            tables = self.tables
             conn.execute("BEGIN")
             try:
-                for tbl, op, rid, *vals in records:
-                    t = tables[tbl]
+                # runs of records with the same table and operation go in one executemany; the
+                # order is kept, which is all that correctness needs
+                for (tbl, op), run in groupby(records, key=itemgetter(0, 1)):
+                    t = self.tables[tbl]
+                    n = len(t.columns)
                     if op == "I":
-                        conn.execute(t.sql_delete, (rid,))
+                        conn.executemany(t.sql_delete, [(r[2],) for r in run])
                     elif op == "U":
-                        conn.execute(t.sql_update, (*vals[: len(t.columns)], rid))
+                        conn.executemany(t.sql_update, [(*r[3 : 3 + n], r[2]) for r in run])
                     else:
-                        conn.execute(t.sql_insert, (rid, *vals[: len(t.columns)]))
+                        conn.executemany(t.sql_insert, [(r[2], *r[3 : 3 + n]) for r in run])
                 # the replay logged itself too: everything after pos goes
                 conn.execute(f"DELETE FROM {UNDO_TABLE} WHERE seq > ?", (pos,))
                 conn.execute("COMMIT")
@@ -559,18 +622,9 @@ class Store:
         """The hash accumulator by a full scan: O(rows). Used once per template, and by tests."""
         self._require_idle("full_acc")
         acc = 0
-        sha, from_bytes, encode = hashlib.sha256, int.from_bytes, _ENCODE
         for t in self.tables.values():
-            if not t.in_hash:
-                continue
-            name, cols = t.name, t.hashed
-            for vals in self.conn.execute(t.sql_scan_hashed):
-                obj = [name, dict(zip(cols, vals, strict=True))]
-                try:
-                    text = encode(obj)
-                except (TypeError, ValueError):
-                    text = encode(jsonable(obj))
-                acc += from_bytes(sha(text.encode("utf-8")).digest(), "big")
+            if t.in_hash:
+                acc += sum(map(t.digest_scanned, self.conn.execute(t.sql_scan_hashed)))
         return acc % HASH_MODULUS
 
     def full_hash(self) -> str:

@@ -15,10 +15,12 @@ from toolgym.mocks.store import (
     BASE_POS,
     Store,
     StoreError,
+    TableInfo,
     Template,
     TemplateCache,
     VolatileSpec,
     build_template,
+    jsonable,
     row_digest,
 )
 
@@ -59,6 +61,30 @@ def store() -> Store:
 def test_row_digest_is_sha256_of_canonical_json() -> None:
     row = {"b": 1.5, "a": "x", "c": None}
     assert row_digest("t", row) == int(sha256_hex(canonical_json(["t", row])), 16)
+
+
+sqlite_values = st.one_of(
+    st.none(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False),  # infinities included: they take the general encoder
+    st.text(),
+    st.binary(max_size=4),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.text(min_size=1, max_size=6), min_size=1, max_size=6, unique=True),
+    st.data(),
+)
+def test_fast_row_encoding_equals_canonical_json(columns: list[str], data: st.DataObject) -> None:
+    volatile = data.draw(st.lists(st.sampled_from(columns), unique=True, max_size=len(columns) - 1))
+    info = TableInfo(data.draw(st.text(max_size=5)), columns, columns[:1], volatile)
+    values = tuple(data.draw(sqlite_values) for _ in columns)
+    row = {c: v for c, v in zip(columns, values, strict=True) if c not in volatile}
+    expected = int(sha256_hex(canonical_json(jsonable([info.name, row]))), 16)
+    assert info.digest(values) == row_digest(info.name, row) == expected
+    assert info.digest_scanned(tuple(row.values())) == expected
 
 
 def test_rollback_restores_every_kind_of_change_exactly(store: Store) -> None:
