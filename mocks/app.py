@@ -39,7 +39,7 @@ import copy
 import functools
 import random
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Final, TypeVar, overload
@@ -119,6 +119,25 @@ def set_counter(db: Database | sqlite3.Connection, prefix: str, last: int) -> No
     conn.execute(
         f"INSERT OR REPLACE INTO {META_TABLE}(key, value) VALUES(?, ?)", ("counter:" + prefix, int(last))
     )
+
+
+def insert_rows(db: Database | sqlite3.Connection, table: str, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Bulk insert for seed(): one executemany (several times faster than sqlite-utils'
+    insert_all). Every row must have the keys of the first one. Returns the number of rows."""
+    conn: sqlite3.Connection = db.conn if isinstance(db, Database) else db
+    it = iter(rows)
+    first = next(it, None)
+    if first is None:
+        return 0
+    cols = list(first)
+    sql = (
+        f"INSERT INTO {quote_ident(table)} ({', '.join(quote_ident(c) for c in cols)})"
+        f" VALUES ({', '.join('?' for _ in cols)})"
+    )
+    values = [tuple(first[c] for c in cols)]
+    values.extend(tuple(r[c] for c in cols) for r in it)
+    conn.executemany(sql, values)
+    return len(values)
 
 
 def format_id(prefix: str, number: int, width: int = 6) -> str:

@@ -23,7 +23,7 @@ from sqlite_utils import Database
 
 from toolgym.actions import Observation, ToolCall
 from toolgym.files import FileStore
-from toolgym.mocks.app import App, bind_tools
+from toolgym.mocks.app import App, bind_tools, validate_app
 from toolgym.mocks.clock import SimClock, init_clock
 from toolgym.mocks.store import TEMPLATES, Diff, Store, Template, TemplateCache, build_template, quote_ident
 from toolgym.tools import DEFAULT_CLOCK, Tool, ToolContext, ToolSet
@@ -220,3 +220,24 @@ class MockWorld:
     def __repr__(self) -> str:
         names = [c.name for c in self.app_classes]
         return f"MockWorld({names}, seed={self.seed}, clock={self.start.isoformat()})"
+
+
+def check_app(cls: type[App], *, seed: int = 0, clock: datetime = DEFAULT_CLOCK) -> list[str]:
+    """What is wrong with an app, as messages (empty = fine): validate_app's checks, then a world
+    built twice from scratch must have the same rows (deterministic seeding), seed() must insert
+    rows, and the incremental hash must equal a full scan. App tests call it."""
+    problems = validate_app(cls)
+    if problems:
+        return problems
+    worlds = [MockWorld([cls], seed=seed, clock=clock, cache=TemplateCache()) for _ in range(2)]
+    try:
+        if worlds[0].store.full_hash() != worlds[1].store.full_hash():
+            problems.append("seeding is not deterministic: use only `rng` and `clock` in seed()")
+        if not any(worlds[0].rows(t) for t in worlds[0].table_names):
+            problems.append("seed() inserts no rows")
+        if worlds[0].state_hash() != worlds[0].store.full_hash():
+            problems.append("incremental and full state hash differ (report this: a framework bug)")
+    finally:
+        for w in worlds:
+            w.close()
+    return problems

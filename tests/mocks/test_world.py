@@ -13,7 +13,7 @@ from sqlite_utils import Database
 
 from toolgym.actions import ToolCall
 from toolgym.errors import ArgumentError, ErrorKind
-from toolgym.mocks.app import App, Volatile, app_apis, read, set_counter, validate_app, write
+from toolgym.mocks.app import App, Volatile, app_apis, insert_rows, read, set_counter, validate_app, write
 from toolgym.mocks.apps import ALL_APPS, get_app, load_apps
 from toolgym.mocks.apps.banking import BankingApp
 from toolgym.mocks.apps.shopping import ShoppingApp
@@ -28,7 +28,7 @@ from toolgym.mocks.rewards import (
     replay_golden_state_hash,
     state_matches,
 )
-from toolgym.mocks.world import MockWorld
+from toolgym.mocks.world import MockWorld, check_app
 from toolgym.tasks import GoldenStep
 from toolgym.tools import Param
 from toolgym.world import World
@@ -322,7 +322,30 @@ def test_registry() -> None:
     with pytest.raises(KeyError, match="known"):
         get_app("nope")
     for cls in ALL_APPS.values():
-        assert validate_app(cls) == [], cls.name
+        assert check_app(cls) == [], cls.name
+
+
+def test_check_app_catches_nondeterministic_seeding() -> None:
+    class Flaky(NotesApp):
+        name = "flaky"
+
+        def seed(self, db: Database, rng: random.Random, clock: datetime) -> None:
+            insert_rows(
+                db,
+                "notes_notes",
+                [
+                    {
+                        "note_id": "N",
+                        "title": "t",
+                        "body": str(random.random()),
+                        "color": "w",
+                        "updated_at": "",
+                    }
+                ],
+            )
+
+    assert check_app(NotesApp) == []
+    assert any("deterministic" in p for p in check_app(Flaky))
 
 
 # ---- rewards ------------------------------------------------------------------------------------
