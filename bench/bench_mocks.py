@@ -162,7 +162,7 @@ def bench_step_hash(n: int) -> dict[str, Any]:
     line("state_hash alone", hash_only)
     full = stats(sample(world.store.full_hash, max(3, n // 200)))
     line("full recomputation (the naive hash)", full)
-    print(f"  ratio full / incremental hash: {full['median_us'] / hash_only['median_us']:.0f}x")
+    print(f"  ratio full / incremental hash: {full['median_us'] / hash_only['median_us']:.1f}x")
     world.close()
     return {"diff_and_hash": s, "hash_only": hash_only, "full_hash": full}
 
@@ -254,13 +254,13 @@ def bench_size(n_rows: int, reps: int) -> dict[str, Any]:
     line(f"reset after {CHANGES_PER_EPISODE} changes (undo log)", r["reset"])
     line(f"restore checkpoint after {CHANGES_PER_EPISODE} changes", r["restore"])
     line("take_diff + state_hash after 1 change", r["diff_and_hash"])
-    line("fork (serialize + deserialize)", r["fork"])
+    line("fork (backup API copy)", r["fork"])
     line("new world from the cached template", r["new_world"])
     line("naive: full copy with the backup API", r["naive_backup"])
     line("naive: deserialize a full image", r["naive_deserialize"])
     line("naive: file copy of the database", r["naive_file_copy"])
     ratio = r["naive_backup"]["median_us"] / r["reset"]["median_us"]
-    print(f"  ratio naive backup copy / reset: {ratio:.0f}x")
+    print(f"  ratio naive backup copy / reset: {ratio:.1f}x")
     r["ratio_backup_over_reset"] = ratio
     return r
 

@@ -7,11 +7,11 @@
             CREATE TABLE notes_notes (note_id TEXT PRIMARY KEY, title TEXT NOT NULL,
                                       body TEXT NOT NULL, updated_at TEXT NOT NULL);
         '''
-        volatile = {"notes_notes": ["updated_at"]}  # left out of the state hash
+        volatile: ClassVar[Volatile] = {"notes_notes": ["updated_at"]}  # not in the state hash
 
         def seed(self, db: Database, rng: random.Random, clock: datetime) -> None:
-            db["notes_notes"].insert_all(...)        # sqlite-utils on the template database
-            set_counter(db, "NOTE", 200)              # the next next_id("NOTE") is NOTE-000201
+            insert_rows(db, "notes_notes", [...])   # or sqlite-utils: db.table(...).insert_all
+            set_counter(db, "NOTE", 200)             # the next next_id("NOTE") is NOTE-000201
 
         @read
         def get_note(self, note_id: Annotated[str, Param("the note's id")]) -> dict[str, Any]:
@@ -25,6 +25,8 @@
             self.execute("INSERT INTO notes_notes VALUES (?, ?, ?, ?)",
                          (note_id, title, body, self.now_iso()))
             return ok(note_id=note_id)
+
+The full guide, with the rules every app must keep, is mocks/README.md.
 
 Each API becomes a toolgym Tool (category "app", `mutates_state` for writes). Writes run in a
 savepoint: an exception anywhere undoes the whole call. Reads run with the database read-only.
@@ -195,6 +197,11 @@ class App:
     def next_id(self, prefix: str, width: int = 6) -> str:
         """A deterministic id, "ORD-000123": a counter stored in the database (it rolls back)."""
         return format_id(prefix, self.store.next_counter(prefix), width)
+
+    def next_ids(self, prefix: str, n: int, width: int = 6) -> list[str]:
+        """n consecutive ids in one database write (cheaper than n next_id calls)."""
+        last = self.store.next_counter(prefix, n)
+        return [format_id(prefix, k, width) for k in range(last - n + 1, last + 1)]
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> sqlite3.Cursor:
         return self.db.execute(sql, params)

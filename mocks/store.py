@@ -410,9 +410,12 @@ class _ReadOnly:
 class Store:
     """One world's database plus its positions: checkpoints, where the hash and the diff stand."""
 
-    def __init__(self, template: Template, *, image: bytes | None = None) -> None:
+    def __init__(self, template: Template, *, source: sqlite3.Connection | None = None) -> None:
         self.conn = connect()
-        self.conn.deserialize(template.image if image is None else image)
+        if source is None:
+            self.conn.deserialize(template.image)
+        else:
+            source.backup(self.conn)  # one page copy; serialize + deserialize would copy three times
         self.template = template
         self.epoch = 0  # bumped by every rollback: anything cached from the database is stale
         self._checkpoints: dict[str, int] = {}
@@ -457,12 +460,13 @@ class Store:
         return _ReadOnly(self)
 
     # ---- counters and meta ------------------------------------------------------------------
-    def next_counter(self, name: str) -> int:
-        """The next value of a named counter (1, 2, ...). Stored in the database, so it rolls back."""
+    def next_counter(self, name: str, count: int = 1) -> int:
+        """Advance a named counter by `count` and return its new value (the first call gives
+        `count`). Stored in the database, so it rolls back with everything else."""
         row = self.conn.execute(
-            f"INSERT INTO {META_TABLE}(key, value) VALUES(?, 1)"
-            " ON CONFLICT(key) DO UPDATE SET value = value + 1 RETURNING value",
-            ("counter:" + name,),
+            f"INSERT INTO {META_TABLE}(key, value) VALUES(?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = value + excluded.value RETURNING value",
+            ("counter:" + name, count),
         ).fetchone()
         return int(row[0])
 
@@ -552,9 +556,9 @@ class Store:
         self.epoch += 1
 
     def fork(self) -> Store:
-        """An independent copy, checkpoints and log included: O(size) (serialize + deserialize)."""
+        """An independent copy, checkpoints and log included: O(size) (the backup API)."""
         self._require_idle("fork")
-        other = Store(self.template, image=self.conn.serialize())
+        other = Store(self.template, source=self.conn)
         other._checkpoints = dict(self._checkpoints)
         other._acc, other._hash_pos, other._diff_pos = self._acc, self._hash_pos, self._diff_pos
         return other

@@ -7,7 +7,8 @@
     other = world.fork()
 
 Costs: reset with the seed and clock already loaded, restore and the hash are O(changes); a new
-world, a fork and a reset to another seed or clock copy the database image (O(size), a memcpy);
+world, a fork and a reset to another seed or clock copy the whole database (O(size): a memcpy of
+the template image, or the backup API for a fork);
 the first world of an (apps, seed, clock) runs the seeders once and keeps the result as a template.
 """
 

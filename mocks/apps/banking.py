@@ -289,6 +289,7 @@ class BankingApp(App):
         counterparty: str | None,
         memo: str,
         reference: str | None,
+        txn_id: str | None = None,
     ) -> tuple[str, int]:
         """Move `amount` cents (signed) on an account and log it; 422 if the balance would go negative."""
         balance = account["balance_cents"] + amount
@@ -298,7 +299,7 @@ class BankingApp(App):
                 f" balance {from_cents(account['balance_cents'])}, needs {from_cents(-amount)}",
                 account_id=account["account_id"],
             )
-        txn_id = self.next_id("TXN")
+        txn_id = txn_id or self.next_id("TXN")
         self.execute(
             "UPDATE bank_accounts SET balance_cents = ? WHERE account_id = ?",
             (balance, account["account_id"]),
@@ -363,8 +364,9 @@ class BankingApp(App):
         self._require_active(source)
         self._require_active(target)
         reference = self.next_id("TRF")
-        out_id, source_balance = self._post(source, "transfer_out", -cents, to_account_id, memo, reference)
-        in_id, target_balance = self._post(target, "transfer_in", cents, from_account_id, memo, reference)
+        out_id, in_id = self.next_ids("TXN", 2)
+        _, source_balance = self._post(source, "transfer_out", -cents, to_account_id, memo, reference, out_id)
+        _, target_balance = self._post(target, "transfer_in", cents, from_account_id, memo, reference, in_id)
         return ok(
             transfer_id=reference,
             from_account_id=from_account_id,

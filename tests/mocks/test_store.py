@@ -209,6 +209,8 @@ def test_counters_roll_back(store: Store) -> None:
     assert store.next_counter("ORD") == 2
     store.reset()
     assert store.next_counter("ORD") == 1
+    assert store.next_counter("ORD", 3) == 4  # a block of three: 2, 3, 4
+    assert store.next_counter("ORD") == 5
 
 
 def test_take_diff(store: Store) -> None:

@@ -17,7 +17,7 @@ from toolgym.mocks.app import App, Volatile, app_apis, insert_rows, read, set_co
 from toolgym.mocks.apps import ALL_APPS, get_app, load_apps
 from toolgym.mocks.apps.banking import BankingApp
 from toolgym.mocks.apps.shopping import ShoppingApp
-from toolgym.mocks.responses import AppError, conflict, ok
+from toolgym.mocks.responses import AppError, check_enum, conflict, from_cents, ok, paginate, to_cents
 from toolgym.mocks.rewards import (
     FieldEquals,
     GoldenReplayError,
@@ -239,6 +239,24 @@ def test_error_observations_are_typed() -> None:
     assert info.value.code == 404
     with pytest.raises(ArgumentError):
         world.call("get_note")
+
+
+def test_response_helpers() -> None:
+    assert ok() == {"status": "success", "data": None}
+    assert ok([1, 2]) == {"status": "success", "data": [1, 2]}
+    assert ok(order_id="ORD-1", total=2.5) == {"status": "success", "order_id": "ORD-1", "total": 2.5}
+    err = AppError(404, "order 'x' not found")
+    assert err.data == {"status": "error", "code": 404, "message": "order 'x' not found"}
+    assert err.message == "404 Not Found: order 'x' not found" and err.code == 404
+    assert to_cents("amount", 12.34) == 1234 and from_cents(1234) == 12.34
+    with pytest.raises(AppError):
+        to_cents("amount", 0.001)
+    assert paginate(list(range(10)), 2, 3) == [3, 4, 5] and paginate([1], 5, 3) == []
+    with pytest.raises(AppError):
+        paginate([1], 0, 3)
+    assert check_enum("x", "a", ("a", "b")) == "a"
+    with pytest.raises(AppError, match="expected one of"):
+        check_enum("x", "c", ("a", "b"))
 
 
 # ---- clock --------------------------------------------------------------------------------------
