@@ -95,7 +95,7 @@ class TaskSet:
     def dump(self, path: Path | str) -> None:
         with Path(path).open("w", encoding="utf-8") as fh:
             for t in self.tasks:
-                fh.write(t.model_dump_json(exclude_defaults=True) + "\n")
+                fh.write(t.model_dump_json(exclude_none=True) + "\n")
 
     def file_path(self, f: TaskFile) -> Path:
         return self.base_dir / f.path
