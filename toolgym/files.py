@@ -76,6 +76,7 @@ class FileStore:
         self.root.mkdir(parents=True, exist_ok=True)
         self._handles: dict[str, FileHandle] = {}
         self._aliases: dict[str, str] = {}
+        self._basenames: dict[str, str] = {}
 
     def _blob_path(self, sha: str) -> Path:
         return self.root / sha[:2] / sha
@@ -93,7 +94,7 @@ class FileStore:
         handle = FileHandle(sha256=sha, media_type=media_type or _media_type(name), name=name)
         self._handles.setdefault(sha, handle)
         if name:
-            self._aliases[name] = sha
+            self.alias(name, handle)
         return handle
 
     def put_path(self, path: Path | str, *, name: str | None = None) -> FileHandle:
@@ -102,6 +103,7 @@ class FileStore:
 
     def alias(self, name: str, handle: FileHandle) -> None:
         self._aliases[name] = handle.sha256
+        self._basenames[Path(name).name] = handle.sha256
 
     def resolve(self, ref: str) -> StoredFile:
         """Accepts `file:<sha256>`, a bare sha256, or an alias; anything else is UnknownFileError."""
@@ -110,8 +112,8 @@ class FileStore:
         if sha not in self._handles:
             sha = self._aliases.get(key, "")
             if not sha:
-                # agents often echo the path with a leading ./ or directory; try the bare name
-                sha = self._aliases.get(Path(key).name, "")
+                # agents often echo a file with another directory (GTA announces absolute paths)
+                sha = self._basenames.get(Path(key).name, "")
         handle = self._handles.get(sha)
         if handle is None:
             known = sorted(self._aliases)[:10]

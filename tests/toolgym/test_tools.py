@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pytest
+
+from toolgym.actions import ToolCall
+from toolgym.errors import ErrorKind, ToolError
+from toolgym.files import FileHandle, FileStore
+from toolgym.tools import FileParam, Image, Param, ToolContext, ToolSet, tool, tool_from_object
+
+TOOLMETA = Path(__file__).resolve().parents[3] / "shared" / "data" / "gta" / "toolmeta.json"
+
+
+@tool(category="logic", version="2")
+def scale(
+    value: float,
+    factor: Annotated[int, Param("how many times")] = 2,
+    unit: Literal["m", "km"] = "m",
+) -> str:
+    """Multiply a value."""
+    return f"{value * factor} {unit}"
+
+
+@tool(category="perception")
+def image_size(image: Image, ctx: ToolContext) -> tuple[int, str]:
+    """Size in bytes of an image, and the seed the env passed."""
+    return len(image.read_bytes()), str(ctx.seed)
+
+
+@tool(category="creativity")
+def make_file(text: str, ctx: ToolContext) -> Annotated[FileHandle, FileParam("image")]:
+    """Store a fake PNG."""
+    return ctx.files.put_bytes(b"\x89PNG" + text.encode(), name="out.png", media_type="image/png")
+
+
+class Greeter:
+    """Greets people."""
+
+    name = "Greeter"
+    category = "operation"
+    mutates_state = False
+
+    def run(self, who: str) -> str:
+        return f"hello {who}"
+
+
+def test_schema_from_type_hints() -> None:
+    schema = scale.parameters_schema()
+    assert schema["required"] == ["value"]
+    assert schema["properties"]["value"] == {"type": "number"}
+    assert schema["properties"]["factor"] == {"type": "integer", "default": 2, "description": "how many times"}
+    assert schema["properties"]["unit"]["enum"] == ["m", "km"]
+    assert schema["additionalProperties"] is False
+    assert scale.returns_schema() == {"type": "string"}
+    assert image_size.parameters_schema()["properties"] == {"image": {"type": "string", "format": "image"}}
+    assert [r.type for r in image_size.returns] == ["int", "text"]
+    assert make_file.returns_schema() == {"type": "string", "format": "image"}
+    assert (scale.version, scale.category, scale.description) == ("2", "logic", "Multiply a value.")
+
+
+def test_exports_have_the_reference_shapes() -> None:
+    ts = ToolSet([scale, image_size, tool_from_object(Greeter())])
+    openai = ts.to_openai()
+    assert openai[0]["type"] == "function" and openai[0]["function"]["name"] == "scale"
+    meta = ts.to_agentlego_toolmeta()
+    reference = json.loads(TOOLMETA.read_text()) if TOOLMETA.exists() else None
+    keys = {"name", "description", "inputs", "outputs"}
+    assert set(meta["image_size"]) == keys
+    io_keys = {"type", "name", "description", "optional", "default", "filetype"}
+    assert all(set(i) == io_keys for i in meta["image_size"]["inputs"] + meta["image_size"]["outputs"])
+    if reference is not None:
+        assert set(reference["OCR"]) == keys and set(reference["OCR"]["inputs"][0]) == io_keys
+    assert meta["image_size"]["inputs"][0]["type"] == "image"
+    teval = ts.to_teval_api_list()
+    assert teval[0]["required_parameters"] == [{"name": "value", "type": "NUMBER", "description": ""}]
+    assert [p["name"] for p in teval[0]["optional_parameters"]] == ["factor", "unit"]
+    assert teval[2]["name"] == "Greeter"
+
+
+def test_call_resolves_files_and_injects_context() -> None:
+    store = FileStore()
+    handle = store.put_bytes(b"\x89PNG12345", name="image/a.png")
+    ts = ToolSet([image_size, make_file])
+    ctx = ToolContext(files=store, seed=42)
+    for ref in ("image/a.png", handle.ref, "a.png"):
+        obs = ts.call(ToolCall(name="image_size", arguments={"image": ref}), ctx)
+        assert obs.content == [9, "42"], ref
+    obs = ts.call(ToolCall(name="make_file", arguments={"text": "x"}), ctx)
+    assert obs.files and obs.files[0].media_type == "image/png"
+    assert obs.text == f"image {obs.files[0].ref}"
+    assert store.resolve(obs.files[0].ref).read_bytes() == b"\x89PNGx"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "kind", "fragment"),
+    [
+        ({"value": "abc"}, ErrorKind.ARGUMENT_ERROR, "value"),
+        ({}, ErrorKind.ARGUMENT_ERROR, "Field required"),
+        ({"value": 1, "bogus": 1}, ErrorKind.ARGUMENT_ERROR, "bogus"),
+        ({"value": 1, "unit": "mile"}, ErrorKind.ARGUMENT_ERROR, "unit"),
+        ({"value": {"nested": [1]}}, ErrorKind.ARGUMENT_ERROR, "value"),
+    ],
+)
+def test_bad_arguments(arguments: dict[str, Any], kind: ErrorKind, fragment: str) -> None:
+    obs = ToolSet([scale]).call(ToolCall(name="scale", arguments=arguments), ToolContext(files=FileStore()))
+    assert obs.error is not None and obs.error.kind is kind and fragment in obs.error.message
+
+
+def test_unknown_file_and_non_image_file() -> None:
+    store = FileStore()
+    store.put_bytes(b"plain text", name="notes.txt")
+    ts = ToolSet([image_size])
+    ctx = ToolContext(files=store)
+    missing = ts.call(ToolCall(name="image_size", arguments={"image": "/etc/passwd"}), ctx)
+    assert missing.error is not None and missing.error.kind is ErrorKind.ARGUMENT_ERROR
+    assert "no file" in missing.error.message
+    wrong = ts.call(ToolCall(name="image_size", arguments={"image": "notes.txt"}), ctx)
+    assert wrong.error is not None and "not an image" in wrong.error.message
+
+
+def test_tool_errors_and_crashes_are_observations() -> None:
+    @tool
+    def broken(x: int) -> int:
+        """Fails."""
+        if x:
+            raise ToolError("no such record", data={"status": "error", "code": 404})
+        return 1 // x
+
+    ts = ToolSet([broken])
+    ctx = ToolContext(files=FileStore())
+    obs = ts.call(ToolCall(name="broken", arguments={"x": 1}), ctx)
+    assert obs.error is not None and obs.error.kind is ErrorKind.TOOL_ERROR
+    assert obs.content == {"status": "error", "code": 404}
+    obs = ts.call(ToolCall(name="broken", arguments={"x": 0}), ctx)
+    assert obs.error is not None and "ZeroDivisionError" in obs.error.message
+    obs = ts.call(ToolCall(name="nope"), ctx)
+    assert obs.error is not None and obs.error.kind is ErrorKind.UNKNOWN_TOOL
+
+
+def test_toolset_registry_rules() -> None:
+    ts = ToolSet([scale])
+    with pytest.raises(ValueError, match="duplicate"):
+        ts.add(scale)
+    with pytest.raises(KeyError):
+        ts.subset(["scale", "missing"])
+    assert ts.subset(None) is ts and ts.subset(["scale"]).names == ["scale"]
+    with pytest.raises(TypeError):
+
+        @tool
+        def variadic(*args: int) -> int:
+            return 0
