@@ -1,0 +1,195 @@
+"""Helpers shared by the T-Eval mock apps: geography, text matching, time parsing, bulk inserts and a
+way to publish a parameter whose name is a Python keyword (PolygonFinance's `from`)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import math
+import operator
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import date, datetime
+from typing import Any, ClassVar, Final, TypeVar
+
+from sqlite_utils import Database
+
+from toolgym.mocks.app import App
+from toolgym.mocks.responses import bad_request
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EARTH_RADIUS_KM: Final = 6371.0088
+STOPWORDS: Final = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "me",
+        "of",
+        "on",
+        "or",
+        "please",
+        "show",
+        "tell",
+        "the",
+        "to",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "with",
+        "about",
+        "find",
+        "search",
+        "get",
+        "give",
+        "list",
+    ]
+)
+COMPASS_EN: Final = ("north", "northeast", "east", "southeast", "south", "southwest", "west", "northwest")
+COMPASS_ZH: Final = ("北", "东北", "东", "东南", "南", "西南", "西", "西北")
+WEEKDAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+class TevalApp(App):
+    """An app standing for one T-Eval tool; `teval_tool` is the tool's name in api_descrip.json."""
+
+    teval_tool: ClassVar[str] = ""
+
+
+# ---- seeding -------------------------------------------------------------------------------------
+def insert_rows(db: Database, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    """executemany on the seeding connection: several times faster than sqlite-utils' insert_all,
+    which keeps every app's seeding well under the 50 ms budget."""
+    if not rows:
+        return
+    cols = list(rows[0])
+    sql = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
+    if len(cols) == 1:
+        db.conn.executemany(sql, [(r[cols[0]],) for r in rows])
+    else:
+        db.conn.executemany(sql, map(operator.itemgetter(*cols), rows))
+
+
+def stable_int(*parts: object) -> int:
+    """A deterministic integer from values (not Python's salted hash): for derived, unstored data."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+# ---- geography -----------------------------------------------------------------------------------
+def haversine_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(lon2 - lon1)
+    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(a)))
+
+
+def bearing_deg(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dl = math.radians(lon2 - lon1)
+    x = math.sin(dl) * math.cos(p2)
+    y = math.cos(p1) * math.sin(p2) - math.sin(p1) * math.cos(p2) * math.cos(dl)
+    return (math.degrees(math.atan2(x, y)) + 360) % 360
+
+
+def compass_index(bearing: float) -> int:
+    return round(bearing / 45) % 8
+
+
+# ---- text ----------------------------------------------------------------------------------------
+def words(text: str) -> list[str]:
+    """Lower-cased alphanumeric words, stopwords dropped."""
+    return [w for w in re.findall(r"[0-9a-z]+", text.lower()) if w not in STOPWORDS]
+
+
+def word_hits(terms: Iterable[str], text: str) -> int:
+    """How many of the query terms occur as words of `text` (a crude but honest relevance signal)."""
+    have = set(re.findall(r"[0-9a-z]+", text.lower()))
+    return sum(1 for t in terms if t in have)
+
+
+def norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+# ---- dates and times -----------------------------------------------------------------------------
+def parse_day(param: str, value: str) -> date:
+    """A strict YYYY-MM-DD date or a 400 (date.fromisoformat also takes other ISO forms)."""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+        raise bad_request(f"{param!r} must be a date in the format YYYY-MM-DD, got {value!r}")
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise bad_request(f"{param!r} is not a valid date: {value!r}") from None
+
+
+def parse_hhmm(param: str, value: str) -> int:
+    """A 24-hour HH:MM time as minutes after midnight, or a 400. 24:00 means the end of the day."""
+    found = re.fullmatch(r"(\d{1,2}):(\d{2})", value.strip())
+    if not found:
+        raise bad_request(f"{param!r} must be a 24-hour time HH:MM, e.g. 13:15, got {value!r}")
+    hours, minutes = int(found.group(1)), int(found.group(2))
+    if minutes > 59 or hours > 24 or (hours == 24 and minutes):
+        raise bad_request(f"{param!r} is not a valid time: {value!r}")
+    return hours * 60 + minutes
+
+
+def format_hhmm(minutes: int) -> str:
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def day_of(when: datetime) -> date:
+    return when.date()
+
+
+# ---- publishing a keyword-named parameter ---------------------------------------------------------
+def published_params(**renames: str) -> Callable[[F], F]:
+    """Publish Python parameter `x_` under a name Python cannot spell, e.g. `from`.
+
+    toolgym.tools.Tool reads the signature with inspect and pydantic accepts any field name, so a
+    rewritten `__signature__` is enough for the schema; the wrapper maps the published names back.
+    (A framework-level alias in `Param` would be cleaner; this keeps the framework untouched.)
+    """
+
+    def deco(fn: F) -> F:
+        sig = inspect.signature(fn)
+        params = []
+        annotations = dict(fn.__annotations__)
+        keyword_only = False
+        for p in sig.parameters.values():
+            published = renames.get(p.name)
+            # from the first renamed parameter on, all are keyword-only: the published order stays
+            keyword_only = keyword_only or published is not None
+            q = p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if keyword_only else p
+            if published is not None:
+                # inspect.Parameter refuses keywords as names; the slot itself takes any string
+                object.__setattr__(q, "_name", published)
+                annotations[published] = annotations.pop(p.name)
+            params.append(q)
+        back = {published: python for python, published in renames.items()}
+
+        @functools.wraps(fn)
+        def wrapper(self: Any, **kwargs: Any) -> Any:
+            return fn(self, **{back.get(k, k): v for k, v in kwargs.items()})
+
+        wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = annotations
+        return wrapper  # type: ignore[return-value]
+
+    return deco
