@@ -21,7 +21,7 @@ from toolgym.files import FileStore
 from toolgym.protocols import get_protocol
 from toolgym.tasks import Task
 from toolgym.tools import ToolContext, ToolSet, tool
-from toolgym.toolservers.gta.calculator import calculator_tool
+from toolgym.toolservers.gta.calculator import calculator as calculator_tool
 
 
 @tool(category="logic")
@@ -66,6 +66,38 @@ def bench_tool(name: str, arguments: dict[str, Any], bare: Callable[[], Any], n:
     env.close()
 
 
+def bench_mock(n: int) -> None:
+    """env.step on a mock app: parse-free action, real SQLite call, state diff and hash per step."""
+    from toolgym.mocks.world import MockWorld
+
+    read = ToolCall(name="get_balance", arguments={"account_id": "ACC-10001"})
+    there = ToolCall(
+        name="transfer",
+        arguments={"from_account_id": "ACC-10001", "to_account_id": "ACC-10002", "amount": 1.0},
+    )
+    back = ToolCall(
+        name="transfer",
+        arguments={"from_account_id": "ACC-10002", "to_account_id": "ACC-10001", "amount": 1.0},
+    )
+    task = Task(id="bench-bank", query="bench", apps=["banking"], max_steps=n * 8 + 10)
+    env = ToolEnv(tasks=[task], max_steps=n * 8 + 10)
+    env.reset(seed=0)
+    world = MockWorld(["banking"])
+    print("mock app (banking):")
+    base = measure(lambda: world.call("get_balance", account_id="ACC-10001"), n)
+    row("bare API call (Tool.invoke)", base)
+    row("env.step(read) + diff + hash", measure(lambda: env.step(read), n), base[0])
+    flip = [there, back]
+    row(
+        "env.step(write) + diff + hash",
+        measure(lambda: env.step(flip[len(env.episode.steps) % 2]), n),
+        base[0],
+    )  # type: ignore[union-attr]
+    row("env.reset (O(changes) rollback)", measure(lambda: env.reset(seed=0), max(n // 10, 10)), base[0])
+    world.close()
+    env.close()
+
+
 def bench_parse(n: int) -> None:
     print("protocol parse cost (one tool call):")
     call = ToolCall(name="Calculator", arguments={"expression": "290 / 5"}, call_id="call_0")
@@ -85,6 +117,7 @@ def main() -> None:
     bench_tool(
         "Calculator", {"expression": "290 / 5"}, lambda: calculator_tool.fn(expression="290 / 5"), args.n
     )
+    bench_mock(args.n)
     bench_parse(args.n)
 
 

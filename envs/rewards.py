@@ -151,13 +151,17 @@ def _writes_state(task: Task, episode: Episode) -> bool:
 def state_scores(task: Task, episode: Episode) -> dict[str, float]:
     """tau-bench style: the golden chain replayed on a fresh world must reach the episode's final
     state hash (volatile fields ignored); the task's state assertions must hold."""
-    from toolgym.mocks.rewards import STATE_ASSERTIONS, check_assertions, replay_golden
+    from toolgym.mocks.rewards import STATE_ASSERTIONS, GoldenReplayError, check_assertions, replay_golden
     from toolgym.mocks.world import MockWorld
 
     world = episode.world
     if not isinstance(world, MockWorld) or not task.apps:
         return {}
-    golden = replay_golden(task.apps, task.seed, task.clock, task.golden)
+    try:
+        golden = replay_golden(task.apps, task.seed, task.clock, task.golden)
+    except GoldenReplayError:
+        # the task's own chain fails on a fresh world: a task bug, never a reward for the agent
+        return {"golden_error": 1.0, "state_match": 0.0, "assertions": 0.0, "state": 0.0}
     try:
         same_state = golden.state_hash() == world.state_hash()
     finally:

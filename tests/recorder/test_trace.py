@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from toolgym import AnswerSpec, FinalAnswer, Task, ToolCall, ToolEnv, ToolSet, tool
+from toolgym import Action, AnswerSpec, FinalAnswer, Task, ToolCall, ToolEnv, ToolSet, tool
 from toolgym.agents import ScriptedAgent
 from toolgym.recorder.trace import TraceHeader, TraceStep, TraceWriter, read_trace
 from toolgym.runner import run_episode
@@ -18,7 +18,7 @@ def add(a: int, b: int) -> int:
 
 
 TASK = Task(id="sum/1", query="1+2?", tools=["add"], answer=AnswerSpec(whitelist=[["3"]]))
-ACTIONS = [ToolCall(name="add", arguments={"a": 1, "b": 2}), FinalAnswer(text="3")]
+ACTIONS: list[Action] = [ToolCall(name="add", arguments={"a": 1, "b": 2}), FinalAnswer(text="3")]
 
 
 def record(trace_dir: Path, *, timing: bool = False) -> Path:
