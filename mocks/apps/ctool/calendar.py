@@ -397,7 +397,7 @@ class CalendarApp(App):
             "SELECT DISTINCT e.event_id, e.start_at, e.end_at FROM calendar_events e"
             " JOIN calendar_attendees a USING (event_id)"
             f" WHERE a.person_id IN ({placeholders(person_ids)}) AND a.response != 'declined'"
-            " AND e.start_at < ? AND e.end_at > ? ORDER BY e.start_at",
+            " AND e.start_at < ? AND e.end_at > ? ORDER BY e.start_at, e.event_id",
             [*person_ids, iso(end), iso(start)],
         )
         return [(datetime.fromisoformat(r["start_at"]), datetime.fromisoformat(r["end_at"])) for r in rows]
@@ -480,7 +480,7 @@ class CalendarApp(App):
         day = parse_date("date", date)
         rows = self.rows(
             "SELECT booking_id, title, booked_by, start_at, end_at FROM calendar_bookings WHERE room_id = ?"
-            " AND status = 'confirmed' AND start_at < ? AND end_at > ? ORDER BY start_at",
+            " AND status = 'confirmed' AND start_at < ? AND end_at > ? ORDER BY start_at, booking_id",
             (
                 room_id,
                 iso(datetime.combine(day + timedelta(days=1), time())),

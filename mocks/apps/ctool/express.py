@@ -559,7 +559,8 @@ class ExpressApp(App):
         tracking = self.next_id("EXP", 8)
         # the courier who last picked up in the sender's city serves this pickup too
         courier = self.scalar(
-            "SELECT courier FROM express_shipments WHERE sender_city = ? ORDER BY created_at DESC LIMIT 1",
+            "SELECT courier FROM express_shipments WHERE sender_city = ?"
+            " ORDER BY created_at DESC, tracking_number DESC LIMIT 1",
             (sender["city"],),
         )
         self.execute(

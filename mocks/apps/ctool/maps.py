@@ -318,7 +318,9 @@ class MapsApp(App):
         )
 
     def _district(self, city: str, lat: float, lon: float) -> str:
-        rows = self.rows("SELECT district, lat, lon FROM maps_districts WHERE city = ?", (city,))
+        rows = self.rows(
+            "SELECT district, lat, lon FROM maps_districts WHERE city = ? ORDER BY district", (city,)
+        )
         return str(min(rows, key=lambda d: haversine_km(lat, lon, d["lat"], d["lon"]))["district"])
 
     def _nearest_city(self, lat: float, lon: float) -> tuple[str, float]:

@@ -240,6 +240,7 @@ class MessagingApp(App):
                     }
                 )
         insert_rows(db, "messaging_groups", groups)
+        set_counter(db, "GRP", len(groups))
         insert_rows(db, "messaging_group_members", members)
 
         # (conversation, participants): a third of the friend pairs chat, and every group
@@ -361,13 +362,15 @@ class MessagingApp(App):
             r["conversation_id"]
             for r in self.rows(
                 "SELECT DISTINCT conversation_id FROM messaging_messages WHERE conversation_id LIKE 'DM-%'"
-                " AND (conversation_id LIKE ? OR conversation_id LIKE ?)",
+                " AND (conversation_id LIKE ? OR conversation_id LIKE ?) ORDER BY conversation_id",
                 (f"DM-{user_id}-%", f"DM-%-{user_id}"),
             )
         ]
         groups = [
             r["group_id"]
-            for r in self.rows("SELECT group_id FROM messaging_group_members WHERE user_id = ?", (user_id,))
+            for r in self.rows(
+                "SELECT group_id FROM messaging_group_members WHERE user_id = ? ORDER BY group_id", (user_id,)
+            )
         ]
         return dms + groups
 
@@ -628,7 +631,7 @@ class MessagingApp(App):
         rows = self.rows(
             "SELECT g.group_id, g.name, m.role, (SELECT count(*) FROM messaging_group_members x"
             " WHERE x.group_id = g.group_id) AS member_count FROM messaging_group_members m"
-            " JOIN messaging_groups g USING (group_id) WHERE m.user_id = ? ORDER BY g.name",
+            " JOIN messaging_groups g USING (group_id) WHERE m.user_id = ? ORDER BY g.name, g.group_id",
             (user_id,),
         )
         return ok(user_id=user_id, groups=rows)
@@ -699,7 +702,9 @@ class MessagingApp(App):
                     "unread_count": self._unread(conv, user_id),
                 }
             )
-        out.sort(key=lambda c: (c["last_message"] or {}).get("sent_at") or "", reverse=True)
+        out.sort(
+            key=lambda c: ((c["last_message"] or {}).get("sent_at") or "", c["conversation_id"]), reverse=True
+        )
         return ok(user_id=user_id, conversations=out)
 
     @read

@@ -90,6 +90,15 @@ def plural(noun: str) -> str:
     return noun + ("es" if noun.endswith("o") else "s")
 
 
+def _relevance(terms: list[str], track: dict[str, Any]) -> int:
+    """Whole words count, not substrings ("rain" is not in "Train"): an exact title scores most,
+    then title words, then artist words."""
+    title = track["title"].lower()
+    title_words, artist_words = set(title.split()), set(track["artist_name"].lower().split())
+    exact = 10 if title == " ".join(terms) else 0
+    return exact + sum(2 * (t in title_words) + (t in artist_words) for t in terms)
+
+
 class MusicApp(App):
     name = "music"
     description = (
@@ -439,11 +448,7 @@ class MusicApp(App):
         rows = self._track_rows(" AND ".join(where), params, order + ", t.track_id")
         if sort_by == "relevance" and terms:
             # stable sort: within equal scores the popularity order stays
-            rows.sort(
-                key=lambda r: (
-                    -sum(2 * (t in r["title"].lower()) + (t in r["artist_name"].lower()) for t in terms)
-                )
-            )
+            rows.sort(key=lambda r: -_relevance(terms, r))
         return ok(
             total=len(rows),
             page=page,
