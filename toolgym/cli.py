@@ -22,46 +22,61 @@ console = Console()
 def demo(
     out: Annotated[Path, typer.Option(help="directory for the episode traces")] = Path("runs/demo"),
     tasks: Annotated[
-        Path | None, typer.Option(help="task set (JSONL); default: the bundled demo set")
+        list[Path] | None,
+        typer.Option(
+            help="task set files (JSONL); default: the bundled demo set and every mock-app task set"
+        ),
     ] = None,
     protocol: Annotated[
         str, typer.Option(help="action protocol the oracle speaks: react, json, openai")
     ] = "react",
     seed: Annotated[int, typer.Option(help="episode seed")] = 0,
 ) -> None:
-    """Run the demo task set in-process with the oracle agent; print scores, write traces."""
+    """Run the demo task sets in-process with the oracle agent; print scores, write traces."""
     from toolgym.agents import OracleAgent
-    from toolgym.envs.demo import demo_tasks_path
+    from toolgym.envs.demo import default_task_paths
     from toolgym.envs.tool_env import ToolEnv
-    from toolgym.runner import run_episode
+    from toolgym.runner import EpisodeResult, run_episode
     from toolgym.tasks import TaskSet
     from toolgym.toolservers.registry import default_toolset
 
-    task_set = TaskSet.load(tasks or demo_tasks_path())
-    env = ToolEnv(default_toolset(), task_set, protocol=protocol)
-    agent = OracleAgent(env.protocol)
-    results = []
+    task_sets = [TaskSet.load(p) for p in (tasks or default_task_paths())]
+    toolset = default_toolset()
+    results: list[tuple[str, EpisodeResult]] = []
     with Progress(console=console, transient=True) as progress:
-        bar = progress.add_task("episodes", total=len(task_set))
-        for task in task_set:
-            results.append(run_episode(env, agent, task, seed=seed, trace_dir=out))
-            progress.advance(bar)
-    env.close()
+        bar = progress.add_task("episodes", total=sum(len(ts) for ts in task_sets))
+        for path, task_set in zip(tasks or default_task_paths(), task_sets, strict=True):
+            env = ToolEnv(toolset, task_set, protocol=protocol)
+            agent = OracleAgent(env.protocol)
+            for task in task_set:
+                results.append(
+                    (path.stem, run_episode(env, agent, task, seed=seed, trace_dir=out / path.stem))
+                )
+                progress.advance(bar)
+            env.close()
     table = Table(title=f"toolgym demo: {len(results)} tasks, oracle agent, {protocol} protocol")
-    for column in ("task", "steps", "errors", "reward", "latency ms", "final answer"):
-        table.add_column(column)
-    for r in results:
+    for column in ("set", "task", "steps", "errors", "answer", "state", "reward", "ms"):
+        table.add_column(column, no_wrap=True)
+    for set_name, r in results:
+        state = r.scores.get("state")
+        answer = r.scores.get("answer")
         table.add_row(
+            set_name,
             r.task_id,
             str(r.steps),
             str(sum(r.error_counts.values())),
+            "-" if answer is None else f"{answer:.2f}",
+            "-" if state is None else f"{state:.2f}",
             f"{r.reward:.2f}",
             f"{r.latency_s * 1000:.1f}",
-            (r.final_answer or "")[:60],
         )
     console.print(table)
-    solved = sum(r.reward >= 1.0 for r in results)
+    solved = sum(r.reward >= 1.0 for _, r in results)
+    with_state = [r for _, r in results if "state" in r.scores]
     console.print(f"answer accuracy: {solved}/{len(results)} = {solved / max(len(results), 1):.1%}")
+    if with_state:
+        reached = sum(r.scores["state"] >= 1.0 for r in with_state)
+        console.print(f"expected state reached: {reached}/{len(with_state)}")
     console.print(f"traces written to {out}/")
     if solved != len(results):
         raise typer.Exit(code=1)

@@ -1,7 +1,7 @@
 """The registry of mock apps: name -> App class.
 
-To add an app: write `mocks/apps/<name>.py` (see mocks/README.md), import its class here and add
-one line to ALL_APPS, keeping the entries sorted by name.
+To add an app: write it (see mocks/README.md) and add its class to ALL_APPS below, directly or
+through its group's list (CTOOL_APPS, MTU_APPS, TEVAL_APPS).
 """
 
 from __future__ import annotations
@@ -10,12 +10,22 @@ from collections.abc import Iterable
 
 from toolgym.mocks.app import App
 from toolgym.mocks.apps.banking import BankingApp
+from toolgym.mocks.apps.ctool import CTOOL_APPS
+from toolgym.mocks.apps.mtu import MTU_APPS
 from toolgym.mocks.apps.shopping import ShoppingApp
+from toolgym.mocks.apps.teval import TEVAL_APPS
 
-ALL_APPS: dict[str, type[App]] = {
-    BankingApp.name: BankingApp,
-    ShoppingApp.name: ShoppingApp,
-}
+
+def _registry(classes: Iterable[type[App]]) -> dict[str, type[App]]:
+    out: dict[str, type[App]] = {}
+    for cls in classes:
+        if cls.name in out:
+            raise ValueError(f"two mock apps named {cls.name!r}: {out[cls.name]} and {cls}")
+        out[cls.name] = cls
+    return dict(sorted(out.items()))
+
+
+ALL_APPS: dict[str, type[App]] = _registry([BankingApp, ShoppingApp, *CTOOL_APPS, *MTU_APPS, *TEVAL_APPS])
 
 
 def get_app(name: str) -> type[App]:

@@ -17,12 +17,12 @@ from toolgym.tasks import TaskSet
 
 
 def test_demo_command_solves_every_task_and_writes_traces(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path)])
+    result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path), "--tasks", str(demo_tasks_path())])
     assert result.exit_code == 0, result.output
     tasks = TaskSet.load(demo_tasks_path())
     assert len(tasks) >= 10
     assert f"answer accuracy: {len(tasks)}/{len(tasks)}" in result.output
-    traces = sorted(tmp_path.glob("*.jsonl"))
+    traces = sorted((tmp_path / "tasks").glob("*.jsonl"))
     assert len(traces) == len(tasks)
     for path in traces:
         trace = read_trace(path)
@@ -56,7 +56,14 @@ def test_tools_command_exports() -> None:
     table = runner.invoke(app, ["tools"])
     assert table.exit_code == 0 and "Calculator" in table.output
     exported = json.loads(runner.invoke(app, ["tools", "--format", "openai"]).output)
-    assert {t["function"]["name"] for t in exported} >= {"OCR", "Calculator", "Solver", "Plot", "DrawBox", "AddText"}
+    assert {t["function"]["name"] for t in exported} >= {
+        "OCR",
+        "Calculator",
+        "Solver",
+        "Plot",
+        "DrawBox",
+        "AddText",
+    }
     meta = json.loads(runner.invoke(app, ["tools", "--format", "agentlego"]).output)
     assert meta["OCR"]["inputs"][0]["type"] == "image"
     teval = json.loads(runner.invoke(app, ["tools", "--format", "teval"]).output)

@@ -51,7 +51,11 @@ def test_schema_from_type_hints() -> None:
     schema = scale.parameters_schema()
     assert schema["required"] == ["value"]
     assert schema["properties"]["value"] == {"type": "number"}
-    assert schema["properties"]["factor"] == {"type": "integer", "default": 2, "description": "how many times"}
+    assert schema["properties"]["factor"] == {
+        "type": "integer",
+        "default": 2,
+        "description": "how many times",
+    }
     assert schema["properties"]["unit"]["enum"] == ["m", "km"]
     assert schema["additionalProperties"] is False
     assert scale.returns_schema() == {"type": "string"}
