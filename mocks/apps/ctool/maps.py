@@ -455,7 +455,7 @@ class MapsApp(App):
 
     # ---- routes --------------------------------------------------------------------------------
     @read
-    def get_route(
+    def plan_route(
         self,
         origin_lat: Annotated[float, Param("start latitude")],
         origin_lon: Annotated[float, Param("start longitude")],
@@ -501,7 +501,7 @@ class MapsApp(App):
 
     # ---- places --------------------------------------------------------------------------------
     @read
-    def search_nearby(
+    def search_nearby_places(
         self,
         lat: Annotated[float, Param("latitude of the center")],
         lon: Annotated[float, Param("longitude of the center")],

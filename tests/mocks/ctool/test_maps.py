@@ -50,7 +50,9 @@ def test_geocode_places_cities_and_misses(world: MockWorld) -> None:
 
 def test_nearby_search_is_sorted_by_real_distance(world: MockWorld) -> None:
     center = world.rows("maps_places", {"category": "subway_station"})[0]
-    found = ok_call(world, "search_nearby", lat=center["lat"], lon=center["lon"], radius_m=3000, limit=50)
+    found = ok_call(
+        world, "search_nearby_places", lat=center["lat"], lon=center["lon"], radius_m=3000, limit=50
+    )
     distances = [p["distance_m"] for p in found["places"]]
     assert distances == sorted(distances) and distances[0] == 0
     assert all(d <= 3000 for d in distances)
@@ -62,11 +64,11 @@ def test_nearby_search_is_sorted_by_real_distance(world: MockWorld) -> None:
     ]
     assert found["total"] == len(inside)
     cafes = ok_call(
-        world, "search_nearby", lat=center["lat"], lon=center["lon"], radius_m=5000, category="cafe"
+        world, "search_nearby_places", lat=center["lat"], lon=center["lon"], radius_m=5000, category="cafe"
     )
     assert all(p["category"] == "cafe" for p in cafes["places"])
     good = ok_call(
-        world, "search_nearby", lat=center["lat"], lon=center["lon"], radius_m=5000, min_rating=4.5
+        world, "search_nearby_places", lat=center["lat"], lon=center["lon"], radius_m=5000, min_rating=4.5
     )
     assert all(p["rating"] >= 4.5 for p in good["places"])
 
@@ -76,7 +78,7 @@ def test_routes_per_mode(world: MockWorld) -> None:
     routes = {
         mode: ok_call(
             world,
-            "get_route",
+            "plan_route",
             origin_lat=a[0],
             origin_lon=a[1],
             destination_lat=b[0],
@@ -97,7 +99,7 @@ def test_routes_per_mode(world: MockWorld) -> None:
     assert routes["walking"]["duration_minutes"] == round(straight * 1.25 / 5 * 60)
     back = ok_call(
         world,
-        "get_route",
+        "plan_route",
         origin_lat=b[0],
         origin_lon=b[1],
         destination_lat=a[0],
@@ -112,10 +114,10 @@ def test_routes_per_mode(world: MockWorld) -> None:
         "destination_lat": 30.2741,
         "destination_lon": 120.1551,
     }
-    assert ok_call(world, "get_route", mode="driving", **far)["distance_km"] > 150
-    expect_error(world, "get_route", code=422, mode="walking", **far)
-    expect_error(world, "get_route", code=400, mode="teleport", **far)
-    expect_error(world, "get_route", code=400, mode="driving", **(far | {"origin_lat": 123.0}))
+    assert ok_call(world, "plan_route", mode="driving", **far)["distance_km"] > 150
+    expect_error(world, "plan_route", code=422, mode="walking", **far)
+    expect_error(world, "plan_route", code=400, mode="teleport", **far)
+    expect_error(world, "plan_route", code=400, mode="driving", **(far | {"origin_lat": 123.0}))
 
 
 def test_search_places_filters_and_sorts(world: MockWorld) -> None:

@@ -35,7 +35,7 @@ def test_task_set_covers_every_category() -> None:
     apps = {a for t in TASKS for a in t.apps or []}
     assert {"express", "messaging", "calendar", "maps", "music", "takeout", "shopping", "banking"} <= apps
     chains = {tuple(s.action.name for s in t.golden if isinstance(s.action, ToolCall)) for t in TASKS}
-    assert ("geocode", "search_nearby", "get_route") in chains
+    assert ("geocode", "search_nearby_places", "plan_route") in chains
     assert ("search_available_rooms", "book_room") in chains
 
 
