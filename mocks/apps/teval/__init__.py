@@ -55,6 +55,21 @@ TEVAL_TOOL_NAMES: Final[dict[str, str]] = {cls.name: cls.teval_tool for cls in _
 GAODE_PREFIX: Final = "gaode_"
 
 
+def resolve_app_names(names: Iterable[str]) -> list[type[App]]:
+    """App classes for registry names: T-Eval's apps, then the main registry's (which does not
+    list T-Eval's apps yet; see the module docstring of toolgym.mocks.apps)."""
+    # imported here: the main registry may come to import this package
+    from toolgym.mocks.apps import ALL_APPS
+
+    out: list[type[App]] = []
+    for name in names:
+        cls = TEVAL_APP_BY_NAME.get(name) or ALL_APPS.get(name)
+        if cls is None:
+            raise KeyError(f"no mock app {name!r}; known: {sorted({*TEVAL_APP_BY_NAME, *ALL_APPS})}")
+        out.append(cls)
+    return out
+
+
 def teval_prefixes(apps: Iterable[str | type[App]]) -> dict[str, str]:
     """API prefixes a world of these apps needs: only GaodeMap's, and only beside BINGMap."""
     names = {a if isinstance(a, str) else a.name for a in apps}
@@ -84,5 +99,6 @@ __all__ = [
     "TevalApp",
     "TimeTool",
     "Weather",
+    "resolve_app_names",
     "teval_prefixes",
 ]

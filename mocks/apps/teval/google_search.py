@@ -218,7 +218,7 @@ class GoogleSearch(TevalApp):
                 f"{country} - Wikipedia",
                 f"https://en.wikipedia.org/wiki/{slug}",
                 f"{country} is a country in {continent}. Its capital is {capital}. The currency is the"
-                f" {currency} and the official language is {languages}.",
+                f" {currency} and the official {'languages are' if ' and ' in languages else 'language is'} {languages}.",
                 old(),
             )
             page(
