@@ -56,8 +56,7 @@ GAODE_PREFIX: Final = "gaode_"
 
 
 def resolve_app_names(names: Iterable[str]) -> list[type[App]]:
-    """App classes for registry names: T-Eval's apps, then the main registry's (which does not
-    list T-Eval's apps yet; see the module docstring of toolgym.mocks.apps)."""
+    """App classes for registry names: T-Eval's apps, then the rest of the main registry's."""
     # imported here: the main registry may come to import this package
     from toolgym.mocks.apps import ALL_APPS
 

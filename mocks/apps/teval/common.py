@@ -10,7 +10,7 @@ import math
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import date, datetime
+from datetime import date
 from typing import Any, ClassVar, Final, TypeVar
 
 from sqlite_utils import Database
@@ -152,10 +152,6 @@ def parse_hhmm(param: str, value: str) -> int:
 
 def format_hhmm(minutes: int) -> str:
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
-
-
-def day_of(when: datetime) -> date:
-    return when.date()
 
 
 # ---- publishing a keyword-named parameter ---------------------------------------------------------
