@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     CITY_BY_NAME,
     DONTCARE,
@@ -131,7 +131,7 @@ class BusesApp(App):
                             "base_fare_cents": int(8 + km * 0.08 * rng.uniform(0.8, 1.2)) * 100,
                         }
                     )
-        db.table("mtu_buses_departures").insert_all(departures)
+        insert_rows(db, "mtu_buses_departures", departures)
         tickets = []
         today = clock.date()
         for i in range(1, 701):
@@ -150,7 +150,7 @@ class BusesApp(App):
                     "created_at": format_time(clock - timedelta(days=rng.randint(1, 30))),
                 }
             )
-        db.table("mtu_buses_tickets").insert_all(tickets)
+        insert_rows(db, "mtu_buses_tickets", tickets)
         set_counter(db, "BT", len(tickets))
 
     # ---- helpers -------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     CITIES,
     DONTCARE,
@@ -93,7 +93,7 @@ class CarsApp(App):
                                 "price_per_day_cents": (DAY_RATE[car_type] + rng.randint(-5, 12)) * 100,
                             }
                         )
-        db.table("mtu_cars_cars").insert_all(cars)
+        insert_rows(db, "mtu_cars_cars", cars)
         rentals: list[dict[str, Any]] = []
         booked: dict[str, list[tuple[str, str]]] = {}
         today = clock.date()
@@ -119,7 +119,7 @@ class CarsApp(App):
                     "created_at": format_time(clock - timedelta(days=rng.randint(5, 40))),
                 }
             )
-        db.table("mtu_cars_rentals").insert_all(rentals)
+        insert_rows(db, "mtu_cars_rentals", rentals)
         set_counter(db, "RNT", len(rentals))
 
     # ---- helpers -------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     CITY_BY_NAME,
     DONTCARE,
@@ -136,8 +136,10 @@ class FlightsApp(App):
     volatile: ClassVar[Volatile] = {"mtu_flights_bookings": ["created_at"]}
 
     def seed(self, db: Database, rng: random.Random, clock: datetime) -> None:
-        db.table("mtu_flights_airports").insert_all(
-            {"code": code, "city": city, "airport_name": name} for city, code, name in AIRPORTS
+        insert_rows(
+            db,
+            "mtu_flights_airports",
+            [{"code": code, "city": city, "airport_name": name} for city, code, name in AIRPORTS],
         )
         schedules: list[dict[str, Any]] = []
         numbers: set[str] = set()
@@ -168,7 +170,7 @@ class FlightsApp(App):
                             "refundable": int(rng.random() < 0.35),
                         }
                     )
-        db.table("mtu_flights_schedules").insert_all(schedules)
+        insert_rows(db, "mtu_flights_schedules", schedules)
         # other travellers' bookings for the next month; some economy cabins sell out
         bookings = []
         today = clock.date()
@@ -190,7 +192,7 @@ class FlightsApp(App):
                     "created_at": format_time(clock - timedelta(days=rng.randint(1, 60))),
                 }
             )
-        db.table("mtu_flights_bookings").insert_all(bookings)
+        insert_rows(db, "mtu_flights_bookings", bookings)
         set_counter(db, "FB", len(bookings))
         set_counter(db, "TRIP", len(bookings))
 
@@ -199,12 +201,12 @@ class FlightsApp(App):
         """Airport codes for a city ("NYC"), a code ("JFK") or an airport's name."""
         city = city_name(value)
         if city is not None:
-            rows = self.rows("SELECT code FROM mtu_flights_airports WHERE city = ?", (city,))
+            rows = self.rows("SELECT code FROM mtu_flights_airports WHERE city = ? ORDER BY code", (city,))
         else:
             key = canon(value)
             rows = [
                 r
-                for r in self.rows("SELECT code, airport_name FROM mtu_flights_airports")
+                for r in self.rows("SELECT code, airport_name FROM mtu_flights_airports ORDER BY code")
                 if key == r["code"].lower()
                 or (len(key) >= 3 and re.search(rf"\b{re.escape(key)}\b", r["airport_name"].lower()))
             ]

@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     AREAS,
     CITIES,
@@ -172,8 +172,8 @@ class HotelsApp(App):
                         "phone_number": phone(rng),
                     }
                 )
-        db.table("mtu_hotels_hotels").insert_all(hotels)
-        db.table("mtu_hotels_houses").insert_all(houses)
+        insert_rows(db, "mtu_hotels_hotels", hotels)
+        insert_rows(db, "mtu_hotels_houses", houses)
         today = clock.date()
         bookings = []
         for i in range(1, 601):
@@ -195,7 +195,7 @@ class HotelsApp(App):
                     "created_at": format_time(clock - timedelta(days=rng.randint(1, 60))),
                 }
             )
-        db.table("mtu_hotels_bookings").insert_all(bookings)
+        insert_rows(db, "mtu_hotels_bookings", bookings)
         house_bookings = []
         for i in range(1, 151):
             hs = rng.choice(houses)
@@ -223,7 +223,7 @@ class HotelsApp(App):
                 for k in kept
             ):
                 kept.append(b)
-        db.table("mtu_hotels_house_bookings").insert_all(kept)
+        insert_rows(db, "mtu_hotels_house_bookings", kept)
         set_counter(db, "HB", len(bookings))
         set_counter(db, "HH", len(house_bookings))
 
@@ -278,7 +278,9 @@ class HotelsApp(App):
         }
 
     def _hotel_by_name(self, name: str, city: str | None) -> dict[str, Any]:
-        rows = self.rows("SELECT * FROM mtu_hotels_hotels WHERE lower(hotel_name) = ?", (canon(name),))
+        rows = self.rows(
+            "SELECT * FROM mtu_hotels_hotels WHERE lower(hotel_name) = ? ORDER BY hotel_id", (canon(name),)
+        )
         if city:
             rows = [r for r in rows if r["city"] == (city_name(city) or city)]
         if not rows:
@@ -368,7 +370,7 @@ class HotelsApp(App):
         if canon(star_rating) != DONTCARE:
             sql += " AND star_rating >= ?"
             params.append(count("star_rating", star_rating, hi=5))
-        rows = self.rows(sql + " ORDER BY average_rating DESC, hotel_name", params)
+        rows = self.rows(sql + " ORDER BY average_rating DESC, hotel_name, hotel_id", params)
         today = self.now().date()
         results = []
         for h in rows:
@@ -441,7 +443,7 @@ class HotelsApp(App):
             if wanted is not None:
                 sql += f" AND {column} = ?"
                 params.append(int(wanted))
-        rows = self.rows(sql + " ORDER BY hotel_name, city", params)
+        rows = self.rows(sql + " ORDER BY hotel_name, city, hotel_id", params)
         if priceRange is not None and canon(priceRange) != DONTCARE:
             label = choice("priceRange", priceRange, MULTIWOZ_PRICES)
             rows = [r for r in rows if _price_label(r["price_per_night_cents"]) == label]
@@ -542,7 +544,9 @@ class HotelsApp(App):
         """Book the selected house for given dates and number of adults."""
         adults = count("number_of_adults", number_of_adults, hi=20)
         start, end = self._stay(check_in_date, None, check_out_date)
-        by_address = self.rows("SELECT * FROM mtu_hotels_houses WHERE lower(address) = ?", (canon(where_to),))
+        by_address = self.rows(
+            "SELECT * FROM mtu_hotels_houses WHERE lower(address) = ? ORDER BY house_id", (canon(where_to),)
+        )
         if by_address:
             house = by_address[0]
             if house["max_adults"] < adults:

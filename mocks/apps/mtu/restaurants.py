@@ -14,7 +14,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     AREAS,
     CITIES,
@@ -214,7 +214,7 @@ class RestaurantsApp(App):
                         "capacity": rng.choice((12, 20, 30, 40, 60)),
                     }
                 )
-        db.table("mtu_restaurants_venues").insert_all(venues)
+        insert_rows(db, "mtu_restaurants_venues", venues)
         # other diners' bookings over the next three weeks: some dinner slots are already full
         reservations = []
         today = clock.date()
@@ -235,7 +235,7 @@ class RestaurantsApp(App):
                     "created_at": format_time(clock - timedelta(days=rng.randint(1, 30))),
                 }
             )
-        db.table("mtu_restaurants_reservations").insert_all(reservations)
+        insert_rows(db, "mtu_restaurants_reservations", reservations)
         set_counter(db, "RES", len(reservations))
 
     # ---- helpers ---------------------------------------------------------------------------
@@ -360,7 +360,7 @@ class RestaurantsApp(App):
             if wanted is not None:
                 sql += f" AND {column} = ?"
                 params.append(int(wanted))
-        rows = self.rows(sql + " ORDER BY rating DESC, restaurant_name", params)
+        rows = self.rows(sql + " ORDER BY rating DESC, restaurant_name, restaurant_id", params)
         return ok(count=len(rows), restaurants=[self._view(r) for r in rows[:10]])
 
     @write(name="ReserveRestaurant")
@@ -408,7 +408,7 @@ class RestaurantsApp(App):
         if food is not None and canon(food) != DONTCARE:
             sql += " AND lower(cuisine) = ?"
             params.append(canon(food))
-        rows = self.rows(sql + " ORDER BY restaurant_name", params)
+        rows = self.rows(sql + " ORDER BY restaurant_name, restaurant_id", params)
         if name is not None:
             rows = [r for r in rows if words_in(name, r["restaurant_name"])]
         found = [select_fields(self._multiwoz_view(r), return_info) for r in rows]

@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, insert_rows, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     FIRST_NAMES,
     LAST_NAMES,
@@ -106,7 +106,7 @@ class RidesApp(App):
                     "status": "busy" if rng.random() < 0.3 else "available",
                 }
             )
-        db.table("mtu_rides_vehicles").insert_all(vehicles)
+        insert_rows(db, "mtu_rides_vehicles", vehicles)
         set_counter(db, "RIDE", 0)
 
     # ---- helpers -------------------------------------------------------------------------------

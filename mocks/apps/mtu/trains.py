@@ -14,7 +14,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     WEEKDAYS,
     Count,
@@ -147,7 +147,7 @@ class TrainsApp(App):
                                 "price_cents": int(minutes_away * 20 * (0.8 if day in WEEKDAYS[5:] else 1.0)),
                             }
                         )
-        db.table("mtu_trains_timetable").insert_all(timetable)
+        insert_rows(db, "mtu_trains_timetable", timetable)
         intercity: list[dict[str, Any]] = []
         for line in LINES:
             for i, (a_city, a_station) in enumerate(line):
@@ -168,7 +168,7 @@ class TrainsApp(App):
                                 "base_fare_cents": int(hours * rng.uniform(15, 22)) * 100,
                             }
                         )
-        db.table("mtu_trains_intercity").insert_all(intercity)
+        insert_rows(db, "mtu_trains_intercity", intercity)
         today = clock.date()
         bookings = []
         for i in range(1, 401):
@@ -188,7 +188,7 @@ class TrainsApp(App):
                     "created_at": format_time(clock - timedelta(days=rng.randint(1, 30))),
                 }
             )
-        db.table("mtu_trains_bookings").insert_all(bookings)
+        insert_rows(db, "mtu_trains_bookings", bookings)
         tickets = []
         for i in range(1, 401):
             t = rng.choice(intercity)
@@ -207,7 +207,7 @@ class TrainsApp(App):
                     "created_at": format_time(clock - timedelta(days=rng.randint(1, 30))),
                 }
             )
-        db.table("mtu_trains_tickets").insert_all(tickets)
+        insert_rows(db, "mtu_trains_tickets", tickets)
         set_counter(db, "TRB", len(bookings))
         set_counter(db, "TT", len(tickets))
 
@@ -280,7 +280,7 @@ class TrainsApp(App):
         if trainID:
             sql += " AND trainID = ?"
             params.append(trainID.upper())
-        rows = self.rows(sql + " ORDER BY leaveAt", params)
+        rows = self.rows(sql + " ORDER BY leaveAt, trainID", params)
         trains = [select_fields(self._train_view(r), return_info) for r in rows]
         return ok(count=len(trains), trains=trains)
 
@@ -326,7 +326,7 @@ class TrainsApp(App):
             raise not_found("train city", to)
         return self.rows(
             "SELECT * FROM mtu_trains_intercity WHERE from_city = ? AND to_city = ?"
-            " ORDER BY journey_start_time",
+            " ORDER BY journey_start_time, train_id",
             (a, b),
         )
 
