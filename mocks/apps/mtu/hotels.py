@@ -277,12 +277,15 @@ class HotelsApp(App):
             "city": h["city"],
         }
 
-    def _hotel_by_name(self, name: str, city: str | None) -> dict[str, Any]:
+    def _hotel_by_name(self, name: str, city: str | None, town: str | None = None) -> dict[str, Any]:
+        """The hotel with this name (in `city`); `town` breaks a tie between cities."""
         rows = self.rows(
             "SELECT * FROM mtu_hotels_hotels WHERE lower(hotel_name) = ? ORDER BY hotel_id", (canon(name),)
         )
         if city:
             rows = [r for r in rows if r["city"] == (city_name(city) or city)]
+        elif len(rows) > 1 and town is not None:
+            rows = [r for r in rows if r["city"] == town] or rows
         if not rows:
             raise not_found("hotel", name if not city else f"{name} in {city}")
         if len(rows) > 1:
@@ -468,7 +471,7 @@ class HotelsApp(App):
         if missing:
             raise bad_request(f"bookHotel needs {missing}", missing=missing)
         assert day is not None and name is not None
-        h = self._hotel_by_name(name, None)
+        h = self._hotel_by_name(name, None, town="Cambridge")  # MultiWOZ's town
         guests = count("people", people, hi=40)
         start, end = self._stay(day, count("stay", stay, hi=MAX_STAY), None)
         booking = self._book_rooms(h, start, end, math.ceil(guests / 2), guests)

@@ -271,7 +271,8 @@ class RestaurantsApp(App):
             "city": v["city"],
         }
 
-    def _by_name(self, name: str, city: str | None) -> dict[str, Any]:
+    def _by_name(self, name: str, city: str | None, town: str | None = None) -> dict[str, Any]:
+        """The restaurant with this name (in `city`); `town` breaks a tie between cities."""
         rows = self.rows(
             "SELECT * FROM mtu_restaurants_venues WHERE lower(restaurant_name) = ? ORDER BY restaurant_id",
             (canon(name),),
@@ -279,6 +280,8 @@ class RestaurantsApp(App):
         if city is not None:
             wanted = city_name(city)
             rows = [r for r in rows if r["city"] == wanted]
+        elif len(rows) > 1 and town is not None:
+            rows = [r for r in rows if r["city"] == town] or rows
         if not rows:
             raise not_found("restaurant", name if city is None else f"{name} in {city}")
         if len(rows) > 1:
@@ -443,7 +446,8 @@ class RestaurantsApp(App):
         today = self.now().date()
         wanted = name or restaurant_name
         if wanted:
-            v = self._by_name(wanted, city)
+            # MultiWOZ's calls name a restaurant of its town without saying which town
+            v = self._by_name(wanted, city, town="Cambridge")
         else:
             v = self._best_match(city, state, country, cuisine, restaurant_type, served_dish, facility, sort)
         # when: explicit day/time first, then whatever timeRange says

@@ -11,13 +11,22 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from datetime import date, datetime, timedelta
 from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
 from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read
-from toolgym.mocks.apps.mtu._common import CITIES, canon, city_name, finalize_tools, parse_clock, parse_day
+from toolgym.mocks.apps.mtu._common import (
+    CITIES,
+    NUMBER_WORDS,
+    canon,
+    city_name,
+    finalize_tools,
+    parse_clock,
+    parse_day,
+)
 from toolgym.mocks.responses import bad_request, not_found, ok
 from toolgym.tools import Param
 
@@ -200,6 +209,16 @@ class WeatherApp(App):
             f"unknown condition_description {text!r}: try sunny, rain, snow, cloudy, windy, humid"
         )
 
+    @staticmethod
+    def _time_today(text: str) -> None:
+        """A timeRange that is not a day must be a moment of today: "seven pm", "in 1 minute"."""
+        key = canon(text)
+        if any(w in key for w in ("minute", "hour", "now", "moment", "currently", "soon")):
+            return
+        for word, digit in NUMBER_WORDS.items():
+            key = re.sub(rf"\b{word}\b", str(digit), key) if len(word) > 2 else key
+        parse_clock("timeRange", key.removeprefix("at ").removeprefix("around "))
+
     # ---- API ---------------------------------------------------------------------------------------
     @read(name="GetWeather")
     def get_weather(
@@ -227,9 +246,7 @@ class WeatherApp(App):
             try:
                 when = parse_day("timeRange", timeRange, today)
             except Exception:
-                parse_clock(
-                    "timeRange", timeRange.replace("seven", "7").replace("eight", "8")
-                )  # a time today
+                self._time_today(timeRange)
         day = self._day(place, when)
         out: dict[str, Any] = {
             "city": place["name"],
