@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.shared_data import MTU_DIR
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
 from toolgym.errors import FormatError
 from toolgym.protocols import (
@@ -684,16 +684,7 @@ def test_instruction_specifics() -> None:
 
 
 # ---- real model output: MTU-Bench GPT-4 responses --------------------------------------------
-def _shared_data() -> Path | None:
-    candidates = [os.environ.get("TOOLGYM_SHARED_DATA", ""), "shared/data", "/work/shared/data"]
-    for candidate in candidates:
-        path = Path(candidate) / "mtu-bench"
-        if candidate and (path / "S-S_eval.jsonl").is_file():
-            return path
-    return None
-
-
-MTU = _shared_data()
+MTU: Path | None = MTU_DIR if (MTU_DIR / "S-S_eval.jsonl").is_file() else None
 needs_mtu = pytest.mark.skipif(MTU is None, reason="MTU-Bench data not available")
 
 

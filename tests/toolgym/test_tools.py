@@ -1,17 +1,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
 
+from tests.shared_data import GTA_TOOLMETA
 from toolgym.actions import ToolCall
 from toolgym.errors import ErrorKind, ToolError
 from toolgym.files import FileHandle, FileStore
 from toolgym.tools import FileParam, Image, Param, ToolContext, ToolSet, tool, tool_from_object
 
-TOOLMETA = Path(__file__).resolve().parents[3] / "shared" / "data" / "gta" / "toolmeta.json"
+TOOLMETA = GTA_TOOLMETA
 
 
 @tool(category="logic", version="2")

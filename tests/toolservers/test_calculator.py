@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared_data import GTA_TOOLMETA
 from toolgym.actions import Observation, ToolCall
 from toolgym.errors import ErrorKind, ToolError
 from toolgym.files import FileStore
 from toolgym.tools import ToolContext, ToolSet
 from toolgym.toolservers.gta.calculator import MAX_EXPRESSION_CHARS, calculate, calculator
-
-GTA_TOOLMETA = Path("/work/shared/data/gta/toolmeta.json")
 
 
 @pytest.fixture()

@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 import toolgym.fixtures
+from tests.shared_data import GTA_TOOLMETA
 from toolgym.actions import Observation, ToolCall
 from toolgym.errors import ErrorKind
 from toolgym.files import FileStore
@@ -20,7 +21,6 @@ from toolgym.tools import ToolContext, ToolSet
 from toolgym.toolservers.gta.drawing import BOX_FILL_ALPHA, addtext, drawbox, named_position
 
 IMAGES = Path(toolgym.fixtures.__file__).parent / "images"
-GTA_TOOLMETA = Path("/work/shared/data/gta/toolmeta.json")
 
 
 @pytest.fixture()

@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 import toolgym.fixtures
+from tests.shared_data import GTA_TOOLMETA
 from toolgym.actions import Observation, ToolCall
 from toolgym.errors import ErrorKind
 from toolgym.files import FileStore
@@ -32,7 +33,7 @@ from toolgym.toolservers.gta.ocr import (
 )
 
 IMAGES = Path(toolgym.fixtures.__file__).parent / "images"
-GTA_TOOLMETA = Path("/work/shared/data/gta/toolmeta.json")
+
 LINE = re.compile(r"^\((\d+), (\d+), (\d+), (\d+)\) (.+)$")
 BOX_TOLERANCE = 6
 

@@ -6,12 +6,12 @@ import io
 import json
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
 from PIL import Image
 
+from tests.shared_data import GTA_TOOLMETA as TOOLMETA
 from toolgym.actions import Observation, ToolCall
 from toolgym.errors import ErrorKind
 from toolgym.files import FileStore
@@ -21,8 +21,6 @@ from toolgym.toolservers.gta import solver as solver_module
 from toolgym.toolservers.gta.plot import make_plot_tool, plot_tool
 from toolgym.toolservers.gta.solver import gta_sandbox_tools, make_solver_tool, solver_tool
 from toolgym.toolservers.sandbox import SandboxLimits
-
-TOOLMETA = Path("/work/shared/data/gta/toolmeta.json")
 
 
 def example(description: str) -> str:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.mocks.teval import CLOCK, call, make_world
+from tests.shared_data import TEVAL_API_DOC
 from toolgym.mocks.app import App, app_apis, validate_app
 from toolgym.mocks.apps.teval import (
     TEVAL_APP_BY_NAME,
@@ -23,7 +23,7 @@ from toolgym.mocks.store import TemplateCache
 from toolgym.mocks.world import MockWorld
 
 # T-Eval's documentation, from the shared reference data (the tests that need it skip without it)
-DOC_PATHS = (Path("/work/shared/data/t-eval/api_descrip.json"),)
+DOC_PATHS = (TEVAL_API_DOC,)
 TYPES = {"STRING": {"text"}, "NUMBER": {"int", "float"}, "FLOAT": {"float"}, "BOOLEAN": {"bool"}}
 
 
