@@ -92,3 +92,19 @@ def test_collateral_write_fails_state_match() -> None:
     )
     scores = run_with([TRANSFER, extra, FinalAnswer(text="Done.")])
     assert scores["state_match"] == 0.0 and scores["reward"] == 0.0
+
+
+def test_parallel_envs_never_see_each_others_writes() -> None:
+    import gymnasium as gym
+
+    envs = gym.vector.SyncVectorEnv([lambda: ToolEnv(tasks=[TASK]) for _ in range(3)])
+    _, infos = envs.reset(seed=[0, 0, 0])
+    start = infos["state_hash"][0]
+    balance = ToolCall(name="get_balance", arguments={"account_id": "ACC-10001"})
+    _, _, _, _, infos = envs.step([TRANSFER, balance, TRANSFER])
+    hashes = list(infos["state_hash"])
+    assert hashes[1] == start and hashes[0] == hashes[2] != start
+    _, _, _, _, infos = envs.step([balance, balance, balance])
+    balances = [obs["content"]["balance"] for obs in (o[0] for o in infos["observations"])]
+    assert balances == [10001.38, 10101.38, 10001.38]
+    envs.close()
