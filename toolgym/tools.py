@@ -16,6 +16,7 @@ import inspect
 import time
 import types
 import typing
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -148,8 +149,74 @@ class _ParamBinding:
     file_kind: FileKind | None
 
 
-class Tool:
-    """A callable with a name, docs, JSON schemas and validated arguments."""
+class BaseTool(ABC):
+    """What the env, the server and the exporters need from a tool. `Tool` builds one from a typed
+    Python function; `SchemaTool` from a JSON Schema (remote tools, imported specs)."""
+
+    name: str
+    description: str
+    category: ToolCategory
+    mutates_state: bool
+    version: str
+    backend: str
+    returns: list[ReturnSpec]
+
+    @property
+    @abstractmethod
+    def params(self) -> list[ParamSpec]: ...
+
+    @abstractmethod
+    def parameters_schema(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validated arguments (file params still as references); ArgumentError otherwise."""
+
+    @abstractmethod
+    def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
+        """Validate, resolve file references, run. Raises ToolgymError subclasses, or whatever
+        the tool itself raises."""
+
+    def returns_schema(self) -> dict[str, Any]:
+        items = [
+            {"type": _JSON_TYPES[r.type], **({"format": r.type} if r.type in ("image", "file") else {})}
+            for r in self.returns
+        ]
+        if len(items) == 1:
+            return items[0]
+        return {"type": "array", "prefixItems": items, "minItems": len(items), "maxItems": len(items)}
+
+    @property
+    def file_params(self) -> dict[str, FileKind]:
+        return {
+            p.name: ("image" if p.type == "image" else "file")
+            for p in self.params
+            if p.type in ("image", "file")
+        }
+
+    def resolve_files(self, kwargs: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        """File references become StoredFiles; an unknown file or a non-image is an ArgumentError."""
+        for pname, kind in self.file_params.items():
+            ref = kwargs.get(pname)
+            if ref is None:
+                continue
+            try:
+                stored = ctx.files.resolve(ref)
+            except UnknownFileError as exc:
+                raise ArgumentError(f"{self.name}: {pname}: {exc}") from None
+            if kind == "image" and not stored.handle.media_type.startswith("image/"):
+                raise ArgumentError(
+                    f"{self.name}: {pname}: {ref!r} is {stored.handle.media_type}, not an image"
+                )
+            kwargs[pname] = stored
+        return kwargs
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, category={self.category!r})"
+
+
+class Tool(BaseTool):
+    """A tool from a typed Python callable: schema from the hints, arguments checked by pydantic."""
 
     def __init__(
         self,
@@ -243,19 +310,6 @@ class Tool:
             "additionalProperties": False,
         }
 
-    def returns_schema(self) -> dict[str, Any]:
-        items = [
-            {"type": _JSON_TYPES[r.type], **({"format": r.type} if r.type in ("image", "file") else {})}
-            for r in self.returns
-        ]
-        if len(items) == 1:
-            return items[0]
-        return {"type": "array", "prefixItems": items, "minItems": len(items), "maxItems": len(items)}
-
-    @property
-    def file_params(self) -> dict[str, FileKind]:
-        return {n: b.file_kind for n, b in self._bindings.items() if b.file_kind is not None}
-
     # ---- calling ------------------------------------------------------------------------
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validated arguments (file params still as references); ArgumentError otherwise."""
@@ -276,26 +330,99 @@ class Tool:
     def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
         """Validate, resolve file references, run. Raises ToolgymError subclasses, or whatever
         the tool itself raises."""
-        kwargs = self.validate(arguments)
-        for pname, kind in self.file_params.items():
-            ref = kwargs.get(pname)
-            if ref is None:
-                continue
-            try:
-                stored = ctx.files.resolve(ref)
-            except UnknownFileError as exc:
-                raise ArgumentError(f"{self.name}: {pname}: {exc}") from None
-            if kind == "image" and not stored.handle.media_type.startswith("image/"):
-                raise ArgumentError(
-                    f"{self.name}: {pname}: {ref!r} is {stored.handle.media_type}, not an image"
-                )
-            kwargs[pname] = stored
+        kwargs = self.resolve_files(self.validate(arguments), ctx)
         if self._context_param:
             kwargs[self._context_param] = ctx
         return self.fn(**kwargs)
 
-    def __repr__(self) -> str:
-        return f"Tool({self.name!r}, category={self.category!r})"
+
+_SCHEMA_TYPES: dict[str, ParamType] = {
+    "string": "text",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "array": "list",
+    "object": "object",
+}
+
+
+def _schema_param_type(schema: Mapping[str, Any]) -> ParamType:
+    fmt = schema.get("format")
+    if fmt in ("image", "file"):
+        return "image" if fmt == "image" else "file"
+    kind = schema.get("type", "string")
+    if isinstance(kind, list):  # e.g. ["string", "null"]
+        kind = next((k for k in kind if k != "null"), "string")
+    return _SCHEMA_TYPES.get(str(kind), "text")
+
+
+class SchemaTool(BaseTool):
+    """A tool described by a JSON Schema and run by `fn(arguments, ctx)`: remote tools (HTTP,
+    MCP, AgentLego, OpenAPI) and tools imported from specs. Arguments are checked with
+    `jsonschema` before `fn` runs; file parameters arrive as StoredFiles."""
+
+    def __init__(
+        self,
+        name: str,
+        parameters: Mapping[str, Any],
+        fn: Callable[[dict[str, Any], ToolContext], Any],
+        *,
+        description: str = "",
+        returns: Iterable[ReturnSpec] = (ReturnSpec(type="text"),),
+        category: ToolCategory = "operation",
+        mutates_state: bool = False,
+        version: str = "1",
+        backend: str = "remote",
+    ) -> None:
+        from jsonschema import Draft202012Validator
+
+        self.name = name
+        self.description = description
+        self.category = category
+        self.mutates_state = mutates_state
+        self.version = version
+        self.backend = backend
+        self.returns = list(returns)
+        self.fn = fn
+        self._schema = {"type": "object", "properties": {}, **dict(parameters)}
+        Draft202012Validator.check_schema(self._schema)
+        self._validator = Draft202012Validator(self._schema)
+        required = set(self._schema.get("required", []))
+        self._params = [
+            ParamSpec(
+                name=pname,
+                type=_schema_param_type(pschema),
+                description=pschema.get("description"),
+                optional=pname not in required,
+                default=pschema.get("default"),
+                enum=tuple(pschema["enum"]) if "enum" in pschema else None,
+                json_schema=dict(pschema),
+            )
+            for pname, pschema in self._schema["properties"].items()
+        ]
+
+    @property
+    def params(self) -> list[ParamSpec]:
+        return list(self._params)
+
+    def parameters_schema(self) -> dict[str, Any]:
+        return dict(self._schema)
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        if not isinstance(arguments, Mapping):
+            raise ArgumentError(
+                f"{self.name}: arguments must be a JSON object, got {type(arguments).__name__}"
+            )
+        errors = sorted(self._validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
+        if errors:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e.path)) or '(arguments)'}: {e.message}" for e in errors
+            )
+            raise ArgumentError(f"{self.name}: {problems}")
+        return dict(arguments)
+
+    def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
+        return self.fn(self.resolve_files(self.validate(arguments), ctx), ctx)
 
 
 @overload
@@ -430,12 +557,12 @@ def result_observation(call: ToolCall, value: Any) -> Observation:
 class ToolSet:
     """Tools by name. Calls are resolved by dictionary lookup, never by evaluating text."""
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        self._tools: dict[str, Tool] = {}
+    def __init__(self, tools: Iterable[BaseTool] = ()) -> None:
+        self._tools: dict[str, BaseTool] = {}
         for t in tools:
             self.add(t)
 
-    def add(self, t: Tool) -> None:
+    def add(self, t: BaseTool) -> None:
         if t.name in self._tools:
             raise ValueError(f"duplicate tool name {t.name!r}")
         self._tools[t.name] = t
@@ -443,7 +570,7 @@ class ToolSet:
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
-    def __iter__(self) -> Iterator[Tool]:
+    def __iter__(self) -> Iterator[BaseTool]:
         return iter(self._tools.values())
 
     def __len__(self) -> int:
@@ -453,7 +580,7 @@ class ToolSet:
     def names(self) -> list[str]:
         return list(self._tools)
 
-    def get(self, name: str) -> Tool:
+    def get(self, name: str) -> BaseTool:
         try:
             return self._tools[name]
         except (KeyError, TypeError):
@@ -497,7 +624,7 @@ class ToolSet:
         return [to_teval_api(t) for t in self]
 
 
-def to_openai_tool(t: Tool) -> dict[str, Any]:
+def to_openai_tool(t: BaseTool) -> dict[str, Any]:
     return {
         "type": "function",
         "function": {"name": t.name, "description": t.description, "parameters": t.parameters_schema()},
@@ -519,7 +646,7 @@ def _agentlego_io(
     }
 
 
-def to_agentlego_meta(t: Tool) -> dict[str, Any]:
+def to_agentlego_meta(t: BaseTool) -> dict[str, Any]:
     return {
         "name": t.name,
         "description": t.description,
@@ -540,7 +667,7 @@ _TEVAL_TYPES: dict[ParamType, str] = {
 }
 
 
-def to_teval_api(t: Tool) -> dict[str, Any]:
+def to_teval_api(t: BaseTool) -> dict[str, Any]:
     def param(p: ParamSpec) -> dict[str, Any]:
         return {"name": p.name, "type": _TEVAL_TYPES[p.type], "description": p.description or ""}
 

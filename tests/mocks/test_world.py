@@ -30,7 +30,7 @@ from toolgym.mocks.rewards import (
 )
 from toolgym.mocks.world import MockWorld, check_app
 from toolgym.tasks import GoldenStep
-from toolgym.tools import Param
+from toolgym.tools import Param, Tool
 from toolgym.world import World
 
 CLOCK = datetime(2024, 5, 1, 9, 30, tzinfo=UTC)
@@ -313,9 +313,12 @@ def test_tool_models_are_built_once_per_class() -> None:
     fork = a.fork()
     for world in (b, fork):
         for mine, theirs in zip(a.tools, world.tools, strict=True):
+            assert isinstance(mine, Tool) and isinstance(theirs, Tool)
             assert mine is not theirs and mine.fn is not theirs.fn
             assert mine.args_model is theirs.args_model
-    assert [api.tool.args_model for api in app_apis(NotesApp)] == [t.args_model for t in a.tools]
+    assert [api.tool.args_model for api in app_apis(NotesApp)] == [
+        t.args_model for t in a.tools if isinstance(t, Tool)
+    ]
 
 
 def test_tools_are_bound_to_their_own_world() -> None:

@@ -156,3 +156,51 @@ def test_toolset_registry_rules() -> None:
         @tool
         def variadic(*args: int) -> int:
             return 0
+
+
+def test_schema_tool_validates_with_json_schema_and_resolves_files() -> None:
+    from toolgym.tools import SchemaTool
+
+    seen: list[dict[str, Any]] = []
+
+    def run(arguments: dict[str, Any], ctx: ToolContext) -> str:
+        seen.append(arguments)
+        return f"{arguments['query']}:{len(arguments['image'].read_bytes())}"
+
+    remote = SchemaTool(
+        "Lookup",
+        {
+            "properties": {
+                "query": {"type": "string", "description": "what to look for"},
+                "image": {"type": "string", "format": "image"},
+                "k": {"type": "integer", "default": 3, "minimum": 1},
+            },
+            "required": ["query", "image"],
+            "additionalProperties": False,
+        },
+        run,
+        description="Look something up.",
+    )
+    assert [(p.name, p.type, p.optional) for p in remote.params] == [
+        ("query", "text", False),
+        ("image", "image", False),
+        ("k", "int", True),
+    ]
+    assert remote.file_params == {"image": "image"}
+    store = FileStore()
+    store.put_bytes(b"\x89PNGabc", name="a.png")
+    ts = ToolSet([remote])
+    ctx = ToolContext(files=store)
+    ok = ts.call(ToolCall(name="Lookup", arguments={"query": "q", "image": "a.png"}), ctx)
+    assert ok.content == "q:7"
+    for bad in (
+        {"query": "q"},
+        {"query": 1, "image": "a.png"},
+        {"query": "q", "image": "a.png", "k": 0},
+        {"query": "q", "image": "a.png", "zz": 1},
+        {"query": "q", "image": "missing.png"},
+    ):
+        obs = ts.call(ToolCall(name="Lookup", arguments=bad), ctx)
+        assert obs.error is not None and obs.error.kind is ErrorKind.ARGUMENT_ERROR, bad
+    assert len(seen) == 1
+    assert ts.to_openai()[0]["function"]["parameters"]["required"] == ["query", "image"]
