@@ -113,5 +113,11 @@ def tools(
         console.print(table)
 
 
+# Command groups of other modules register here, one line each (keep this order):
+# recorder (record / verify / replay)  -- toolgym/recorder/commands.py
+# tool server (serve / models)         -- toolgym/toolservers/commands.py
+# evaluation (eval / report / run)     -- toolgym/evaluation/commands.py
+
+
 if __name__ == "__main__":
     app()
