@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Annotated, Any, Literal, get_args, get_origin, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from toolgym.actions import Observation, ToolCall
 from toolgym.errors import ArgumentError, ErrorKind, ToolgymError, UnknownToolError
@@ -37,10 +37,13 @@ DEFAULT_CLOCK = datetime(2024, 1, 1, tzinfo=UTC)
 
 @dataclass(frozen=True)
 class Param:
-    """Annotated metadata for a parameter: `x: Annotated[str, Param("what x is")]`."""
+    """Annotated metadata for a parameter: `x: Annotated[str, Param("what x is")]`.
+    `alias` publishes the parameter under a name Python cannot spell (`from`, `song/playlist`);
+    the function still receives it under its own name."""
 
     description: str | None = None
     enum: tuple[Any, ...] | None = None
+    alias: str | None = None
 
 
 @dataclass(frozen=True)
@@ -259,13 +262,13 @@ class Tool(BaseTool):
             else:
                 ptype = _param_type(base)
                 field_type = base
-            fields[pname] = (field_type, default if optional else ...)
+            fields[pname] = (field_type, Field(default if optional else ..., alias=info.alias))
             enum = info.enum
             if enum is None and get_origin(_strip_optional(base)) is Literal:
                 enum = tuple(get_args(_strip_optional(base)))
             self._bindings[pname] = _ParamBinding(
                 spec=ParamSpec(
-                    name=pname,
+                    name=info.alias or pname,
                     type=ptype,
                     description=info.description,
                     optional=optional,
@@ -280,7 +283,7 @@ class Tool(BaseTool):
         )
         properties = self.args_model.model_json_schema().get("properties", {})
         for pname, binding in self._bindings.items():
-            schema = dict(properties.get(pname, {}))
+            schema = dict(properties.get(binding.spec.name, {}))
             schema.pop("title", None)
             if binding.file_kind is not None:
                 schema = {"type": "string", "format": binding.file_kind}

@@ -204,3 +204,26 @@ def test_schema_tool_validates_with_json_schema_and_resolves_files() -> None:
         assert obs.error is not None and obs.error.kind is ErrorKind.ARGUMENT_ERROR, bad
     assert len(seen) == 1
     assert ts.to_openai()[0]["function"]["parameters"]["required"] == ["query", "image"]
+
+
+def test_param_alias_publishes_names_python_cannot_spell() -> None:
+    @tool
+    def trains(
+        from_: Annotated[str, Param("departure city", alias="from")],
+        klass: Annotated[str, Param("seat class", alias="class")] = "economy",
+    ) -> str:
+        """Find trains."""
+        return f"{from_}/{klass}"
+
+    schema = trains.parameters_schema()
+    assert list(schema["properties"]) == ["from", "class"] and schema["required"] == ["from"]
+    assert schema["properties"]["from"]["description"] == "departure city"
+    ts = ToolSet([trains])
+    ctx = ToolContext(files=FileStore())
+    assert (
+        ts.call(ToolCall(name="trains", arguments={"from": "Paris", "class": "first"}), ctx).content
+        == "Paris/first"
+    )
+    obs = ts.call(ToolCall(name="trains", arguments={"from_": "Paris"}), ctx)
+    assert obs.error is not None and obs.error.kind is ErrorKind.ARGUMENT_ERROR
+    assert [p["name"] for p in ts.to_teval_api_list()[0]["required_parameters"]] == ["from"]
