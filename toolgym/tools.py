@@ -500,8 +500,19 @@ def tool_from_object(obj: Any) -> Tool:
 
 
 # ---- results --------------------------------------------------------------------------------
+_PLAIN = (str, int, bool, type(None))
+
+
 def to_json_value(value: Any) -> Any:
     """Tool results as JSON: files become handle dicts, models become dicts, tuples lists."""
+    if isinstance(value, _PLAIN) and not isinstance(value, Enum):  # the common case first
+        return value
+    if isinstance(value, float):
+        return None if value != value else value  # NaN is not JSON
+    if isinstance(value, dict):
+        return {str(k): to_json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json_value(v) for v in value]
     if isinstance(value, StoredFile):
         value = value.handle
     if isinstance(value, BaseModel):
@@ -510,12 +521,6 @@ def to_json_value(value: Any) -> Any:
         return value.value
     if isinstance(value, Mapping):
         return {str(k): to_json_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json_value(v) for v in value]
-    if isinstance(value, float) and value != value:  # NaN is not JSON
-        return None
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
     return str(value)
 
 
@@ -531,27 +536,34 @@ def _collect_files(value: Any) -> list[FileHandle]:
     return []
 
 
-def render_result_text(value: Any) -> str:
+def _render(value: Any, content: Any) -> str:
+    """The text an agent sees: strings as they are, files as `image file:<sha>`, the rest as
+    canonical JSON of the already-converted `content`."""
     from toolgym.canonical import canonical_json
 
     if isinstance(value, str):
         return value
+    if isinstance(value, StoredFile):
+        value = value.handle
     if isinstance(value, FileHandle):
         return f"{value.media_type.split('/')[0]} {value.ref}"
-    if isinstance(value, StoredFile):
-        return render_result_text(value.handle)
     if isinstance(value, (list, tuple)) and any(isinstance(v, (FileHandle, StoredFile)) for v in value):
-        return "\n".join(render_result_text(v) for v in value)
-    return canonical_json(to_json_value(value))
+        return "\n".join(_render(v, c) for v, c in zip(value, content, strict=True))
+    return canonical_json(content)
+
+
+def render_result_text(value: Any) -> str:
+    return _render(value, to_json_value(value))
 
 
 def result_observation(call: ToolCall, value: Any) -> Observation:
+    content = to_json_value(value)
     return Observation(
         type="tool_result",
-        text=render_result_text(value),
+        text=_render(value, content),
         tool=call.name,
         call_id=call.call_id,
-        content=to_json_value(value),
+        content=content,
         files=tuple(_collect_files(value)),
     )
 
