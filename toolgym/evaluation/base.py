@@ -1,0 +1,153 @@
+"""The scorer interface: a metric suite turns traces (plus their task set) into a SuiteResult.
+
+Every suite has two modes. `compat` reproduces the original benchmark scorer's numbers, quirks
+included; `fixed` applies the corrections documented in docs/evaluation.md. Metric values are
+percentages (0-100) as the benchmarks publish them; `per_task` holds each task's own figures.
+
+    from toolgym.evaluation import get_suite
+    result = get_suite("gta").score(traces, tasks, "fixed")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from toolgym.recorder.trace import Trace, TraceStep
+from toolgym.tasks import Task, TaskSet
+
+Mode = Literal["compat", "fixed"]
+MODES: tuple[Mode, ...] = ("compat", "fixed")
+
+# Trace header `env_config["mode"]` values that mark a teacher-forced (step-by-step) episode:
+# step i of such a trace is the agent's prediction for golden step i, given the golden history.
+TEACHER_FORCED_MODES = frozenset({"teacher_forced", "teacher-forced", "step", "every_with_gt"})
+
+
+class EvaluationError(ValueError):
+    """Input the scorers cannot use: unknown suite or mode, a trace without its task, a bad file."""
+
+
+class SuiteResult(BaseModel):
+    suite: str
+    mode: Mode
+    metrics: dict[str, float]
+    per_task: dict[str, dict[str, float]] = Field(default_factory=dict)
+    counts: dict[str, int] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+
+@runtime_checkable
+class MetricSuite(Protocol):
+    name: str
+
+    def score(self, traces: Sequence[Trace], tasks: TaskSet | None, mode: Mode) -> SuiteResult: ...
+
+
+def check_mode(mode: str) -> Mode:
+    if mode == "compat":
+        return "compat"
+    if mode == "fixed":
+        return "fixed"
+    raise EvaluationError(f"unknown scoring mode {mode!r}; expected one of {', '.join(MODES)}")
+
+
+# ---- helpers shared by the suites ---------------------------------------------------------------
+
+
+def is_teacher_forced(trace: Trace) -> bool:
+    mode = trace.header.env_config.get("mode")
+    return isinstance(mode, str) and mode in TEACHER_FORCED_MODES
+
+
+def task_for(trace: Trace, tasks: TaskSet | None, suite: str) -> Task:
+    """The task a trace ran; a suite that needs golden data cannot score without it."""
+    if tasks is None:
+        raise EvaluationError(f"the {suite} suite needs the task set the traces were run on")
+    task_id = trace.header.task_id
+    if task_id not in tasks:
+        raise EvaluationError(f"trace of task {task_id!r}: no such task in the task set")
+    return tasks[task_id]
+
+
+def step_actions(step: TraceStep, kind: str | None = None) -> list[dict[str, Any]]:
+    """The parsed actions of a trace step (JSON dicts), optionally only those of one type."""
+    return [a for a in step.actions if kind is None or a.get("type") == kind]
+
+
+def step_tool_calls(step: TraceStep) -> list[dict[str, Any]]:
+    return step_actions(step, "tool_call")
+
+
+def observation_error(obs: dict[str, Any]) -> str | None:
+    err = obs.get("error")
+    if isinstance(err, dict):
+        kind = err.get("kind")
+        return kind if isinstance(kind, str) else None
+    return None
+
+
+def trace_error_kinds(trace: Trace) -> list[str]:
+    return [k for s in trace.steps for k in s.error_kinds]
+
+
+def has_infra_error(trace: Trace) -> bool:
+    return "infra_error" in trace_error_kinds(trace)
+
+
+def raw_text(step: TraceStep) -> str:
+    """The agent's raw output as text (an OpenAI-style message gives its content)."""
+    raw = step.raw
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, dict):
+        content = raw.get("content")
+        return content if isinstance(content, str) else ""
+    return ""
+
+
+def final_answer(trace: Trace) -> str | None:
+    if trace.end is not None and trace.end.final_answer is not None:
+        return trace.end.final_answer
+    for step in reversed(trace.steps):
+        for action in step_actions(step, "final_answer"):
+            text = action.get("text")
+            if isinstance(text, str):
+                return text
+    return None
+
+
+def pct(numerator: float, denominator: float) -> float:
+    """A percentage; 0 for an empty denominator (reported in counts, never a crash)."""
+    return 100.0 * numerator / denominator if denominator else 0.0
+
+
+def mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+# ---- registry -----------------------------------------------------------------------------------
+
+
+def _builtin_suites() -> dict[str, MetricSuite]:
+    # imported here: the suite modules import this one for SuiteResult and the helpers
+    from toolgym.evaluation.metrics.ctooleval import CToolEvalSuite
+    from toolgym.evaluation.metrics.gta import GTASuite
+    from toolgym.evaluation.metrics.mtu import MTUSuite
+    from toolgym.evaluation.metrics.teval import TEvalSuite
+    from toolgym.evaluation.metrics.tooleyes import ToolEyesSuite
+
+    suites: list[MetricSuite] = [GTASuite(), TEvalSuite(), MTUSuite(), ToolEyesSuite(), CToolEvalSuite()]
+    return {s.name: s for s in suites}
+
+
+SUITES: dict[str, MetricSuite] = _builtin_suites()
+
+
+def get_suite(name: str) -> MetricSuite:
+    try:
+        return SUITES[name]
+    except KeyError:
+        raise EvaluationError(f"unknown metric suite {name!r}; known: {', '.join(sorted(SUITES))}") from None

@@ -1,0 +1,1 @@
+"""Readers and writers of the benchmarks' own data formats (to and from toolgym Tasks)."""

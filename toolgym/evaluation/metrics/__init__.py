@@ -1,0 +1,1 @@
+"""Metric suites, one module per benchmark."""
