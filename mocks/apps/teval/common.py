@@ -3,9 +3,7 @@ way to publish a parameter whose name is a Python keyword (PolygonFinance's `fro
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import inspect
 import math
 import operator
 import re
@@ -155,37 +153,3 @@ def format_hhmm(minutes: int) -> str:
 
 
 # ---- publishing a keyword-named parameter ---------------------------------------------------------
-def published_params(**renames: str) -> Callable[[F], F]:
-    """Publish Python parameter `x_` under a name Python cannot spell, e.g. `from`.
-
-    toolgym.tools.Tool reads the signature with inspect and pydantic accepts any field name, so a
-    rewritten `__signature__` is enough for the schema; the wrapper maps the published names back.
-    (A framework-level alias in `Param` would be cleaner; this keeps the framework untouched.)
-    """
-
-    def deco(fn: F) -> F:
-        sig = inspect.signature(fn)
-        params = []
-        annotations = dict(fn.__annotations__)
-        keyword_only = False
-        for p in sig.parameters.values():
-            published = renames.get(p.name)
-            # from the first renamed parameter on, all are keyword-only: the published order stays
-            keyword_only = keyword_only or published is not None
-            q = p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if keyword_only else p
-            if published is not None:
-                # inspect.Parameter refuses keywords as names; the slot itself takes any string
-                object.__setattr__(q, "_name", published)
-                annotations[published] = annotations.pop(p.name)
-            params.append(q)
-        back = {published: python for python, published in renames.items()}
-
-        @functools.wraps(fn)
-        def wrapper(self: Any, **kwargs: Any) -> Any:
-            return fn(self, **{back.get(k, k): v for k, v in kwargs.items()})
-
-        wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
-        wrapper.__annotations__ = annotations
-        return wrapper  # type: ignore[return-value]
-
-    return deco

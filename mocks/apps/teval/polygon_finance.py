@@ -25,7 +25,6 @@ from toolgym.mocks.apps.teval.common import (
     insert_rows,
     norm,
     parse_day,
-    published_params,
     stable_int,
 )
 from toolgym.mocks.responses import AppError, bad_request, check_range, not_found, ok
@@ -542,7 +541,6 @@ class PolygonFinance(TevalApp):
         return ok(ticker=found["ticker"], name=found["name"])
 
     @read
-    @published_params(from_="from")
     def aggregate_stock_with_time(
         self,
         ticker: Annotated[str, Param("The ticker symbol of the stock/equity")],
@@ -550,7 +548,9 @@ class PolygonFinance(TevalApp):
         timespan: Annotated[
             str, Param("The size of the time window, supported 'day', 'hour', 'week'", enum=TIMESPANS)
         ],
-        from_: Annotated[str, Param("The start of the aggregate time window with the format YYYY-MM-DD")],
+        from_: Annotated[
+            str, Param("The start of the aggregate time window with the format YYYY-MM-DD", alias="from")
+        ],
         to: Annotated[str, Param("The end of the aggregate time window with the format YYYY-MM-DD")],
     ) -> dict[str, Any]:
         """get aggregate bars for a stock over a given date range in custom time window sizes"""
