@@ -1,0 +1,223 @@
+"""A real OpenAI-compatible HTTP server for tests: scripted chat completions on 127.0.0.1.
+
+It runs `http.server` in a thread on an ephemeral port and answers `POST /v1/chat/completions`
+from a script: replies per conversation (keyed by a substring of the first user message, indexed
+by how many assistant turns the request already holds), so concurrent episodes each get their own
+replies in order. Faults (HTTP errors with Retry-After, stalls that outlast the client's timeout,
+bodies that are not JSON) are queued and served to the next requests before any scripted reply.
+Like OpenAI it rejects a history where an assistant's tool_calls are not all answered by tool
+messages, and checks the bearer token when it has one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted completion: text content, tool calls, or both."""
+
+    content: str | None = None
+    tool_calls: tuple[tuple[str, Mapping[str, Any] | str], ...] = ()  # str: raw arguments text
+    finish_reason: str | None = None
+    with_ids: bool = True  # False: tool calls without ids, as some servers send them
+
+    def message(self, turn: int) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    **({"id": f"fake_{turn}_{i}"} if self.with_ids else {}),
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "arguments": args if isinstance(args, str) else json.dumps(dict(args)),
+                    },
+                }
+                for i, (name, args) in enumerate(self.tool_calls)
+            ]
+        return message
+
+
+def text(content: str) -> Reply:
+    return Reply(content=content)
+
+
+def calls(
+    *pairs: tuple[str, Mapping[str, Any] | str], content: str | None = None, with_ids: bool = True
+) -> Reply:
+    return Reply(content=content, tool_calls=tuple(pairs), with_ids=with_ids)
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Served instead of a reply: an HTTP status, after an optional stall."""
+
+    status: int = 500
+    delay_s: float = 0.0
+    retry_after: str | None = None
+    body: str = '{"error": {"message": "injected fault"}}'
+
+
+def history_error(messages: Sequence[Any]) -> str | None:
+    """OpenAI's rule: after an assistant message with tool_calls, a tool message per call id."""
+    pending: list[str] = []
+    for message in messages:
+        if not isinstance(message, dict) or "role" not in message:
+            return "every message needs a role"
+        role = message["role"]
+        if role == "tool":
+            if message.get("tool_call_id") not in pending:
+                return f"tool message for unknown call id {message.get('tool_call_id')!r}"
+            pending.remove(message["tool_call_id"])
+            continue
+        if pending:
+            return f"tool_calls {pending} have no tool message before a {role} message"
+        if role == "assistant":
+            pending = [c["id"] for c in message.get("tool_calls") or []]
+    return None
+
+
+def usage_of(body: Mapping[str, Any], message: Mapping[str, Any]) -> dict[str, int]:
+    """Deterministic stand-in token counts: characters / 4 of what went in and came out."""
+    prompt = len(json.dumps(body.get("messages"), sort_keys=True)) // 4 + 1
+    completion = len(json.dumps(message, sort_keys=True)) // 4 + 1
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+Script = Mapping[str, Sequence[Reply]] | Callable[[Mapping[str, Any]], Reply]
+
+
+@dataclass
+class FakeOpenAI:
+    script: Script
+    api_key: str | None = None
+    model: str = "fake-model"
+    faults: deque[Fault] = field(default_factory=deque)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    served_usage: list[dict[str, int]] = field(default_factory=list)
+    faults_served: int = 0
+    reply_delay_s: float = 0.0  # every scripted reply waits this long (to observe concurrency)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    port: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _reply_for(self, body: Mapping[str, Any]) -> Reply | str:
+        if callable(self.script):
+            return self.script(body)
+        messages = body["messages"]
+        first_user = next((m.get("content") for m in messages if m.get("role") == "user"), None)
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        for key, replies in self.script.items():
+            if isinstance(first_user, str) and key in first_user:
+                if turn >= len(replies):
+                    return f"script {key!r} has {len(replies)} replies; turn {turn} asked"
+                return replies[turn]
+        return f"no script for the conversation starting {str(first_user)[:60]!r}"
+
+    def handle(self, body: Any, auth: str | None) -> tuple[int, dict[str, str], bytes, float]:
+        """(status, headers, body, stall seconds) for one request."""
+        with self._lock:
+            self.requests.append(body if isinstance(body, dict) else {"invalid": body})
+            fault = self.faults.popleft() if self.faults else None
+            if fault is not None:
+                self.faults_served += 1
+        if fault is not None:
+            headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+            return fault.status, headers, fault.body.encode(), fault.delay_s
+        if self.api_key is not None and auth != f"Bearer {self.api_key}":
+            return 401, {}, b'{"error": {"message": "invalid api key"}}', 0.0
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return 400, {}, b'{"error": {"message": "messages must be a list"}}', 0.0
+        problem = history_error(body["messages"])
+        reply = self._reply_for(body) if problem is None else problem
+        if isinstance(reply, str):
+            return 400, {}, json.dumps({"error": {"message": reply}}).encode(), 0.0
+        turn = sum(1 for m in body["messages"] if m.get("role") == "assistant")
+        message = reply.message(turn)
+        usage = usage_of(body, message)
+        with self._lock:
+            self.served_usage.append(usage)
+        reason = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+        response = {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", self.model),
+            "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+            "usage": usage,
+        }
+        return 200, {}, json.dumps(response).encode(), self.reply_delay_s
+
+
+def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, headers: Mapping[str, str], payload: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if self.path != "/v1/chat/completions":
+                self._send(404, {}, b'{"error": {"message": "not found"}}')
+                return
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+            with fake._lock:
+                fake.headers.append({k.lower(): v for k, v in self.headers.items()})
+                fake.in_flight += 1
+                fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+            try:
+                status, headers, payload, stall = fake.handle(body, self.headers.get("Authorization"))
+                if stall:
+                    time.sleep(stall)
+            finally:
+                with fake._lock:
+                    fake.in_flight -= 1
+            with contextlib.suppress(OSError):  # the client gave up (timeout) and hung up
+                self._send(status, headers, payload)
+
+    return Handler
+
+
+@contextmanager
+def serve(fake: FakeOpenAI) -> Iterator[FakeOpenAI]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
+    server.daemon_threads = True
+    fake.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,302 @@
+"""LLMAgent and ChatClient against a real local OpenAI-compatible HTTP server (tests/evaluation/fake_openai.py)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.evaluation.fake_openai import FakeOpenAI, Fault, calls, history_error, serve, text
+from toolgym.envs.demo import make_demo_env, mock_task_paths
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.evaluation.llm import (
+    ChatClient,
+    LLMAgent,
+    LLMConfig,
+    LLMRequestError,
+    LLMResponseError,
+    LLMUnavailable,
+    api_key_from_env,
+)
+from toolgym.recorder.trace import read_trace
+from toolgym.runner import run_episode
+from toolgym.tasks import TaskSet
+
+FISH_OIL = "family of 5"  # a substring of the fish-oil-days prompt: the server's script key
+OCR_ARGS = {"image": "image/fish_oil.png"}
+CALC_ARGS = {"expression": "290 // 5"}
+
+
+def config(fake: FakeOpenAI, **overrides: Any) -> LLMConfig:
+    settings: dict[str, Any] = {"base_url": fake.base_url, "model": "fake-model", "backoff_s": 0.001}
+    settings.update(overrides)
+    return LLMConfig(**settings)
+
+
+def mtu_tasks() -> TaskSet:
+    return TaskSet.load(next(p for p in mock_task_paths() if p.stem == "mtu"))
+
+
+def test_openai_protocol_episode_with_native_tool_calls(tmp_path: Path) -> None:
+    script = {
+        FISH_OIL: [
+            calls(("OCR", OCR_ARGS), content="Read the label first."),
+            calls(("Calculator", CALC_ARGS)),
+            text("The bottle holds 290 softgels: it lasts 58 days."),
+        ]
+    }
+    env = make_demo_env(protocol="openai")
+    with serve(FakeOpenAI(script)) as fake, ChatClient(config(fake, temperature=0.7, seed=11)) as client:
+        agent = LLMAgent(client, env)
+        result = run_episode(env, agent, env.tasks["fish-oil-days"], seed=0, trace_dir=tmp_path)
+    env.close()
+    assert result.reward == 1.0 and result.steps == 3 and result.error_counts == {}
+    first, second, third = fake.requests
+    # the tools travel in the request's `tools` field, with the reserved control functions
+    names = {t["function"]["name"] for t in first["tools"]}
+    assert names == {"OCR", "Calculator", "ask_user", "no_call"}
+    assert first["temperature"] == 0.7 and first["seed"] == 11 and first["model"] == "fake-model"
+    assert [m["role"] for m in first["messages"]] == ["system", "user"]
+    assert first["messages"][0]["content"] == env.protocol.instructions(env.offered)
+    # the OCR result comes back as a tool message answering the call's id
+    tool_message = second["messages"][-1]
+    assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "fake_0_0"
+    assert "290 SOFTGELS" in tool_message["content"]
+    assert third["messages"][-1] == {"role": "tool", "tool_call_id": "fake_1_0", "content": "58"}
+    # per-episode token accounting is the sum of what the server reported
+    assert agent.usage.requests == 3
+    assert agent.usage.prompt_tokens == sum(u["prompt_tokens"] for u in fake.served_usage)
+    assert agent.usage.completion_tokens == sum(u["completion_tokens"] for u in fake.served_usage)
+    assert client.usage.total_tokens == agent.usage.total_tokens > 0
+    assert agent.finish_reasons == ["tool_calls", "tool_calls", "stop"]
+    trace = read_trace(tmp_path / "fish-oil-days.seed0.jsonl")
+    assert trace.header.agent == "llm:fake-model" and trace.header.protocol == "openai"
+    assert trace.steps[0].raw["tool_calls"][0]["function"]["name"] == "OCR"
+    assert trace.end is not None and trace.end.final_answer is not None and "58" in trace.end.final_answer
+
+
+def test_react_protocol_episode_with_text_replies(tmp_path: Path) -> None:
+    react = (
+        "Thought: I need the count on the label.\nAction: OCR\nAction Input: "
+        + json.dumps(OCR_ARGS)
+        + "\nObservation: (made up by the model, dropped by the parser)"
+    )
+    script = {
+        FISH_OIL: [
+            text(react),
+            text(
+                "Thought: 290 softgels over 5 people.\nAction: Calculator\nAction Input: "
+                + json.dumps(CALC_ARGS)
+            ),
+            text("Thought: done\nFinal Answer: 58 days"),
+        ]
+    }
+    env = make_demo_env(protocol="react")
+    with serve(FakeOpenAI(script)) as fake, ChatClient(config(fake)) as client:
+        agent = LLMAgent(client, env)
+        result = run_episode(env, agent, env.tasks["fish-oil-days"], seed=0, trace_dir=tmp_path)
+    env.close()
+    assert result.reward == 1.0 and result.steps == 3
+    first, second, third = fake.requests
+    assert "tools" not in first and "temperature" not in first and "seed" not in first
+    assert first["stop"] == ["\nObservation:"]  # the react default
+    # text protocols: the reply goes back as assistant text, the observation as a user message
+    assert second["messages"][2] == {"role": "assistant", "content": react}
+    assert second["messages"][3]["role"] == "user"
+    assert second["messages"][3]["content"].startswith("Observation: ")
+    assert "290 SOFTGELS" in second["messages"][3]["content"]
+    assert third["messages"][-1] == {"role": "user", "content": "Observation: 58"}
+    assert read_trace(tmp_path / "fish-oil-days.seed0.jsonl").steps[0].raw == react
+
+
+def test_mock_app_episode_changes_state_through_the_json_protocol(tmp_path: Path) -> None:
+    """A multi-turn mock-app task: ask the user, transfer money (a real SQLite write), answer."""
+    transfer = {
+        "account_number": "123456",
+        "source_account": "checking",
+        "destination_account": "savings",
+        "amount": 200,
+        "transfer_speed": "now",
+    }
+    script = {
+        "move some money": [
+            text(json.dumps({"thought": "need details", "name": "AskUser", "args": {"text": "How much?"}})),
+            text(json.dumps({"thought": "transfer", "name": "transfer_funds", "args": transfer})),
+            text(
+                json.dumps(
+                    {"name": "FinishAction", "args": {"response": "Moved $200; checking has $4,625.50."}}
+                )
+            ),
+        ]
+    }
+    tasks = mtu_tasks()
+    env = ToolEnv(tasks=tasks, protocol="json")
+    with serve(FakeOpenAI(script)) as fake, ChatClient(config(fake)) as client:
+        agent = LLMAgent(client, env)
+        result = run_episode(env, agent, tasks["mtu-transfer-ask-017"], seed=0, trace_dir=tmp_path)
+    env.close()
+    assert result.scores["state"] == 1.0 and result.scores["answer"] == 1.0 and result.reward == 1.0
+    # the scripted user's reply reaches the model as the next user message
+    assert fake.requests[1]["messages"][-1]["content"] == tasks["mtu-transfer-ask-017"].user_replies[0]
+    trace = read_trace(tmp_path / "mtu-transfer-ask-017.seed0.jsonl")
+    assert trace.steps[1].state_diff  # the transfer really wrote rows
+
+
+def test_openai_history_stays_valid_through_ask_user_and_format_errors(tmp_path: Path) -> None:
+    """Every tool_call id gets a tool message, even when the env answered without an id (ask_user,
+    no_call) or the reply did not parse; the server rejects the history otherwise (as OpenAI does)."""
+    script = {
+        "move some money": [
+            calls(("ask_user", {"text": "Which account and how much?"})),
+            calls(("transfer_funds", "{not json"), with_ids=False),
+            calls(("no_call", {})),
+            text("I could not do it."),
+        ]
+    }
+    tasks = mtu_tasks()
+    env = ToolEnv(tasks=tasks, protocol="openai")
+    with serve(FakeOpenAI(script)) as fake, ChatClient(config(fake)) as client:
+        agent = LLMAgent(client, env)
+        result = run_episode(env, agent, tasks["mtu-transfer-ask-017"], seed=0, trace_dir=tmp_path)
+    env.close()
+    assert result.steps == 4 and result.error_counts == {"format_error": 1}
+    assert len(fake.requests) == 4
+    for request in fake.requests:
+        assert history_error(request["messages"]) is None
+    tool_messages = [m for m in fake.requests[-1]["messages"] if m["role"] == "tool"]
+    assert tool_messages[0]["content"] == tasks["mtu-transfer-ask-017"].user_replies[0]
+    assert tool_messages[1]["tool_call_id"] == "call_2_0"  # the agent gave the id-less call one
+    assert tool_messages[1]["content"].startswith("format_error:")
+    assert tool_messages[2]["content"] == "No tool was called."
+    assert result.final_answer == "I could not do it." and result.reward == 0.0
+
+
+def test_retries_on_429_and_5xx_then_succeeds() -> None:
+    faults = deque([Fault(status=500), Fault(status=429, retry_after="0"), Fault(status=503)])
+    with (
+        serve(FakeOpenAI(lambda body: text("ok"), faults=faults)) as fake,
+        ChatClient(config(fake)) as client,
+    ):
+        result = client.complete([{"role": "user", "content": "hi"}])
+    assert result.message["content"] == "ok"
+    assert result.usage.retries == 3 and result.usage.requests == 1
+    assert len(fake.requests) == 4 and fake.faults_served == 3
+
+
+def test_timeout_is_retried() -> None:
+    faults = deque([Fault(status=200, delay_s=0.5, body="{}")])
+    with (
+        serve(FakeOpenAI(lambda body: text("late but fine"), faults=faults)) as fake,
+        ChatClient(config(fake, timeout_s=0.1)) as client,
+    ):
+        result = client.complete([{"role": "user", "content": "hi"}])
+    assert result.message["content"] == "late but fine" and result.usage.retries == 1
+
+
+def test_retries_exhausted_raise_llm_unavailable() -> None:
+    faults = deque([Fault(status=502)] * 5)
+    with (
+        serve(FakeOpenAI(lambda body: text("never"), faults=faults)) as fake,
+        ChatClient(config(fake, max_retries=2)) as client,
+    ):
+        with pytest.raises(LLMUnavailable, match="3 attempts failed; last: HTTP 502") as caught:
+            client.complete([{"role": "user", "content": "hi"}])
+        assert client.usage.retries == 2 and client.usage.requests == 0
+    assert caught.value.status == 502 and len(fake.requests) == 3
+
+
+def test_connection_refused_is_unavailable() -> None:
+    with serve(FakeOpenAI(lambda body: text("x"))) as fake:
+        url = fake.base_url
+    with (
+        ChatClient(LLMConfig(base_url=url, model="m", max_retries=1, backoff_s=0.001)) as client,
+        pytest.raises(LLMUnavailable, match="connection failed"),
+    ):
+        client.complete([{"role": "user", "content": "hi"}])
+
+
+def test_api_key_is_sent_and_a_refusal_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLGYM_TEST_KEY", "sk-right")
+    with serve(FakeOpenAI(lambda body: text("hello"), api_key="sk-right")) as fake:
+        with ChatClient(config(fake, api_key=api_key_from_env("TOOLGYM_TEST_KEY"))) as client:
+            assert client.complete([{"role": "user", "content": "hi"}]).message["content"] == "hello"
+        assert fake.headers[-1]["authorization"] == "Bearer sk-right"
+        with (
+            ChatClient(config(fake, api_key="sk-wrong")) as client,
+            pytest.raises(LLMRequestError, match="HTTP 401") as caught,
+        ):
+            client.complete([{"role": "user", "content": "hi"}])
+        assert caught.value.status == 401
+        assert len(fake.requests) == 2  # the 401 was not retried
+    assert "sk-wrong" not in repr(config(fake, api_key="sk-wrong"))
+
+
+def test_missing_api_key_variable_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOOLGYM_NO_SUCH_KEY", raising=False)
+    with pytest.raises(LLMRequestError, match="TOOLGYM_NO_SUCH_KEY"):
+        api_key_from_env("TOOLGYM_NO_SUCH_KEY")
+    assert api_key_from_env(None) is None
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("this is not json", "not JSON"),
+        ('{"choices": []}', "no choices"),
+        ('{"choices": [{}]}', "no message"),
+    ],
+)
+def test_a_200_that_is_not_a_completion_is_a_response_error(body: str, message: str) -> None:
+    faults = deque([Fault(status=200, body=body)])
+    with (
+        serve(FakeOpenAI(lambda b: text("x"), faults=faults)) as fake,
+        ChatClient(config(fake)) as client,
+        pytest.raises(LLMResponseError, match=message),
+    ):
+        client.complete([{"role": "user", "content": "hi"}])
+
+
+def test_concurrency_limit_bounds_requests_in_flight() -> None:
+    fake = FakeOpenAI(lambda body: text("ok"), reply_delay_s=0.05)
+    with serve(fake), ChatClient(config(fake, concurrency=2)) as client:
+        threads = [
+            threading.Thread(target=client.complete, args=([{"role": "user", "content": str(i)}],))
+            for i in range(6)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert client.usage.requests == 6
+    assert fake.max_in_flight == 2
+
+
+def test_bad_settings_are_rejected() -> None:
+    with pytest.raises(ValueError, match="concurrency"):
+        ChatClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", concurrency=0))
+    with pytest.raises(ValueError, match="max_retries"):
+        ChatClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", max_retries=-1))
+
+
+def test_agent_reads_the_step_info_when_given_it() -> None:
+    """Driven by hand with each step's own info (the Agent protocol), not through run_episode."""
+    script = {FISH_OIL: [calls(("OCR", OCR_ARGS), ("Calculator", CALC_ARGS)), text("58 days")]}
+    env = make_demo_env(protocol="openai")
+    with serve(FakeOpenAI(script)) as fake, ChatClient(config(fake)) as client:
+        agent = LLMAgent(client, env)
+        obs, info = env.reset(options={"task": "fish-oil-days"})
+        agent.start(env.tasks["fish-oil-days"], obs, info)
+        done, reward = False, 0.0
+        while not done:
+            obs, r, done, truncated, info = env.step(agent.act(obs, info))
+            reward = float(r)
+            done = done or truncated
+    env.close()
+    assert reward == 1.0
+    replies = [m for m in fake.requests[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in replies] == ["fake_0_0", "fake_0_1"]  # two parallel calls
+    assert "290 SOFTGELS" in replies[0]["content"] and replies[1]["content"] == "58"
