@@ -1,0 +1,337 @@
+"""MTU-Bench (MTU-Eval) rows as toolgym Tasks, and back; model responses replayed as episodes.
+
+An MTU-Eval row is `{id, question, answer}`: `question` is the whole ReAct prompt (rules, the API
+list, the dialog history, the user's last turn) and `answer` the expected calls of the next turn,
+`{tool: {param: value}}` (`{}` or `{"": {}}`: no call). A row becomes a one-turn task:
+
+- `query` is the prompt exactly as the benchmark gives it, so the model sees what MTU showed;
+- `tools` are the APIs of the prompt's list, offered as SchemaTools that accept the call and do
+  not run it (MTU scores the next turn only, as GTA's step mode does with dummy tools);
+- `golden` is the expected next turn (its calls, or a NoCall);
+- `metadata["mtu"]` keeps the row (`id`, `answer` verbatim, `split`, `row` index, `dialog`,
+  `turn`) and the parsed dialog history (`history`), so the row can be written back unchanged.
+
+`run_mtu_episodes` replays a response file (e.g. GPT-4's) through ToolEnv with the ReAct protocol
+and writes one trace per row; `toolgym.evaluation.metrics.mtu.MTUSuite` scores those traces.
+The recorder's teacher-forced API had not landed when this was written: each row runs as a
+one-step episode (`max_steps=1`) with the history inside the prompt.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from toolgym.actions import Action, NoCall, ToolCall
+from toolgym.evaluation.base import EvaluationError
+from toolgym.evaluation.metrics.mtu import (
+    MULTI_TURN_SPLITS,
+    dialog_keys,
+    dialog_turn,
+    gold_calls,
+    join_responses,
+    split_of,
+    unique_keys,
+)
+from toolgym.protocols.base import RawOutput
+from toolgym.recorder.trace import Trace
+from toolgym.tasks import GoldenStep, Task, TaskSet
+from toolgym.tools import SchemaTool, ToolContext, ToolSet
+
+API_LIST_MARKER = "The following is a list of APIs and their parameters that you can use:"
+HISTORY_MARKER = "History Dialog:"
+NOT_RUN = {"status": "not run: MTU scores the next turn only"}
+
+
+def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
+    rows = []
+    with Path(path).open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise EvaluationError(f"{path}:{lineno}: not JSON: {exc}") from None
+            if not isinstance(row, dict):
+                raise EvaluationError(f"{path}:{lineno}: expected a JSON object")
+            rows.append(row)
+    return rows
+
+
+# ---- parsing the prompt ----------------------------------------------------------------------
+
+
+def _literal(text: str) -> Any:
+    """A JSON or Python literal (the S-S prompts print the API list with Python's repr); parsed
+    as data only, never evaluated."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError) as exc:
+        raise EvaluationError(f"API list is neither JSON nor a Python literal: {exc}") from None
+
+
+def parse_api_list(question: str) -> list[dict[str, Any]]:
+    """The API documentation the prompt lists (dicts with name, description, parameters);
+    entries that are not API objects are dropped."""
+    start = question.find(API_LIST_MARKER)
+    if start < 0:
+        raise EvaluationError("MTU prompt has no API list ('The following is a list of APIs ...')")
+    body = question[start + len(API_LIST_MARKER) :].lstrip("\n")
+    end = body.find("\n" + HISTORY_MARKER)
+    if end < 0:
+        end = body.find("\nUser:")
+    apis = _literal(body[:end].strip() if end >= 0 else body.strip())
+    if not isinstance(apis, list):
+        raise EvaluationError("MTU API list must be a list")
+    # entries that document no API are left out (S-S_17 lists only the string 'api_descriptions')
+    return [a for a in apis if isinstance(a, dict) and isinstance(a.get("name"), str)]
+
+
+_TYPES = {
+    "string": "string",
+    "str": "string",
+    "integer": "integer",
+    "int": "integer",
+    "float": "number",
+    "number": "number",
+    "boolean": "boolean",
+    "bool": "boolean",
+    "array": "array",
+    "list": "array",
+    "object": "object",
+    "dict": "object",
+}
+
+
+def _param_entries(spec: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(name, json schema) from MTU's parameter forms: ["a", "b"], [{"name", "type", ...}] or
+    {"name": default}."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    if isinstance(spec, Mapping):
+        for name, default in spec.items():
+            out.append((str(name), {"default": default}))
+    elif isinstance(spec, list):
+        for entry in spec:
+            if isinstance(entry, str):
+                out.append((entry, {}))
+            elif isinstance(entry, Mapping) and "name" in entry:
+                schema: dict[str, Any] = {}
+                if isinstance(entry.get("description"), str):
+                    schema["description"] = entry["description"]
+                if "default" in entry:
+                    schema["default"] = entry["default"]
+                out.append((str(entry["name"]), schema))
+    return out
+
+
+def api_parameters_schema(api: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON Schema of an MTU API's parameters. Types are left out on purpose: MTU's documented
+    types are loose ("integer" parameters get "5"), and its scorer compares text."""
+    required = _param_entries(api.get("required_parameters", []))
+    optional = _param_entries(api.get("optional_parameters", []))
+    properties = {name: schema for name, schema in [*required, *optional]}
+    return {"type": "object", "properties": properties, "required": [n for n, _ in required]}
+
+
+def _not_run(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, str]:
+    return dict(NOT_RUN)
+
+
+def toolset_for(apis: Iterable[Mapping[str, Any]]) -> ToolSet:
+    """SchemaTools for an MTU API list: calls are validated (names, required parameters) and
+    answered with a fixed note, never run."""
+    tools = ToolSet()
+    for api in apis:
+        name = str(api["name"]).strip()
+        if not name or name in tools:
+            continue
+        tools.add(
+            SchemaTool(
+                name,
+                api_parameters_schema(api),
+                _not_run,
+                description=str(api.get("description", "")),
+                backend="mtu-not-run",
+            )
+        )
+    return tools
+
+
+_TURN_RE = re.compile(r"^(User|Assistant|Action):[ \t]?(.*)$")
+
+
+def parse_history(question: str) -> list[dict[str, Any]]:
+    """The dialog history of an M-S/M-M prompt as [{role: user|assistant, content} and
+    {role: action, calls: {...}}], in order; [] for single-turn prompts."""
+    start = question.find(HISTORY_MARKER)
+    if start < 0:
+        return []
+    body = question[start + len(HISTORY_MARKER) :]
+    history: list[dict[str, Any]] = []
+    for line in body.splitlines():
+        match = _TURN_RE.match(line)
+        if match is None:
+            if history and line.strip() and history[-1]["role"] != "action":
+                history[-1]["content"] += "\n" + line.strip()
+            continue
+        role, text = match.group(1).lower(), match.group(2).strip()
+        if role == "action":
+            try:
+                calls = _literal(text) if text else {}
+            except EvaluationError:
+                calls = {"_unparsed": text}
+            history.append({"role": "action", "calls": calls if isinstance(calls, dict) else {}})
+        else:
+            history.append({"role": role, "content": text})
+    return history
+
+
+# ---- rows <-> tasks ------------------------------------------------------------------------------
+
+
+def golden_of(answer: Mapping[str, Any]) -> list[GoldenStep]:
+    calls = gold_calls(answer)
+    if not calls:
+        return [GoldenStep(action=NoCall(thought="no API call this turn"))]
+    return [GoldenStep(action=ToolCall(name=c.name, arguments=c.arguments)) for c in calls]
+
+
+def row_to_task(
+    row: Mapping[str, Any], *, index: int = 0, key: str | None = None, dialog: str | None = None
+) -> Task:
+    item_id = row.get("id")
+    question = row.get("question")
+    answer = row.get("answer")
+    if not isinstance(item_id, str) or not isinstance(question, str) or not isinstance(answer, dict):
+        raise EvaluationError(
+            f"MTU row {index}: needs a string 'id', a string 'question' and an object 'answer'"
+        )
+    split = split_of(item_id)
+    prefix, turn = dialog_turn(item_id) if split in MULTI_TURN_SPLITS else (item_id, 0)
+    apis = parse_api_list(question)
+    names = list(dict.fromkeys(str(a["name"]).strip() for a in apis if str(a["name"]).strip()))
+    return Task(
+        id=key or item_id,
+        query=question,
+        tools=names,
+        golden=golden_of(answer),
+        category=split,
+        max_steps=1,
+        metadata={
+            "mtu": {
+                "id": item_id,
+                "split": split,
+                "row": index,
+                "dialog": dialog or prefix,
+                "turn": turn,
+                "answer": answer,
+                "history": parse_history(question),
+            }
+        },
+    )
+
+
+def load_mtu_tasks(eval_jsonl: Path | str) -> TaskSet:
+    """An MTU-Eval file as a TaskSet (task ids are the row ids; a repeated id gets '~2', '~3')."""
+    rows = read_jsonl(eval_jsonl)
+    ids = [str(r.get("id")) for r in rows]
+    keys = unique_keys(ids)
+    multi = any(split_of(i) in MULTI_TURN_SPLITS for i in ids)
+    dialogs = dialog_keys(ids) if multi else ids
+    tasks = [row_to_task(r, index=n, key=keys[n], dialog=dialogs[n]) for n, r in enumerate(rows)]
+    return TaskSet(tasks, base_dir=Path(eval_jsonl).parent)
+
+
+def task_to_row(task: Task) -> dict[str, Any]:
+    """The MTU-Eval row a task came from (or one built from its golden step for a new task)."""
+    meta = task.metadata.get("mtu")
+    if isinstance(meta, dict) and "id" in meta and "answer" in meta:
+        return {"id": meta["id"], "question": task.query, "answer": meta["answer"]}
+    answer: dict[str, Any] = {}
+    for step in task.golden:
+        if isinstance(step.action, ToolCall):
+            answer[step.action.name] = dict(step.action.arguments)
+    return {"id": task.id, "question": task.query, "answer": answer}
+
+
+def write_mtu_rows(tasks: Iterable[Task], path: Path | str) -> None:
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for task in tasks:
+            fh.write(json.dumps(task_to_row(task), ensure_ascii=False) + "\n")
+
+
+def responses_from_traces(traces: Sequence[Trace], tasks: TaskSet, model: str = "") -> list[dict[str, Any]]:
+    """MTU response rows `{id, model, response}` from traces (the first step's raw text)."""
+    out = []
+    for trace in traces:
+        task = tasks[trace.header.task_id]
+        raw = trace.steps[0].raw if trace.steps else ""
+        text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+        out.append({"id": task_to_row(task)["id"], "model": model or trace.header.agent, "response": text})
+    return out
+
+
+# ---- replay --------------------------------------------------------------------------------------
+
+
+class RecordedAgent:
+    """Replays recorded model outputs: for each task, its outputs in order (raw text goes through
+    the env's protocol exactly as a live model's would). A task with no recording answers ''."""
+
+    def __init__(self, outputs: Mapping[str, Sequence[RawOutput]], name: str = "recorded") -> None:
+        self.name = name
+        self._outputs = {k: list(v) for k, v in outputs.items()}
+        self._queue: list[RawOutput] = []
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        self._queue = list(self._outputs.get(task.id, []))
+
+    def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
+        return self._queue.pop(0) if self._queue else ""
+
+
+def recorded_responses(tasks: TaskSet, response_jsonl: Path | str) -> dict[str, list[RawOutput]]:
+    """Task id -> [response] from an MTU response file (k-th response of an id -> k-th row)."""
+    responses = read_jsonl(response_jsonl)
+    for n, r in enumerate(responses):
+        if not isinstance(r.get("id"), str):
+            raise EvaluationError(f"{response_jsonl}: response {n} has no string 'id'")
+    rows = [task_to_row(t) for t in tasks]
+    joined, _ = join_responses(rows, responses)
+    return {t.id: [text] for t, text in zip(tasks, joined, strict=True) if text is not None}
+
+
+def run_mtu_episodes(
+    tasks: TaskSet,
+    outputs: Mapping[str, Sequence[RawOutput]],
+    trace_dir: Path,
+    *,
+    agent_name: str = "recorded",
+) -> list[Path]:
+    """Runs each MTU task as a one-step episode in ToolEnv (ReAct protocol; prose is a no-call
+    turn, as MTU scores it) with the recorded outputs; returns the trace paths."""
+    from toolgym.envs.tool_env import ToolEnv
+    from toolgym.protocols.react import ReActProtocol
+    from toolgym.runner import run_episode
+
+    protocol = ReActProtocol(prose_as_no_call=True)
+    agent = RecordedAgent(outputs, name=agent_name)
+    paths = []
+    for task in tasks:
+        env = ToolEnv(toolset_for(parse_api_list(task.query)), [task], protocol=protocol, max_steps=1)
+        try:
+            result = run_episode(env, agent, task, trace_dir=trace_dir)
+        finally:
+            env.close()
+        assert result.trace_path is not None
+        paths.append(result.trace_path)
+    return paths
