@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
 
@@ -25,6 +25,9 @@ from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolContext, ToolSet
 from toolgym.world import World
+
+if TYPE_CHECKING:
+    from toolgym.recorder.cassette import Cassette
 
 MAX_OBSERVATION_CHARS = 100_000
 NO_MORE_USER_INPUT = "The user has nothing to add."
@@ -62,6 +65,7 @@ class ToolEnv(gym.Env[str, Any]):
         world: World | None = None,
         files: FileStore | None = None,
         render_mode: str | None = None,
+        cassette: Cassette | None = None,
     ) -> None:
         self.tools = tools or ToolSet()
         self.tasks = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks or [])
@@ -84,6 +88,8 @@ class ToolEnv(gym.Env[str, Any]):
         self._ctx: ToolContext | None = None
         self._last_render = ""
         self._listeners: list[Callable[[str, dict[str, Any]], None]] = []
+        # API snapshots: every tool call of an episode goes through it (toolgym.recorder.cassette)
+        self.cassette = cassette
 
     # ---- episode start --------------------------------------------------------------------
     def _pick_task(self, options: Mapping[str, Any] | None) -> Task:
@@ -134,6 +140,9 @@ class ToolEnv(gym.Env[str, Any]):
         self.world = self._world_for(task)
         self.episode = Episode(task=task, world=self.world)
         self.offered = self._offered_tools(task)
+        if self.cassette is not None:
+            self.offered = self.cassette.wrap(self.offered, world=self.world)
+            self.cassette.start_episode()
         self.error_counts = Counter()
         self._done = False
         self._user_turn = 0

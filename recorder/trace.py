@@ -5,6 +5,11 @@ not an `end` record (read_trace reports it as incomplete). The file is written u
 `.partial` name and renamed when the episode ends, so a finished trace appears atomically.
 Lines are canonical JSON: the same task, seed and actions give a byte-identical file (wall-clock
 latencies are left out unless `timing=True`).
+
+Schema versions: 1.0 (first release); 1.1 adds `task_hash` to the header (canonical hash of the
+task definition, so `toolgym verify` can tell a changed task from a changed tool). Readers accept
+every 1.x trace (fields a version lacks take their defaults) and refuse other major versions.
+The JSON Schema of the three line kinds is `trace_json_schema()` (docs/trace-schema.json).
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import models_json_schema
 
 from toolgym.canonical import canonical_json
 
-TRACE_SCHEMA_VERSION = "1.0"
+TRACE_SCHEMA_VERSION = "1.1"
+SUPPORTED_MAJOR = "1"
 
 
 def toolgym_version() -> str:
@@ -29,6 +36,8 @@ def toolgym_version() -> str:
 
 
 class ToolInfo(BaseModel):
+    """A tool offered in the episode: what a cassette key and a verify run pin down."""
+
     model_config = ConfigDict(frozen=True)
 
     name: str
@@ -37,33 +46,42 @@ class ToolInfo(BaseModel):
 
 
 class TraceHeader(BaseModel):
+    """First line: what the episode ran (task, seed, clock, protocol, agent, tools, env config)."""
+
     record: Literal["header"] = "header"
-    schema_version: str = TRACE_SCHEMA_VERSION
+    schema_version: str = Field(default=TRACE_SCHEMA_VERSION, description="trace schema version, major.minor")
     toolgym_version: str = Field(default_factory=toolgym_version)
     task_id: str
-    seed: int | None
-    clock: str
-    protocol: str
+    seed: int | None = Field(description="the seed passed to reset; null = the task's own seed")
+    clock: str = Field(description="the task's simulated start time, ISO 8601")
+    protocol: str = Field(description="action protocol that parsed the agent's output")
     agent: str
-    tools: list[ToolInfo]
+    tools: list[ToolInfo] = Field(description="tools offered, with versions and backends")
     env_config: dict[str, Any] = Field(default_factory=dict)
-    golden: bool = False
+    golden: bool = Field(default=False, description="a golden (reference) trace")
+    task_hash: str | None = Field(
+        default=None, description="canonical sha256 of the task definition (schema 1.1)"
+    )
 
 
 class TraceStep(BaseModel):
+    """One env step: the raw output, the parsed actions, what came back, state before/after."""
+
     record: Literal["step"] = "step"
-    index: int
-    raw: Any = None  # the agent's raw output (text or message object)
-    actions: list[dict[str, Any]]
-    observations: list[dict[str, Any]]
+    index: int = Field(description="1-based step number")
+    raw: Any = Field(default=None, description="the agent's raw output (text or message object)")
+    actions: list[dict[str, Any]] = Field(description="parsed actions (toolgym.actions.Action)")
+    observations: list[dict[str, Any]] = Field(description="observations (toolgym.actions.Observation)")
     error_kinds: list[str] = Field(default_factory=list)
     state_hash_before: str | None = None
     state_hash_after: str | None = None
     state_diff: dict[str, Any] | None = None
-    latency_ms: float | None = None
+    latency_ms: float | None = Field(default=None, description="wall-clock latency; only with timing on")
 
 
 class TraceEnd(BaseModel):
+    """Last line of a finished episode; a trace without it is incomplete (crash or abort)."""
+
     record: Literal["end"] = "end"
     status: Literal["terminated", "truncated", "aborted"]
     steps: int
@@ -81,6 +99,33 @@ class Trace(BaseModel):
     @property
     def complete(self) -> bool:
         return self.end is not None
+
+
+class TraceFormatError(ValueError):
+    """A file that is not a trace this version can read (no header, another major version)."""
+
+
+def trace_json_schema() -> dict[str, Any]:
+    """JSON Schema (2020-12) of one trace line: a header, a step or an end record."""
+    _, defs = models_json_schema(
+        [(TraceHeader, "validation"), (TraceStep, "validation"), (TraceEnd, "validation")],
+        ref_template="#/$defs/{model}",
+    )
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"urn:toolgym:trace:{TRACE_SCHEMA_VERSION}",
+        "title": f"toolgym trace line (schema {TRACE_SCHEMA_VERSION})",
+        "description": (
+            "A trace is a JSONL file: one header line, one step line per env step, and an end line "
+            "when the episode finished. Lines are canonical JSON (sorted keys, no whitespace)."
+        ),
+        "oneOf": [
+            {"$ref": "#/$defs/TraceHeader"},
+            {"$ref": "#/$defs/TraceStep"},
+            {"$ref": "#/$defs/TraceEnd"},
+        ],
+        "$defs": defs["$defs"],
+    }
 
 
 class TraceWriter:
@@ -124,7 +169,8 @@ class TraceWriter:
 
 
 def read_trace(path: Path | str) -> Trace:
-    """Reads a finished or partial trace; a torn last line (crash mid-write) is dropped."""
+    """Reads a finished or partial trace; a torn last line (crash mid-write) is dropped.
+    Any 1.x trace reads; another major version is a TraceFormatError."""
     header: TraceHeader | None = None
     steps: list[TraceStep] = []
     end: TraceEnd | None = None
@@ -132,14 +178,22 @@ def read_trace(path: Path | str) -> Trace:
         for line in fh:
             if not line.endswith("\n"):
                 break  # torn write
-            record = TraceHeader.model_validate_json(line) if header is None else None
-            if record is not None:
-                header = record
+            if header is None:
+                try:
+                    header = TraceHeader.model_validate_json(line)
+                except ValueError as exc:
+                    raise TraceFormatError(f"{path}: first line is not a trace header: {exc}") from None
+                major = header.schema_version.split(".", 1)[0]
+                if major != SUPPORTED_MAJOR:
+                    raise TraceFormatError(
+                        f"{path}: trace schema {header.schema_version} is not readable by this toolgym "
+                        f"(reads {SUPPORTED_MAJOR}.x)"
+                    )
                 continue
             if '"record":"step"' in line:
                 steps.append(TraceStep.model_validate_json(line))
             elif '"record":"end"' in line:
                 end = TraceEnd.model_validate_json(line)
     if header is None:
-        raise ValueError(f"{path}: no trace header")
+        raise TraceFormatError(f"{path}: no trace header")
     return Trace(header=header, steps=steps, end=end)

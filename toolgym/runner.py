@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.agents import Agent
+from toolgym.canonical import canonical_hash
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.recorder.trace import ToolInfo, TraceEnd, TraceHeader, TraceStep, TraceWriter
 from toolgym.tasks import Task
@@ -54,6 +55,7 @@ def run_episode(
             tools=[ToolInfo(name=t.name, version=t.version, backend=t.backend) for t in env.offered],
             env_config={"max_steps": task.max_steps or env.max_steps},
             golden=golden,
+            task_hash=canonical_hash(task.model_dump(mode="json")),
         )
         writer = TraceWriter(trace_dir / _trace_name(task.id, seed), header)
     hash_before: str | None = info.get("state_hash")

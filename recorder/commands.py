@@ -1,0 +1,236 @@
+"""`toolgym record`, `toolgym verify`, `toolgym replay`: golden traces and API snapshots from the CLI."""
+
+from __future__ import annotations
+
+import importlib
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from toolgym.tools import ToolSet
+
+console = Console()
+
+TasksOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--tasks",
+        help="task set files (JSONL); default: the demo set and every mock-app set (record), "
+        "the sets named in the golden manifest (verify, replay)",
+    ),
+]
+ToolsetOption = Annotated[
+    str | None,
+    typer.Option(
+        "--toolset", help="package.module:factory returning the ToolSet; default: the built-in tools"
+    ),
+]
+
+
+def _toolset(spec: str | None) -> ToolSet:
+    if spec is None:
+        from toolgym.toolservers.registry import default_toolset
+
+        return default_toolset()
+    module_name, sep, attr = spec.partition(":")
+    if not sep:
+        raise typer.BadParameter(f"{spec!r}: use package.module:factory", param_hint="--toolset")
+    made = getattr(importlib.import_module(module_name), attr)()
+    if not isinstance(made, ToolSet):
+        raise typer.BadParameter(f"{spec!r} did not return a ToolSet", param_hint="--toolset")
+    return made
+
+
+def record(
+    out: Annotated[Path, typer.Option(help="golden directory: traces, cassette, manifest")] = Path(
+        "runs/golden"
+    ),
+    tasks: TasksOption = None,
+    agent: Annotated[
+        str,
+        typer.Option(
+            help="oracle, scripted:<file.jsonl> (task_id + actions per line), or package.module:factory"
+        ),
+    ] = "oracle",
+    protocol: Annotated[str, typer.Option(help="action protocol: react, json, openai")] = "react",
+    seed: Annotated[int, typer.Option(help="episode seed")] = 0,
+    mode: Annotated[
+        str, typer.Option(help="cassette mode: record, record_missing, live (no cassette)")
+    ] = "record",
+    cassette: Annotated[
+        Path | None, typer.Option(help="cassette file; default <out>/cassette.sqlite")
+    ] = None,
+    toolset: ToolsetOption = None,
+) -> None:
+    """Run an agent over task sets and store golden traces and the cassette of every tool response."""
+    from toolgym.envs.demo import default_task_paths
+    from toolgym.recorder.golden import record_golden
+
+    if mode not in ("record", "record_missing", "live"):
+        raise typer.BadParameter("record, record_missing or live", param_hint="--mode")
+    paths = tasks or default_task_paths()
+    report = record_golden(
+        paths,
+        out,
+        toolset=_toolset(toolset),
+        agent=agent,
+        protocol=protocol,
+        seed=seed,
+        mode=mode,  # type: ignore[arg-type]
+        cassette_path=cassette,
+    )
+    table = Table(title=f"toolgym record: {len(report.results)} episodes, agent {agent}, {protocol} protocol")
+    for column in ("set", "task", "steps", "errors", "reward"):
+        table.add_column(column, no_wrap=True)
+    for set_name, r in report.results:
+        table.add_row(set_name, r.task_id, str(r.steps), str(sum(r.error_counts.values())), f"{r.reward:.2f}")
+    console.print(table)
+    s = report.stats
+    console.print(
+        f"cassette: {s.recorded} responses recorded, {s.hits} replayed, {s.live_calls} live calls, "
+        f"{s.not_recorded} not recorded (infra errors)"
+    )
+    console.print(f"golden traces and manifest written to {out}/")
+
+
+def verify(
+    paths: Annotated[list[Path], typer.Argument(help="golden trace files or directories")],
+    tasks: TasksOption = None,
+    cassette: Annotated[
+        Path | None, typer.Option(help="answer tool calls from this cassette instead of the live tools")
+    ] = None,
+    mode: Annotated[
+        str, typer.Option(help="cassette mode with --cassette: replay or record_missing")
+    ] = "replay",
+    text_tolerance: Annotated[
+        float, typer.Option(help="accept strings within this normalized edit distance (0-1)")
+    ] = 0.0,
+    image_tolerance: Annotated[
+        int, typer.Option(help="accept images within this many perceptual-hash bits (0-64)")
+    ] = 0,
+    tolerant_tool: Annotated[
+        list[str] | None, typer.Option(help="apply the tolerances to these tools only (repeatable)")
+    ] = None,
+    reference: Annotated[
+        Path | None, typer.Option(help="cassette holding the golden images; default: the manifest's")
+    ] = None,
+    toolset: ToolsetOption = None,
+    quiet: Annotated[bool, typer.Option(help="print drifting traces only")] = False,
+) -> None:
+    """Re-execute golden traces on a fresh env and report per step whether everything is identical."""
+    from toolgym.recorder.cassette import Cassette, CassetteError
+    from toolgym.recorder.golden import EnvPool, TaskIndex, find_traces, golden_root, resolve_cassette
+    from toolgym.recorder.verify import Tolerance, verify_traces
+
+    if mode not in ("replay", "record_missing"):
+        raise typer.BadParameter("replay or record_missing", param_hint="--mode")
+    traces = list(find_traces(paths))
+    if not traces:
+        console.print("no traces found")
+        raise typer.Exit(code=2)
+    root = golden_root(paths)
+    index = TaskIndex.for_traces(root, tasks or [])
+    tolerance = Tolerance(
+        text=text_tolerance,
+        image=image_tolerance,
+        tools=frozenset(tolerant_tool) if tolerant_tool else None,
+    )
+    try:
+        answering = Cassette(cassette, mode=mode) if cassette is not None else None  # type: ignore[arg-type]
+        ref_path = resolve_cassette(root, reference)
+        ref = Cassette(ref_path, mode="replay") if ref_path is not None and ref_path.is_file() else None
+    except CassetteError as exc:
+        console.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(code=2) from None
+    pool = EnvPool(_toolset(toolset), answering)
+    try:
+        results = verify_traces(traces, pool, index, tolerance=tolerance, reference=ref)
+    finally:
+        pool.close()
+        if answering is not None:
+            answering.close()
+        if ref is not None:
+            ref.close()
+    failed = 0
+    for r in results:
+        name = escape(str(r.path))
+        if r.error is not None:
+            failed += 1
+            console.print(f"[red]ERROR[/red] {name}: {escape(r.error)}")
+            continue
+        if r.ok:
+            if not quiet:
+                tolerated = sum(bool(s.tolerated) for s in r.steps)
+                note = f", {tolerated} within tolerance" if tolerated else ""
+                console.print(f"[green]OK[/green]    {name} ({len(r.steps)} steps identical{note})")
+            continue
+        failed += 1
+        console.print(f"[red]DRIFT[/red] {name}")
+        for check in r.steps:
+            state = "identical" if check.identical else ("tolerated" if check.ok else "DRIFT")
+            console.print(f"    step {check.index}: {state}")
+        for drift in r.drifts:
+            console.print("  " + escape(drift.describe()).replace("\n", "\n  "))
+    console.print(f"verified {len(results)} traces: {len(results) - failed} ok, {failed} drifted or failed")
+    if failed:
+        raise typer.Exit(code=1)
+
+
+def replay(
+    paths: Annotated[list[Path], typer.Argument(help="golden trace files or directories")],
+    cassette: Annotated[Path | None, typer.Option(help="cassette; default: the golden manifest's")] = None,
+    out: Annotated[Path, typer.Option(help="where the replayed traces go")] = Path("runs/replay"),
+    tasks: TasksOption = None,
+    toolset: ToolsetOption = None,
+) -> None:
+    """Re-run golden episodes from the cassette alone (strict replay): zero live tool calls, and
+    every replayed trace byte-identical to its golden trace."""
+    from toolgym.recorder.cassette import Cassette, CassetteError
+    from toolgym.recorder.golden import TaskIndex, find_traces, golden_root, replay_traces, resolve_cassette
+
+    traces = list(find_traces(paths))
+    root = golden_root(paths)
+    cassette_path = resolve_cassette(root, cassette)
+    if cassette_path is None:
+        console.print("[red]no cassette: pass --cassette or a golden directory with a manifest[/red]")
+        raise typer.Exit(code=2)
+    try:
+        tape = Cassette(cassette_path, mode="replay")
+    except CassetteError as exc:
+        console.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(code=2) from None
+    index = TaskIndex.for_traces(root, tasks or [])
+    started = time.perf_counter()
+    with tape:
+        report = replay_traces(traces, tape, out, toolset=_toolset(toolset), index=index)
+    elapsed = time.perf_counter() - started
+    for episode in report.episodes:
+        if episode.error is not None:
+            console.print(f"[red]ERROR[/red] {escape(str(episode.golden))}: {escape(episode.error)}")
+        elif not episode.identical:
+            console.print(
+                f"[red]DIFFERENT[/red] {escape(str(episode.golden))} -> {escape(str(episode.replayed))}"
+            )
+    for miss in tape.misses:
+        console.print("[red]miss[/red] " + escape(miss.describe()))
+    s = report.stats
+    console.print(
+        f"replayed {len(report.episodes)} episodes, {report.steps} steps in {elapsed:.2f} s: "
+        f"{report.identical}/{len(report.episodes)} byte-identical traces"
+    )
+    console.print(f"live tool calls: {s.live_calls}; cassette hits: {s.hits}; misses: {s.misses}")
+    console.print(f"replayed traces written to {out}/")
+    if not report.ok:
+        raise typer.Exit(code=1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add record / verify / replay to the toolgym CLI."""
+    app.command("record")(record)
+    app.command("verify")(verify)
+    app.command("replay")(replay)

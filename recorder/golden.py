@@ -1,0 +1,379 @@
+"""Golden traces: record an agent over task sets, find a trace's task again, replay from cassettes.
+
+A golden directory, as `toolgym record` writes it:
+
+    <out>/golden.json            manifest: protocol, seed, agent, task sets by name, cassette
+    <out>/cassette.sqlite        every tool response of the run (toolgym.recorder.cassette)
+    <out>/<set>/<task>.seed<N>.jsonl   one golden trace per episode (header.golden = true)
+
+`replay_traces` re-runs each trace's recorded agent outputs on a fresh env whose tools answer
+only from the cassette (strict replay), writes the new traces and compares them byte for byte.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from pydantic import BaseModel, Field
+
+from toolgym.actions import ACTION_ADAPTER, Action
+from toolgym.agents import Agent, OracleAgent, ScriptedAgent
+from toolgym.canonical import canonical_json
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.protocols.base import ActionProtocol, RawOutput
+from toolgym.recorder.cassette import Cassette, CassetteMode, CassetteStats
+from toolgym.recorder.trace import Trace, read_trace
+from toolgym.runner import EpisodeResult, run_episode
+from toolgym.tasks import Task, TaskSet
+from toolgym.tools import ToolSet
+
+MANIFEST = "golden.json"
+CASSETTE_NAME = "cassette.sqlite"
+
+AgentFactory = Callable[[ActionProtocol], Agent]
+
+
+class GoldenManifest(BaseModel):
+    """What a golden directory was recorded with; paths of task sets as they were given."""
+
+    format: int = 1
+    protocol: str
+    seed: int | None
+    agent: str
+    cassette: str | None = Field(default=None, description="cassette file, relative to the manifest")
+    sets: dict[str, str] = Field(default_factory=dict, description="set name -> task set file")
+
+    def save(self, directory: Path) -> Path:
+        path = directory / MANIFEST
+        path.write_text(canonical_json(self.model_dump(mode="json")) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, directory: Path) -> GoldenManifest | None:
+        path = directory / MANIFEST
+        if not path.is_file():
+            return None
+        return cls.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+# ---- agents ----------------------------------------------------------------------------------------
+class TaskScriptAgent(ScriptedAgent):
+    """A scripted agent with one action list per task id (JSONL: {"task_id": ..., "actions": [...]})."""
+
+    name = "scripted"
+
+    def __init__(self, protocol: ActionProtocol, scripts: dict[str, list[Action]]) -> None:
+        super().__init__(protocol)
+        self.scripts = scripts
+
+    @classmethod
+    def load(cls, protocol: ActionProtocol, path: Path) -> TaskScriptAgent:
+        scripts: dict[str, list[Action]] = {}
+        with path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                    scripts[str(row["task_id"])] = [ACTION_ADAPTER.validate_python(a) for a in row["actions"]]
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise ValueError(f"{path}:{lineno}: not a script line: {exc}") from None
+        return cls(protocol, scripts)
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        if task.id not in self.scripts:
+            raise KeyError(f"no script for task {task.id!r}")
+        self._actions = list(self.scripts[task.id])
+        self._next = 0
+
+
+def agent_factory(spec: str) -> AgentFactory:
+    """`oracle`, `scripted:<file.jsonl>`, or `package.module:factory` (a callable taking the
+    env's ActionProtocol and returning an Agent). Only importable names are resolved; nothing
+    is evaluated."""
+    if spec == "oracle":
+        return OracleAgent
+    if spec.startswith("scripted:"):
+        path = Path(spec.removeprefix("scripted:"))
+        return lambda protocol: TaskScriptAgent.load(protocol, path)
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"agent {spec!r}: use oracle, scripted:<file.jsonl> or package.module:factory")
+    factory = getattr(importlib.import_module(module_name), attr)
+    if not callable(factory):
+        raise ValueError(f"agent {spec!r}: {attr} is not callable")
+    return factory  # type: ignore[no-any-return]
+
+
+class TraceAgent:
+    """Plays back what a trace's agent said: each step's raw output, or its parsed actions where
+    the agent returned Action objects. Named like the recorded agent so the new trace's header
+    is the same."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.name = trace.header.agent
+        self.outputs = [trace_output(step.raw, step.actions) for step in trace.steps]
+        self._next = 0
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        self._next = 0
+
+    def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
+        if self._next >= len(self.outputs):
+            raise TraceExhausted(f"the trace has {len(self.outputs)} steps; the env wants more")
+        out = self.outputs[self._next]
+        self._next += 1
+        # parallel actions recorded without raw output go back as a list, which ToolEnv.step takes
+        return cast("RawOutput | Action", out)
+
+
+class TraceExhausted(IndexError):
+    """The env asked for more steps than the trace holds (a partial trace, or drift)."""
+
+
+def trace_output(raw: Any, actions: Sequence[dict[str, Any]]) -> RawOutput | Action | list[Action]:
+    if raw is not None:
+        return raw  # type: ignore[no-any-return]
+    parsed = [ACTION_ADAPTER.validate_python(a) for a in actions]
+    if len(parsed) == 1:
+        return parsed[0]
+    return parsed if parsed else ""
+
+
+# ---- finding tasks ---------------------------------------------------------------------------------
+class TaskIndex:
+    """Task sets by name (the stem of their file, as `toolgym record` names its folders) and by id."""
+
+    def __init__(self, paths: Iterable[Path | str] = ()) -> None:
+        self.sets: dict[str, TaskSet] = {}
+        for p in paths:
+            self.add(Path(p))
+
+    def add(self, path: Path, name: str | None = None) -> None:
+        self.sets.setdefault(name or path.stem, TaskSet.load(path))
+
+    def find(self, task_id: str, set_name: str | None = None) -> tuple[str, TaskSet, Task]:
+        if set_name is not None and set_name in self.sets and task_id in self.sets[set_name]:
+            return set_name, self.sets[set_name], self.sets[set_name][task_id]
+        found = [(n, ts) for n, ts in self.sets.items() if task_id in ts]
+        if not found:
+            raise KeyError(f"task {task_id!r} is in none of the task sets {sorted(self.sets)}")
+        if len(found) > 1:
+            raise KeyError(f"task {task_id!r} is in several task sets {[n for n, _ in found]}; pass one")
+        name, ts = found[0]
+        return name, ts, ts[task_id]
+
+    @classmethod
+    def for_traces(cls, root: Path | None, extra: Iterable[Path] = ()) -> TaskIndex:
+        """The task sets of a golden directory's manifest, plus `extra`."""
+        index = cls()
+        for p in extra:
+            index.add(p)
+        manifest = GoldenManifest.load(root) if root is not None else None
+        if root is not None and manifest is not None:
+            for name, given in manifest.sets.items():
+                path = Path(given) if Path(given).is_absolute() else root / given
+                if name not in index.sets and path.is_file():
+                    index.add(path, name)
+        return index
+
+
+def find_traces(paths: Iterable[Path]) -> Iterator[Path]:
+    """Trace files: the paths themselves, or every *.jsonl under a directory (sorted)."""
+    for p in paths:
+        if p.is_dir():
+            yield from sorted(q for q in p.rglob("*.jsonl") if q.is_file())
+        else:
+            yield p
+
+
+def golden_root(paths: Sequence[Path]) -> Path | None:
+    """The golden directory the paths belong to: the nearest one holding a manifest."""
+    for p in paths:
+        for d in [p, *p.parents] if p.is_dir() else list(p.parents):
+            if (d / MANIFEST).is_file():
+                return d
+    return None
+
+
+# ---- record ----------------------------------------------------------------------------------------
+@dataclass
+class RecordReport:
+    results: list[tuple[str, EpisodeResult]] = field(default_factory=list)
+    stats: CassetteStats = field(default_factory=CassetteStats)
+    manifest: Path | None = None
+
+
+def record_golden(
+    task_paths: Sequence[Path],
+    out: Path,
+    *,
+    toolset: ToolSet,
+    agent: str = "oracle",
+    protocol: str = "react",
+    seed: int | None = 0,
+    mode: CassetteMode = "record",
+    cassette_path: Path | None = None,
+    on_episode: Callable[[str, EpisodeResult], None] | None = None,
+) -> RecordReport:
+    """Run the agent over every task; write golden traces, the cassette and the manifest."""
+    make_agent = agent_factory(agent)
+    out.mkdir(parents=True, exist_ok=True)
+    cassette_file = cassette_path or out / CASSETTE_NAME
+    report = RecordReport()
+    sets: dict[str, str] = {}
+    agent_name = agent
+    with Cassette(cassette_file if mode != "live" else None, mode=mode) as cassette:
+        for path in task_paths:
+            task_set = TaskSet.load(path)
+            sets[path.stem] = str(path.resolve())
+            env = ToolEnv(toolset, task_set, protocol=protocol, cassette=cassette)
+            episode_agent = make_agent(env.protocol)
+            agent_name = episode_agent.name
+            try:
+                for task in task_set:
+                    result = run_episode(
+                        env, episode_agent, task, seed=seed, trace_dir=out / path.stem, golden=True
+                    )
+                    report.results.append((path.stem, result))
+                    if on_episode is not None:
+                        on_episode(path.stem, result)
+            finally:
+                env.close()
+        report.stats = cassette.stats
+    cassette_ref: str | None = None
+    if mode != "live":
+        try:
+            cassette_ref = str(cassette_file.resolve().relative_to(out.resolve()))
+        except ValueError:
+            cassette_ref = str(cassette_file.resolve())
+    manifest = GoldenManifest(
+        protocol=protocol,
+        seed=seed,
+        agent=agent_name,
+        cassette=cassette_ref,
+        sets=sets,
+    )
+    report.manifest = manifest.save(out)
+    return report
+
+
+# ---- re-running a trace ----------------------------------------------------------------------------
+class EnvPool:
+    """One ToolEnv per (task set, protocol, max_steps), reused across traces."""
+
+    def __init__(self, toolset: ToolSet, cassette: Cassette | None = None) -> None:
+        self.toolset = toolset
+        self.cassette = cassette
+        self._envs: dict[tuple[int, str, int], ToolEnv] = {}
+
+    def env_for(self, task_set: TaskSet, trace: Trace) -> ToolEnv:
+        max_steps = int(trace.header.env_config.get("max_steps", 10))
+        key = (id(task_set), trace.header.protocol, max_steps)
+        if key not in self._envs:
+            self._envs[key] = ToolEnv(
+                self.toolset,
+                task_set,
+                protocol=trace.header.protocol,
+                max_steps=max_steps,
+                cassette=self.cassette,
+            )
+        return self._envs[key]
+
+    def close(self) -> None:
+        for env in self._envs.values():
+            env.close()
+        self._envs.clear()
+
+
+def resolve_cassette(root: Path | None, explicit: Path | None) -> Path | None:
+    if explicit is not None:
+        return explicit
+    manifest = GoldenManifest.load(root) if root is not None else None
+    if manifest is None or manifest.cassette is None or root is None:
+        return None
+    p = Path(manifest.cassette)
+    return p if p.is_absolute() else root / p
+
+
+@dataclass
+class ReplayedEpisode:
+    golden: Path
+    replayed: Path | None
+    identical: bool
+    steps: int
+    error: str | None = None
+
+
+@dataclass
+class ReplayReport:
+    episodes: list[ReplayedEpisode] = field(default_factory=list)
+    stats: CassetteStats = field(default_factory=CassetteStats)
+
+    @property
+    def steps(self) -> int:
+        return sum(e.steps for e in self.episodes)
+
+    @property
+    def identical(self) -> int:
+        return sum(e.identical for e in self.episodes)
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.stats.live_calls == 0
+            and self.stats.misses == 0
+            and self.identical == len(self.episodes)
+            and bool(self.episodes)
+        )
+
+
+def replay_traces(
+    traces: Sequence[Path],
+    cassette: Cassette,
+    out: Path,
+    *,
+    toolset: ToolSet,
+    index: TaskIndex,
+    pool: EnvPool | None = None,
+) -> ReplayReport:
+    """Re-run each trace from the cassette (its mode decides: `replay` for a proof) and compare
+    the new trace with the old one byte for byte."""
+    report = ReplayReport(stats=cassette.stats)
+    own_pool = pool is None
+    envs = pool or EnvPool(toolset, cassette)
+    try:
+        for path in traces:
+            report.episodes.append(_replay_one(path, out, envs, index))
+    finally:
+        if own_pool:
+            envs.close()
+    return report
+
+
+def _replay_one(path: Path, out: Path, envs: EnvPool, index: TaskIndex) -> ReplayedEpisode:
+    try:
+        trace = read_trace(path)
+        set_name, task_set, task = index.find(trace.header.task_id, path.parent.name)
+    except (ValueError, KeyError) as exc:
+        return ReplayedEpisode(golden=path, replayed=None, identical=False, steps=0, error=str(exc))
+    env = envs.env_for(task_set, trace)
+    try:
+        result = run_episode(
+            env,
+            TraceAgent(trace),
+            task,
+            seed=trace.header.seed,
+            trace_dir=out / set_name,
+            golden=trace.header.golden,
+        )
+    except TraceExhausted as exc:
+        return ReplayedEpisode(golden=path, replayed=None, identical=False, steps=0, error=str(exc))
+    replayed = result.trace_path
+    same = replayed is not None and replayed.read_bytes() == path.read_bytes()
+    return ReplayedEpisode(golden=path, replayed=replayed, identical=same, steps=result.steps)

@@ -1,0 +1,281 @@
+"""Teacher-forced (step-by-step) episodes: the env feeds the golden history and scores the
+agent's next action against the golden one at every step, as GTA's step mode, T-Eval and
+MTU-Eval do. The agent's own action is scored, never executed: the golden action runs instead,
+so every step starts from the golden history and the golden state.
+
+API (built for the evaluation code to reuse):
+
+    tf = TeacherForcedEnv(ToolEnv(tools, tasks), scorer=score_step)
+    obs, info = tf.reset(options={"task": task})               # golden = the task's golden chain
+    obs, info = tf.reset(options={"task": task, "golden": trace_or_turns})   # or a golden trace
+    agent.start(task, obs, info)
+    while True:
+        output = agent.act(obs, info)                   # raw model output or Action(s)
+        obs, reward, terminated, truncated, info = tf.step(output)
+        if terminated or truncated:
+            break
+    tf.result.summary()    # {"inst_acc", "tool_acc", "arg_acc", "answer_acc", "steps"}
+
+    result = run_teacher_forced(env, agent, task, golden=None)   # the same loop in one call
+
+What the agent sees at golden step i (0-based): `obs` is the observation of golden step i-1 (the
+task prompt at i = 0); `info["history"]` is the whole golden prefix as messages:
+`{"role": "user", "content": prompt}`, then per earlier golden step
+`{"role": "assistant", "content": <golden model output>}` and
+`{"role": "observation", "content": <what the env returned>}`. Agents that keep their own chat
+memory must build their prompt from `info["history"]` to be teacher-forced (their own earlier
+outputs were not executed). `info["golden_step"]` is i, `info["golden_steps"]` the count.
+
+Scores per step (`StepScore`): `parsed` (the output parsed into actions: GTA's InstAcc),
+`type_match` (same action kinds), `tool_match` (same tool names; None when the golden step calls
+no tool: GTA's ToolAcc), `args_match` (same names and arguments as canonical JSON: ArgAcc),
+`answer_score` (a golden final answer: the agent's answer scored with the task's answer spec, or
+None without a spec). `reward` = args_match for tool steps, answer_score (or type_match) for
+final answers, type_match otherwise. Pass `scorer=` to score differently (e.g. MTU's per-slot
+parameter scores); it gets (task, golden turn, predicted actions or None, parse error or None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, SupportsFloat
+
+from toolgym.actions import ACTION_ADAPTER, Action, AskUser, FinalAnswer, NoCall, ToolCall
+from toolgym.agents import Agent
+from toolgym.canonical import canonical_json
+from toolgym.envs.rewards import score_answer
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.errors import FormatError
+from toolgym.protocols.base import RawOutput
+from toolgym.recorder.trace import Trace
+from toolgym.tasks import Task
+
+_ACTION_TYPES = (ToolCall, FinalAnswer, NoCall, AskUser)
+
+
+@dataclass(frozen=True)
+class GoldenTurn:
+    """One golden step: its reference actions and, from a trace, the raw output that made them
+    (fed to the env so its observation is the recorded one)."""
+
+    actions: tuple[Action, ...]
+    raw: Any = None
+
+
+def golden_from_task(task: Task) -> list[GoldenTurn]:
+    return [GoldenTurn(actions=(g.action,)) for g in task.golden]
+
+
+def golden_from_trace(trace: Trace) -> list[GoldenTurn]:
+    """Steps that parsed into actions (format-error steps are not golden steps)."""
+    return [
+        GoldenTurn(actions=tuple(ACTION_ADAPTER.validate_python(a) for a in s.actions), raw=s.raw)
+        for s in trace.steps
+        if s.actions
+    ]
+
+
+@dataclass
+class StepScore:
+    index: int
+    golden: list[dict[str, Any]]
+    predicted: list[dict[str, Any]]
+    parsed: bool
+    type_match: bool
+    tool_match: bool | None
+    args_match: bool | None
+    answer_score: float | None
+    error: str | None = None
+
+    @property
+    def reward(self) -> float:
+        if self.args_match is not None:
+            return float(self.args_match)
+        if self.answer_score is not None:
+            return self.answer_score
+        return float(self.type_match)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "reward": self.reward}
+
+
+StepScorer = Callable[[Task, int, GoldenTurn, "Sequence[Action] | None", "str | None"], StepScore]
+
+
+def _calls(actions: Sequence[Action]) -> list[ToolCall]:
+    return [a for a in actions if isinstance(a, ToolCall)]
+
+
+def score_step(
+    task: Task, index: int, golden: GoldenTurn, predicted: Sequence[Action] | None, error: str | None
+) -> StepScore:
+    """The default scorer (see the module docstring)."""
+    wanted = list(golden.actions)
+    got = list(predicted or [])
+    golden_calls, got_calls = _calls(wanted), _calls(got)
+    type_match = predicted is not None and [a.type for a in got] == [a.type for a in wanted]
+    tool_match: bool | None = None
+    args_match: bool | None = None
+    if golden_calls:
+        tool_match = [c.name for c in got_calls] == [c.name for c in golden_calls]
+        args_match = tool_match and all(
+            canonical_json(g.arguments) == canonical_json(w.arguments)
+            for g, w in zip(got_calls, golden_calls, strict=True)
+        )
+    answer_score: float | None = None
+    golden_final = next((a for a in wanted if isinstance(a, FinalAnswer)), None)
+    if golden_final is not None:
+        got_final = next((a for a in got if isinstance(a, FinalAnswer)), None)
+        if task.answer is not None:
+            answer_score = score_answer(got_final.text if got_final else None, task.answer)
+        else:
+            answer_score = float(
+                got_final is not None and got_final.text.strip() == golden_final.text.strip()
+            )
+    return StepScore(
+        index=index,
+        golden=[a.model_dump(mode="json") for a in wanted],
+        predicted=[a.model_dump(mode="json") for a in got],
+        parsed=predicted is not None and bool(got),
+        type_match=type_match,
+        tool_match=tool_match,
+        args_match=args_match,
+        answer_score=answer_score,
+        error=error,
+    )
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+@dataclass
+class TeacherForcedResult:
+    task_id: str
+    steps: list[StepScore] = field(default_factory=list)
+
+    def summary(self) -> dict[str, float]:
+        tool_steps = [s for s in self.steps if s.tool_match is not None]
+        answers = [s.answer_score for s in self.steps if s.answer_score is not None]
+        return {
+            "steps": float(len(self.steps)),
+            "inst_acc": _mean([float(s.parsed) for s in self.steps]),
+            "tool_acc": _mean([float(bool(s.tool_match)) for s in tool_steps]),
+            "arg_acc": _mean([float(bool(s.args_match)) for s in tool_steps]),
+            "answer_acc": _mean(answers),
+            "reward": _mean([s.reward for s in self.steps]),
+        }
+
+
+class TeacherForcedEnv:
+    """Wraps a ToolEnv; see the module docstring for the loop, what the agent sees and the scores."""
+
+    def __init__(self, env: ToolEnv, *, scorer: StepScorer = score_step) -> None:
+        self.env = env
+        self.scorer = scorer
+        self.golden: list[GoldenTurn] = []
+        self.history: list[dict[str, Any]] = []
+        self.result: TeacherForcedResult | None = None
+        self.task: Task | None = None
+        self._next = 0
+
+    def reset(
+        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        opts = dict(options or {})
+        golden = opts.pop("golden", None)
+        if isinstance(golden, Trace) and seed is None:
+            seed = golden.header.seed
+        obs, info = self.env.reset(seed=seed, options=opts)
+        task = self.env.task
+        assert task is not None
+        if golden is None:
+            turns = golden_from_task(task)
+        elif isinstance(golden, Trace):
+            if golden.header.task_id != task.id:
+                raise ValueError(f"golden trace is of task {golden.header.task_id!r}, not {task.id!r}")
+            turns = golden_from_trace(golden)
+        else:
+            turns = list(golden)
+        if not turns:
+            raise ValueError(f"task {task.id!r} has no golden steps to teacher-force")
+        self.task, self.golden, self._next = task, turns, 0
+        self.history = [{"role": "user", "content": obs}]
+        self.result = TeacherForcedResult(task_id=task.id)
+        return obs, {**info, **self._position()}
+
+    def _position(self) -> dict[str, Any]:
+        return {
+            "teacher_forced": True,
+            "history": list(self.history),
+            "golden_step": self._next,
+            "golden_steps": len(self.golden),
+        }
+
+    def _parse(self, output: Any) -> tuple[list[Action] | None, str | None]:
+        if isinstance(output, _ACTION_TYPES):
+            return [output], None
+        if isinstance(output, list) and output and all(isinstance(a, _ACTION_TYPES) for a in output):
+            return list(output), None
+        if not isinstance(output, (str, Mapping)):
+            return None, f"expected model output text or a message object, got {type(output).__name__}"
+        try:
+            actions = self.env.protocol.parse(output)
+        except FormatError as exc:
+            return None, exc.message
+        except Exception as exc:  # a protocol bug scores as unparsed, never ends the evaluation
+            return None, f"unparseable output ({type(exc).__name__}: {exc})"
+        return (actions, None) if actions else (None, "no action found in the model output")
+
+    def _golden_output(self, turn: GoldenTurn) -> RawOutput | Action | list[Action]:
+        if turn.raw is not None:
+            return turn.raw  # type: ignore[no-any-return]
+        return turn.actions[0] if len(turn.actions) == 1 else list(turn.actions)
+
+    def _golden_text(self, turn: GoldenTurn) -> Any:
+        if turn.raw is not None:
+            return turn.raw
+        rendered = [self.env.protocol.format_action(a) for a in turn.actions]
+        return rendered[0] if len(rendered) == 1 else rendered
+
+    def step(self, output: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        if self.task is None or self.result is None:
+            raise RuntimeError("call reset() before step()")
+        if self._next >= len(self.golden):
+            raise RuntimeError("teacher-forced episode is over: call reset()")
+        turn = self.golden[self._next]
+        predicted, error = self._parse(output)
+        score = self.scorer(self.task, self._next, turn, predicted, error)
+        self.result.steps.append(score)
+        obs, _, terminated, truncated, env_info = self.env.step(self._golden_output(turn))
+        self.history.append({"role": "assistant", "content": self._golden_text(turn)})
+        self.history.append({"role": "observation", "content": obs})
+        self._next += 1
+        done = self._next >= len(self.golden) or terminated
+        info = {**self._position(), "score": score.as_dict(), "env_info": env_info}
+        return obs, score.reward, done, truncated and not done, info
+
+
+def run_teacher_forced(
+    env: ToolEnv,
+    agent: Agent,
+    task: Task,
+    *,
+    golden: Trace | Sequence[GoldenTurn] | None = None,
+    seed: int | None = None,
+    scorer: StepScorer = score_step,
+) -> TeacherForcedResult:
+    """Score `agent` step by step against the golden chain of `task` (or a golden trace)."""
+    tf = TeacherForcedEnv(env, scorer=scorer)
+    options: dict[str, Any] = {"task": task}
+    if golden is not None:
+        options["golden"] = golden
+    obs, info = tf.reset(seed=seed, options=options)
+    agent.start(task, obs, info)
+    while True:
+        obs, _, terminated, truncated, info = tf.step(agent.act(obs, info))
+        if terminated or truncated:
+            break
+    assert tf.result is not None
+    return tf.result
