@@ -117,11 +117,9 @@ def tools(
 # recorder (record / verify / replay)  -- toolgym/recorder/commands.py
 # tool server (serve / models)         -- toolgym/toolservers/commands.py
 # evaluation (eval / report / run)     -- toolgym/evaluation/commands.py
-from toolgym.evaluation.commands import register as register_evaluation  # noqa: E402
 from toolgym.recorder.commands import register as register_recorder  # noqa: E402
 
 register_recorder(app)
-register_evaluation(app)
 
 
 if __name__ == "__main__":
