@@ -95,7 +95,8 @@ def usage_of(body: Mapping[str, Any], message: Mapping[str, Any]) -> dict[str, i
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-Script = Mapping[str, Sequence[Reply]] | Callable[[Mapping[str, Any]], Reply]
+# a script gives the reply to a request; a Fault in a script fails that conversation's request
+Script = Mapping[str, Sequence[Reply | Fault]] | Callable[[Mapping[str, Any]], Reply | Fault]
 
 
 @dataclass
@@ -118,7 +119,7 @@ class FakeOpenAI:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def _reply_for(self, body: Mapping[str, Any]) -> Reply | str:
+    def _reply_for(self, body: Mapping[str, Any]) -> Reply | Fault | str:
         if callable(self.script):
             return self.script(body)
         messages = body["messages"]
@@ -149,6 +150,8 @@ class FakeOpenAI:
         reply = self._reply_for(body) if problem is None else problem
         if isinstance(reply, str):
             return 400, {}, json.dumps({"error": {"message": reply}}).encode(), 0.0
+        if isinstance(reply, Fault):
+            return reply.status, {}, reply.body.encode(), reply.delay_s
         turn = sum(1 for m in body["messages"] if m.get("role") == "assistant")
         message = reply.message(turn)
         usage = usage_of(body, message)

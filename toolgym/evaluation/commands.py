@@ -1,0 +1,399 @@
+"""`toolgym run`, `toolgym eval` and `toolgym report`: run agents over task sets, score trace
+folders with metric suites, and write an HTML report. `register(app)` adds them to the CLI."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from toolgym.evaluation.base import SuiteResult
+    from toolgym.evaluation.runs import EpisodeRecord, RunSummary
+    from toolgym.tasks import Task, TaskSet
+
+console = Console()
+
+EVAL_FILE = "eval.{mode}.json"  # what `toolgym eval` writes into the trace folder; `report` reads it
+
+
+class AgentKind(StrEnum):
+    oracle = "oracle"
+    llm = "llm"
+
+
+class ScoreMode(StrEnum):
+    compat = "compat"
+    fixed = "fixed"
+
+
+def _task_paths(tasks: Sequence[Path] | None) -> list[Path]:
+    from toolgym.envs.demo import default_task_paths
+
+    paths = list(tasks) if tasks else default_task_paths()
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise typer.BadParameter(f"no such task set file: {', '.join(missing)}", param_hint="--tasks")
+    return paths
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def print_run(summary: RunSummary) -> None:
+    from toolgym.evaluation.runs import pass_k_table
+
+    groups: dict[tuple[str, str], list[EpisodeRecord]] = {}
+    for e in summary.episodes:
+        groups.setdefault((e.task_set, e.task_id), []).append(e)
+    title = f"toolgym run: {len(groups)} tasks x {summary.trials} trials, {summary.agent}, {summary.protocol}"
+    table = Table(title=title)
+    with_tokens = any(e.usage for e in summary.episodes)
+    with_aborted = bool(summary.aborted)
+    columns = ["set", "task", "category", "passed", "reward", "steps", "errors"]
+    columns += ["tokens"] * with_tokens + ["aborted"] * with_aborted
+    for column in columns:
+        table.add_column(column, no_wrap=column in ("task", "passed"))
+    for (set_name, task_id), records in groups.items():
+        done = [r for r in records if r.status != "aborted"]
+        row = [
+            set_name,
+            task_id,
+            records[0].category or "-",
+            f"{sum(r.success for r in done)}/{len(done)}",
+            _fmt(sum(r.reward for r in done) / len(done) if done else None),
+            _fmt(sum(r.steps for r in done) / len(done) if done else None, 1),
+            str(sum(sum(r.error_counts.values()) for r in records)),
+        ]
+        if with_tokens:
+            row.append(str(sum(int(r.usage.get("total_tokens", 0)) for r in records if r.usage)))
+        if with_aborted:
+            row.append(str(len(records) - len(done)))
+        table.add_row(*row)
+    console.print(table)
+    finished = [e for e in summary.episodes if e.status != "aborted"]
+    solved = sum(e.success for e in finished)
+    console.print(f"success: {solved}/{len(finished)} episodes = {solved / max(len(finished), 1):.1%}")
+    rows = pass_k_table(summary.episodes)
+    if summary.trials > 1 and rows:
+        passk = Table(title="pass@k / pass^k (tau-bench estimators, mean over tasks)")
+        for column in ("k", "pass@k", "pass^k", "tasks"):
+            passk.add_column(column)
+        for pk in rows:
+            passk.add_row(str(pk.k), f"{pk.pass_at_k:.3f}", f"{pk.pass_hat_k:.3f}", str(pk.tasks))
+        console.print(passk)
+    usage = summary.usage
+    if usage["requests"]:
+        console.print(
+            f"tokens: {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion "
+            f"in {usage['requests']} requests ({usage['retries']} retries)"
+        )
+    for e in summary.aborted:
+        console.print(f"[red]aborted[/red] trial {e.trial} {e.task_set}/{e.task_id}: {e.error}")
+
+
+def run(
+    agent: Annotated[
+        AgentKind, typer.Option(help="oracle (golden chains) or llm (a chat server)")
+    ] = AgentKind.oracle,
+    out: Annotated[Path, typer.Option(help="run directory: traces per trial and run.json")] = Path(
+        "runs/run"
+    ),
+    tasks: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="task set files (JSONL); default: the bundled demo set and every mock-app task set"
+        ),
+    ] = None,
+    task_id: Annotated[list[str] | None, typer.Option("--task-id", help="run only these task ids")] = None,
+    protocol: Annotated[
+        str | None, typer.Option(help="react, json or openai; default: openai for llm, react for oracle")
+    ] = None,
+    trials: Annotated[
+        int, typer.Option(min=1, help="trials per task (pass@k / pass^k need k <= trials)")
+    ] = 1,
+    concurrency: Annotated[int, typer.Option(min=1, help="episodes (and model requests) at once")] = 1,
+    seed: Annotated[int, typer.Option(help="episode seed (the same for every trial)")] = 0,
+    max_steps: Annotated[int, typer.Option(min=1, help="step limit of tasks that set none")] = 10,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="model name sent in requests")] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option(help="environment variable holding the API key (sent as a bearer token)")
+    ] = None,
+    temperature: Annotated[
+        float | None, typer.Option(help="sampling temperature (server default if unset)")
+    ] = None,
+    llm_seed: Annotated[
+        int | None,
+        typer.Option(help="sampling seed; trial t sends llm_seed + t, so trials differ reproducibly"),
+    ] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="completion token limit per request")] = None,
+    timeout: Annotated[float, typer.Option(help="seconds per request before it is retried")] = 120.0,
+    max_retries: Annotated[
+        int, typer.Option(min=0, help="retries on 429 / 5xx / timeouts / refused connections")
+    ] = 4,
+) -> None:
+    """Run an agent over task sets, k trials per task, n episodes at once; write traces and run.json."""
+    from toolgym.agents import OracleAgent
+    from toolgym.envs.tool_env import ToolEnv
+    from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig, LLMError, api_key_from_env
+    from toolgym.evaluation.runs import run_trials, set_name
+    from toolgym.protocols import PROTOCOLS
+    from toolgym.tasks import TaskSet
+    from toolgym.toolservers.registry import default_toolset
+
+    chosen = protocol or ("openai" if agent is AgentKind.llm else "react")
+    if chosen not in PROTOCOLS:
+        raise typer.BadParameter(f"unknown protocol {chosen!r}; known: {', '.join(sorted(PROTOCOLS))}")
+    sets: list[tuple[str, TaskSet]] = []
+    for path in _task_paths(tasks):
+        task_set = TaskSet.load(path)
+        if task_id:
+            task_set = TaskSet([t for t in task_set if t.id in task_id], base_dir=task_set.base_dir)
+        if len(task_set):
+            sets.append((set_name(path), task_set))
+    if not sets:
+        raise typer.BadParameter(f"no task with id {', '.join(task_id or [])}", param_hint="--task-id")
+
+    client: ChatClient | None = None
+    if agent is AgentKind.llm:
+        if not base_url or not model:
+            raise typer.BadParameter("--agent llm needs --base-url and --model")
+        try:
+            key = api_key_from_env(api_key_env)
+        except LLMError as exc:
+            raise typer.BadParameter(exc.message, param_hint="--api-key-env") from None
+        config = LLMConfig(
+            base_url=base_url,
+            model=model,
+            api_key=key,
+            temperature=temperature,
+            seed=llm_seed,
+            max_tokens=max_tokens,
+            timeout_s=timeout,
+            max_retries=max_retries,
+            concurrency=concurrency,
+        )
+        client = ChatClient(config)
+
+    def make_agent(env: ToolEnv, trial: int) -> Any:
+        if client is None:
+            return OracleAgent(env.protocol)
+        return LLMAgent(client, env, seed=None if llm_seed is None else llm_seed + trial)
+
+    settings: dict[str, Any] = {"max_steps": max_steps}
+    if client is not None:
+        settings.update(
+            base_url=base_url,
+            temperature=temperature,
+            llm_seed=llm_seed,
+            max_tokens=max_tokens,
+            timeout_s=timeout,
+        )
+    total = trials * sum(len(s) for _, s in sets)
+    try:
+        with Progress(console=console, transient=True) as progress:
+            bar = progress.add_task("episodes", total=total)
+            summary = run_trials(
+                sets,
+                make_agent,
+                out=out,
+                toolset=default_toolset(),
+                protocol=chosen,
+                trials=trials,
+                concurrency=concurrency,
+                seed=seed,
+                max_steps=max_steps,
+                agent_name="oracle" if client is None else f"llm:{model}",
+                model=model if client is not None else None,
+                settings=settings,
+                on_episode=lambda record: progress.advance(bar),
+            )
+    finally:
+        if client is not None:
+            client.close()
+    print_run(summary)
+    console.print(f"traces and run.json written to {out}/")
+    if summary.aborted:
+        console.print(f"[red]{len(summary.aborted)} episodes aborted: the results are incomplete[/red]")
+        raise typer.Exit(code=1)
+
+
+# ---- eval ------------------------------------------------------------------------------------
+def _combined_tasks(paths: Sequence[Path]) -> tuple[dict[str, Task], TaskSet]:
+    from toolgym.evaluation.runs import load_task_index
+    from toolgym.tasks import TaskSet
+
+    try:
+        index = load_task_index(paths)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tasks") from None
+    return index, TaskSet(index.values())
+
+
+def score_suites(
+    directory: Path, suites: Sequence[str], mode: str, task_paths: Sequence[Path]
+) -> tuple[dict[str, SuiteResult], dict[str, str]]:
+    """Each suite's result on the traces under `directory`, or why it could not score."""
+    from toolgym.evaluation.base import EvaluationError, get_suite
+    from toolgym.evaluation.runs import load_traces
+
+    loaded, _ = load_traces(directory)
+    traces = [t.trace for t in loaded]
+    _, task_set = _combined_tasks(task_paths)
+    results: dict[str, SuiteResult] = {}
+    failures: dict[str, str] = {}
+    for name in suites:
+        try:
+            results[name] = get_suite(name).score(traces, task_set, "compat" if mode == "compat" else "fixed")
+        except EvaluationError as exc:
+            failures[name] = str(exc)
+    return results, failures
+
+
+def score_mtu_pairs(
+    evals: Sequence[Path], responses: Sequence[Path], mode: str
+) -> tuple[dict[str, SuiteResult], dict[str, str]]:
+    """MTU-Eval's own files (eval rows + model responses) through the MTU scorer, per pair."""
+    from toolgym.evaluation.base import EvaluationError
+    from toolgym.evaluation.metrics.mtu import score_mtu_files
+
+    results: dict[str, SuiteResult] = {}
+    failures: dict[str, str] = {}
+    for eval_file, response_file in zip(evals, responses, strict=True):
+        name = f"mtu:{eval_file.stem.removesuffix('_eval')}"
+        try:
+            results[name] = score_mtu_files(
+                eval_file, response_file, "compat" if mode == "compat" else "fixed"
+            )
+        except EvaluationError as exc:
+            failures[name] = str(exc)
+    return results, failures
+
+
+def eval_command(
+    directory: Annotated[
+        Path | None, typer.Argument(help="a trace folder (a run directory, or any folder of traces)")
+    ] = None,
+    suite: Annotated[
+        str, typer.Option(help="comma-separated metric suites: gta, teval, mtu, tooleyes, ctooleval")
+    ] = "gta",
+    mode: Annotated[
+        ScoreMode, typer.Option(help="compat: the original scorer's numbers; fixed: corrected")
+    ] = (ScoreMode.fixed),
+    tasks: Annotated[
+        list[Path] | None,
+        typer.Option(help="task set files the traces ran on; default: the bundled sets"),
+    ] = None,
+    mtu_eval: Annotated[
+        list[Path] | None, typer.Option(help="MTU-Eval rows (e.g. S-S_eval.jsonl); pair with --mtu-responses")
+    ] = None,
+    mtu_responses: Annotated[
+        list[Path] | None, typer.Option(help="model responses to the --mtu-eval rows, in the same order")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="results JSON; default: DIR/eval.<mode>.json")] = None,
+) -> None:
+    """Score a trace folder with metric suites (and/or MTU-Eval response files); print and save."""
+    evals, responses = list(mtu_eval or []), list(mtu_responses or [])
+    if len(evals) != len(responses):
+        raise typer.BadParameter("give one --mtu-responses per --mtu-eval", param_hint="--mtu-responses")
+    missing = [str(p) for p in [*evals, *responses] if not p.is_file()]
+    if missing:
+        raise typer.BadParameter(f"no such file: {', '.join(missing)}", param_hint="--mtu-eval")
+    if directory is None and not evals:
+        raise typer.BadParameter("give a trace folder, or MTU files with --mtu-eval/--mtu-responses")
+    if directory is not None and not directory.is_dir():
+        raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
+    results: dict[str, SuiteResult] = {}
+    failures: dict[str, str] = {}
+    if directory is not None:
+        from toolgym.evaluation.runs import load_traces
+
+        names = [s.strip() for s in suite.split(",") if s.strip()]
+        if not names:
+            raise typer.BadParameter("name at least one suite", param_hint="--suite")
+        loaded, problems = load_traces(directory)
+        for problem in problems:
+            console.print(f"[yellow]skipped[/yellow] {problem}")
+        console.print(f"{len(loaded)} traces in {directory}")
+        results, failures = score_suites(directory, names, mode.value, _task_paths(tasks))
+    if evals:
+        mtu_results, mtu_failures = score_mtu_pairs(evals, responses, mode.value)
+        results.update(mtu_results)
+        failures.update(mtu_failures)
+    for name, result in results.items():
+        table = Table(title=f"{name} ({result.mode} mode)")
+        table.add_column("metric")
+        table.add_column("value", justify="right")
+        for metric, value in result.metrics.items():
+            table.add_row(metric, f"{value:.2f}")
+        console.print(table)
+        if result.counts:
+            console.print("counts: " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
+        for note in result.notes:
+            console.print(f"note: {note}")
+    for name, message in failures.items():
+        console.print(f"[red]{name}: not scored[/red]: {message}")
+    target = out or (directory / EVAL_FILE.format(mode=mode.value) if directory is not None else None)
+    if target is not None:
+        payload = {
+            "mode": mode.value,
+            "results": {name: r.model_dump(mode="json") for name, r in results.items()},
+            "failures": failures,
+        }
+        target.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        console.print(f"results written to {target}")
+    if failures:
+        raise typer.Exit(code=1)
+
+
+# ---- report ----------------------------------------------------------------------------------
+def report_command(
+    directory: Annotated[
+        Path, typer.Argument(help="a trace folder (a run directory, or any folder of traces)")
+    ],
+    out: Annotated[Path | None, typer.Option(help="the HTML file; default: DIR/report.html")] = None,
+    suite: Annotated[
+        str | None,
+        typer.Option(help="also score these suites now (comma-separated); eval.*.json files are read"),
+    ] = None,
+    mode: Annotated[ScoreMode, typer.Option(help="scoring mode for --suite")] = ScoreMode.fixed,
+    tasks: Annotated[
+        list[Path] | None,
+        typer.Option(help="task set files the traces ran on (categories); default: the bundled sets"),
+    ] = None,
+    title: Annotated[str | None, typer.Option(help="report title")] = None,
+) -> None:
+    """Write a self-contained HTML report (plots inline) for a trace folder."""
+    from toolgym.evaluation.report import collect_report_data, write_report
+
+    if not directory.is_dir():
+        raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
+    paths = _task_paths(tasks)
+    index, _ = _combined_tasks(paths)
+    data = collect_report_data(directory, index, title=title)
+    if suite:
+        names = [s.strip() for s in suite.split(",") if s.strip()]
+        results, failures = score_suites(directory, names, mode.value, paths)
+        data.add_suite_results(mode.value, results, failures)
+    target = out or directory / "report.html"
+    write_report(data, target)
+    for name, message in data.suite_failures.items():
+        console.print(f"[yellow]{name} not in the report[/yellow]: {message}")
+    console.print(f"{data.episode_count} episodes; report written to {target}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+    app.command("eval")(eval_command)
+    app.command("report")(report_command)

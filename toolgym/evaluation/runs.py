@@ -1,0 +1,389 @@
+"""Multi-trial runs: every task of some task sets, k trials each, episodes in parallel, traces on disk.
+
+Layout of a run directory:
+
+    OUT/run.json                              the run summary (agent, settings, one record per episode)
+    OUT/trial-<t>/<set>/<task>.seed<s>.jsonl  one trace per episode
+
+Each episode gets its own ToolEnv (and mock world), so parallel episodes never share state; the
+tools themselves are shared. An episode whose model server fails (LLMError: retries exhausted, a
+refused request) is recorded as `aborted` with the reason and its partial trace; aborted episodes
+are not agent failures and are left out of success rates and pass@k / pass^k (they are counted
+apart, as infra errors are everywhere in toolgym).
+
+pass@k and pass^k follow tau-bench: from n trials of a task with c successes, pass^k = C(c,k)/C(n,k)
+(the chance that k i.i.d. trials all succeed) and pass@k = 1 - C(n-c,k)/C(n,k) (at least one does);
+both are averaged over the tasks with n >= k.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from math import comb
+from pathlib import Path
+from typing import Any, Literal
+
+from toolgym.agents import Agent
+from toolgym.canonical import canonical_json
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.evaluation.llm import LLMError, Usage
+from toolgym.recorder.trace import Trace, read_trace
+from toolgym.runner import _trace_name, run_episode
+from toolgym.tasks import Task, TaskSet
+from toolgym.tools import ToolSet
+
+SUMMARY_FILE = "run.json"
+SUCCESS_THRESHOLD = 1.0 - 1e-9  # tau-bench: an episode succeeds when its reward is 1
+_TRIAL_RE = re.compile(r"^trial-(\d+)$")
+
+Status = Literal["terminated", "truncated", "aborted"]
+AgentFactory = Callable[[ToolEnv, int], Agent]  # (the episode's env, trial index) -> a fresh agent
+
+
+def set_name(path: Path) -> str:
+    """A task set's short name: the file stem, or its folder for a generic `tasks.jsonl`."""
+    return path.parent.name if path.stem == "tasks" else path.stem
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    trial: int
+    task_set: str
+    task_id: str
+    status: Status
+    reward: float
+    steps: int
+    category: str | None = None
+    error_counts: dict[str, int] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)
+    usage: dict[str, int | float] | None = None
+    trace: str | None = None  # relative to the run directory
+    error: str | None = None  # why an aborted episode stopped
+
+    @property
+    def success(self) -> bool:
+        return self.status != "aborted" and self.reward >= SUCCESS_THRESHOLD
+
+
+@dataclass
+class RunSummary:
+    agent: str
+    protocol: str
+    trials: int
+    seed: int | None
+    episodes: list[EpisodeRecord]
+    model: str | None = None
+    concurrency: int = 1
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def usage(self) -> dict[str, int | float]:
+        total = Usage()
+        for e in self.episodes:
+            if e.usage:
+                total.add(Usage.from_dict(e.usage))
+        return total.as_dict()
+
+    @property
+    def aborted(self) -> list[EpisodeRecord]:
+        return [e for e in self.episodes if e.status == "aborted"]
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["usage"] = self.usage
+        return data
+
+    def write(self, out: Path) -> Path:
+        path = out / SUMMARY_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(canonical_json(self.to_json()) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunSummary:
+        fields = {k: v for k, v in data.items() if k != "usage"}
+        fields["episodes"] = [EpisodeRecord(**e) for e in data["episodes"]]
+        return cls(**fields)
+
+    @classmethod
+    def load(cls, path: Path) -> RunSummary:
+        file = path / SUMMARY_FILE if path.is_dir() else path
+        return cls.from_json(json.loads(file.read_text(encoding="utf-8")))
+
+
+# ---- pass@k / pass^k --------------------------------------------------------------------------
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The chance that at least one of k trials drawn from n (c successes) succeeds."""
+    _check(n, c, k)
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k: the chance that all k trials drawn from n (c successes) succeed."""
+    _check(n, c, k)
+    return comb(c, k) / comb(n, k)
+
+
+def _check(n: int, c: int, k: int) -> None:
+    if not (0 <= c <= n and 1 <= k <= n):
+        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+
+
+def trial_counts(episodes: Iterable[EpisodeRecord]) -> dict[tuple[str, str], tuple[int, int]]:
+    """(task set, task id) -> (n finished trials, c successes); aborted episodes are left out."""
+    counts: dict[tuple[str, str], tuple[int, int]] = {}
+    for e in episodes:
+        if e.status == "aborted":
+            continue
+        n, c = counts.get((e.task_set, e.task_id), (0, 0))
+        counts[(e.task_set, e.task_id)] = (n + 1, c + int(e.success))
+    return counts
+
+
+@dataclass(frozen=True)
+class PassK:
+    k: int
+    pass_at_k: float
+    pass_hat_k: float
+    tasks: int  # tasks with at least k finished trials (the average's denominator)
+
+
+def pass_k_table(episodes: Iterable[EpisodeRecord], ks: Sequence[int] | None = None) -> list[PassK]:
+    """pass@k and pass^k for k = 1 .. the most trials any task has (or the given ks)."""
+    counts = trial_counts(episodes)
+    if not counts:
+        return []
+    most = max(n for n, _ in counts.values())
+    rows = []
+    for k in ks or range(1, most + 1):
+        eligible = [(n, c) for n, c in counts.values() if n >= k]
+        if not eligible:
+            continue
+        rows.append(
+            PassK(
+                k=k,
+                pass_at_k=sum(pass_at_k(n, c, k) for n, c in eligible) / len(eligible),
+                pass_hat_k=sum(pass_hat_k(n, c, k) for n, c in eligible) / len(eligible),
+                tasks=len(eligible),
+            )
+        )
+    return rows
+
+
+# ---- running ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Job:
+    trial: int
+    set_name: str
+    task_set: TaskSet
+    task: Task
+
+
+def _usage_of(agent: Agent) -> dict[str, int | float] | None:
+    usage = getattr(agent, "usage", None)
+    return usage.as_dict() if isinstance(usage, Usage) else None
+
+
+def _run_job(
+    job: _Job,
+    make_agent: AgentFactory,
+    *,
+    toolset: ToolSet,
+    protocol: str,
+    out: Path,
+    seed: int | None,
+    max_steps: int,
+) -> EpisodeRecord:
+    trace_dir = out / f"trial-{job.trial}" / job.set_name
+    env = ToolEnv(toolset, job.task_set, protocol=protocol, max_steps=max_steps)
+    agent = make_agent(env, job.trial)
+    try:
+        result = run_episode(env, agent, job.task, seed=seed, trace_dir=trace_dir)
+    except LLMError as exc:
+        partial = trace_dir / (_trace_name(job.task.id, seed) + ".partial")
+        return EpisodeRecord(
+            trial=job.trial,
+            task_set=job.set_name,
+            task_id=job.task.id,
+            status="aborted",
+            reward=0.0,
+            steps=len(env.episode.steps) if env.episode is not None else 0,
+            category=job.task.category,
+            error_counts=dict(env.error_counts),
+            usage=_usage_of(agent),
+            trace=partial.relative_to(out).as_posix() if partial.exists() else None,
+            error=f"{type(exc).__name__}: {exc.message}",
+        )
+    finally:
+        env.close()
+    return EpisodeRecord(
+        trial=job.trial,
+        task_set=job.set_name,
+        task_id=job.task.id,
+        status="terminated" if result.terminated else "truncated",
+        reward=result.reward,
+        steps=result.steps,
+        category=job.task.category,
+        error_counts=result.error_counts,
+        scores=result.scores,
+        usage=_usage_of(agent),
+        trace=result.trace_path.relative_to(out).as_posix() if result.trace_path else None,
+    )
+
+
+def run_trials(
+    task_sets: Sequence[tuple[str, TaskSet]],
+    make_agent: AgentFactory,
+    *,
+    out: Path,
+    toolset: ToolSet,
+    protocol: str = "react",
+    trials: int = 1,
+    concurrency: int = 1,
+    seed: int | None = 0,
+    max_steps: int = 10,
+    agent_name: str = "agent",
+    model: str | None = None,
+    settings: Mapping[str, Any] | None = None,
+    on_episode: Callable[[EpisodeRecord], None] | None = None,
+) -> RunSummary:
+    """Run every task `trials` times with up to `concurrency` episodes at once; write traces and
+    OUT/run.json. Records come back in (trial, task set, task) order whatever the finishing order."""
+    if trials < 1 or concurrency < 1:
+        raise ValueError("trials and concurrency must be at least 1")
+    names = [name for name, _ in task_sets]
+    if len(set(names)) != len(names):
+        raise ValueError(f"task set names must be distinct, got {names}")
+    jobs = [
+        _Job(trial, name, task_set, task)
+        for trial in range(trials)
+        for name, task_set in task_sets
+        for task in task_set
+    ]
+    lock = threading.Lock()
+
+    def run(job: _Job) -> EpisodeRecord:
+        record = _run_job(
+            job, make_agent, toolset=toolset, protocol=protocol, out=out, seed=seed, max_steps=max_steps
+        )
+        if on_episode is not None:
+            with lock:
+                on_episode(record)
+        return record
+
+    if concurrency == 1:
+        records = [run(job) for job in jobs]
+    else:
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="episode") as pool:
+            futures: list[Future[EpisodeRecord]] = [pool.submit(run, job) for job in jobs]
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = next((f.exception() for f in done if f.exception() is not None), None)
+            if failed is not None:
+                for other in futures:
+                    other.cancel()  # a bug in an episode stops the run instead of hiding in a log
+                raise failed
+            records = [f.result() for f in futures]
+    summary = RunSummary(
+        agent=agent_name,
+        protocol=protocol,
+        trials=trials,
+        seed=seed,
+        episodes=records,
+        model=model,
+        concurrency=concurrency,
+        settings=dict(settings or {}),
+    )
+    summary.write(out)
+    return summary
+
+
+# ---- reading a run back ----------------------------------------------------------------------
+def trial_of(path: Path, root: Path) -> int:
+    """The trial index from a `trial-<t>` folder on the way from root to the trace; 0 if none."""
+    for part in path.relative_to(root).parts[:-1]:
+        match = _TRIAL_RE.match(part)
+        if match:
+            return int(match.group(1))
+    return 0
+
+
+def find_traces(root: Path, *, partial: bool = False) -> list[Path]:
+    """Every trace file under root (finished `*.jsonl`; with `partial`, also `*.jsonl.partial`)."""
+    found = [p for p in root.rglob("*.jsonl") if p.is_file()]
+    if partial:
+        found += [p for p in root.rglob("*.jsonl.partial") if p.is_file()]
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class LoadedTrace:
+    path: Path
+    rel: str  # path relative to the folder it was loaded from
+    trial: int
+    task_set: str
+    trace: Trace
+
+
+def load_traces(root: Path) -> tuple[list[LoadedTrace], list[str]]:
+    """The traces under root and the problems met (a file that is not a trace is reported, not fatal:
+    a run directory may hold other JSONL files)."""
+    loaded: list[LoadedTrace] = []
+    problems: list[str] = []
+    for path in find_traces(root):
+        try:
+            trace = read_trace(path)
+        except (ValueError, OSError) as exc:
+            problems.append(f"{path.relative_to(root)}: not a trace ({str(exc).splitlines()[0][:200]})")
+            continue
+        rel = path.relative_to(root)
+        folder = rel.parts[-2] if len(rel.parts) > 1 else ""
+        loaded.append(
+            LoadedTrace(
+                path=path,
+                rel=rel.as_posix(),
+                trial=trial_of(path, root),
+                task_set="" if _TRIAL_RE.match(folder) else folder,
+                trace=trace,
+            )
+        )
+    return loaded, problems
+
+
+def records_from_traces(traces: Iterable[LoadedTrace], tasks: Mapping[str, Task]) -> list[EpisodeRecord]:
+    """Episode records rebuilt from traces alone (for trace folders without run.json)."""
+    records = []
+    for t in traces:
+        end = t.trace.end
+        task = tasks.get(t.trace.header.task_id)
+        records.append(
+            EpisodeRecord(
+                trial=t.trial,
+                task_set=t.task_set,
+                task_id=t.trace.header.task_id,
+                status=end.status if end is not None else "aborted",
+                reward=end.reward if end is not None else 0.0,
+                steps=end.steps if end is not None else len(t.trace.steps),
+                category=task.category if task is not None else None,
+                error_counts=dict(end.error_counts) if end is not None else {},
+                scores=dict(end.scores) if end is not None else {},
+                trace=t.rel,
+                error=None if end is not None else "trace has no end record",
+            )
+        )
+    return records
+
+
+def load_task_index(paths: Iterable[Path]) -> dict[str, Task]:
+    """Tasks by id over several task sets; an id in two sets is an error (traces name tasks by id)."""
+    index: dict[str, Task] = {}
+    for path in paths:
+        for task in TaskSet.load(path):
+            if task.id in index:
+                raise ValueError(f"task id {task.id!r} appears in more than one task set ({path})")
+            index[task.id] = task
+    return index
