@@ -116,10 +116,6 @@ def tools(
 # Command groups of other modules register here, one line each (keep this order):
 # recorder (record / verify / replay)  -- toolgym/recorder/commands.py
 # tool server (serve / models)         -- toolgym/toolservers/commands.py
-# containers and lab node (lab ...)     -- toolgym/lab.py
-from toolgym.lab import register as register_lab  # noqa: E402
-
-register_lab(app)
 # evaluation (eval / report / run)     -- toolgym/evaluation/commands.py
 from toolgym.evaluation.commands import register as register_evaluation  # noqa: E402
 from toolgym.recorder.commands import register as register_recorder  # noqa: E402
