@@ -116,8 +116,12 @@ def test_replayed_trace_holds_the_response_and_its_parsed_calls(
     assert trace.header.agent == "gpt4"
     names = [a["name"] for a in trace.steps[0].actions]
     assert names == ["get_account_balance", "MakePayment"]
-    # calls are checked against the prompt's API list but not run
-    assert trace.steps[0].observations[0]["content"] == {"status": "not run: MTU scores the next turn only"}
+    assert trace.header.env_config["mode"] == "teacher_forced"
+    # predictions are checked against the prompt's API list, never run
+    assert trace.steps[0].error_kinds == []
+    kinds = {k for p in paths for s in read_trace(p).steps for k in s.error_kinds}
+    assert kinds == {"format_error", "unknown_tool", "argument_error"}
+    assert by_task["M-M_3_1"].steps[0].observations[0]["tool"] == "User_Prompt"  # not in the list
     responses = {r["id"]: r for r in responses_from_traces(list(by_task.values()), tasks)}
     original = {r["id"]: r["response"] for r in read_jsonl(MM[1])}
     assert responses["M-M_21_2"]["response"] == original["M-M_21_2"]
@@ -294,8 +298,11 @@ def test_missing_responses_are_counted_and_scored_as_no_call(tmp_path: Path) -> 
     assert result.metrics["TS"] < REFERENCE_SS["TS"]
 
 
-def test_trace_of_a_task_without_mtu_metadata_is_an_error(tmp_path: Path) -> None:
+def test_traces_of_unknown_tasks_are_skipped_and_counted(tmp_path: Path) -> None:
     trace = _one_trace(tmp_path)
-    other = TaskSet([Task(id="S-S_3", query="q")])
-    with pytest.raises(EvaluationError, match="no MTU row"):
-        get_suite("mtu").score([trace], other, "fixed")
+    with pytest.raises(EvaluationError, match="none of the 1 traces"):
+        get_suite("mtu").score([trace], TaskSet([Task(id="other", query="q")]), "fixed")
+    tasks = load_mtu_tasks(SS[0])
+    stray = trace.model_copy(update={"header": trace.header.model_copy(update={"task_id": "nope"})})
+    result = get_suite("mtu").score([trace, stray], tasks, "compat")
+    assert result.counts["skipped_unknown_task"] == 1 and result.counts["S-S/items"] == 1

@@ -10,13 +10,24 @@ percentages (0-100) as the benchmarks publish them; `per_task` holds each task's
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from toolgym.actions import Observation
+from toolgym.canonical import canonical_hash
+from toolgym.errors import ErrorKind
 from toolgym.recorder.trace import Trace, TraceStep
 from toolgym.tasks import Task, TaskSet
+
+if TYPE_CHECKING:
+    from toolgym.agents import Agent
+    from toolgym.envs.tool_env import ToolEnv
+    from toolgym.recorder.teacher import GoldenTurn, TeacherForcedResult
 
 Mode = Literal["compat", "fixed"]
 MODES: tuple[Mode, ...] = ("compat", "fixed")
@@ -126,6 +137,116 @@ def pct(numerator: float, denominator: float) -> float:
 
 def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
+
+
+# ---- teacher-forced traces ----------------------------------------------------------------------
+
+
+def _trace_file_name(task_id: str, seed: int | None) -> str:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id)
+    return f"{safe}.tf.seed{seed}.jsonl" if seed is not None else f"{safe}.tf.jsonl"
+
+
+def _check_prediction(env: ToolEnv, actions: Sequence[dict[str, Any]]) -> list[Observation]:
+    """What the env would have said about the predicted calls without running them: an unknown
+    tool or arguments its schema refuses (tools are never invoked here)."""
+    from toolgym.errors import ToolgymError
+
+    checks = []
+    for action in actions:
+        if action.get("type") != "tool_call":
+            continue
+        name, call_id = str(action.get("name")), action.get("call_id")
+        if name not in env.offered:
+            checks.append(
+                Observation.from_error(
+                    ErrorKind.UNKNOWN_TOOL, f"tool {name!r} is not available", tool=name, call_id=call_id
+                )
+            )
+            continue
+        try:
+            env.offered.get(name).validate(action.get("arguments") or {})
+        except ToolgymError as exc:
+            checks.append(Observation.from_error(exc.kind, exc.message, tool=name, call_id=call_id))
+    return checks
+
+
+def record_teacher_forced(
+    env: ToolEnv,
+    agent: Agent,
+    task: Task,
+    trace_dir: Path,
+    *,
+    golden: Trace | Sequence[GoldenTurn] | None = None,
+    seed: int | None = None,
+) -> tuple[TeacherForcedResult, Path]:
+    """Runs `agent` teacher-forced (toolgym.recorder.teacher) and writes a trace of its
+    *predictions*: step i holds the agent's raw output for golden step i and the actions it parsed
+    to; its observations are the checks of those actions (format error, unknown tool, arguments
+    the schema refuses), never results, since predictions do not run. The header says
+    `env_config["mode"] = "teacher_forced"`, which is how the suites tell step-mode traces."""
+    from toolgym.recorder.teacher import TeacherForcedEnv
+    from toolgym.recorder.trace import ToolInfo, TraceEnd, TraceHeader, TraceStep, TraceWriter
+
+    tf = TeacherForcedEnv(env)
+    options: dict[str, Any] = {"task": task}
+    if golden is not None:
+        options["golden"] = golden
+    obs, info = tf.reset(seed=seed, options=options)
+    agent.start(task, obs, info)
+    header = TraceHeader(
+        task_id=task.id,
+        seed=seed,
+        clock=task.clock.isoformat(),
+        protocol=env.protocol.name,
+        agent=agent.name,
+        tools=[ToolInfo(name=t.name, version=t.version, backend=t.backend) for t in env.offered],
+        env_config={"mode": "teacher_forced", "golden_steps": len(tf.golden)},
+        task_hash=canonical_hash(task.model_dump(mode="json")),
+    )
+    writer = TraceWriter(trace_dir / _trace_file_name(task.id, seed), header)
+    final: str | None = None
+    errors: Counter[str] = Counter()
+    try:
+        steps = 0
+        while True:
+            output = agent.act(obs, info)
+            obs, _, terminated, truncated, info = tf.step(output)
+            steps += 1
+            score = info["score"]
+            predicted: list[dict[str, Any]] = score["predicted"]
+            observations = _check_prediction(env, predicted)
+            if score["error"] is not None:
+                observations.insert(0, Observation.from_error(ErrorKind.FORMAT_ERROR, score["error"]))
+            final = next((a["text"] for a in predicted if a.get("type") == "final_answer"), final)
+            kinds = [o.error.kind.value for o in observations if o.error is not None]
+            errors.update(kinds)
+            writer.step(
+                TraceStep(
+                    index=steps,
+                    raw=output if isinstance(output, (str, dict)) else None,
+                    actions=predicted,
+                    observations=[o.model_dump(mode="json") for o in observations],
+                    error_kinds=kinds,
+                )
+            )
+            if terminated or truncated:
+                break
+        assert tf.result is not None
+        summary = tf.result.summary()
+        path = writer.finish(
+            TraceEnd(
+                status="terminated",
+                steps=steps,
+                final_answer=final,
+                reward=summary["reward"],
+                error_counts=dict(errors),
+                scores=summary,
+            )
+        )
+    finally:
+        writer.close()
+    return tf.result, path
 
 
 # ---- registry -----------------------------------------------------------------------------------

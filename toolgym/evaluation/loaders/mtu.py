@@ -13,8 +13,9 @@ list, the dialog history, the user's last turn) and `answer` the expected calls 
 
 `run_mtu_episodes` replays a response file (e.g. GPT-4's) through ToolEnv with the ReAct protocol
 and writes one trace per row; `toolgym.evaluation.metrics.mtu.MTUSuite` scores those traces.
-The recorder's teacher-forced API had not landed when this was written: each row runs as a
-one-step episode (`max_steps=1`) with the history inside the prompt.
+Each row runs teacher-forced (toolgym.recorder.teacher) for one golden turn: the history is
+inside the prompt, the expected next turn is the golden turn, and the trace holds the model's
+prediction for it (toolgym.evaluation.base.record_teacher_forced).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolgym.actions import Action, NoCall, ToolCall
 from toolgym.evaluation.base import EvaluationError
@@ -41,6 +42,9 @@ from toolgym.protocols.base import RawOutput
 from toolgym.recorder.trace import Trace
 from toolgym.tasks import GoldenStep, Task, TaskSet
 from toolgym.tools import SchemaTool, ToolContext, ToolSet
+
+if TYPE_CHECKING:
+    from toolgym.recorder.teacher import GoldenTurn
 
 API_LIST_MARKER = "The following is a list of APIs and their parameters that you can use:"
 HISTORY_MARKER = "History Dialog:"
@@ -310,6 +314,13 @@ def recorded_responses(tasks: TaskSet, response_jsonl: Path | str) -> dict[str, 
     return {t.id: [text] for t, text in zip(tasks, joined, strict=True) if text is not None}
 
 
+def golden_turn(task: Task) -> GoldenTurn:
+    """The expected next turn as one golden turn (its calls together, or a NoCall)."""
+    from toolgym.recorder.teacher import GoldenTurn
+
+    return GoldenTurn(actions=tuple(step.action for step in task.golden))
+
+
 def run_mtu_episodes(
     tasks: TaskSet,
     outputs: Mapping[str, Sequence[RawOutput]],
@@ -317,11 +328,12 @@ def run_mtu_episodes(
     *,
     agent_name: str = "recorded",
 ) -> list[Path]:
-    """Runs each MTU task as a one-step episode in ToolEnv (ReAct protocol; prose is a no-call
-    turn, as MTU scores it) with the recorded outputs; returns the trace paths."""
+    """Runs each MTU task teacher-forced (toolgym.recorder.teacher) for its one scored turn, in
+    ToolEnv with the ReAct protocol (prose is a no-call turn, as MTU scores it), with the
+    recorded outputs as the agent; returns the trace paths (one per row)."""
     from toolgym.envs.tool_env import ToolEnv
+    from toolgym.evaluation.base import record_teacher_forced
     from toolgym.protocols.react import ReActProtocol
-    from toolgym.runner import run_episode
 
     protocol = ReActProtocol(prose_as_no_call=True)
     agent = RecordedAgent(outputs, name=agent_name)
@@ -329,9 +341,8 @@ def run_mtu_episodes(
     for task in tasks:
         env = ToolEnv(toolset_for(parse_api_list(task.query)), [task], protocol=protocol, max_steps=1)
         try:
-            result = run_episode(env, agent, task, trace_dir=trace_dir)
+            _, path = record_teacher_forced(env, agent, task, trace_dir, golden=[golden_turn(task)])
         finally:
             env.close()
-        assert result.trace_path is not None
-        paths.append(result.trace_path)
+        paths.append(path)
     return paths

@@ -33,12 +33,13 @@ from toolgym.evaluation.base import (
     check_mode,
     mean,
     raw_text,
-    task_for,
 )
 from toolgym.recorder.trace import Trace
-from toolgym.tasks import TaskSet
+from toolgym.tasks import Task, TaskSet
 
 SPLITS = ("S-S", "S-M", "M-S", "M-M")
+# traces of tasks that are not MTU rows: a whole episode's calls against its golden chain
+EPISODE = "episode"
 SINGLE_CALL_SPLITS = frozenset({"S-S", "M-S"})
 MULTI_TURN_SPLITS = frozenset({"M-S", "M-M"})
 
@@ -391,6 +392,7 @@ class Item:
     key: str  # unique item key (task id)
     calls: list[Call] | None = None  # fixed mode: calls already parsed (from a trace)
     format_error: bool = False
+    compat_pred: dict[str, dict[str, Any]] | None = None  # compat: calls of a whole episode
 
 
 def split_of(item_id: str) -> str:
@@ -446,7 +448,8 @@ def _single_flags(item: Item, mode: Mode) -> tuple[float, float]:
 
 def _multi_flags(item: Item, mode: Mode) -> tuple[float, float]:
     if mode == "compat":
-        return compat_multi_scores(compat_parse_multi(item.response), item.answer)
+        pred = item.compat_pred if item.compat_pred is not None else compat_parse_multi(item.response)
+        return compat_multi_scores(pred, item.answer)
     if item.format_error:
         return 0.0, 0.0
     calls = item.calls if item.calls is not None else parse_fixed(item.response)[0]
@@ -519,11 +522,15 @@ def score_items(items: Sequence[Item], mode: Mode, suite: str = "mtu") -> SuiteR
                 tn.append(n)
                 to.append(o)
                 per_task[it.key] = {"TN": n, "TO": o}
+                if split == EPISODE:
+                    per_task[it.key]["success"] = float(n == 1 and o == 1)
                 if split == "M-M":
                     ok = float(n == 1 and o == 1)
                     flags.setdefault(it.dialog if mode == "compat" else it.dialog_fixed, {})[it.turn] = ok
             split_metrics["TN"] = 100 * mean(tn)
             split_metrics["TO"] = 100 * mean(to)
+            if split == EPISODE:
+                split_metrics["SR"] = 100 * mean([per_task[it.key]["success"] for it in rows])
         if split in MULTI_TURN_SPLITS:
             split_metrics.update(dialog_metrics(flags))
             counts[f"{split}/dialogs"] = len(flags)
@@ -647,27 +654,61 @@ def _trace_calls(trace: Trace) -> tuple[list[Call], bool]:
     return actions_to_calls(actions), "format_error" in step.error_kinds
 
 
+def _episode_item(trace: Trace, task: Task) -> Item:
+    """A whole episode as one multi-call item: all its calls against the golden chain's calls."""
+    gold = [g.action for g in task.golden if isinstance(g.action, ToolCall)]
+    answer: dict[str, Any] = {}
+    for call in gold:
+        answer.setdefault(call.name, dict(call.arguments))
+    actions = [ACTION_ADAPTER.validate_python(a) for s in trace.steps for a in s.actions]
+    calls = actions_to_calls(actions)
+    compat_pred: dict[str, dict[str, Any]] = {}
+    for c in calls:
+        compat_pred[c.name] = c.arguments  # MTU's dict: last params at the first position
+    return Item(
+        id=task.id,
+        split=EPISODE,
+        answer=answer,
+        response="",
+        dialog=task.id,
+        dialog_fixed=task.id,
+        turn=0,
+        key=task.id,
+        calls=calls,
+        compat_pred=compat_pred,
+    )
+
+
 class MTUSuite:
     """Scores traces of MTU rows (one teacher-forced turn per trace; tasks from
-    toolgym.evaluation.loaders.mtu carry the row in `metadata["mtu"]`)."""
+    toolgym.evaluation.loaders.mtu carry the row in `metadata["mtu"]`). Traces of other tasks
+    are scored as whole episodes (split "episode": TN, TO and SR of all their calls against the
+    golden chain); traces whose task is not in the task set are skipped and counted."""
 
     name = "mtu"
 
     def score(self, traces: Sequence[Trace], tasks: TaskSet | None, mode: Mode) -> SuiteResult:
         mode = check_mode(mode)
-        entries = []
+        if tasks is None:
+            raise EvaluationError("the mtu suite needs the task set the traces were run on")
+        rows: list[tuple[int, str, dict[str, Any], Trace]] = []
+        episodes: list[Item] = []
+        skipped = 0
         for trace in traces:
-            task = task_for(trace, tasks, self.name)
+            if trace.header.task_id not in tasks:
+                skipped += 1
+                continue
+            task = tasks[trace.header.task_id]
             meta = task.metadata.get("mtu")
-            if not isinstance(meta, dict) or "id" not in meta or "answer" not in meta:
-                raise EvaluationError(
-                    f"task {task.id!r} has no MTU row in metadata['mtu'] (load it with "
-                    "toolgym.evaluation.loaders.mtu)"
-                )
-            entries.append((int(meta.get("row", 0)), task.id, meta, trace))
-        entries.sort(key=lambda e: e[0])  # the benchmark's row order: later rows overwrite (compat)
+            if isinstance(meta, dict) and "id" in meta and "answer" in meta:
+                rows.append((int(meta.get("row", 0)), task.id, meta, trace))
+            else:
+                episodes.append(_episode_item(trace, task))
+        if not rows and not episodes:
+            raise EvaluationError(f"none of the {len(traces)} traces belongs to a task of the task set")
+        rows.sort(key=lambda e: e[0])  # the benchmark's row order: later rows overwrite (compat)
         items = []
-        for _, task_id, meta, trace in entries:
+        for _, task_id, meta, trace in rows:
             item_id = str(meta["id"])
             split = split_of(item_id)
             dialog, turn = dialog_turn(item_id) if split in MULTI_TURN_SPLITS else (item_id, 0)
@@ -686,4 +727,8 @@ class MTUSuite:
                     format_error=bad,
                 )
             )
-        return score_items(items, mode, self.name)
+        result = score_items([*items, *episodes], mode, self.name)
+        if skipped:
+            result.counts["skipped_unknown_task"] = skipped
+            result.notes.append(f"{skipped} traces skipped: their task is not in the task set")
+        return result
