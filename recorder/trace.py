@@ -197,3 +197,14 @@ def read_trace(path: Path | str) -> Trace:
     if header is None:
         raise TraceFormatError(f"{path}: no trace header")
     return Trace(header=header, steps=steps, end=end)
+
+
+def trace_schema_text() -> str:
+    """docs/trace-schema.json as it should read (regenerate: python -m toolgym.recorder.trace)."""
+    import json
+
+    return json.dumps(trace_json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    print(trace_schema_text(), end="")

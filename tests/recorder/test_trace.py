@@ -1,14 +1,32 @@
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from toolgym import Action, AnswerSpec, FinalAnswer, Task, ToolCall, ToolEnv, ToolSet, tool
 from toolgym.agents import ScriptedAgent
-from toolgym.recorder.trace import TraceHeader, TraceStep, TraceWriter, read_trace
+from toolgym.canonical import canonical_hash
+from toolgym.recorder.trace import (
+    TRACE_SCHEMA_VERSION,
+    TraceFormatError,
+    TraceHeader,
+    TraceStep,
+    TraceWriter,
+    read_trace,
+    trace_json_schema,
+    trace_schema_text,
+)
 from toolgym.runner import run_episode
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 @tool(category="logic")
@@ -85,3 +103,81 @@ def test_torn_last_line_is_dropped(tmp_path: Path) -> None:
         fh.write('{"record":"step","ind')  # a crash in the middle of a write
     trace = read_trace(writer.partial_path)
     assert len(trace.steps) == 1 and not trace.complete
+
+
+def test_header_pins_the_task_definition(tmp_path: Path) -> None:
+    trace = read_trace(record(tmp_path))
+    assert trace.header.schema_version == TRACE_SCHEMA_VERSION == "1.1"
+    assert trace.header.task_hash == canonical_hash(TASK.model_dump(mode="json"))
+
+
+def test_every_line_validates_against_the_published_json_schema(tmp_path: Path) -> None:
+    assert (DOCS / "trace-schema.json").read_text(encoding="utf-8") == trace_schema_text(), (
+        "docs/trace-schema.json is stale: python -m toolgym.recorder.trace > docs/trace-schema.json"
+    )
+    schema = trace_json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    lines = record(tmp_path).read_text(encoding="utf-8").splitlines()
+    for line in lines:
+        jsonschema.validate(json.loads(line), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"record": "step", "index": "one"}, schema)
+
+
+def test_reads_schema_1_0_traces_and_refuses_other_majors(tmp_path: Path) -> None:
+    lines = record(tmp_path).read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    old = {k: v for k, v in header.items() if k != "task_hash"} | {"schema_version": "1.0"}
+    v10 = tmp_path / "v10.jsonl"
+    v10.write_text("\n".join([json.dumps(old), *lines[1:]]) + "\n", encoding="utf-8")
+    trace = read_trace(v10)
+    assert trace.complete and trace.header.task_hash is None and len(trace.steps) == 2
+    v2 = tmp_path / "v2.jsonl"
+    v2.write_text(json.dumps(header | {"schema_version": "2.0"}) + "\n", encoding="utf-8")
+    with pytest.raises(TraceFormatError, match="2.0"):
+        read_trace(v2)
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text('{"hello": 1}\n', encoding="utf-8")
+    with pytest.raises(TraceFormatError, match="not a trace header"):
+        read_trace(junk)
+
+
+KILLED_MID_EPISODE = """
+    import os
+    from pathlib import Path
+    from toolgym import FinalAnswer, Task, ToolCall, ToolEnv, ToolSet, tool
+    from toolgym.agents import ScriptedAgent
+    from toolgym.runner import run_episode
+
+    @tool
+    def add(a: int, b: int) -> int:
+        "Add."
+        return a + b
+
+    class DiesAtStepThree(ScriptedAgent):
+        def act(self, observation, info):
+            if self._next == 2:
+                os._exit(9)  # the process dies: no finally, no flush, no rename
+            return super().act(observation, info)
+
+    task = Task(id="doomed", query="add twice", tools=["add"])
+    env = ToolEnv(ToolSet([add]), [task])
+    actions = [ToolCall(name="add", arguments={"a": 1, "b": 2}),
+               ToolCall(name="add", arguments={"a": 3, "b": 4}), FinalAnswer(text="7")]
+    run_episode(env, DiesAtStepThree(env.protocol, actions), task, seed=0, trace_dir=Path(os.environ["OUT"]))
+"""
+
+
+def test_process_killed_mid_episode_leaves_a_readable_partial_trace(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(KILLED_MID_EPISODE)],
+        env={**os.environ, "OUT": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 9, proc.stderr
+    assert not (tmp_path / "doomed.seed0.jsonl").exists()
+    trace = read_trace(tmp_path / "doomed.seed0.jsonl.partial")
+    assert not trace.complete and trace.header.task_id == "doomed"
+    assert [s.observations[0]["content"] for s in trace.steps] == [3, 7]
