@@ -74,7 +74,7 @@ def parse(html_text: str) -> Page:
 
 
 def decode_images(page: Page) -> list[Image.Image]:
-    images = []
+    images: list[Image.Image] = []
     for attributes in page.images:
         src = attributes.get("src") or ""
         assert src.startswith("data:image/png;base64,"), src[:40]
