@@ -24,8 +24,17 @@ from toolgym.envs.demo import default_task_paths, demo_tasks_path, mock_task_pat
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.base import SuiteResult
 from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig
-from toolgym.evaluation.report import collect_report_data, render_report, tool_error_counts, write_report
-from toolgym.evaluation.runs import load_task_index, run_trials
+from toolgym.evaluation.loaders.mtu import load_mtu_tasks, recorded_responses, run_mtu_episodes
+from toolgym.evaluation.report import (
+    MAX_TASK_ROWS,
+    ReportData,
+    collect_report_data,
+    render_report,
+    tasks_section,
+    tool_error_counts,
+    write_report,
+)
+from toolgym.evaluation.runs import EpisodeRecord, load_task_index, run_trials
 from toolgym.tasks import AnswerSpec, GoldenStep, Task, TaskSet
 from toolgym.toolservers.registry import default_toolset
 
@@ -271,6 +280,28 @@ def test_eval_command_reproduces_the_mtu_reference_numbers_in_compat_mode(tmp_pa
     assert "88.46" in result.output and "22.78" in result.output
 
 
+@pytest.mark.parametrize("split", list(MTU_REFERENCE))
+def test_eval_command_scores_mtu_traces_to_the_reference_numbers(split: str, tmp_path: Path) -> None:
+    """GPT-4's MTU responses replayed as episodes (traces), then `toolgym eval DIR --suite mtu`."""
+    eval_file = MTU_DIR / f"{split}_eval.jsonl"
+    tasks = load_mtu_tasks(eval_file)
+    outputs = recorded_responses(tasks, MTU_DIR / f"{split}_gpt4_response.jsonl")
+    run_mtu_episodes(tasks, outputs, tmp_path / "traces", agent_name="gpt-4")
+    args = ["eval", str(tmp_path / "traces"), "--suite", "mtu", "--mode", "compat", "--tasks", str(eval_file)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    stored = json.loads((tmp_path / "traces" / "eval.compat.json").read_text())
+    metrics = stored["results"]["mtu"]["metrics"]
+    assert {k: metrics[k] for k in MTU_REFERENCE[split]} == MTU_REFERENCE[split]
+    # and the report of that folder carries the suite's table
+    report = CliRunner().invoke(app, ["report", str(tmp_path / "traces"), "--tasks", str(eval_file)])
+    assert report.exit_code == 0, report.output
+    page = parse((tmp_path / "traces" / "report.html").read_text(encoding="utf-8"))
+    first = next(iter(MTU_REFERENCE[split]))
+    assert page.cells[page.cells.index(first) + 1] == f"{MTU_REFERENCE[split][first]:.2f}"
+    decode_images(page)
+
+
 def test_eval_command_on_a_trace_folder_reports_suites_it_cannot_score(llm_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "eval.json"
     result = CliRunner().invoke(app, ["eval", str(llm_run), "--suite", "nosuch", "--out", str(out)])
@@ -293,3 +324,18 @@ def test_eval_command_rejects_bad_input(args: list[str], message: str) -> None:
     result = CliRunner().invoke(app, ["eval", *args])
     assert result.exit_code == 2, result.output
     assert message in flat(result.output)
+
+
+def test_the_task_table_is_capped(tmp_path: Path) -> None:
+    records = [
+        EpisodeRecord(trial=0, task_set="s", task_id=f"t{i:04d}", status="terminated", reward=1.0, steps=1)
+        for i in range(MAX_TASK_ROWS + 7)
+    ]
+    data = ReportData(title="big", directory=tmp_path, episodes=records, traces=[], tasks={})
+    page = parse(tasks_section(data))
+    assert (
+        "t0000" in page.cells
+        and f"t{MAX_TASK_ROWS - 1:04d}" in page.cells
+        and f"t{MAX_TASK_ROWS:04d}" not in page.cells
+    )
+    assert f"The first {MAX_TASK_ROWS} of {MAX_TASK_ROWS + 7} tasks" in tasks_section(data)

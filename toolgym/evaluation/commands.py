@@ -230,14 +230,39 @@ def run(
 
 
 # ---- eval ------------------------------------------------------------------------------------
-def _combined_tasks(paths: Sequence[Path]) -> tuple[dict[str, Task], TaskSet]:
-    from toolgym.evaluation.runs import load_task_index
+def load_task_file(path: Path) -> TaskSet:
+    """A toolgym task set (JSONL of Task), or an MTU-Eval file (rows of {id, question, answer})
+    read through the MTU loader, so MTU traces can be scored against the benchmark's own file."""
     from toolgym.tasks import TaskSet
 
+    with path.open(encoding="utf-8") as fh:
+        first = next((line for line in fh if line.strip()), "")
     try:
-        index = load_task_index(paths)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--tasks") from None
+        row = json.loads(first) if first else None
+    except ValueError:
+        row = None  # TaskSet.load reports the bad line with its number
+    if isinstance(row, dict) and {"question", "answer"} <= row.keys() and "query" not in row:
+        from toolgym.evaluation.loaders.mtu import load_mtu_tasks
+
+        return load_mtu_tasks(path)
+    return TaskSet.load(path)
+
+
+def _combined_tasks(paths: Sequence[Path]) -> tuple[dict[str, Task], TaskSet]:
+    from toolgym.tasks import TaskSet
+
+    index: dict[str, Task] = {}
+    for path in paths:
+        try:
+            task_set = load_task_file(path)
+        except (ValueError, OSError) as exc:
+            raise typer.BadParameter(f"{path}: {exc}", param_hint="--tasks") from None
+        for task in task_set:
+            if task.id in index:
+                raise typer.BadParameter(
+                    f"task id {task.id!r} is in more than one task set", param_hint="--tasks"
+                )
+            index[task.id] = task
     return index, TaskSet(index.values())
 
 
@@ -293,7 +318,9 @@ def eval_command(
     ] = (ScoreMode.fixed),
     tasks: Annotated[
         list[Path] | None,
-        typer.Option(help="task set files the traces ran on; default: the bundled sets"),
+        typer.Option(
+            help="task set files the traces ran on (toolgym JSONL or MTU-Eval rows); default: bundled"
+        ),
     ] = None,
     mtu_eval: Annotated[
         list[Path] | None, typer.Option(help="MTU-Eval rows (e.g. S-S_eval.jsonl); pair with --mtu-responses")

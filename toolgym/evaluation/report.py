@@ -37,6 +37,7 @@ from toolgym.tasks import Task
 
 NO_TOOL = "(no tool)"  # errors with no tool: format errors, unknown tools the parser could not name
 NO_CATEGORY = "(none)"
+MAX_TASK_ROWS = 500  # a per-task table longer than this helps nobody in a browser
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 
 
@@ -283,8 +284,9 @@ def metrics_section(data: ReportData) -> str:
         ]
         counts = [sum(k in e.scores for e in finished) for k in keys]
         body += "<h3>Episode scores (from the traces)</h3>"
+        top = max(1.05, max(means) * 1.05)  # some envs report counts (steps) beside the 0-1 scores
         body += _img(
-            bar_figure(keys, {"mean": means}, ylabel="mean score", ylim=1.05), "mean episode score per metric"
+            bar_figure(keys, {"mean": means}, ylabel="mean score", ylim=top), "mean episode score per metric"
         )
         body += _table(["metric", "mean", "episodes scored"], zip(keys, means, counts, strict=True))
     else:
@@ -355,7 +357,10 @@ def tasks_section(data: ReportData) -> str:
             ]
         )
     headers = ["set", "task", "category", "passed", "mean reward", "mean steps", "errors", "aborted"]
-    return _section("tasks", "Per task", _table(headers, rows))
+    body = _table(headers, rows[:MAX_TASK_ROWS])
+    if len(rows) > MAX_TASK_ROWS:
+        body += _note(f"The first {MAX_TASK_ROWS} of {len(rows)} tasks, sorted by set and id.")
+    return _section("tasks", "Per task", body)
 
 
 def tool_error_counts(traces: Iterable[LoadedTrace]) -> dict[str, Counter[str]]:
