@@ -1,0 +1,177 @@
+"""The tool server: one FastAPI app, three faces over one `ToolRuntime`.
+
+    app = create_app(default_toolset(), ServerConfig(tools=["Calculator", "OCR"]))
+    with ServerThread(app) as url:          # uvicorn on 127.0.0.1, ephemeral port, background thread
+        ...                                 # native API at url/v1, AgentLego at url/, MCP at url/mcp
+
+`serve(config)` runs it in the foreground (what `toolgym serve` does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+from starlette.routing import Route
+
+from toolgym.tools import BaseTool, ToolSet
+
+from .agentlego import agentlego_router
+from .config import ServerConfig, is_loopback
+from .http import BearerAuth, BodyLimit
+from .mcp_face import build_mcp
+from .native import native_router, toolgym_version
+from .providers import ToolProvider, from_toolset
+from .runtime import ToolRuntime
+
+PUBLIC_PATHS = frozenset({"/v1/health", "/v1/ready", "/v1/version", "/", "/openapi.json"})
+# the request body limit beyond any tool's own (multipart framing, JSON envelope)
+BODY_SLACK = 64 * 1024
+
+
+def _providers(tools: ToolSet | Iterable[BaseTool] | Sequence[ToolProvider]) -> list[ToolProvider]:
+    items = list(tools)
+    if all(isinstance(i, ToolProvider) for i in items):
+        return items  # type: ignore[return-value]
+    if any(isinstance(i, ToolProvider) for i in items):
+        raise TypeError("pass tools or providers, not a mix")
+    return from_toolset(items)  # type: ignore[arg-type]
+
+
+def create_app(
+    tools: ToolSet | Iterable[BaseTool] | Sequence[ToolProvider],
+    config: ServerConfig | None = None,
+    *,
+    runtime: ToolRuntime | None = None,
+) -> FastAPI:
+    """The server app for `tools` (tools, a ToolSet, or providers that build tools per device)."""
+    config = config or ServerConfig()
+    runtime = runtime or ToolRuntime(_providers(tools), config)
+    mcp_endpoint = mcp_lifespan = None
+    if config.mcp:
+        mcp_endpoint, mcp_lifespan = build_mcp(runtime, config.title)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if mcp_lifespan is not None:
+                await stack.enter_async_context(mcp_lifespan)
+            stack.push_async_callback(runtime.aclose)
+            try:
+                await runtime.start()
+            except Exception as exc:  # kept for ServerThread's error message; uvicorn logs it too
+                runtime.startup_error = f"{type(exc).__name__}: {exc}"
+                raise
+            yield
+
+    app = FastAPI(
+        title=f"{config.title} native API",
+        version=toolgym_version(),
+        # /openapi.json belongs to the AgentLego face; FastAPI's own spec of /v1 lives beside it
+        openapi_url="/v1/openapi.json",
+        docs_url="/v1/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    app.include_router(native_router(runtime))
+    if mcp_endpoint is not None:
+        app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint, methods=["GET", "POST", "DELETE"]))
+    if config.agentlego:
+        app.include_router(agentlego_router(runtime, config.title))
+    limit = max((e.config.max_request_bytes for e in runtime.entries.values()), default=1 << 20)
+    app.add_middleware(BodyLimit, limit=limit + BODY_SLACK)
+    if config.token is not None:
+        app.add_middleware(BearerAuth, token=config.token.get_secret_value(), public_paths=PUBLIC_PATHS)
+    return app
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto must say TCP: asyncio only sets TCP_NODELAY on such sockets, and without it every
+    # keep-alive response waits ~40 ms for a delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host.strip("[]"), port))
+    sock.set_inheritable(True)
+    return sock
+
+
+def uvicorn_config(app: FastAPI, **kwargs: Any) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        log_level=kwargs.pop("log_level", "warning"),
+        access_log=False,
+        lifespan="on",
+        timeout_keep_alive=kwargs.pop("timeout_keep_alive", 30),
+        **kwargs,
+    )
+
+
+class ServerThread:
+    """Run an app with uvicorn in a background thread (tests, benchmarks, embedding a server in a
+    process). Binds `host:port` (port 0: an ephemeral one) before starting; `url` is known as
+    soon as the object exists and the server answers once `start()` returns."""
+
+    def __init__(
+        self, app: FastAPI, host: str = "127.0.0.1", port: int = 0, *, startup_timeout_s: float = 60
+    ) -> None:
+        self.app = app
+        self.host = host
+        self.sock = _bind(host, port)
+        self.port: int = self.sock.getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"http://{shown}:{self.port}"
+        self.startup_timeout_s = startup_timeout_s
+        self.server = uvicorn.Server(uvicorn_config(app))
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def _run(self) -> None:
+        try:
+            self.server.run(sockets=[self.sock])  # uvloop when installed, as `serve` gets
+        except BaseException as exc:  # reported to the thread that waits in start()
+            self._error = exc
+
+    def start(self) -> str:
+        self._thread = threading.Thread(target=self._run, name=f"toolgym-server-{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + self.startup_timeout_s
+        while not self.server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                runtime = getattr(self.app.state, "runtime", None)
+                reason = self._error or getattr(runtime, "startup_error", None) or "startup timed out"
+                self.stop()
+                raise RuntimeError(f"tool server did not start: {reason}")
+            time.sleep(0.005)
+        return self.url
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        self.sock.close()
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def serve(
+    tools: ToolSet | Iterable[BaseTool] | Sequence[ToolProvider], config: ServerConfig, **uvicorn_kwargs: Any
+) -> None:
+    """Run the server in the foreground until interrupted."""
+    if not is_loopback(config.host) and config.token is None:  # ServerConfig checks too; never skip it
+        raise ValueError("a server bound beyond loopback needs a bearer token")
+    app = create_app(tools, config)
+    sock = _bind(config.host, config.port)
+    uvicorn.Server(uvicorn_config(app, **uvicorn_kwargs)).run(sockets=[sock])
