@@ -116,6 +116,9 @@ def tools(
 # Command groups of other modules register here, one line each (keep this order):
 # recorder (record / verify / replay)  -- toolgym/recorder/commands.py
 # tool server (serve / models)         -- toolgym/toolservers/commands.py
+from toolgym.toolservers.commands import serve  # noqa: E402  (registration block)
+
+app.command()(serve)
 # evaluation (eval / report / run)     -- toolgym/evaluation/commands.py
 from toolgym.evaluation.commands import register as register_evaluation  # noqa: E402
 from toolgym.recorder.commands import register as register_recorder  # noqa: E402

@@ -1,0 +1,92 @@
+"""`toolgym serve`: run the tool server (native API, AgentLego protocol, MCP) in the foreground."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def _names(values: list[str] | None) -> list[str] | None:
+    """Repeated options and comma-separated lists alike: --tools OCR,Calculator --tools DrawBox."""
+    if not values:
+        return None
+    return [n.strip() for v in values for n in v.split(",") if n.strip()]
+
+
+def serve(
+    host: Annotated[
+        str, typer.Option(help="address to bind; beyond loopback a --token is required")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to bind")] = 8765,
+    tools: Annotated[
+        list[str] | None,
+        typer.Option("--tools", help="tools to host (comma-separated or repeated); default: all"),
+    ] = None,
+    apps: Annotated[
+        list[str] | None, typer.Option("--apps", help="mock apps whose APIs to host (one shared world)")
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option(envvar="TOOLGYM_TOKEN", help="bearer token clients must send (>= 16 chars)")
+    ] = None,
+    lazy: Annotated[
+        bool, typer.Option("--lazy/--eager", help="load models on first call instead of at start")
+    ] = False,
+    device: Annotated[
+        str | None, typer.Option(help="default device for every tool (cpu, cuda, cuda:1)")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(exists=True, dir_okay=False, help="server config (TOML or JSON); flags win")
+    ] = None,
+    mcp: Annotated[bool, typer.Option("--mcp/--no-mcp", help="serve MCP at /mcp")] = True,
+    agentlego: Annotated[
+        bool, typer.Option("--agentlego/--no-agentlego", help="serve the AgentLego protocol")
+    ] = True,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+) -> None:
+    """Serve tools over HTTP: native JSON API (/v1), AgentLego protocol (/openapi.json) and MCP (/mcp)."""
+    from pydantic import ValidationError
+    from rich.console import Console
+
+    from toolgym.toolservers.server.app import serve as run_server
+    from toolgym.toolservers.server.config import ServerConfig, ToolConfig
+    from toolgym.toolservers.server.providers import catalog
+
+    console = Console(stderr=True)
+    overrides: dict[str, object] = {
+        "host": host,
+        "port": port,
+        "token": token,
+        "mcp": mcp,
+        "agentlego": agentlego,
+    }
+    if _names(tools) is not None:
+        overrides["tools"] = _names(tools)
+    if lazy:
+        overrides["load"] = "lazy"
+    try:
+        cfg = (
+            ServerConfig.load_file(config, **overrides) if config else ServerConfig.model_validate(overrides)
+        )
+        if device is not None:
+            cfg = cfg.model_copy(update={"defaults": cfg.defaults.model_copy(update={"device": device})})
+            ToolConfig.model_validate(cfg.defaults.model_dump())
+    except (ValidationError, ValueError, OSError) as exc:
+        console.print(f"[red]bad server configuration:[/red] {exc}")
+        raise typer.Exit(code=2) from None
+    providers = catalog(_names(apps) or ())
+    served = cfg.tools or [p.name for p in providers]
+    shown = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
+    console.print(f"toolgym server on http://{shown}:{cfg.port}  tools: {', '.join(served)}")
+    faces = (
+        ["native /v1"]
+        + (["AgentLego /openapi.json"] if cfg.agentlego else [])
+        + (["MCP /mcp"] if cfg.mcp else [])
+    )
+    console.print(f"faces: {', '.join(faces)}; models load {'lazily' if cfg.load == 'lazy' else 'at start'}")
+    try:
+        run_server(providers, cfg, log_level=log_level)
+    except (ValueError, RuntimeError) as exc:
+        console.print(f"[red]cannot start the server:[/red] {exc}")
+        raise typer.Exit(code=1) from None
