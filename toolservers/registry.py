@@ -1,18 +1,69 @@
-"""The built-in tools, by name."""
+"""The built-in tools, by name.
+
+All 14 GTA tools are registered whatever is installed: a tool whose backend cannot run on this
+machine is still listed and answers with a tool_error that says what would make it work
+(`toolgym models` shows the same, for every backend). Backends are chosen by `ModelConfig`,
+read from the environment (see toolservers/gta/config.py).
+"""
 
 from __future__ import annotations
 
 from toolgym.tools import Tool, ToolSet
+from toolgym.toolservers.gta.config import ModelConfig
 
 
-def builtin_tools() -> list[Tool]:
-    """The tools that run offline on a CPU with the default install."""
-    from toolgym.toolservers.gta.basic import gta_basic_tools
+def ocr_tool(config: ModelConfig) -> Tool:
+    """GTA's OCR over the backend that TOOLGYM_OCR_BACKEND names (default: RapidOCR)."""
+    from toolgym.toolservers.gta import ocr
+
+    if config.ocr_backend == "tesseract":
+        return ocr.make_ocr_tool(ocr.TesseractBackend())
+    if config.ocr_backend == "paddleocr":
+        from toolgym.toolservers.gta.paddle_ocr import PaddleOCRBackend
+
+        return ocr.make_ocr_tool(PaddleOCRBackend(config))
+    return ocr.ocr  # the shared RapidOCR engine, loaded once per process
+
+
+def all_gta_tools(config: ModelConfig | None = None) -> list[Tool]:
+    """GTA's 14 tools with the names, parameters and return types of its toolmeta.json."""
+    from toolgym.toolservers.gta.calculator import calculator
+    from toolgym.toolservers.gta.detection import make_detection_tools
+    from toolgym.toolservers.gta.drawing import addtext, drawbox
+    from toolgym.toolservers.gta.image_description import make_image_description_tool
+    from toolgym.toolservers.gta.mathocr import make_mathocr_tool
     from toolgym.toolservers.gta.plot import plot_tool
+    from toolgym.toolservers.gta.region_attribute import make_region_attribute_tool
+    from toolgym.toolservers.gta.search import make_google_search_tool
     from toolgym.toolservers.gta.solver import solver_tool
+    from toolgym.toolservers.gta.stylization import make_stylization_tool
+    from toolgym.toolservers.gta.text_to_image import make_text_to_image_tool
 
-    return [*gta_basic_tools(), solver_tool, plot_tool]
+    cfg = config if config is not None else ModelConfig.from_env()
+    text_to_bbox, count_given_object = make_detection_tools(cfg)
+    # the six original offline tools first, in their old order, so existing listings keep it
+    return [
+        calculator,
+        ocr_tool(cfg),
+        drawbox,
+        addtext,
+        solver_tool,
+        plot_tool,
+        make_google_search_tool(cfg),
+        make_image_description_tool(cfg),
+        make_region_attribute_tool(cfg),
+        text_to_bbox,
+        count_given_object,
+        make_mathocr_tool(cfg),
+        make_text_to_image_tool(cfg),
+        make_stylization_tool(cfg),
+    ]
 
 
-def default_toolset() -> ToolSet:
-    return ToolSet(builtin_tools())
+def builtin_tools(config: ModelConfig | None = None) -> list[Tool]:
+    """Every built-in tool: the GTA set (tools without a usable backend answer with a tool_error)."""
+    return all_gta_tools(config)
+
+
+def default_toolset(config: ModelConfig | None = None) -> ToolSet:
+    return ToolSet(builtin_tools(config))
