@@ -116,6 +116,9 @@ def tools(
 # Command groups of other modules register here, one line each (keep this order):
 # recorder (record / verify / replay)  -- toolgym/recorder/commands.py
 # tool server (serve / models)         -- toolgym/toolservers/commands.py
+from toolgym.toolservers.models import models_command  # noqa: E402
+
+app.command(name="models")(models_command)
 from toolgym.toolservers.commands import serve  # noqa: E402  (registration block)
 
 app.command()(serve)
