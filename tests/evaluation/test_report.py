@@ -38,6 +38,7 @@ from toolgym.evaluation.runs import EpisodeRecord, load_task_index, run_trials
 from toolgym.tasks import AnswerSpec, GoldenStep, Task, TaskSet
 from toolgym.toolservers.registry import default_toolset
 
+MTU_TASKS = next(p for p in mock_task_paths() if p.stem == "mtu")
 MTU_REFERENCE = {
     "S-S": {"TS": 88.46, "PS": 57.69},
     "M-M": {"TN": 70.71, "TO": 71.83, "ATS": 65.76, "SATS": 63.15, "SR": 22.78, "TPR": 58.10},
@@ -181,7 +182,7 @@ def test_report_of_a_multi_trial_llm_run(llm_run: Path, tmp_path: Path) -> None:
 
 def test_single_trial_report_has_no_pass_k_and_says_there_are_no_errors(tmp_path: Path) -> None:
     run_trials(
-        [("demo", only(demo_tasks_path(), "receipt-total", "fish-oil-days"))],
+        [("mtu", only(MTU_TASKS, "mtu-balance-002", "mtu-door-003"))],
         lambda env, trial: OracleAgent(env.protocol),
         out=tmp_path,
         toolset=default_toolset(),
@@ -189,7 +190,7 @@ def test_single_trial_report_has_no_pass_k_and_says_there_are_no_errors(tmp_path
     html_text = render_report(collect_report_data(tmp_path, load_task_index(default_task_paths())))
     page = parse(html_text)
     assert "pass-k" not in page.sections and "tool-f1" not in page.sections
-    assert "No errors in 2 traces (3 tool calls)." in html_text
+    assert "No errors in 2 traces (2 tool calls)." in html_text
     assert len(decode_images(page)) == 3
     # the same data gives the same bytes (PNG metadata carries no version or date)
     assert render_report(collect_report_data(tmp_path, load_task_index(default_task_paths()))) == html_text
@@ -220,7 +221,7 @@ def test_text_from_traces_and_tasks_is_escaped(tmp_path: Path) -> None:
 
 def test_report_shows_suite_results_and_gta_tool_f1(tmp_path: Path) -> None:
     run_trials(
-        [("demo", only(demo_tasks_path(), "receipt-total"))],
+        [("mtu", only(MTU_TASKS, "mtu-balance-002"))],
         lambda env, trial: OracleAgent(env.protocol),
         out=tmp_path,
         toolset=default_toolset(),
@@ -339,3 +340,14 @@ def test_the_task_table_is_capped(tmp_path: Path) -> None:
         and f"t{MAX_TASK_ROWS:04d}" not in page.cells
     )
     assert f"The first {MAX_TASK_ROWS} of {MAX_TASK_ROWS + 7} tasks" in tasks_section(data)
+
+
+def test_eval_command_rejects_task_sets_that_share_ids(tmp_path: Path) -> None:
+    (tmp_path / "traces").mkdir()
+    demo = str(demo_tasks_path())
+    result = CliRunner().invoke(app, ["eval", str(tmp_path / "traces"), "--tasks", demo, "--tasks", demo])
+    assert result.exit_code == 2 and "appears in more than one task set" in flat(result.output)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": "x", "query": 3}\n')
+    result = CliRunner().invoke(app, ["eval", str(tmp_path / "traces"), "--tasks", str(broken)])
+    assert result.exit_code == 2 and "invalid task" in flat(result.output)

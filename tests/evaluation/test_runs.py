@@ -240,13 +240,20 @@ def test_run_command_with_the_oracle(tmp_path: Path) -> None:
         app,
         [
             *["run", "--out", str(tmp_path), "--trials", "2", "--concurrency", "2"],
-            *["--tasks", str(demo_tasks_path()), "--task-id", "fish-oil-days", "--task-id", "receipt-total"],
+            *[
+                "--tasks",
+                str(mock_set_path("mtu")),
+                "--task-id",
+                "mtu-balance-002",
+                "--task-id",
+                "mtu-door-003",
+            ],
         ],
     )
     assert result.exit_code == 0, result.output
     assert "success: 4/4 episodes = 100.0%" in result.output and "pass^k" in result.output
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.jsonl")) == [
-        f"trial-{t}/demo/{task}.seed0.jsonl" for t in (0, 1) for task in ("fish-oil-days", "receipt-total")
+        f"trial-{t}/mtu/{task}.seed0.jsonl" for t in (0, 1) for task in ("mtu-balance-002", "mtu-door-003")
     ]
 
 

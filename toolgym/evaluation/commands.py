@@ -249,20 +249,13 @@ def load_task_file(path: Path) -> TaskSet:
 
 
 def _combined_tasks(paths: Sequence[Path]) -> tuple[dict[str, Task], TaskSet]:
+    from toolgym.evaluation.runs import load_task_index
     from toolgym.tasks import TaskSet
 
-    index: dict[str, Task] = {}
-    for path in paths:
-        try:
-            task_set = load_task_file(path)
-        except (ValueError, OSError) as exc:
-            raise typer.BadParameter(f"{path}: {exc}", param_hint="--tasks") from None
-        for task in task_set:
-            if task.id in index:
-                raise typer.BadParameter(
-                    f"task id {task.id!r} is in more than one task set", param_hint="--tasks"
-                )
-            index[task.id] = task
+    try:
+        index = load_task_index(paths, load_task_file)
+    except (ValueError, OSError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tasks") from None
     return index, TaskSet(index.values())
 
 

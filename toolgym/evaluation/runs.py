@@ -378,11 +378,13 @@ def records_from_traces(traces: Iterable[LoadedTrace], tasks: Mapping[str, Task]
     return records
 
 
-def load_task_index(paths: Iterable[Path]) -> dict[str, Task]:
+def load_task_index(
+    paths: Iterable[Path], loader: Callable[[Path], TaskSet] = TaskSet.load
+) -> dict[str, Task]:
     """Tasks by id over several task sets; an id in two sets is an error (traces name tasks by id)."""
     index: dict[str, Task] = {}
     for path in paths:
-        for task in TaskSet.load(path):
+        for task in loader(path):
             if task.id in index:
                 raise ValueError(f"task id {task.id!r} appears in more than one task set ({path})")
             index[task.id] = task
