@@ -486,7 +486,7 @@ class Cassette:
             )
         self._entries.pop(key_hash, None)
 
-    def keys(self, tool: str | None = None) -> Iterator[dict[str, Any]]:
+    def recorded_keys(self, tool: str | None = None) -> Iterator[dict[str, Any]]:
         """The recorded request keys (of one tool)."""
         assert self._conn is not None, "a live cassette stores nothing"
         rows = (
@@ -505,7 +505,7 @@ class Cassette:
     def nearest_keys(self, key: Mapping[str, Any], limit: int | None = None) -> list[NearKey]:
         """Recorded keys closest to `key`: fewest differing fields, then the most similar arguments."""
         limit = self.nearest if limit is None else limit
-        candidates = list(self.keys(str(key["tool"])))
+        candidates = list(self.recorded_keys(str(key["tool"])))
         ranked = sorted(((*_key_distance(key, other), canonical_json(other)), other) for other in candidates)
         return [NearKey(key=other, differs=dist[2]) for dist, other in ranked[:limit]]
 

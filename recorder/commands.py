@@ -124,7 +124,7 @@ def verify(
 ) -> None:
     """Re-execute golden traces on a fresh env and report per step whether everything is identical."""
     from toolgym.recorder.cassette import Cassette, CassetteError
-    from toolgym.recorder.golden import EnvPool, TaskIndex, find_traces, golden_root, resolve_cassette
+    from toolgym.recorder.golden import EnvPool, TaskIndex, find_traces, golden_roots, resolve_cassette
     from toolgym.recorder.verify import Tolerance, verify_traces
 
     if mode not in ("replay", "record_missing"):
@@ -133,8 +133,9 @@ def verify(
     if not traces:
         console.print("no traces found")
         raise typer.Exit(code=2)
-    root = golden_root(paths)
-    index = TaskIndex.for_traces(root, tasks or [])
+    roots = golden_roots(paths)
+    root = roots[0] if roots else None
+    index = TaskIndex.for_traces(roots, tasks or [])
     tolerance = Tolerance(
         text=text_tolerance,
         image=image_tolerance,
@@ -191,10 +192,11 @@ def replay(
     """Re-run golden episodes from the cassette alone (strict replay): zero live tool calls, and
     every replayed trace byte-identical to its golden trace."""
     from toolgym.recorder.cassette import Cassette, CassetteError
-    from toolgym.recorder.golden import TaskIndex, find_traces, golden_root, replay_traces, resolve_cassette
+    from toolgym.recorder.golden import TaskIndex, find_traces, golden_roots, replay_traces, resolve_cassette
 
     traces = list(find_traces(paths))
-    root = golden_root(paths)
+    roots = golden_roots(paths)
+    root = roots[0] if roots else None
     cassette_path = resolve_cassette(root, cassette)
     if cassette_path is None:
         console.print("[red]no cassette: pass --cassette or a golden directory with a manifest[/red]")
@@ -204,7 +206,7 @@ def replay(
     except CassetteError as exc:
         console.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(code=2) from None
-    index = TaskIndex.for_traces(root, tasks or [])
+    index = TaskIndex.for_traces(roots, tasks or [])
     started = time.perf_counter()
     with tape:
         report = replay_traces(traces, tape, out, toolset=_toolset(toolset), index=index)

@@ -169,14 +169,14 @@ class TaskIndex:
         return name, ts, ts[task_id]
 
     @classmethod
-    def for_traces(cls, root: Path | None, extra: Iterable[Path] = ()) -> TaskIndex:
-        """The task sets of a golden directory's manifest, plus `extra`."""
+    def for_traces(cls, roots: Path | Iterable[Path] | None, extra: Iterable[Path] = ()) -> TaskIndex:
+        """`extra` task sets, plus those named in the manifests of the golden directories `roots`."""
         index = cls()
         for p in extra:
             index.add(p)
-        manifest = GoldenManifest.load(root) if root is not None else None
-        if root is not None and manifest is not None:
-            for name, given in manifest.sets.items():
+        for root in [roots] if isinstance(roots, Path) else list(roots or []):
+            manifest = GoldenManifest.load(root)
+            for name, given in (manifest.sets if manifest else {}).items():
                 path = Path(given) if Path(given).is_absolute() else root / given
                 if name not in index.sets and path.is_file():
                     index.add(path, name)
@@ -192,13 +192,16 @@ def find_traces(paths: Iterable[Path]) -> Iterator[Path]:
             yield p
 
 
-def golden_root(paths: Sequence[Path]) -> Path | None:
-    """The golden directory the paths belong to: the nearest one holding a manifest."""
+def golden_roots(paths: Sequence[Path]) -> list[Path]:
+    """The golden directories the paths belong to (the nearest holding a manifest), in order."""
+    roots: list[Path] = []
     for p in paths:
         for d in [p, *p.parents] if p.is_dir() else list(p.parents):
             if (d / MANIFEST).is_file():
-                return d
-    return None
+                if d not in roots:
+                    roots.append(d)
+                break
+    return roots
 
 
 # ---- record ----------------------------------------------------------------------------------------

@@ -14,7 +14,9 @@ The JSON Schema of the three line kinds is `trace_json_schema()` (docs/trace-sch
 
 from __future__ import annotations
 
+import json
 import os
+from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -28,7 +30,9 @@ TRACE_SCHEMA_VERSION = "1.1"
 SUPPORTED_MAJOR = "1"
 
 
+@lru_cache(maxsize=1)
 def toolgym_version() -> str:
+    # cached: reading package metadata costs about a millisecond, once per trace otherwise
     try:
         return version("toolgym")
     except PackageNotFoundError:
@@ -190,10 +194,16 @@ def read_trace(path: Path | str) -> Trace:
                         f"(reads {SUPPORTED_MAJOR}.x)"
                     )
                 continue
-            if '"record":"step"' in line:
-                steps.append(TraceStep.model_validate_json(line))
-            elif '"record":"end"' in line:
-                end = TraceEnd.model_validate_json(line)
+            try:
+                data = json.loads(line)
+            except ValueError as exc:
+                raise TraceFormatError(f"{path}: line {len(steps) + 2} is not JSON: {exc}") from None
+            kind = data.get("record") if isinstance(data, dict) else None
+            if kind == "step":
+                steps.append(TraceStep.model_validate(data))
+            elif kind == "end":
+                end = TraceEnd.model_validate(data)
+            # other record kinds (a later 1.x minor version) are skipped
     if header is None:
         raise TraceFormatError(f"{path}: no trace header")
     return Trace(header=header, steps=steps, end=end)
@@ -201,8 +211,6 @@ def read_trace(path: Path | str) -> Trace:
 
 def trace_schema_text() -> str:
     """docs/trace-schema.json as it should read (regenerate: python -m toolgym.recorder.trace)."""
-    import json
-
     return json.dumps(trace_json_schema(), indent=2, sort_keys=True) + "\n"
 
 

@@ -134,12 +134,16 @@ def test_reads_schema_1_0_traces_and_refuses_other_majors(tmp_path: Path) -> Non
     assert trace.complete and trace.header.task_hash is None and len(trace.steps) == 2
     v2 = tmp_path / "v2.jsonl"
     v2.write_text(json.dumps(header | {"schema_version": "2.0"}) + "\n", encoding="utf-8")
-    with pytest.raises(TraceFormatError, match="2.0"):
+    with pytest.raises(TraceFormatError, match=r"schema 2\.0"):
         read_trace(v2)
     junk = tmp_path / "junk.jsonl"
     junk.write_text('{"hello": 1}\n', encoding="utf-8")
     with pytest.raises(TraceFormatError, match="not a trace header"):
         read_trace(junk)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([lines[0], "{not json", *lines[1:]]) + "\n", encoding="utf-8")
+    with pytest.raises(TraceFormatError, match="line 2 is not JSON"):
+        read_trace(broken)
 
 
 KILLED_MID_EPISODE = """

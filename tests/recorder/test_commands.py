@@ -1,0 +1,201 @@
+"""`toolgym record / verify / replay` end to end on the demo set and the mock-app sets."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from toolgym.cli import app
+from toolgym.envs.demo import demo_tasks_path
+from toolgym.recorder.cassette import Cassette
+from toolgym.recorder.golden import (
+    EnvPool,
+    GoldenManifest,
+    TaskIndex,
+    find_traces,
+    replay_traces,
+)
+from toolgym.recorder.trace import read_trace
+from toolgym.recorder.verify import verify_trace
+from toolgym.tasks import TaskSet
+from toolgym.tools import SchemaTool, ToolContext, ToolSet
+from toolgym.toolservers.registry import builtin_tools
+
+from .toolsets import changed_calculator
+
+runner = CliRunner()
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_record_writes_golden_traces_cassette_and_manifest(demo_golden: Path) -> None:
+    manifest = GoldenManifest.load(demo_golden)
+    assert manifest is not None and manifest.cassette == "cassette.sqlite" and manifest.agent == "oracle"
+    assert Path(manifest.sets["tasks"]) == demo_tasks_path().resolve()
+    traces = sorted((demo_golden / "tasks").glob("*.jsonl"))
+    assert len(traces) == len(TaskSet.load(demo_tasks_path()))
+    for path in traces:
+        trace = read_trace(path)
+        assert trace.header.golden and trace.end is not None and trace.end.reward == 1.0
+    with Cassette(demo_golden / "cassette.sqlite", mode="replay") as tape:
+        assert {k["tool"] for k in tape.recorded_keys()} == {
+            "OCR",
+            "Calculator",
+            "Solver",
+            "Plot",
+            "DrawBox",
+            "AddText",
+        }
+
+
+def test_replay_command_makes_no_live_calls_and_byte_identical_traces(
+    demo_golden: Path, tmp_path: Path
+) -> None:
+    before = sha(demo_golden / "cassette.sqlite")
+    result = runner.invoke(app, ["replay", str(demo_golden), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "live tool calls: 0;" in result.output and "misses: 0" in result.output
+    golden = sorted((demo_golden / "tasks").glob("*.jsonl"))
+    assert f"{len(golden)}/{len(golden)} byte-identical" in result.output
+    for path in golden:
+        assert (tmp_path / "tasks" / path.name).read_bytes() == path.read_bytes()
+    assert sha(demo_golden / "cassette.sqlite") == before
+
+
+def poisoned_toolset(calls: list[str]) -> ToolSet:
+    """The built-in tools' names, versions and schemas, but running one fails: proof that replay
+    never reaches a tool."""
+
+    def refuse(arguments: dict[str, Any], ctx: ToolContext) -> Any:
+        calls.append(canonical := repr(arguments))
+        raise AssertionError(f"a live tool call during replay: {canonical}")
+
+    return ToolSet(
+        SchemaTool(
+            t.name,
+            t.parameters_schema(),
+            refuse,
+            description=t.description,
+            returns=t.returns,
+            category=t.category,
+            mutates_state=t.mutates_state,
+            version=t.version,
+            backend=t.backend,
+        )
+        for t in builtin_tools()
+    )
+
+
+def test_hundred_replays_of_the_demo_set_are_byte_identical(demo_golden: Path, tmp_path: Path) -> None:
+    traces = list(find_traces([demo_golden / "tasks"]))
+    golden = {p.name: p.read_bytes() for p in traces}
+    calls: list[str] = []
+    tools = poisoned_toolset(calls)
+    index = TaskIndex.for_traces(demo_golden)
+    with Cassette(demo_golden / "cassette.sqlite", mode="replay") as tape:
+        pool = EnvPool(tools, tape)
+        try:
+            for _ in range(100):
+                report = replay_traces(traces, tape, tmp_path, toolset=tools, index=index, pool=pool)
+                assert report.identical == len(traces), [e for e in report.episodes if not e.identical]
+                for episode in report.episodes:
+                    assert episode.replayed is not None
+                    assert episode.replayed.read_bytes() == golden[episode.golden.name]
+        finally:
+            pool.close()
+        assert tape.stats.live_calls == 0 and tape.stats.misses == 0 and not calls
+        tool_calls = sum(
+            a["type"] == "tool_call" for p in traces for s in read_trace(p).steps for a in s.actions
+        )
+        assert tape.stats.hits == 100 * tool_calls
+
+
+def test_mock_app_sets_replay_with_state_byte_identical(mock_golden: Path, tmp_path: Path) -> None:
+    traces = list(find_traces([mock_golden]))
+    assert any(s.state_diff for p in traces for s in read_trace(p).steps)  # writes are in there
+    result = runner.invoke(app, ["replay", str(mock_golden), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "live tool calls: 0;" in result.output
+    assert f"{len(traces)}/{len(traces)} byte-identical" in result.output
+
+
+def test_verify_passes_on_unchanged_tools(demo_golden: Path, mock_golden: Path) -> None:
+    # the whole demo set against its cassette, the mock sets and one demo trace against live tools
+    from_tape = runner.invoke(
+        app, ["verify", str(demo_golden), "--cassette", str(demo_golden / "cassette.sqlite")]
+    )
+    assert from_tape.exit_code == 0, from_tape.output
+    assert "12 ok, 0 drifted" in from_tape.output
+    live = runner.invoke(
+        app, ["verify", str(mock_golden), str(demo_golden / "tasks" / "receipt-change.seed0.jsonl")]
+    )
+    assert live.exit_code == 0, live.output
+
+
+def test_verify_catches_a_changed_tool_output_and_names_the_step(demo_golden: Path) -> None:
+    trace = demo_golden / "tasks" / "receipt-change.seed0.jsonl"
+    result = runner.invoke(
+        app, ["verify", str(trace), "--toolset", "tests.recorder.toolsets:changed_calculator"]
+    )
+    assert result.exit_code == 1, result.output
+    out = result.output
+    assert "DRIFT" in out and "step 1: identical" in out and "step 2: DRIFT" in out
+    assert "step 2: observations[0].content" in out and "-6.5" in out and "+6.50" in out
+    pool = EnvPool(changed_calculator())
+    try:
+        verdict = verify_trace(trace, pool, TaskIndex.for_traces(demo_golden))
+    finally:
+        pool.close()
+    drift = verdict.first_drift
+    assert drift is not None and (drift.step, drift.field, drift.expected, drift.got) == (
+        2,
+        "observations[0].content",
+        "6.5",
+        "6.50",
+    )
+
+
+def test_replay_miss_fails_loudly_with_the_nearest_keys(demo_golden: Path, tmp_path: Path) -> None:
+    tape = tmp_path / "cassette.sqlite"
+    shutil.copy(demo_golden / "cassette.sqlite", tape)
+    with sqlite3.connect(tape) as conn:
+        deleted = conn.execute("DELETE FROM entries WHERE key_json LIKE '%30.00 - 23.50%'").rowcount
+    assert deleted == 1
+    result = runner.invoke(
+        app, ["replay", str(demo_golden / "tasks"), "--cassette", str(tape), "--out", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 1, result.output
+    out = result.output
+    assert "misses: 1" in out and "live tool calls: 0;" in out
+    assert "no recording for Calculator" in out and "differs in arguments" in out
+    assert "DIFFERENT" in out and "receipt-change" in out
+
+
+def test_record_with_a_custom_agent_and_record_missing(tmp_path: Path) -> None:
+    tasks = tmp_path / "solve.jsonl"
+    TaskSet([TaskSet.load(demo_tasks_path())["solve-system"]]).dump(tasks)
+    out = tmp_path / "g"
+    base = ["record", "--tasks", str(tasks), "--out", str(out), "--protocol", "json"]
+    result = runner.invoke(
+        app, [*base, "--agent", "tests.recorder.agents:stumbling_oracle", "--mode", "live"]
+    )
+    assert result.exit_code == 0, result.output
+    manifest = GoldenManifest.load(out)
+    assert manifest is not None and manifest.cassette is None and manifest.agent == "stumbling-oracle"
+    trace = read_trace(out / "solve" / "solve-system.seed0.jsonl")
+    assert trace.header.protocol == "json" and trace.steps[0].error_kinds == ["format_error"]
+    assert trace.end is not None and trace.end.reward == 1.0
+    assert not (out / "cassette.sqlite").exists()
+    first = runner.invoke(app, [*base, "--mode", "record_missing"])
+    assert first.exit_code == 0 and "1 responses recorded, 0 replayed, 1 live calls" in first.output
+    second = runner.invoke(app, [*base, "--mode", "record_missing"])
+    assert second.exit_code == 0 and "0 responses recorded, 1 replayed, 0 live calls" in second.output
+    bad = runner.invoke(app, [*base, "--mode", "replay"])
+    assert bad.exit_code != 0
