@@ -371,7 +371,8 @@ def eval_command(
             "results": {name: r.model_dump(mode="json") for name, r in results.items()},
             "failures": failures,
         }
-        target.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        # suite order kept: metrics read in the order the suite gives them (P_F1, O_F1, ...)
+        target.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         console.print(f"results written to {target}")
     if failures:
         raise typer.Exit(code=1)
