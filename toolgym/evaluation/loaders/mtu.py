@@ -291,10 +291,10 @@ class RecordedAgent:
     """Replays recorded model outputs: for each task, its outputs in order (raw text goes through
     the env's protocol exactly as a live model's would). A task with no recording answers ''."""
 
-    def __init__(self, outputs: Mapping[str, Sequence[RawOutput]], name: str = "recorded") -> None:
+    def __init__(self, outputs: Mapping[str, Sequence[RawOutput | Action]], name: str = "recorded") -> None:
         self.name = name
         self._outputs = {k: list(v) for k, v in outputs.items()}
-        self._queue: list[RawOutput] = []
+        self._queue: list[RawOutput | Action] = []
 
     def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
         self._queue = list(self._outputs.get(task.id, []))
@@ -303,7 +303,7 @@ class RecordedAgent:
         return self._queue.pop(0) if self._queue else ""
 
 
-def recorded_responses(tasks: TaskSet, response_jsonl: Path | str) -> dict[str, list[RawOutput]]:
+def recorded_responses(tasks: TaskSet, response_jsonl: Path | str) -> dict[str, list[RawOutput | Action]]:
     """Task id -> [response] from an MTU response file (k-th response of an id -> k-th row)."""
     responses = read_jsonl(response_jsonl)
     for n, r in enumerate(responses):
@@ -323,7 +323,7 @@ def golden_turn(task: Task) -> GoldenTurn:
 
 def run_mtu_episodes(
     tasks: TaskSet,
-    outputs: Mapping[str, Sequence[RawOutput]],
+    outputs: Mapping[str, Sequence[RawOutput | Action]],
     trace_dir: Path,
     *,
     agent_name: str = "recorded",

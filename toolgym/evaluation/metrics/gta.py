@@ -1,16 +1,557 @@
-"""gta metric suite (being written: the interface is final, the scoring lands next)."""
+"""GTA: step-mode InstAcc, ToolAcc, ArgAcc, SummAcc; end-to-end AnsAcc, Ans+I and per-category
+tool F1 (perception, operation, logic, creativity), from traces.
+
+Teacher-forced traces (`env_config["mode"] == "teacher_forced"`, see
+toolgym.evaluation.base.record_teacher_forced) give the step metrics: trace step i is the
+prediction for golden step i. Other traces are end-to-end episodes. `compat` is GTA's
+`GTABenchEvaluator.score` (open-compass/GTA, opencompass/datasets/gta_bench.py) with its quirks;
+`fixed` corrects them (docs/evaluation.md lists each difference).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from toolgym.evaluation.base import EvaluationError, Mode, SuiteResult
-from toolgym.recorder.trace import Trace
-from toolgym.tasks import TaskSet
+from toolgym.canonical import canonical_json, sha256_hex
+from toolgym.evaluation.base import (
+    EvaluationError,
+    Mode,
+    SuiteResult,
+    check_mode,
+    has_infra_error,
+    is_teacher_forced,
+    observation_error,
+    pct,
+    raw_text,
+)
+from toolgym.evaluation.metrics.similarity import Embedder, get_embedder, max_similarity, pair_similarities
+from toolgym.recorder.trace import Trace, TraceStep
+from toolgym.tasks import AnswerSpec, Task, TaskSet
+
+CATEGORIES: dict[str, tuple[str, ...]] = {
+    "perception": ("OCR", "ImageDescription", "RegionAttributeDescription", "TextToBbox"),
+    "operation": ("DrawBox", "AddText", "GoogleSearch"),
+    "logic": ("Calculator", "Solver", "Plot", "MathOCR", "CountGivenObject"),
+    "creativity": ("TextToImage", "ImageStylization"),
+}
+CATEGORY_OF = {tool: cat for cat, tools in CATEGORIES.items() for tool in tools}
+F1_NAMES = {"perception": "P_F1", "operation": "O_F1", "logic": "L_F1", "creativity": "C_F1"}
+IMAGEGEN_TOOLS = ("DrawBox", "AddText", "Plot", "TextToImage", "ImageStylization")
+# errors that are the agent's fault; infra errors are kept apart, tool errors are the tool's
+AGENT_ERRORS = frozenset({"format_error", "unknown_tool", "argument_error"})
+
+
+# ---- answers ---------------------------------------------------------------------------------
+
+
+def gt_answer(spec: AnswerSpec | None) -> dict[str, Any] | list[str] | None:
+    """The task's answer spec in GTA's `gt_answer` forms: a whitelist dict, a reference list, or
+    None (image-generation queries)."""
+    if spec is None:
+        return None
+    if spec.whitelist:
+        return {"whitelist": spec.whitelist, "blacklist": spec.blacklist}
+    if spec.references:
+        return list(spec.references)
+    return None
+
+
+def compat_iscorrect(
+    pred: str, whitelist: Sequence[Sequence[str]], blacklist: Sequence[Sequence[str]] | None
+) -> bool:
+    """GTA's rule: each whitelist group must match `\\b(?:a|b)\\b` (case-insensitive), and no
+    blacklist alias may. `\\b` fails for aliases that start or end with a non-word character
+    ("$5", "5%") and inside unspaced scripts ("58天")."""
+    count = 0
+    for aliases in whitelist:
+        pattern = r"\b(?:" + "|".join(re.escape(a) for a in aliases) + r")\b"
+        if re.search(pattern, pred, re.IGNORECASE):
+            count += 1
+    if count != len(whitelist):
+        return False
+    if not blacklist:
+        return True
+    flat = [re.escape(a) for aliases in blacklist for a in aliases]
+    return not re.search(r"\b(?:" + "|".join(flat) + r")\b", pred, re.IGNORECASE)
+
+
+# A "word character" for answer boundaries: letters and digits of spaced scripts. Han, kana and
+# other unspaced scripts are no word characters here, so "58" is found in "58天".
+_UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f"
+_WORD = rf"[^\W{_UNSPACED}]"
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d])")
+
+
+def _norm(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _as_number(text: str) -> float | None:
+    t = text.strip().replace(",", "")
+    if re.fullmatch(r"[-+]?\d+(?:\.\d+)?", t):
+        return float(t)
+    return None
+
+
+def alias_found(text: str, alias: str) -> bool:
+    """Unicode-aware whole-word match (NFKC, case-folded; boundaries that work for "$5", "C++"
+    and unspaced scripts); a numeric alias also matches the same number written differently
+    ("4,825.50" for "4825.5")."""
+    a = _norm(alias).strip()
+    if not a:
+        return False
+    t = _norm(text)
+    if re.search(rf"(?<!{_WORD})" + re.escape(a) + rf"(?!{_WORD})", t):
+        return True
+    value = _as_number(a)
+    if value is None:
+        return False
+    return any(
+        math.isclose(float(m.group().replace(",", "")), value, rel_tol=1e-9, abs_tol=1e-9)
+        for m in _NUMBER.finditer(t)
+    )
+
+
+def fixed_iscorrect(
+    pred: str, whitelist: Sequence[Sequence[str]], blacklist: Sequence[Sequence[str]] | None
+) -> bool:
+    if not whitelist:
+        return False
+    if not all(any(alias_found(pred, a) for a in group) for group in whitelist):
+        return False
+    return not any(alias_found(pred, a) for group in blacklist or [] for a in group)
+
+
+# ---- predictions from traces -------------------------------------------------------------------
+
+
+@dataclass
+class PredStep:
+    kind: str  # "tool" | "answer"
+    name: str | None
+    arguments: dict[str, Any] | None
+    n_calls: int
+    content: str | None  # answer text (compat: raw text when nothing parsed)
+    final_answer: str | None
+    errors: list[str]
+
+
+def pred_step(step: TraceStep) -> PredStep:
+    calls = [a for a in step.actions if a.get("type") == "tool_call"]
+    final = next((a.get("text") for a in step.actions if a.get("type") == "final_answer"), None)
+    if calls:
+        first = calls[0]
+        args = first.get("arguments")
+        return PredStep(
+            "tool",
+            str(first.get("name")),
+            args if isinstance(args, dict) else {},
+            len(calls),
+            None,
+            None,
+            step.error_kinds,
+        )
+    content = final if isinstance(final, str) else raw_text(step)
+    return PredStep(
+        "answer", None, None, 0, content, final if isinstance(final, str) else None, step.error_kinds
+    )
+
+
+@dataclass
+class PredCall:
+    name: str
+    arguments: dict[str, Any]
+    error: str | None
+
+
+def episode_calls(trace: Trace) -> list[PredCall]:
+    """Every tool call of an episode with the error kind of its own observation."""
+    calls = []
+    for step in trace.steps:
+        observations = [o for o in step.observations]
+        for n, action in enumerate(step.actions):
+            if action.get("type") != "tool_call":
+                continue
+            obs = observations[n] if n < len(observations) else {}
+            args = action.get("arguments")
+            calls.append(
+                PredCall(
+                    str(action.get("name")), args if isinstance(args, dict) else {}, observation_error(obs)
+                )
+            )
+    return calls
+
+
+def last_step_answer(trace: Trace) -> str | None:
+    """GTA: the episode's last predicted step must be an answer (max_turn hit scores 0)."""
+    if not trace.steps:
+        return None
+    last = trace.steps[-1]
+    for action in last.actions:
+        if action.get("type") == "final_answer" and isinstance(action.get("text"), str):
+            return str(action["text"])
+    return None
+
+
+# ---- argument comparison (fixed) -----------------------------------------------------------------
+
+
+class FileRefs:
+    """Canonical names of a task's files: a value naming one (by its task name, a path ending in
+    it, its basename or its content handle) compares as that file."""
+
+    def __init__(self, task: Task, base_dir: Path | None) -> None:
+        self.names = {f.name for f in task.files}
+        self.by_alias: dict[str, str] = {}
+        for f in task.files:
+            self.by_alias[f.name] = f.name
+            self.by_alias.setdefault(Path(f.name).name, f.name)
+            if base_dir is not None:
+                path = base_dir / f.path
+                if path.is_file():
+                    self.by_alias[f"file:{sha256_hex(path.read_bytes())}"] = f.name
+
+    def canonical(self, value: str) -> str | None:
+        v = value.strip()
+        if v in self.by_alias:
+            return self.by_alias[v]
+        for name in self.names:
+            if v.replace("\\", "/").endswith("/" + name):
+                return name
+        base = v.replace("\\", "/").rsplit("/", 1)[-1]
+        return self.by_alias.get(base) if base in self.by_alias and base != v else None
+
+
+def _canon_value(value: Any, files: FileRefs) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        ref = files.canonical(value)
+        if ref is not None:
+            return ("file", ref)
+        number = _as_number(value)
+        if number is not None:
+            return number
+        return re.sub(r"\s+", "", unicodedata.normalize("NFKC", value))
+    if isinstance(value, list):
+        return [_canon_value(v, files) for v in value]
+    if isinstance(value, dict):
+        return {k: _canon_value(v, files) for k, v in value.items()}
+    return value
+
+
+def tool_defaults(task: Task) -> dict[str, dict[str, Any]]:
+    """Documented defaults of optional inputs, per tool (from the GTA loader's tool records)."""
+    out: dict[str, dict[str, Any]] = {}
+    tools = (
+        task.metadata.get("gta", {}).get("tools", []) if isinstance(task.metadata.get("gta"), dict) else []
+    )
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, dict):
+            continue
+        for item in tool.get("inputs", []) or []:
+            if isinstance(item, dict) and item.get("optional"):
+                out.setdefault(str(tool.get("name")), {})[str(item.get("name"))] = item.get("default")
+    return out
+
+
+def fixed_args_equal(
+    tool: str, gold: Mapping[str, Any], pred: Mapping[str, Any], files: FileRefs, defaults: Mapping[str, Any]
+) -> bool:
+    """Typed comparison: file references by the file they name, numbers numerically, text
+    without whitespace differences; an optional argument left out equals its default."""
+    for key in set(gold) | set(pred):
+        if key in gold and key in pred:
+            if _canon_value(gold[key], files) != _canon_value(pred[key], files):
+                return False
+        else:
+            present = gold.get(key, pred.get(key))
+            if key not in defaults or _canon_value(present, files) != _canon_value(defaults[key], files):
+                return False
+    return True
+
+
+# ---- scoring ---------------------------------------------------------------------------------------
+
+
+def _golden_kind(action_type: str) -> str:
+    return "tool" if action_type == "tool_call" else "answer"
 
 
 class GTASuite:
     name = "gta"
 
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder()
+        return self._embedder
+
+    def _answer_score(self, text: str, ref: dict[str, Any] | list[str], mode: Mode) -> float:
+        if isinstance(ref, dict):
+            check = compat_iscorrect if mode == "compat" else fixed_iscorrect
+            return float(check(text, ref.get("whitelist") or [], ref.get("blacklist")))
+        return max_similarity(self.embedder, text, ref)
+
     def score(self, traces: Sequence[Trace], tasks: TaskSet | None, mode: Mode) -> SuiteResult:
-        raise EvaluationError("the gta suite is not implemented yet")
+        mode = check_mode(mode)
+        if tasks is None:
+            raise EvaluationError("the gta suite needs the task set the traces were run on")
+        known = [t for t in traces if t.header.task_id in tasks]
+        skipped = len(traces) - len(known)
+        if not known:
+            raise EvaluationError(f"none of the {len(traces)} traces belongs to a task of the task set")
+        step_traces = [t for t in known if is_teacher_forced(t)]
+        e2e_traces = [t for t in known if not is_teacher_forced(t)]
+        result = SuiteResult(suite=self.name, mode=mode, metrics={})
+        if step_traces:
+            self._step_metrics(step_traces, tasks, mode, result)
+        if e2e_traces:
+            self._e2e_metrics(e2e_traces, tasks, mode, result)
+        if skipped:
+            result.counts["skipped_unknown_task"] = skipped
+            result.notes.append(f"{skipped} traces skipped: their task is not in the task set")
+        if mode == "compat" and (self._embedder is not None and self._embedder.name != "all-mpnet-base-v2"):
+            result.notes.append(f"similarity uses {self._embedder.name}; GTA's scorer uses all-mpnet-base-v2")
+        return result
+
+    # -- step mode --
+    def _step_metrics(self, traces: Sequence[Trace], tasks: TaskSet, mode: Mode, result: SuiteResult) -> None:
+        inst = tool_acc = arg_acc = answer_acc = 0.0
+        total_tool = total_answer = total_steps = answer_steps = 0
+        tool_call = tool_call_error = infra_skipped = 0
+        for trace in traces:
+            task = tasks[trace.header.task_id]
+            if mode == "fixed" and has_infra_error(trace):
+                infra_skipped += 1
+                continue
+            ref = gt_answer(task.answer)
+            files = FileRefs(task, tasks.base_dir)
+            defaults = tool_defaults(task)
+            if ref:
+                total_answer += 1
+            t_inst = t_tool = t_arg = t_ans = 0.0
+            t_tools = t_steps = 0
+            golden = task.golden
+            pairs: Iterable[tuple[TraceStep | None, Any]]
+            if mode == "compat":
+                pairs = zip(trace.steps, golden, strict=False)  # GTA zips: missing steps vanish
+            else:
+                pairs = ((trace.steps[i] if i < len(trace.steps) else None, g) for i, g in enumerate(golden))
+            for step, gold in pairs:
+                gold_kind = _golden_kind(gold.action.type)
+                t_steps += 1
+                if gold_kind == "tool":
+                    t_tools += 1
+                if step is None:
+                    continue
+                pred = pred_step(step)
+                errors = pred.errors if mode == "compat" else [e for e in pred.errors if e in AGENT_ERRORS]
+                if pred.kind == gold_kind and not errors:
+                    t_inst += 1
+                if pred.kind == "tool":
+                    tool_call += 1
+                    tool_call_error += bool(errors)
+                if pred.kind == gold_kind == "tool":
+                    gold_args = dict(gold.action.arguments)
+                    name_ok = pred.name == gold.action.name
+                    if mode == "fixed":
+                        name_ok = name_ok and pred.n_calls == 1
+                    if name_ok:
+                        t_tool += 1
+                        if mode == "compat":
+                            same = pred.arguments == gold_args
+                        else:
+                            same = fixed_args_equal(
+                                gold.action.name,
+                                gold_args,
+                                pred.arguments or {},
+                                files,
+                                defaults.get(gold.action.name, {}),
+                            )
+                        t_arg += float(same)
+                elif pred.kind == gold_kind == "answer" and ref:
+                    text = pred.content if mode == "compat" else pred.final_answer
+                    if text:
+                        t_ans += self._answer_score(text, ref, mode)
+                    if mode == "fixed":
+                        answer_steps += 1
+                elif gold_kind == "answer" and ref and mode == "fixed":
+                    answer_steps += 1
+            inst += t_inst
+            tool_acc += t_tool
+            arg_acc += t_arg
+            answer_acc += t_ans
+            total_tool += t_tools
+            total_steps += t_steps
+            result.per_task.setdefault(task.id, {}).update(
+                {
+                    "inst_acc": t_inst / t_steps if t_steps else 0.0,
+                    "tool_acc": t_tool / t_tools if t_tools else 0.0,
+                    "arg_acc": t_arg / t_tools if t_tools else 0.0,
+                    "summ_acc": t_ans,
+                }
+            )
+        if mode == "compat":
+            # GTA divides by gold tool steps + samples with an answer (answer steps of samples
+            # without an answer count in the numerator only)
+            result.metrics["InstAcc"] = pct(inst, total_tool + total_answer)
+            result.metrics["SummAcc"] = pct(answer_acc, total_answer)
+        else:
+            result.metrics["InstAcc"] = pct(inst, total_steps)
+            result.metrics["SummAcc"] = pct(answer_acc, answer_steps)
+            result.counts["step/answer_steps"] = answer_steps
+            if infra_skipped:
+                result.counts["step/infra_error_tasks"] = infra_skipped
+        result.metrics["ToolAcc"] = pct(tool_acc, total_tool)
+        result.metrics["ArgAcc"] = pct(arg_acc, total_tool)
+        result.counts.update(
+            {
+                "step/tasks": len(traces) - infra_skipped,
+                "step/gold_tool_steps": total_tool,
+                "step/answer_tasks": total_answer,
+                "step/tool_call": tool_call,
+                "step/tool_call_error": tool_call_error,
+            }
+        )
+
+    # -- end to end --
+    def _imggen_score(self, task: Task, calls: Sequence[PredCall], mode: Mode, files: FileRefs) -> float:
+        gold = [
+            g.action for g in task.golden if g.action.type == "tool_call" and g.action.name in IMAGEGEN_TOOLS
+        ]
+        if mode == "compat":
+            last: dict[str, dict[str, Any]] = {}
+            for call in calls:
+                if call.error is None and call.name in IMAGEGEN_TOOLS:
+                    last[call.name] = call.arguments  # the last error-free call per tool
+            score = 1.0
+            for g in gold:
+                if g.name not in last:
+                    return 0.0
+                # GTA dumps both dicts in their own key order; traces keep arguments as canonical
+                # JSON (sorted keys), so both sides are dumped sorted here
+                gold_text = json.dumps(dict(g.arguments), sort_keys=True)
+                pred_text = json.dumps(last[g.name], sort_keys=True)
+                score *= pair_similarities(self.embedder, [gold_text], [pred_text])[0]
+            return score
+        usable = [c for c in calls if c.name in IMAGEGEN_TOOLS and c.error is None]
+        score = 1.0
+        taken: set[int] = set()
+        for g in gold:
+            candidates = [i for i, c in enumerate(usable) if c.name == g.name and i not in taken]
+            if not candidates:
+                return 0.0
+            gold_text = canonical_json(_jsonable(_canon_value(dict(g.arguments), files)))
+            sims = pair_similarities(
+                self.embedder,
+                [gold_text] * len(candidates),
+                [canonical_json(_jsonable(_canon_value(usable[i].arguments, files))) for i in candidates],
+            )
+            best = max(range(len(candidates)), key=lambda k: sims[k])
+            taken.add(candidates[best])
+            score *= sims[best]
+        return score
+
+    def _e2e_metrics(self, traces: Sequence[Trace], tasks: TaskSet, mode: Mode, result: SuiteResult) -> None:
+        total_all = total_answer = 0
+        ans = ans_img = 0.0
+        tool_call = tool_call_error = infra_skipped = 0
+        gold_n: Counter[str] = Counter()
+        pred_n: Counter[str] = Counter()
+        hits: Counter[str] = Counter()
+        for trace in traces:
+            task = tasks[trace.header.task_id]
+            if mode == "fixed" and has_infra_error(trace):
+                infra_skipped += 1
+                continue
+            ref = gt_answer(task.answer)
+            files = FileRefs(task, tasks.base_dir)
+            calls = episode_calls(trace)
+            total_all += 1
+            score = 0.0
+            if ref:
+                total_answer += 1
+                answer = last_step_answer(trace)
+                if answer:
+                    score = self._answer_score(answer, ref, mode)
+                ans += score
+                img = score
+            else:
+                img = self._imggen_score(task, calls, mode, files)
+            ans_img += img
+            for call in calls:
+                tool_call += 1
+                tool_call_error += call.error is not None
+            gold_names = [g.action.name for g in task.golden if g.action.type == "tool_call"]
+            counted = calls if mode == "compat" else [c for c in calls if c.error != "infra_error"]
+            pred_names = [c.name for c in counted]
+            for name in pred_names:
+                if name in CATEGORY_OF:
+                    pred_n[CATEGORY_OF[name]] += 1
+            if mode == "compat":
+                # a gold call is a hit when its tool appears anywhere among the predicted calls
+                for name in gold_names:
+                    if name in CATEGORY_OF:
+                        gold_n[CATEGORY_OF[name]] += 1
+                        hits[CATEGORY_OF[name]] += name in pred_names
+            else:
+                common = Counter(gold_names) & Counter(pred_names)  # repeated calls as a multiset
+                for name in gold_names:
+                    if name in CATEGORY_OF:
+                        gold_n[CATEGORY_OF[name]] += 1
+                for name, n in common.items():
+                    if name in CATEGORY_OF:
+                        hits[CATEGORY_OF[name]] += n
+            result.per_task.setdefault(task.id, {}).update({"answer": score, "answer_w_imggen": img})
+        result.metrics["AnsAcc"] = pct(ans, total_answer)
+        result.metrics["Ans+I"] = pct(ans_img, total_all)
+        for cat, metric in F1_NAMES.items():
+            if mode == "compat":
+                precision = hits[cat] / (pred_n[cat] + 1e-5)
+                if gold_n[cat] == 0:
+                    f1 = 0.0
+                else:
+                    recall = hits[cat] / gold_n[cat]
+                    f1 = 2 * precision * recall / (precision + recall + 1e-5)
+                result.metrics[metric] = 100 * f1
+            elif gold_n[cat] or pred_n[cat]:
+                precision = hits[cat] / pred_n[cat] if pred_n[cat] else 0.0
+                recall = hits[cat] / gold_n[cat] if gold_n[cat] else 0.0
+                f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+                result.metrics[metric] = 100 * f1
+            else:
+                result.notes.append(f"{metric}: no gold or predicted {cat} calls, left out")
+        result.counts.update(
+            {
+                "e2e/tasks": total_all,
+                "e2e/answer_tasks": total_answer,
+                "e2e/tool_call": tool_call,
+                "e2e/tool_call_error": tool_call_error,
+            }
+        )
+        if infra_skipped:
+            result.counts["e2e/infra_error_tasks"] = infra_skipped
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
