@@ -17,7 +17,8 @@ class Agent(Protocol):
         """A new episode begins; `info["instructions"]` is the system prompt for this task."""
 
     def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
-        """The agent's next output: raw model text / message, or an Action."""
+        """The agent's next output: raw model text / message, or an Action. `observation` and `info`
+        are what the latest reset or step returned."""
 
 
 class ScriptedAgent:

@@ -63,7 +63,7 @@ def run_episode(
     step_info: dict[str, Any] = {}
     try:
         while not (terminated or truncated):
-            raw = agent.act(obs, info)
+            raw = agent.act(obs, step_info or info)  # the latest info: reset's, then each step's
             obs, r, terminated, truncated, step_info = env.step(raw)
             reward = float(r)
             steps += 1
