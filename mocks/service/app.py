@@ -1,0 +1,495 @@
+"""The mock apps as an HTTP service: many isolated sessions, one MockWorld each, on one server.
+
+    GET    /health                        liveness, session count (no token needed)
+    GET    /apps                          the apps this server knows
+    POST   /sessions                      {apps, seed, clock, prefixes} -> a new session
+    GET    /sessions                      the live sessions
+    GET    /sessions/{sid}                one session
+    DELETE /sessions/{sid}                close it
+    GET    /sessions/{sid}/tools          the session's APIs as tool schemas
+    POST   /sessions/{sid}/call           {name, arguments, call_id} -> {observation, state_hash}
+    POST   /sessions/{sid}/reset          {seed?, clock?} -> back to the seeded state
+    POST   /sessions/{sid}/checkpoint     {name}
+    POST   /sessions/{sid}/restore        {name}
+    POST   /sessions/{sid}/fork           -> a new, independent session with the same state
+    GET    /sessions/{sid}/state_hash
+    POST   /sessions/{sid}/diff           rows changed since the previous diff (it moves the baseline)
+    POST   /sessions/{sid}/rows           {table, where} -> rows
+    POST   /sessions/{sid}/score          {apps?, seed?, clock?, golden, expected_state} -> state scores
+
+An API's own failure (a 404 from the app, bad arguments) is a normal 200 answer whose observation
+carries the typed error, exactly as in-process. Service failures are HTTP errors with a typed body
+`{"error": {"kind": ..., "message": ...}}`: unknown session (404 `unknown_session`), bad request
+(400/422 `bad_request`), too many sessions (429 `too_many_sessions`), token (401 `unauthorized`),
+body too large (413 `too_large`).
+
+Endpoints are `async` and run the (sub-millisecond) SQLite work inline on the event loop: one
+session is never touched by two requests at once, and no thread hop is paid per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolgym.actions import ToolCall
+from toolgym.mocks.world import MockWorld
+from toolgym.tasks import GoldenStep
+from toolgym.tools import DEFAULT_CLOCK, BaseTool
+
+SERVICE_NAME = "toolgym-mocks"
+API_VERSION = "1"
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """Limits of one mock service. `token` None means no auth (only for loopback binds)."""
+
+    max_sessions: int = 256
+    idle_timeout_s: float = 900.0  # a session unused this long is closed by the reaper
+    reap_interval_s: float | None = None  # default: a quarter of the idle timeout, at most 30 s
+    max_apps_per_session: int = 16
+    max_checkpoints: int = 64  # per session
+    max_body_bytes: int = 1 << 20
+    token: str | None = None
+
+    @property
+    def reap_every_s(self) -> float:
+        if self.reap_interval_s is not None:
+            return self.reap_interval_s
+        return max(0.01, min(self.idle_timeout_s / 4, 30.0))
+
+
+class ServiceError(Exception):
+    """A service-level failure, answered as `{"error": {"kind", "message"}}` with `status`."""
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message = status, kind, message
+
+
+# ---- sessions ----------------------------------------------------------------------------------
+@dataclass
+class Session:
+    sid: str
+    world: MockWorld
+    apps: tuple[str, ...]
+    prefixes: dict[str, str]
+    created: float
+    last_used: float
+    calls: int = 0
+    checkpoints: list[str] = field(default_factory=list)
+
+    def info(self, now: float) -> dict[str, Any]:
+        return {
+            "session_id": self.sid,
+            "apps": list(self.apps),
+            "prefixes": self.prefixes,
+            "seed": self.world.seed,
+            "clock": self.world.start.isoformat(),
+            "state_hash": self.world.state_hash(),
+            "checkpoints": self.world.store.checkpoints,
+            "calls": self.calls,
+            "idle_s": round(now - self.last_used, 3),
+        }
+
+
+class SessionManager:
+    """The live sessions, their limits and the idle reaper's bookkeeping. Not thread-safe: the
+    app calls it from the event loop only."""
+
+    def __init__(self, config: ServiceConfig, *, now: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self._now = now
+        self._sessions: dict[str, Session] = {}
+        self.created_total = 0
+        self.reaped_total = 0
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def _new_id(self) -> str:
+        return secrets.token_hex(8)
+
+    def _admit(self) -> None:
+        if len(self._sessions) >= self.config.max_sessions:
+            raise ServiceError(
+                429,
+                "too_many_sessions",
+                f"this server holds at most {self.config.max_sessions} sessions; delete idle ones",
+            )
+
+    def create(
+        self, apps: list[str], seed: int, clock: datetime, prefixes: dict[str, str] | None = None
+    ) -> Session:
+        self._admit()
+        if not apps:
+            raise ServiceError(400, "bad_request", "a session needs at least one app")
+        if len(apps) > self.config.max_apps_per_session:
+            raise ServiceError(
+                400, "bad_request", f"at most {self.config.max_apps_per_session} apps per session"
+            )
+        try:
+            world = MockWorld(apps, seed=seed, clock=clock, prefixes=prefixes)
+        except (KeyError, ValueError) as exc:
+            raise ServiceError(400, "bad_request", str(exc).strip("\"'")) from None
+        return self._add(world, tuple(apps), dict(prefixes or {}))
+
+    def _add(self, world: MockWorld, apps: tuple[str, ...], prefixes: dict[str, str]) -> Session:
+        now = self._now()
+        session = Session(self._new_id(), world, apps, prefixes, created=now, last_used=now)
+        self._sessions[session.sid] = session
+        self.created_total += 1
+        return session
+
+    def get(self, sid: str) -> Session:
+        session = self._sessions.get(sid)
+        if session is None:
+            raise ServiceError(404, "unknown_session", f"no session {sid!r} (deleted, reaped or never made)")
+        session.last_used = self._now()
+        return session
+
+    def fork(self, sid: str) -> Session:
+        parent = self.get(sid)
+        self._admit()
+        return self._add(parent.world.fork(), parent.apps, dict(parent.prefixes))
+
+    def delete(self, sid: str) -> None:
+        session = self._sessions.pop(sid, None)
+        if session is None:
+            raise ServiceError(404, "unknown_session", f"no session {sid!r}")
+        session.world.close()
+
+    def reap(self, now: float | None = None) -> list[str]:
+        """Close the sessions idle longer than the idle timeout; their ids."""
+        now = self._now() if now is None else now
+        limit = self.config.idle_timeout_s
+        stale = [sid for sid, s in self._sessions.items() if now - s.last_used > limit]
+        for sid in stale:
+            self._sessions.pop(sid).world.close()
+        self.reaped_total += len(stale)
+        return stale
+
+    def list(self) -> list[Session]:
+        return list(self._sessions.values())
+
+    def close_all(self) -> None:
+        for session in self._sessions.values():
+            session.world.close()
+        self._sessions.clear()
+
+    def now(self) -> float:
+        return self._now()
+
+
+# ---- request bodies ----------------------------------------------------------------------------
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateSession(_Body):
+    apps: list[str] = Field(min_length=1)
+    seed: int = 0
+    clock: datetime = DEFAULT_CLOCK
+    prefixes: dict[str, str] = Field(default_factory=dict)
+
+
+class CallBody(_Body):
+    name: str = Field(min_length=1, max_length=256)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    call_id: str | None = None
+
+
+class ResetBody(_Body):
+    seed: int | None = None
+    clock: datetime | None = None
+
+
+class NameBody(_Body):
+    name: str = Field(min_length=1, max_length=128)
+
+
+class RowsBody(_Body):
+    table: str
+    where: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScoreBody(_Body):
+    """What `toolgym.envs.rewards.state_scores` needs from a task; apps, seed and clock default
+    to the session's."""
+
+    apps: list[str] | None = None
+    seed: int | None = None
+    clock: datetime | None = None
+    golden: list[GoldenStep] = Field(default_factory=list)
+    expected_state: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def tool_schema(t: BaseTool) -> dict[str, Any]:
+    """What a client needs to rebuild a tool: the same fields the exporters use."""
+    return {
+        "name": t.name,
+        "description": t.description,
+        "parameters": t.parameters_schema(),
+        "returns": [r.model_dump(mode="json") for r in t.returns],
+        "category": t.category,
+        "mutates_state": t.mutates_state,
+        "version": t.version,
+        "backend": t.backend,
+    }
+
+
+# ---- the ASGI app ------------------------------------------------------------------------------
+class BodyLimit:
+    """Refuses request bodies over `limit` bytes, declared or streamed, with a typed 413."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await _too_large(self.limit)(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _BodyTooLarge:
+            await _too_large(self.limit)(scope, receive, send)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def _too_large(limit: int) -> JSONResponse:
+    return _error_response(ServiceError(413, "too_large", f"request body over {limit} bytes"))
+
+
+def _error_response(exc: ServiceError) -> JSONResponse:
+    return JSONResponse({"error": {"kind": exc.kind, "message": exc.message}}, status_code=exc.status)
+
+
+def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] = time.monotonic) -> FastAPI:
+    """The service app. `app.state.sessions` is its SessionManager."""
+    config = config or ServiceConfig()
+    manager = SessionManager(config, now=now)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async def reaper() -> None:
+            while True:
+                await asyncio.sleep(config.reap_every_s)
+                manager.reap()
+
+        task = asyncio.create_task(reaper())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            manager.close_all()
+
+    def authorize(request: Request) -> None:
+        if config.token is None:
+            return
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.encode(), config.token.encode()):
+            raise ServiceError(401, "unauthorized", "missing or wrong bearer token")
+
+    app = FastAPI(title="toolgym mock apps", version=API_VERSION, lifespan=lifespan)
+    app.state.sessions = manager
+    app.state.config = config
+
+    @app.exception_handler(ServiceError)
+    async def _service_error(_: Request, exc: ServiceError) -> JSONResponse:
+        return _error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'][1:]) or '(body)'}: {err['msg']}" for err in exc.errors()
+        )
+        return _error_response(ServiceError(422, "bad_request", problems))
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "service": SERVICE_NAME,
+            "api_version": API_VERSION,
+            "sessions": len(manager),
+            "max_sessions": config.max_sessions,
+        }
+
+    guarded = [Depends(authorize)]
+
+    @app.get("/apps", dependencies=guarded)
+    async def apps() -> dict[str, Any]:
+        from toolgym.mocks.apps import ALL_APPS
+
+        return {
+            "apps": [
+                {"name": name, "description": cls.description, "version": cls.version}
+                for name, cls in ALL_APPS.items()
+            ]
+        }
+
+    @app.post("/sessions", status_code=201, dependencies=guarded)
+    async def create_session(body: CreateSession) -> dict[str, Any]:
+        session = manager.create(body.apps, body.seed, body.clock, body.prefixes)
+        return session.info(manager.now())
+
+    @app.get("/sessions", dependencies=guarded)
+    async def list_sessions() -> dict[str, Any]:
+        now = manager.now()
+        return {"sessions": [s.info(now) for s in manager.list()]}
+
+    @app.get("/sessions/{sid}", dependencies=guarded)
+    async def get_session(sid: str) -> dict[str, Any]:
+        return manager.get(sid).info(manager.now())
+
+    @app.delete("/sessions/{sid}", dependencies=guarded)
+    async def delete_session(sid: str) -> dict[str, Any]:
+        manager.delete(sid)
+        return {"deleted": sid}
+
+    @app.get("/sessions/{sid}/tools", dependencies=guarded)
+    async def tools(sid: str) -> dict[str, Any]:
+        return {"tools": [tool_schema(t) for t in manager.get(sid).world.tools]}
+
+    @app.post("/sessions/{sid}/call", dependencies=guarded)
+    async def call(sid: str, body: CallBody) -> dict[str, Any]:
+        session = manager.get(sid)
+        obs = session.world.step(ToolCall(name=body.name, arguments=body.arguments, call_id=body.call_id))
+        session.calls += 1
+        return {"observation": obs.model_dump(mode="json"), "state_hash": session.world.state_hash()}
+
+    @app.post("/sessions/{sid}/reset", dependencies=guarded)
+    async def reset(sid: str, body: ResetBody | None = None) -> dict[str, Any]:
+        session = manager.get(sid)
+        world = session.world
+        body = body or ResetBody()
+        world.reset(
+            seed=world.seed if body.seed is None else body.seed,
+            clock=world.start if body.clock is None else body.clock,
+        )
+        return {"state_hash": world.state_hash()}
+
+    @app.post("/sessions/{sid}/checkpoint", dependencies=guarded)
+    async def checkpoint(sid: str, body: NameBody) -> dict[str, Any]:
+        world = manager.get(sid).world
+        held = world.store.checkpoints
+        if body.name not in held and len(held) >= config.max_checkpoints:
+            raise ServiceError(
+                400, "bad_request", f"at most {config.max_checkpoints} checkpoints per session"
+            )
+        world.checkpoint(body.name)
+        return {"checkpoint": body.name, "state_hash": world.state_hash()}
+
+    @app.post("/sessions/{sid}/restore", dependencies=guarded)
+    async def restore(sid: str, body: NameBody) -> dict[str, Any]:
+        world = manager.get(sid).world
+        try:
+            world.restore(body.name)
+        except KeyError as exc:
+            raise ServiceError(404, "unknown_checkpoint", str(exc).strip("\"'")) from None
+        return {"state_hash": world.state_hash()}
+
+    @app.post("/sessions/{sid}/fork", status_code=201, dependencies=guarded)
+    async def fork(sid: str) -> dict[str, Any]:
+        return manager.fork(sid).info(manager.now())
+
+    @app.get("/sessions/{sid}/state_hash", dependencies=guarded)
+    async def state_hash(sid: str) -> dict[str, Any]:
+        return {"state_hash": manager.get(sid).world.state_hash()}
+
+    @app.post("/sessions/{sid}/diff", dependencies=guarded)
+    async def diff(sid: str) -> dict[str, Any]:
+        return {"diff": manager.get(sid).world.take_diff()}
+
+    @app.post("/sessions/{sid}/rows", dependencies=guarded)
+    async def rows(sid: str, body: RowsBody) -> dict[str, Any]:
+        world = manager.get(sid).world
+        try:
+            found = world.rows(body.table, body.where)
+        except KeyError as exc:
+            raise ServiceError(400, "bad_request", str(exc).strip("\"'")) from None
+        from toolgym.mocks.store import jsonable
+
+        return {"rows": [{k: jsonable(v) for k, v in r.items()} for r in found]}
+
+    @app.post("/sessions/{sid}/score", dependencies=guarded)
+    async def score(sid: str, body: ScoreBody) -> dict[str, Any]:
+        return {"scores": _state_scores(manager.get(sid), body)}
+
+    # the limit wraps everything, so even a request the router would refuse is cut off early
+    app.add_middleware(BodyLimit, limit=config.max_body_bytes)
+    return app
+
+
+def _state_scores(session: Session, body: ScoreBody) -> dict[str, float]:
+    """`toolgym.envs.rewards.state_scores` on the session's world: the golden chain replayed on a
+    fresh world must reach the same hash, and the assertions must hold."""
+    from toolgym.mocks.rewards import STATE_ASSERTIONS, GoldenReplayError, check_assertions, replay_golden
+
+    world = session.world
+    try:
+        assertions = STATE_ASSERTIONS.validate_python(body.expected_state)
+        golden = replay_golden(
+            body.apps or session.apps,
+            world.seed if body.seed is None else body.seed,
+            world.start if body.clock is None else body.clock,
+            body.golden,
+            prefixes=session.prefixes,
+        )
+    except GoldenReplayError:
+        return {"golden_error": 1.0, "state_match": 0.0, "assertions": 0.0, "state": 0.0}
+    except (KeyError, ValueError) as exc:
+        raise ServiceError(400, "bad_request", f"score: {exc}") from None
+    try:
+        same_state = golden.state_hash() == world.state_hash()
+    finally:
+        golden.close()
+    try:
+        report = check_assertions(world, assertions)
+    except ValueError as exc:
+        raise ServiceError(400, "bad_request", f"score: {exc}") from None
+    return {
+        "state_match": float(same_state),
+        "assertions": report.score,
+        "state": float(same_state and report.passed),
+    }
