@@ -122,6 +122,10 @@ app.command(name="models")(models_command)
 from toolgym.toolservers.commands import serve  # noqa: E402  (registration block)
 
 app.command()(serve)
+# containers and lab node (lab ...)     -- toolgym/lab.py
+from toolgym.lab import register as register_lab  # noqa: E402
+
+register_lab(app)
 # evaluation (eval / report / run)     -- toolgym/evaluation/commands.py
 from toolgym.evaluation.commands import register as register_evaluation  # noqa: E402
 from toolgym.recorder.commands import register as register_recorder  # noqa: E402
