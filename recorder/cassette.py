@@ -45,7 +45,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from toolgym.actions import Observation, ToolCall
 from toolgym.canonical import canonical_json
 from toolgym.errors import ErrorKind, UnknownToolError
-from toolgym.files import UnknownFileError
+from toolgym.files import FileHandle, UnknownFileError
 from toolgym.tools import BaseTool, ToolContext, ToolSet
 from toolgym.world import World
 
@@ -390,8 +390,8 @@ class Cassette:
         binding: StateBinding,
         secrets: Sequence[str] | None = None,
     ) -> dict[str, Any]:
-        """The canonical request key of `call` (a JSON object). Raises ValueError for arguments
-        that have no canonical JSON (NaN, infinities)."""
+        """The canonical request key of `call` (a JSON object). Arguments that have no canonical
+        JSON (NaN, infinities) make `key_hash` raise ValueError: such a call is never recorded."""
         files: dict[str, str | None] = {}
         for pname in t.file_params:
             ref = call.arguments.get(pname)
@@ -401,7 +401,6 @@ class Cassette:
                 except UnknownFileError:
                     files[pname] = None
         arguments = self.secrets.scrub(call.arguments, secrets)
-        canonical_json(arguments)  # fails here for values JSON cannot hold
         key: dict[str, Any] = {
             "tool": t.name,
             "version": t.version,
@@ -525,9 +524,9 @@ class Cassette:
         secrets = self.secrets.secret_values()
         try:
             key = self.request_key(t, call, ctx, binding, secrets)
+            key_hash = self.key_hash(key)  # canonical JSON refuses NaN and infinities
         except ValueError as exc:
             return self._unkeyable(live, call, ctx, exc)
-        key_hash = self.key_hash(key)
         stateful = key["state"] is not None and binding.effects is not None
         if self.mode in ("replay", "record_missing"):
             entry = self._lookup(key_hash)
@@ -588,6 +587,13 @@ class Cassette:
             },
         )
 
+    @staticmethod
+    def _holds(ctx: ToolContext, handle: FileHandle) -> bool:
+        try:
+            return ctx.files.resolve(handle.ref).handle.sha256 == handle.sha256
+        except UnknownFileError:
+            return False
+
     def _restore(
         self,
         entry: tuple[Observation, dict[str, Any]],
@@ -597,7 +603,11 @@ class Cassette:
     ) -> Observation:
         obs, response = entry
         for handle in obs.files:
-            ctx.files.put_bytes(self.blob(handle.sha256), name=handle.name, media_type=handle.media_type)
+            if self._holds(ctx, handle):  # the bytes are there already: only the name must point at them
+                if handle.name:
+                    ctx.files.alias(handle.name, handle)
+            else:
+                ctx.files.put_bytes(self.blob(handle.sha256), name=handle.name, media_type=handle.media_type)
         if binding is not None and binding.effects is not None and "effect" in response:
             try:
                 binding.effects.apply(response["effect"])

@@ -198,6 +198,19 @@ def test_errors_replay_as_the_same_errors_but_infra_errors_are_not_recorded(tmp_
     assert tape.stats.misses == 1 and tape.stats.live_calls == 0
 
 
+def test_arguments_without_canonical_json_are_never_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    call = ToolCall(name="Calculator", arguments={"expression": float("nan")})
+    [live], tape = run_calls(ToolSet([calculator]), path, "record", [call], fresh_ctx())
+    assert (
+        live.error_kind is ErrorKind.ARGUMENT_ERROR
+        and tape.stats.not_recorded == 1
+        and tape.stats.live_calls == 1
+    )
+    [obs], tape = run_calls(ToolSet([calculator]), path, "replay", [call], fresh_ctx())
+    assert obs.error_kind is ErrorKind.INFRA_ERROR and "canonical JSON" in obs.text and tape.stats.misses == 1
+
+
 # ---- strict replay ---------------------------------------------------------------------------------------
 def test_strict_miss_names_the_nearest_keys_and_never_raises(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
