@@ -736,7 +736,16 @@ class OpenVocabDetector(Detector):
         processor, model = self._model.get()
         image = PILImage.fromarray(rgb)
         h, w = rgb.shape[:2]
-        inputs = processor(text=[[cls]], images=image, return_tensors="pt", padding=True, truncation=True)
+        # a long description is cut to the text encoder's length rather than failing
+        max_length = getattr(getattr(model.config, "text_config", None), "max_position_embeddings", None)
+        inputs = processor(
+            text=[[cls]],
+            images=image,
+            return_tensors="pt",
+            padding=True,
+            truncation=True,
+            max_length=max_length,
+        )
         inputs = {k: v.to(self.config.device) if hasattr(v, "to") else v for k, v in inputs.items()}
         with torch.no_grad():
             outputs = model(**inputs)
