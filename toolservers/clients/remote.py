@@ -68,7 +68,7 @@ class RemoteTool(SchemaTool):
         )
         self.owner = owner
         limits = descriptor.get("limits") or {}
-        self.timeout_s = float(limits.get("timeout_s") or 60.0) + TIMEOUT_MARGIN_S
+        self.timeout_s = owner.call_timeout_s or float(limits.get("timeout_s") or 60.0) + TIMEOUT_MARGIN_S
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         return params_without_validation(self, arguments)
@@ -106,10 +106,15 @@ class RemoteToolSet(ToolSet):
         tools: Iterable[str] | None = None,
         connect_timeout_s: float = 5.0,
         headers: Mapping[str, str] | None = None,
+        call_timeout_s: float | None = None,
         client: httpx.Client | None = None,
     ) -> None:
+        """`call_timeout_s`: how long a call may go unanswered before it is an infra error
+        (default: the tool's server-side timeout plus a margin, so the server's own `timeout`
+        answer arrives first)."""
         super().__init__()
         self.url = url.rstrip("/")
+        self.call_timeout_s = call_timeout_s
         self._http = client or httpx.Client(
             base_url=self.url,
             headers=bearer(token, headers),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -17,7 +17,7 @@ from PIL import ImageOps
 
 from toolgym.errors import ToolError
 from toolgym.files import FileHandle
-from toolgym.tools import FileParam, Image, Param, Tool, ToolCategory, ToolContext, tool
+from toolgym.tools import BaseTool, FileParam, Image, Param, Tool, ToolCategory, ToolContext, tool
 from toolgym.toolservers.server import ServerConfig, ServerThread, create_app
 from toolgym.toolservers.server.providers import ToolProvider
 
@@ -91,7 +91,7 @@ def png_bytes(width: int = 40, height: int = 20, color: str = "red") -> bytes:
 
 @contextmanager
 def running(
-    served: list[Tool] | list[ToolProvider], config: ServerConfig | None = None, **kwargs: Any
+    served: Sequence[BaseTool] | Sequence[ToolProvider], config: ServerConfig | None = None, **kwargs: Any
 ) -> Iterator[str]:
     """A real server for `served` on 127.0.0.1 (ephemeral port), stopped at the end."""
     app = create_app(served, config or ServerConfig(**kwargs))
