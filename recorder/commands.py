@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import time
 from pathlib import Path
 from typing import Annotated
@@ -37,10 +36,12 @@ def _toolset(spec: str | None) -> ToolSet:
         from toolgym.toolservers.registry import default_toolset
 
         return default_toolset()
-    module_name, sep, attr = spec.partition(":")
-    if not sep:
-        raise typer.BadParameter(f"{spec!r}: use package.module:factory", param_hint="--toolset")
-    made = getattr(importlib.import_module(module_name), attr)()
+    from toolgym.recorder.golden import load_object
+
+    try:
+        made = load_object(spec, "toolset")()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--toolset") from None
     if not isinstance(made, ToolSet):
         raise typer.BadParameter(f"{spec!r} did not return a ToolSet", param_hint="--toolset")
     return made
@@ -69,10 +70,14 @@ def record(
 ) -> None:
     """Run an agent over task sets and store golden traces and the cassette of every tool response."""
     from toolgym.envs.demo import default_task_paths
-    from toolgym.recorder.golden import record_golden
+    from toolgym.recorder.golden import agent_factory, record_golden
 
     if mode not in ("record", "record_missing", "live"):
         raise typer.BadParameter("record, record_missing or live", param_hint="--mode")
+    try:
+        agent_factory(agent)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--agent") from None
     paths = tasks or default_task_paths()
     report = record_golden(
         paths,

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,13 +103,24 @@ def agent_factory(spec: str) -> AgentFactory:
     if spec.startswith("scripted:"):
         path = Path(spec.removeprefix("scripted:"))
         return lambda protocol: TaskScriptAgent.load(protocol, path)
+    return load_object(spec, "agent")
+
+
+def load_object(spec: str, what: str) -> Callable[..., Any]:
+    """The callable named by `package.module:attr`, imported (never evaluated). The current
+    directory is importable, as with uvicorn's `module:app`."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise ValueError(f"agent {spec!r}: use oracle, scripted:<file.jsonl> or package.module:factory")
-    factory = getattr(importlib.import_module(module_name), attr)
-    if not callable(factory):
-        raise ValueError(f"agent {spec!r}: {attr} is not callable")
-    return factory  # type: ignore[no-any-return]
+        raise ValueError(f"{what} {spec!r}: use package.module:factory")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        found = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"{what} {spec!r}: {exc}") from None
+    if not callable(found):
+        raise ValueError(f"{what} {spec!r}: {attr} is not callable")
+    return found  # type: ignore[no-any-return]
 
 
 class TraceAgent:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -199,3 +200,26 @@ def test_record_with_a_custom_agent_and_record_missing(tmp_path: Path) -> None:
     assert second.exit_code == 0 and "0 responses recorded, 1 replayed, 0 live calls" in second.output
     bad = runner.invoke(app, [*base, "--mode", "replay"])
     assert bad.exit_code != 0
+    missing = runner.invoke(app, [*base, "--agent", "tests.recorder.nowhere:agent"])
+    assert missing.exit_code == 2 and "--agent" in missing.output
+
+
+def test_record_with_a_scripted_agent(tmp_path: Path) -> None:
+    task = TaskSet.load(demo_tasks_path())["solve-system"]
+    tasks = tmp_path / "solve.jsonl"
+    TaskSet([task]).dump(tasks)
+    script = tmp_path / "script.jsonl"
+    actions = [g.action.model_dump(mode="json") for g in task.golden]
+    script.write_text(json.dumps({"task_id": task.id, "actions": actions}) + "\n", encoding="utf-8")
+    out = tmp_path / "g"
+    result = runner.invoke(
+        app, ["record", "--tasks", str(tasks), "--out", str(out), "--agent", f"scripted:{script}"]
+    )
+    assert result.exit_code == 0, result.output
+    trace = read_trace(out / "solve" / "solve-system.seed0.jsonl")
+    assert trace.header.agent == "scripted" and trace.end is not None and trace.end.reward == 1.0
+    script.write_text('{"task_id": "solve-system"}\n', encoding="utf-8")
+    broken = runner.invoke(
+        app, ["record", "--tasks", str(tasks), "--out", str(out), "--agent", f"scripted:{script}"]
+    )
+    assert broken.exit_code != 0 and "not a script line" in str(broken.exception)
