@@ -357,10 +357,10 @@ def load_spec(
     timeout_s: float = 30.0,
 ) -> dict[str, Any]:
     """A spec from a dict, a JSON file, or an http(s) URL."""
+    text = "the spec" if isinstance(source, Mapping) else str(source)
     if isinstance(source, Mapping):
-        return dict(source)
-    text = str(source)
-    if text.startswith(("http://", "https://")):
+        data: Any = dict(source)
+    elif text.startswith(("http://", "https://")):
         try:
             response = httpx.get(text, headers=dict(headers or {}), timeout=timeout_s)
         except httpx.HTTPError as exc:

@@ -19,6 +19,7 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from toolgym.tools import BaseTool, ToolSet
 
@@ -103,7 +104,7 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def uvicorn_config(app: FastAPI, **kwargs: Any) -> uvicorn.Config:
+def uvicorn_config(app: ASGIApp, **kwargs: Any) -> uvicorn.Config:
     return uvicorn.Config(
         app,
         log_level=kwargs.pop("log_level", "warning"),
@@ -120,7 +121,7 @@ class ServerThread:
     soon as the object exists and the server answers once `start()` returns."""
 
     def __init__(
-        self, app: FastAPI, host: str = "127.0.0.1", port: int = 0, *, startup_timeout_s: float = 60
+        self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0, *, startup_timeout_s: float = 60
     ) -> None:
         self.app = app
         self.host = host
@@ -145,8 +146,8 @@ class ServerThread:
         deadline = time.monotonic() + self.startup_timeout_s
         while not self.server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                runtime = getattr(self.app.state, "runtime", None)
-                reason = self._error or getattr(runtime, "startup_error", None) or "startup timed out"
+                runtime = getattr(getattr(self.app, "state", None), "runtime", None)
+                reason = getattr(runtime, "startup_error", None) or self._error or "startup timed out"
                 self.stop()
                 raise RuntimeError(f"tool server did not start: {reason}")
             time.sleep(0.005)
