@@ -1,0 +1,342 @@
+"""ToolEyes: the query/config loaders, the rule-based dimensions on recorded episodes (with
+ToolEyes' quirks in compat mode) and the judged ones through a real OpenAI-compatible HTTP judge
+on 127.0.0.1 whose verdicts are cached in SQLite."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.evaluation.helpers import run_e2e
+from tests.shared_data import DATA
+from toolgym.evaluation import EvaluationError, get_suite
+from toolgym.evaluation.base import MODES
+from toolgym.evaluation.loaders.tooleyes import (
+    config_key,
+    load_tool_configs,
+    load_tooleyes_queries,
+    task_to_row,
+    tooleyes_toolset,
+    write_tooleyes_queries,
+)
+from toolgym.evaluation.metrics.judge import JudgeError, OpenAIJudge, parse_score
+from toolgym.evaluation.metrics.tooleyes import (
+    ToolEyesSuite,
+    json_format_ok,
+    reasoning_format_ok,
+    split_message,
+)
+from toolgym.recorder.trace import Trace
+from toolgym.tasks import TaskSet
+
+TE = DATA / "tooleyes"
+CONFIGS = sorted(TE.glob("config_gpt4.*.json"))
+
+
+@pytest.fixture(scope="module")
+def tasks() -> TaskSet:
+    return load_tooleyes_queries(TE / "scenario_data_raw.json", load_tool_configs(CONFIGS))
+
+
+def _finish(text: str) -> str:
+    return f'Thought: I can answer now.\nAction: FinishAction\nAction Input: {{"response": "{text}"}}'
+
+
+def _call(name: str, args: dict[str, Any], thought: str = "I should call a tool.") -> str:
+    return f"Thought: {thought}\nAction: {name}\nAction Input: {json.dumps(args)}"
+
+
+def _first(tasks: TaskSet, library: str) -> str:
+    return next(t.id for t in tasks if t.metadata["tooleyes"]["path"].endswith(library))
+
+
+# ---- loader ------------------------------------------------------------------------------------
+
+
+def test_queries_and_configs_load_and_round_trip(tasks: TaskSet, tmp_path: Path) -> None:
+    assert len(tasks) == 382
+    assert {t.category for t in tasks} == {"TG", "RS", "DU", "PL", "AM", "IR", "FT"}
+    random_task = tasks[_first(tasks, "Random/Random")]
+    assert random_task.tools == [
+        "get_random_number",
+        "get_uuid",
+        "generate_string",
+        "generate_password",
+        "generate_placeholder_text",
+    ]
+    assert [r["name"] for r in random_task.metadata["tooleyes"]["tools"]][-2:] == ["ask_to_user", "finish"]
+    assert (
+        config_key("ToolEyes/Tool_Library/Weather/weatherapi")
+        == config_key(str(CONFIGS[-1]))
+        == "Weather/weatherapi"
+    )
+    out = tmp_path / "rows.json"
+    write_tooleyes_queries(tasks, out)
+    original = json.loads((TE / "scenario_data_raw.json").read_text(encoding="utf-8"))
+    assert json.loads(out.read_text(encoding="utf-8")) == original
+    assert task_to_row(tasks[0]) == original[0]
+    # no config for a library: the task offers every tool of the env and keeps no records
+    assert sum(1 for t in tasks if t.tools is None) > 0
+
+
+def test_bad_inputs_give_typed_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "config_gpt4.X__Y.json"
+    bad.write_text('{"name": "x"}', encoding="utf-8")
+    with pytest.raises(EvaluationError, match="list of function records"):
+        load_tool_configs([bad])
+    rows = tmp_path / "rows.json"
+    rows.write_text('[{"query": 1, "path": "a/b", "scenario": "TG"}]', encoding="utf-8")
+    with pytest.raises(EvaluationError, match="row 0"):
+        load_tooleyes_queries(rows)
+
+
+def test_toolset_leaves_pseudo_tools_out() -> None:
+    records = json.loads(CONFIGS[0].read_text(encoding="utf-8"))
+    tools = tooleyes_toolset(records)
+    assert "finish" not in tools and "ask_to_user" not in tools and "read_file" in tools
+
+
+# ---- text checks ------------------------------------------------------------------------------------
+
+
+def test_tooleyes_text_checks() -> None:
+    good = _call("get_uuid", {"cnt": "2"})
+    assert reasoning_format_ok(good) and json_format_ok(good)
+    assert split_message(good) == ("I should call a tool.", "get_uuid", '{"cnt": "2"}')
+    assert not reasoning_format_ok("Action: get_uuid\nAction Input: {}")  # no Thought
+    assert not json_format_ok(
+        'Thought: t\nAction: get_uuid\nAction Input: {"cnt": true}'
+    )  # eval has no `true`
+    assert not json_format_ok("Thought: t\nAction: x\nAction Input: __import__('os').getcwd()")  # never run
+    assert parse_score("Scoring Reason: fine.\nEvaluation Score: 10") == 10
+    assert parse_score("Evaluation Score: 7/10") == 7
+    assert parse_score("I think it is good") is None
+
+
+# ---- rule-based dimensions -------------------------------------------------------------------------
+
+
+def _episode(tasks: TaskSet, task_id: str, outputs: list[str], out: Path) -> Trace:
+    task = tasks[task_id]
+    return run_e2e(tooleyes_toolset(task.metadata["tooleyes"]["tools"]), tasks, task, outputs, out)
+
+
+def test_rules_on_a_clean_episode(tasks: TaskSet, tmp_path: Path) -> None:
+    task_id = _first(tasks, "Random/Random")
+    trace = _episode(
+        tasks, task_id, [_call("generate_string", {"len": "8", "cnt": "1"}), _finish("x8k2p0qa")], tmp_path
+    )
+    for mode in MODES:
+        result = ToolEyesSuite().score([trace], tasks, mode)
+        assert result.metrics["IF"] == 100.0 and result.metrics["tool_reality"] == 100.0
+        assert "TS" not in result.metrics and any("no judge" in n for n in result.notes)
+
+
+def test_hallucination_counting(tasks: TaskSet, tmp_path: Path) -> None:
+    task_id = _first(tasks, "Random/Random")
+    outputs = [
+        _call("make_string", {"len": "8"}),  # a tool that does not exist
+        _call("generate_string", {"length": "8"}),  # a parameter the tool does not take
+        _finish("I cannot handle the task."),
+    ]
+    trace = _episode(tasks, task_id, outputs, tmp_path)
+    assert trace.steps[0].error_kinds == ["unknown_tool"]
+    compat = ToolEyesSuite().score([trace], tasks, "compat")
+    fixed = ToolEyesSuite().score([trace], tasks, "fixed")
+    # compat stops checking parameters after the first tool hallucination: 1 of 2 turns
+    assert compat.per_task[task_id]["tool_hallucinations"] == 1.0
+    assert compat.per_task[task_id]["param_hallucinations"] == 0.0
+    assert compat.metrics["tool_reality"] == 50.0
+    assert fixed.per_task[task_id]["param_hallucinations"] == 1.0 and fixed.metrics["tool_reality"] == 0.0
+    assert compat.metrics["IF"] == fixed.metrics["IF"] == 100.0
+
+
+def test_required_parameters_are_not_used_up(tasks: TaskSet, tmp_path: Path) -> None:
+    task_id = _first(tasks, "Weather/weatherapi")
+    outputs = [
+        _call("current_weather", {"q": "Paris"}),
+        _call("current_weather", {"lang": "fr"}),  # misses the required "q"
+        _finish("It is sunny in Paris."),
+    ]
+    trace = _episode(tasks, task_id, outputs, tmp_path)
+    assert trace.steps[1].error_kinds == ["argument_error"]
+    compat = ToolEyesSuite().score([trace], tasks, "compat")
+    fixed = ToolEyesSuite().score([trace], tasks, "fixed")
+    # ToolEyes removes a given required parameter from the tool document for the rest of the
+    # episode, so the second call passes; fixed counts it
+    assert compat.metrics["tool_reality"] == 100.0
+    assert fixed.metrics["tool_reality"] == 50.0
+
+
+def test_format_alignment(tasks: TaskSet, tmp_path: Path) -> None:
+    task_id = _first(tasks, "Random/Random")
+    outputs = [
+        "I will generate it.",  # no labels: a format error
+        'Thought: ok\nAction: generate_string\nAction Input: {"len": "8", "cnt": 1+1}',  # not a literal
+        _finish("abcdefgh"),
+    ]
+    trace = _episode(tasks, task_id, outputs, tmp_path)
+    compat = ToolEyesSuite().score([trace], tasks, "compat")
+    fixed = ToolEyesSuite().score([trace], tasks, "fixed")
+    assert compat.metrics["IF"] == pytest.approx(100 / 3)
+    assert fixed.metrics["IF"] == pytest.approx(100 / 3)
+    assert compat.metrics["tool_reality"] == 0.0  # no format-correct tool turn
+
+
+# ---- judged dimensions ----------------------------------------------------------------------------
+
+
+class _JudgeServer:
+    """Scripted chat completions: the score depends on the question's criteria; one question
+    type is answered without a score."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.fail = False
+        parent = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                parent.requests.append(
+                    {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+                )
+                if parent.fail:
+                    self.send_response(503)
+                    self.end_headers()
+                    return
+                system = body["messages"][0]["content"]
+                if "fits the plan" in system:
+                    reply = "Scoring Reason: the tool fits.\nEvaluation Score: 8"
+                elif "grammatical" in system:
+                    reply = "Scoring Reason: clean.\nEvaluation Score: 6"
+                elif "sums up" in system:
+                    reply = "Scoring Reason: good steps.\nEvaluation Score: 5"
+                elif "consistently" in system:
+                    reply = "Scoring Reason: focused.\nEvaluation Score: 9"
+                else:
+                    reply = "The answer is helpful."  # no score line
+                data = json.dumps(
+                    {
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": reply},
+                                "finish_reason": "stop",
+                            }
+                        ]
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+
+@pytest.fixture
+def judge_server() -> Iterator[_JudgeServer]:
+    server = _JudgeServer()
+    server.thread.start()
+    try:
+        yield server
+    finally:
+        server.server.shutdown()
+        server.server.server_close()
+
+
+def test_judged_dimensions_cached_and_recorded(
+    tasks: TaskSet, tmp_path: Path, judge_server: _JudgeServer
+) -> None:
+    task_id = _first(tasks, "Random/Random")
+    trace = _episode(
+        tasks, task_id, [_call("generate_string", {"len": "8", "cnt": "1"}), _finish("x8k2p0qa")], tmp_path
+    )
+    cache = tmp_path / "judge.sqlite"
+    judge = OpenAIJudge(judge_server.base_url, "judge-model", api_key="secret", cache_path=cache)
+    try:
+        compat = ToolEyesSuite(judge).score([trace], tasks, "compat")
+        asked = len(judge_server.requests)
+        # two action/thought questions (both turns), quality, validity, focus, relevance
+        assert asked == 6 and judge.requests == 6 and judge.cache_hits == 0
+        assert judge_server.requests[0]["path"] == "/v1/chat/completions"
+        assert judge_server.requests[0]["auth"] == "Bearer secret"
+        assert judge_server.requests[0]["body"]["temperature"] == 0.0
+        assert compat.metrics["TS"] == pytest.approx(80.0)  # tool reality 1 x 8/10
+        assert compat.metrics["IU"] == pytest.approx(90.0)
+        assert compat.metrics["BP"] == pytest.approx(30.0)  # 6/10 x 5/10
+        assert compat.metrics["AO"] == 0.0  # no score in the reply: ToolEyes counts 0
+        assert compat.metrics["overall"] == pytest.approx((100 + 80 + 30 + 90 + 0) / 5)
+        assert (
+            compat.metrics[
+                "RS/overall" if tasks[task_id].category == "RS" else f"{tasks[task_id].category}/overall"
+            ]
+            > 0
+        )
+        fixed = ToolEyesSuite(judge).score([trace], tasks, "fixed")
+        # fixed asks different thoughts (the parsed ones) only where they differ; the rest is cached
+        assert judge.cache_hits > 0
+        assert "AO" not in fixed.metrics and "overall" not in fixed.metrics  # an unscored verdict is left out
+        # the same questions again: all from the cache, no request reaches the server
+        before = len(judge_server.requests)
+        again = ToolEyesSuite(judge).score([trace], tasks, "compat")
+        assert len(judge_server.requests) == before and again.metrics == compat.metrics
+        records = judge.cache.records() if judge.cache else []
+        assert records and all(r["request"]["model"] == "judge-model" and "reply" in r for r in records)
+    finally:
+        judge.close()
+    # a new judge on the same cache file answers from it
+    reopened = OpenAIJudge(judge_server.base_url, "judge-model", cache_path=cache)
+    try:
+        before = len(judge_server.requests)
+        ToolEyesSuite(reopened).score([trace], tasks, "compat")
+        assert len(judge_server.requests) == before and reopened.cache_hits > 0
+    finally:
+        reopened.close()
+
+
+def test_judge_failures_are_typed(tasks: TaskSet, tmp_path: Path, judge_server: _JudgeServer) -> None:
+    task_id = _first(tasks, "Random/Random")
+    trace = _episode(tasks, task_id, [_finish("hello")], tmp_path)
+    judge_server.fail = True
+    judge = OpenAIJudge(judge_server.base_url, "judge-model")
+    try:
+        with pytest.raises(JudgeError, match="503"):
+            ToolEyesSuite(judge).score([trace], tasks, "compat")
+    finally:
+        judge.close()
+    down = OpenAIJudge("http://127.0.0.1:9/v1", "judge-model", timeout_s=2)
+    try:
+        with pytest.raises(JudgeError, match="failed"):
+            down.ask([{"role": "user", "content": "x"}])
+    finally:
+        down.close()
+
+
+def test_judge_from_the_environment(
+    tasks: TaskSet, tmp_path: Path, judge_server: _JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLGYM_JUDGE_BASE_URL", judge_server.base_url)
+    monkeypatch.setenv("TOOLGYM_JUDGE_MODEL", "judge-model")
+    monkeypatch.setenv("TOOLGYM_JUDGE_CACHE", str(tmp_path / "env.sqlite"))
+    task_id = _first(tasks, "Random/Random")
+    trace = _episode(tasks, task_id, [_finish("hello")], tmp_path)
+    result = get_suite("tooleyes").score([trace], tasks, "compat")
+    assert "IU" in result.metrics and result.counts["judge_requests"] > 0
+    assert (tmp_path / "env.sqlite").is_file()
