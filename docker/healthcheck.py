@@ -1,5 +1,6 @@
-"""HEALTHCHECK of the toolgym images: GET /health on the server's port, or on its unix socket when
-it runs without a network (TOOLGYM_UDS). Exit 0 when it answers 200."""
+"""HEALTHCHECK of the toolgym images: GET the server's health path (TOOLGYM_HEALTH_PATH, default
+/health) on its port, or on its unix socket when it runs without a network (TOOLGYM_UDS).
+Exit 0 when it answers 200."""
 
 import http.client
 import os
@@ -23,7 +24,7 @@ def main() -> int:
     port = int(os.environ.get("TOOLGYM_PORT", "8000"))
     conn = UnixConnection(uds) if uds else http.client.HTTPConnection("127.0.0.1", port, timeout=3)
     try:
-        conn.request("GET", "/health")
+        conn.request("GET", os.environ.get("TOOLGYM_HEALTH_PATH", "/health"))
         return 0 if conn.getresponse().status == 200 else 1
     except OSError:
         return 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -70,6 +70,8 @@ class ServerSpec:
     image: str | None = None  # containers: default per kind (toolgym/mockserver, toolgym/toolserver)
     token: str | None = None  # default: a fresh random token per server
     startup_timeout_s: float = 60.0
+    health_path: str = "/health"  # answers 200 once the server can take calls
+    publish: tuple[str, int] | None = None  # TCP only: host address and port (default 127.0.0.1, any port)
 
     @property
     def transport(self) -> Literal["tcp", "uds"]:
@@ -85,17 +87,52 @@ def mock_server_spec(
     limits: Limits | None = None,
     image: str | None = None,
 ) -> ServerSpec:
-    """The mock-app session service as a server spec."""
-    argv = (
-        "lab",
-        "mock-server",
-        "--max-sessions",
-        str(max_sessions),
-        "--idle-timeout",
-        f"{idle_timeout_s:g}",
-    )
+    """The mock-app session service (`toolgym lab mock-server`) as a server spec."""
+    argv = ["lab", "mock-server", "--max-sessions", str(max_sessions)]
+    argv += ["--idle-timeout", f"{idle_timeout_s:g}"]
     return ServerSpec(
-        name=name, kind="mocks", argv=argv, network=network, limits=limits or Limits(), image=image
+        name=name, kind="mocks", argv=tuple(argv), network=network, limits=limits or Limits(), image=image
+    )
+
+
+def tool_server_spec(
+    name: str = "tools",
+    *,
+    tools: Sequence[str] | None = None,
+    apps: Sequence[str] = (),
+    device: str | None = None,
+    lazy: bool = False,
+    network: bool = False,
+    gpus: Sequence[str] = (),
+    mounts: Sequence[Mount] = (),
+    env: Mapping[str, str] | None = None,
+    limits: Limits | None = None,
+    image: str | None = None,
+    publish: tuple[str, int] | None = None,
+) -> ServerSpec:
+    """The tool server as a server spec: `toolgym serve` on TCP when the tools need the network,
+    else `toolgym lab tool-server` (the same server) on a unix socket."""
+    argv = ["serve"] if network else ["lab", "tool-server"]
+    if tools:
+        argv += ["--tools", ",".join(tools)]
+    if apps:
+        argv += ["--apps", ",".join(apps)]
+    if device:
+        argv += ["--device", device]
+    if lazy:
+        argv.append("--lazy")
+    return ServerSpec(
+        name=name,
+        kind="tools",
+        argv=tuple(argv),
+        network=network,
+        limits=limits or Limits(),
+        env=dict(env or {}),
+        mounts=tuple(mounts),
+        gpus=tuple(gpus),
+        image=image,
+        health_path="/v1/ready",  # 200 once every eagerly loaded tool is ready
+        publish=publish,
     )
 
 
@@ -128,12 +165,14 @@ def new_token() -> str:
     return secrets.token_urlsafe(24)
 
 
-def probe_health(url: str, *, uds: str | None = None, timeout_s: float = 2.0) -> dict[str, Any] | None:
-    """GET /health once: the JSON answer when the server says ok, else None."""
+def probe_health(
+    url: str, *, uds: str | None = None, path: str = "/health", timeout_s: float = 2.0
+) -> dict[str, Any] | None:
+    """GET the health path once: its JSON answer when it is 200, else None."""
     transport = httpx.HTTPTransport(uds=uds) if uds else None
     try:
         with httpx.Client(base_url=url, timeout=timeout_s, transport=transport) as client:
-            response = client.get("/health")
+            response = client.get(path)
     except httpx.HTTPError:
         return None
     if response.status_code != 200:
@@ -142,23 +181,24 @@ def probe_health(url: str, *, uds: str | None = None, timeout_s: float = 2.0) ->
         body = response.json()
     except ValueError:
         return None
-    return body if isinstance(body, dict) and body.get("status") == "ok" else None
+    return body if isinstance(body, dict) else None
 
 
 def wait_healthy(
     url: str,
     *,
     uds: str | None = None,
+    path: str = "/health",
     timeout_s: float,
     alive: Callable[[], bool],
     logs: Callable[[], str],
     what: str,
     interval_s: float = 0.05,
 ) -> dict[str, Any]:
-    """Poll /health until it answers ok; fail early when the server dies, with its logs."""
+    """Poll the health path until it answers 200; fail early when the server dies, with its logs."""
     deadline = time.monotonic() + timeout_s
     while True:
-        body = probe_health(url, uds=uds, timeout_s=min(2.0, timeout_s))
+        body = probe_health(url, uds=uds, path=path, timeout_s=min(2.0, timeout_s))
         if body is not None:
             return body
         if not alive():
@@ -195,7 +235,8 @@ class ServerBackend(ABC):
         """Whether the server process or container is running (not whether it answers)."""
 
     def healthy(self, handle: ServerHandle, timeout_s: float = 2.0) -> bool:
-        return probe_health(handle.url, uds=handle.uds, timeout_s=timeout_s) is not None
+        path = handle.spec.health_path
+        return probe_health(handle.url, uds=handle.uds, path=path, timeout_s=timeout_s) is not None
 
     @property
     def handles(self) -> list[ServerHandle]:

@@ -45,6 +45,13 @@ DEFAULT_IMAGE: dict[ServerKind, str] = {
 DOCKERD_LOG = Path("/var/log/dockerd.log")
 
 
+def _client_host(host_ip: str) -> str:
+    """Where this machine reaches a port published on `host_ip` (all interfaces: loopback)."""
+    if host_ip in ("0.0.0.0", "::", ""):
+        return "127.0.0.1"
+    return f"[{host_ip}]" if ":" in host_ip else host_ip
+
+
 class DockerUnavailable(BackendError):
     """No Docker daemon answers (and none could be started)."""
 
@@ -122,7 +129,7 @@ class ContainerBackend(ServerBackend):
 
     def _run_kwargs(self, spec: ServerSpec, handle: ServerHandle) -> dict[str, Any]:
         lim = spec.limits
-        env = {TOKEN_ENV: handle.token, **spec.env}
+        env = {TOKEN_ENV: handle.token, "TOOLGYM_HEALTH_PATH": spec.health_path, **spec.env}
         volumes: dict[str, dict[str, str]] = {
             str(m.source): {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in spec.mounts
         }
@@ -157,7 +164,7 @@ class ContainerBackend(ServerBackend):
             kwargs["network_mode"] = "none"
             kwargs["command"] = [*spec.argv, "--uds", f"{RUNTIME_TARGET}/{SOCKET_NAME}"]
         else:
-            kwargs["ports"] = {f"{CONTAINER_PORT}/tcp": ("127.0.0.1", handle.extra["port"])}
+            kwargs["ports"] = {f"{CONTAINER_PORT}/tcp": (handle.extra["host_ip"], handle.extra["port"])}
             kwargs["command"] = [*spec.argv, "--host", "0.0.0.0", "--port", str(CONTAINER_PORT)]
         kwargs["volumes"] = volumes
         return kwargs
@@ -174,8 +181,9 @@ class ContainerBackend(ServerBackend):
             handle.uds = str(runtime / SOCKET_NAME)
             handle.url = UDS_BASE_URL
         else:
-            handle.extra["port"] = free_port()
-            handle.url = f"http://127.0.0.1:{handle.extra['port']}"
+            host_ip, port = spec.publish or ("127.0.0.1", 0)
+            handle.extra["host_ip"], handle.extra["port"] = host_ip, port or free_port()
+            handle.url = f"http://{_client_host(host_ip)}:{handle.extra['port']}"
         started = time.monotonic()
         container = self.client.containers.run(image, **self._run_kwargs(spec, handle))
         handle.ident = container.id
@@ -207,6 +215,7 @@ class ContainerBackend(ServerBackend):
         wait_healthy(
             handle.url,
             uds=handle.uds,
+            path=handle.spec.health_path,
             timeout_s=handle.spec.startup_timeout_s,
             alive=lambda: self._status(handle) in ("running", "created", "restarting"),
             logs=lambda: self.logs(handle, 40),

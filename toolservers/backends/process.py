@@ -241,8 +241,10 @@ class ProcessBackend(ServerBackend):
             handle.uds = str(runtime / SOCKET_NAME)
             handle.url = UDS_BASE_URL
         else:
-            handle.extra["port"] = free_port()
-            handle.url = f"http://127.0.0.1:{handle.extra['port']}"
+            host, port = spec.publish or ("127.0.0.1", 0)
+            handle.extra["host"], handle.extra["port"] = host, port or free_port()
+            shown = "127.0.0.1" if host in ("0.0.0.0", "") else f"[{host}]" if ":" in host else host
+            handle.url = f"http://{shown}:{handle.extra['port']}"
         self._handles[str(runtime)] = handle
         try:
             self._launch(handle)
@@ -257,7 +259,7 @@ class ProcessBackend(ServerBackend):
             Path(handle.uds).unlink(missing_ok=True)
             bind = ["--uds", handle.uds]
         else:
-            bind = ["--host", "127.0.0.1", "--port", str(handle.extra["port"])]
+            bind = ["--host", handle.extra["host"], "--port", str(handle.extra["port"])]
         cgroup = None
         if self.cgroups:
             try:
@@ -283,6 +285,7 @@ class ProcessBackend(ServerBackend):
         wait_healthy(
             handle.url,
             uds=handle.uds,
+            path=handle.spec.health_path,
             timeout_s=spec.startup_timeout_s,
             alive=lambda: proc.poll() is None,
             logs=lambda: self.logs(handle, 40),
