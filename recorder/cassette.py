@@ -37,6 +37,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -325,6 +326,8 @@ class Cassette:
         self._entries: dict[str, tuple[Observation, dict[str, Any]] | None] = {}
         self._blobs: dict[str, bytes] = {}
         self._conn: sqlite3.Connection | None = None
+        # envs in threads may share a cassette: the connection is used under this lock only
+        self._lock = threading.Lock()
         if mode == "live":
             return
         if self.path is None:
@@ -333,10 +336,12 @@ class Cassette:
             if not self.path.is_file():
                 raise CassetteError(f"cassette {self.path} does not exist (strict replay needs it)")
             # read-only: replay cannot change the recording, not even by accident
-            self._conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+            self._conn = sqlite3.connect(
+                f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False
+            )
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(self.path, isolation_level=None)
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             # WAL: a commit per entry without an fsync, and a crash keeps what was recorded
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
@@ -434,9 +439,10 @@ class Cassette:
         if key_hash in self._entries:
             return self._entries[key_hash]
         assert self._conn is not None
-        row = self._conn.execute(
-            "SELECT response_json FROM entries WHERE key_hash = ?", (key_hash,)
-        ).fetchone()
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT response_json FROM entries WHERE key_hash = ?", (key_hash,)
+            ).fetchone()
         entry = None
         if row is not None:
             response = json.loads(row[0])
@@ -449,7 +455,8 @@ class Cassette:
         data = self._blobs.get(sha)
         if data is None:
             assert self._conn is not None
-            row = self._conn.execute("SELECT data FROM blobs WHERE sha256 = ?", (sha,)).fetchone()
+            with self._lock:
+                row = self._conn.execute("SELECT data FROM blobs WHERE sha256 = ?", (sha,)).fetchone()
             if row is None:
                 raise CassetteError(f"cassette {self.path} lacks the file blob {sha}")
             data = bytes(row[0])
@@ -473,7 +480,7 @@ class Cassette:
         for handle in obs.files:
             stored = ctx.files.get(handle)
             blobs.append((handle.sha256, handle.media_type, stored.read_bytes()))
-        with self._conn:
+        with self._lock, self._conn:
             self._conn.execute("BEGIN")
             self._conn.executemany(
                 "INSERT OR IGNORE INTO blobs(sha256, media_type, data) VALUES(?, ?, ?)", blobs
@@ -488,18 +495,22 @@ class Cassette:
     def recorded_keys(self, tool: str | None = None) -> Iterator[dict[str, Any]]:
         """The recorded request keys (of one tool)."""
         assert self._conn is not None, "a live cassette stores nothing"
-        rows = (
-            self._conn.execute("SELECT key_json FROM entries ORDER BY key_hash")
-            if tool is None
-            else self._conn.execute("SELECT key_json FROM entries WHERE tool = ? ORDER BY key_hash", (tool,))
-        )
+        with self._lock:
+            rows = (
+                self._conn.execute("SELECT key_json FROM entries ORDER BY key_hash")
+                if tool is None
+                else self._conn.execute(
+                    "SELECT key_json FROM entries WHERE tool = ? ORDER BY key_hash", (tool,)
+                )
+            ).fetchall()
         for (text,) in rows:
             yield json.loads(text)
 
     def __len__(self) -> int:
         if self._conn is None:
             return 0
-        return int(self._conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM entries").fetchone()[0])
 
     def nearest_keys(self, key: Mapping[str, Any], limit: int | None = None) -> list[NearKey]:
         """Recorded keys closest to `key`: fewest differing fields, then the most similar arguments."""

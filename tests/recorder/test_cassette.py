@@ -9,6 +9,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Annotated, Any
@@ -317,6 +318,21 @@ def test_stateful_tool_without_a_state_hash_is_keyed_by_call_order(tmp_path: Pat
         assert [wrapped.call(c, fresh_ctx()).content for c in calls] == [1, 2]
     tape.close()
     assert COUNTER["value"] == 100 and tape.stats.live_calls == 0
+
+
+def test_envs_in_threads_can_share_a_cassette(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    calls = [ToolCall(name="Calculator", arguments={"expression": f"{i} * 3"}) for i in range(40)]
+    with Cassette(path, mode="record") as tape:
+        wrapped = tape.wrap(ToolSet([calculator]))
+        with ThreadPoolExecutor(4) as pool:
+            recorded = list(pool.map(lambda c: wrapped.call(c, fresh_ctx()), calls))
+        assert tape.stats.recorded == 40
+    with Cassette(path, mode="replay") as tape:
+        wrapped = tape.wrap(ToolSet([calculator]))
+        with ThreadPoolExecutor(4) as pool:
+            replayed = list(pool.map(lambda c: wrapped.call(c, fresh_ctx()), calls * 3))
+        assert replayed == recorded * 3 and tape.stats.hits == 120 and tape.stats.live_calls == 0
 
 
 def test_wrapping_survives_subset_and_merge(tmp_path: Path) -> None:

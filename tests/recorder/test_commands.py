@@ -202,6 +202,8 @@ def test_record_with_a_custom_agent_and_record_missing(tmp_path: Path) -> None:
     assert bad.exit_code != 0
     missing = runner.invoke(app, [*base, "--agent", "tests.recorder.nowhere:agent"])
     assert missing.exit_code == 2 and "--agent" in missing.output
+    replayed = runner.invoke(app, ["replay", str(out), "--out", str(tmp_path / "r")])
+    assert replayed.exit_code == 0 and "1/1 byte-identical" in replayed.output, replayed.output
 
 
 def test_record_with_a_scripted_agent(tmp_path: Path) -> None:
@@ -213,11 +215,25 @@ def test_record_with_a_scripted_agent(tmp_path: Path) -> None:
     script.write_text(json.dumps({"task_id": task.id, "actions": actions}) + "\n", encoding="utf-8")
     out = tmp_path / "g"
     result = runner.invoke(
-        app, ["record", "--tasks", str(tasks), "--out", str(out), "--agent", f"scripted:{script}"]
+        app,
+        [
+            "record",
+            "--tasks",
+            str(tasks),
+            "--out",
+            str(out),
+            "--agent",
+            f"scripted:{script}",
+            "--protocol",
+            "openai",
+        ],
     )
     assert result.exit_code == 0, result.output
     trace = read_trace(out / "solve" / "solve-system.seed0.jsonl")
     assert trace.header.agent == "scripted" and trace.end is not None and trace.end.reward == 1.0
+    assert isinstance(trace.steps[0].raw, dict)  # an OpenAI assistant message
+    replayed = runner.invoke(app, ["replay", str(out), "--out", str(tmp_path / "r")])
+    assert replayed.exit_code == 0 and "1/1 byte-identical" in replayed.output, replayed.output
     script.write_text('{"task_id": "solve-system"}\n', encoding="utf-8")
     broken = runner.invoke(
         app, ["record", "--tasks", str(tasks), "--out", str(out), "--agent", f"scripted:{script}"]
