@@ -1,16 +1,238 @@
-"""ctooleval metric suite (being written: the interface is final, the scoring lands next)."""
+"""CToolEval: tool matching rate, fixed-answer accuracy, operational success and real-time
+answers, from end-to-end traces of mock-app tasks.
+
+CToolEval's scoring code is not public; `compat` follows the metrics as the CToolEval paper
+describes them (tool matching as the share of gold tools the model called, answers matched as
+keywords, operations judged by the status codes the APIs returned), and `fixed` tightens each one
+(docs/evaluation.md). A task's kind comes from `metadata["ctooleval"]["type"]` (fixed, real_time,
+operation, no_tool) or, failing that, from the task: expected final state -> operation, no golden
+tool call -> no_tool, an answer whitelist -> fixed. A real-time task names the observation fields
+its answer must report (`metadata["ctooleval"]["answer_fields"]`); their values are taken from the
+episode's own recorded observations, since a live API's values change between runs.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from typing import Any
 
-from toolgym.evaluation.base import EvaluationError, Mode, SuiteResult
+from toolgym.actions import ToolCall
+from toolgym.evaluation.base import (
+    EvaluationError,
+    Mode,
+    SuiteResult,
+    check_mode,
+    final_answer,
+    has_infra_error,
+    is_teacher_forced,
+    mean,
+    observation_error,
+)
+from toolgym.evaluation.metrics.gta import alias_found, fixed_iscorrect
 from toolgym.recorder.trace import Trace
-from toolgym.tasks import TaskSet
+from toolgym.tasks import Task, TaskSet
+
+KINDS = ("fixed", "real_time", "operation", "no_tool")
+
+
+def task_kind(task: Task) -> str | None:
+    meta = task.metadata.get("ctooleval")
+    if isinstance(meta, dict) and meta.get("type") in KINDS:
+        return str(meta["type"])
+    if task.expected_state:
+        return "operation"
+    if not any(isinstance(g.action, ToolCall) for g in task.golden):
+        return "no_tool"
+    if task.answer is not None and task.answer.whitelist:
+        return "fixed"
+    return None
+
+
+def _calls(trace: Trace) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(tool call action, its observation) of every call in the episode."""
+    out = []
+    for step in trace.steps:
+        for n, action in enumerate(step.actions):
+            if action.get("type") == "tool_call":
+                obs = step.observations[n] if n < len(step.observations) else {}
+                out.append((action, obs))
+    return out
+
+
+def tool_match(gold: Sequence[str], pred: Sequence[str], mode: Mode) -> float:
+    """compat: the share of distinct gold tools called at least once (extra calls free);
+    fixed: multiset Jaccard of gold and predicted calls (repeats count, extras cost)."""
+    if not gold:
+        return 1.0 if not pred else 0.0
+    if mode == "compat":
+        wanted = set(gold)
+        return len(wanted & set(pred)) / len(wanted)
+    g, p = Counter(gold), Counter(pred)
+    return sum((g & p).values()) / sum((g | p).values())
+
+
+def compat_keywords(
+    text: str, whitelist: Sequence[Sequence[str]], blacklist: Sequence[Sequence[str]] | None
+) -> bool:
+    """Keyword matching: each group needs an alias inside the answer (case-insensitive
+    substring), and no blacklisted alias may appear."""
+    lowered = text.lower()
+    if not all(any(a.lower() in lowered for a in group) for group in whitelist):
+        return False
+    return not any(a.lower() in lowered for group in blacklist or [] for a in group)
+
+
+def _status_ok(obs: dict[str, Any]) -> bool:
+    if observation_error(obs) is not None:
+        return False
+    content = obs.get("content")
+    if isinstance(content, dict):
+        status = content.get("status", content.get("code", "success"))
+        return status in ("success", "ok", 200, "200")
+    return True
+
+
+def _leaves(value: Any, key: str | None = None) -> Iterator[tuple[str | None, Any]]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, str(k))
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v, key)
+    else:
+        yield key, value
+
+
+def observed_values(trace: Trace, fields: Sequence[str]) -> dict[str, Any]:
+    """The last value each field took in the episode's successful tool results."""
+    found: dict[str, Any] = {}
+    for _, obs in _calls(trace):
+        if observation_error(obs) is not None:
+            continue
+        for key, value in _leaves(obs.get("content")):
+            if key is not None and key in fields and value is not None:
+                found[key] = value
+    return found
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def state_reached(trace: Trace, task: Task) -> bool:
+    """The episode's successful calls replayed on a fresh world reach the golden final state
+    (the golden chain replayed) and satisfy the task's state assertions."""
+    from toolgym.mocks.rewards import check_assertions, replay_golden, replay_golden_state_hash
+
+    if not task.apps:
+        return False
+    calls = [
+        ToolCall(name=str(a["name"]), arguments=dict(a.get("arguments") or {}))
+        for a, obs in _calls(trace)
+        if observation_error(obs) is None
+    ]
+    golden_hash = replay_golden_state_hash(task.apps, task.seed, task.clock, task.golden, strict=False)
+    world = replay_golden(task.apps, task.seed, task.clock, calls, strict=False)
+    try:
+        if world.state_hash() != golden_hash:
+            return False
+        return not task.expected_state or check_assertions(world, task.expected_state).passed
+    finally:
+        world.close()
 
 
 class CToolEvalSuite:
     name = "ctooleval"
 
     def score(self, traces: Sequence[Trace], tasks: TaskSet | None, mode: Mode) -> SuiteResult:
-        raise EvaluationError("the ctooleval suite is not implemented yet")
+        mode = check_mode(mode)
+        if tasks is None:
+            raise EvaluationError("the ctooleval suite needs the task set the traces were run on")
+        per_task: dict[str, dict[str, float]] = {}
+        values: dict[str, list[float]] = {}
+        counts: Counter[str] = Counter()
+        notes: list[str] = []
+        for trace in traces:
+            if trace.header.task_id not in tasks:
+                counts["skipped_unknown_task"] += 1
+                continue
+            if is_teacher_forced(trace):
+                counts["skipped_teacher_forced"] += 1
+                continue
+            if mode == "fixed" and has_infra_error(trace):
+                counts["infra_error_episodes"] += 1
+                continue
+            task = tasks[trace.header.task_id]
+            kind = task_kind(task)
+            calls = _calls(trace)
+            gold_names = [g.action.name for g in task.golden if isinstance(g.action, ToolCall)]
+            pred_names = [str(a.get("name")) for a, _ in calls]
+            got = {"tool_match": tool_match(gold_names, pred_names, mode)}
+            answer = final_answer(trace) or ""
+            if kind == "fixed" and task.answer is not None and task.answer.whitelist:
+                check = compat_keywords if mode == "compat" else fixed_iscorrect
+                got["fixed_answer"] = float(check(answer, task.answer.whitelist, task.answer.blacklist))
+            elif kind == "operation":
+                golden_ok = all(
+                    any(str(a.get("name")) == name and _status_ok(obs) for a, obs in calls)
+                    for name in gold_names
+                )
+                ok = golden_ok if mode == "compat" else golden_ok and state_reached(trace, task)
+                got["operation"] = float(ok)
+            elif kind == "real_time":
+                meta = task.metadata.get("ctooleval", {})
+                fields = [str(f) for f in meta.get("answer_fields", [])] if isinstance(meta, dict) else []
+                if not fields:
+                    notes.append(f"{task.id}: a real-time task without answer_fields is not scored")
+                else:
+                    seen = observed_values(trace, fields)
+                    if mode == "compat":
+                        ok = bool(seen) and all(
+                            _value_text(v).lower() in answer.lower() for v in seen.values()
+                        )
+                    else:
+                        ok = len(seen) == len(fields) and all(
+                            alias_found(answer, _value_text(v)) for v in seen.values()
+                        )
+                    got["real_time"] = float(ok)
+            elif kind == "no_tool":
+                got["no_tool"] = float(not calls)
+            counts[f"kind/{kind or 'unknown'}"] += 1
+            per_task[task.id] = got
+            for key, value in got.items():
+                values.setdefault(key, []).append(value)
+        if not per_task:
+            raise EvaluationError(
+                f"none of the {len(traces)} traces is an end-to-end episode of a known task"
+            )
+        names = {
+            "tool_match": "ToolMatch",
+            "fixed_answer": "FixedAnswerAcc",
+            "operation": "OpSuccess",
+            "real_time": "RealTimeAcc",
+            "no_tool": "NoToolAcc",
+        }
+        metrics = {names[k]: 100 * mean(v) for k, v in values.items()}
+        answers = [
+            metrics[m] for m in ("FixedAnswerAcc", "OpSuccess", "RealTimeAcc", "NoToolAcc") if m in metrics
+        ]
+        if answers:
+            metrics["TaskSuccess"] = mean(
+                [
+                    v
+                    for k in ("fixed_answer", "operation", "real_time", "no_tool")
+                    for v in [100 * x for x in values.get(k, [])]
+                ]
+            )
+        if mode == "compat":
+            notes.append(
+                "compat follows the CToolEval paper's metric definitions; its scorer code is not public"
+            )
+        result = SuiteResult(
+            suite=self.name, mode=mode, metrics=metrics, per_task=per_task, counts=dict(counts), notes=notes
+        )
+        result.counts["episodes"] = len(per_task)
+        return result
