@@ -216,17 +216,12 @@ class CToolEvalSuite:
             "no_tool": "NoToolAcc",
         }
         metrics = {names[k]: 100 * mean(v) for k, v in values.items()}
-        answers = [
-            metrics[m] for m in ("FixedAnswerAcc", "OpSuccess", "RealTimeAcc", "NoToolAcc") if m in metrics
+        # each episode's own outcome (its answer, operation or no-tool check), averaged
+        outcomes = [
+            v for k in ("fixed_answer", "operation", "real_time", "no_tool") for v in values.get(k, [])
         ]
-        if answers:
-            metrics["TaskSuccess"] = mean(
-                [
-                    v
-                    for k in ("fixed_answer", "operation", "real_time", "no_tool")
-                    for v in [100 * x for x in values.get(k, [])]
-                ]
-            )
+        if outcomes:
+            metrics["TaskSuccess"] = 100 * mean(outcomes)
         if mode == "compat":
             notes.append(
                 "compat follows the CToolEval paper's metric definitions; its scorer code is not public"
