@@ -90,8 +90,9 @@ def _blip_config() -> Any:
     )
 
 
-def build_blip(directory: Path, *, vqa: bool) -> Path:
-    """A tiny BLIP captioning (or VQA) model with its processor."""
+def build_blip(directory: Path, *, vqa: bool, word: str | None = None) -> Path:
+    """A tiny BLIP captioning (or VQA) model with its processor. With `word`, its output layer
+    is biased so that it answers that word (repeated): a random model may answer nothing."""
     import torch
     from transformers import BlipForConditionalGeneration, BlipForQuestionAnswering, BlipProcessor
 
@@ -99,6 +100,10 @@ def build_blip(directory: Path, *, vqa: bool) -> Path:
     torch.manual_seed(0)
     cls = BlipForQuestionAnswering if vqa else BlipForConditionalGeneration
     model = cls(_blip_config()).eval()
+    if word is not None:
+        with torch.no_grad():
+            model.text_decoder.cls.predictions.bias[BERT_WORDS.index(word)] += 100.0
+    model.generation_config.max_new_tokens = 6  # the model's own limit, which the backend honours
     processor = BlipProcessor(
         image_processor=_image_processor("BlipImageProcessor", size={"height": 32, "width": 32}),
         tokenizer=tokenizer,
@@ -162,8 +167,9 @@ def build_owlvit(directory: Path) -> Path:
     return directory
 
 
-def build_vision_encoder_decoder(directory: Path) -> Path:
-    """A tiny ViT + BERT-decoder formula recogniser with its image processor and tokenizer."""
+def build_vision_encoder_decoder(directory: Path, word: str = "x") -> Path:
+    """A tiny ViT + BERT-decoder formula recogniser with its image processor and tokenizer,
+    biased to write `word` (repeated) so that its output is known."""
     import torch
     from transformers import BertConfig, VisionEncoderDecoderConfig, VisionEncoderDecoderModel, ViTConfig
 
@@ -191,9 +197,12 @@ def build_vision_encoder_decoder(directory: Path) -> Path:
     config.eos_token_id = 3
     torch.manual_seed(0)
     model = VisionEncoderDecoderModel(config=config).eval()
+    with torch.no_grad():
+        model.decoder.cls.predictions.bias[BERT_WORDS.index(word)] += 100.0
     model.generation_config.decoder_start_token_id = 2
     model.generation_config.pad_token_id = 0
     model.generation_config.eos_token_id = 3
+    model.generation_config.max_new_tokens = 4  # the model's own limit, which the backend honours
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     _image_processor("ViTImageProcessor", size={"height": 32, "width": 32}).save_pretrained(directory)

@@ -166,6 +166,13 @@ def torch_generator(seed: int, device: str = "cpu") -> Any:
     return torch.Generator(device=generator_device).manual_seed(int(seed) % (2**63))
 
 
+def new_tokens_limit(model: Any, default: int) -> int:
+    """How many tokens to generate: the model's own generation_config.max_new_tokens when its
+    authors set one (a formula model knows its longest formula), else `default`."""
+    value = getattr(getattr(model, "generation_config", None), "max_new_tokens", None)
+    return int(value) if isinstance(value, int) and value > 0 else default
+
+
 def quiet_hf() -> None:
     """Keep progress bars out of tool output; the libraries print them to stderr by default."""
     for name in ("transformers.utils.logging", "diffusers.utils.logging"):

@@ -31,6 +31,7 @@ from .backends import (
     load_module,
     missing_modules,
     model_dir_problem,
+    new_tokens_limit,
     quiet_hf,
 )
 from .config import ModelConfig
@@ -113,7 +114,9 @@ class VisionLanguageModel(Backend):
         )
         inputs = {k: v.to(self.config.device) if hasattr(v, "to") else v for k, v in inputs.items()}
         with self._run_lock, torch.no_grad():
-            out = model.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1)
+            out = model.generate(
+                **inputs, max_new_tokens=new_tokens_limit(model, MAX_NEW_TOKENS), do_sample=False, num_beams=1
+            )
         decoded = processor.batch_decode(out, skip_special_tokens=True)[0]
         answer = " ".join(str(decoded).split())
         # captioning models echo a text prefix; the answer is what follows it

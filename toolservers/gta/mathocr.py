@@ -41,6 +41,7 @@ from .backends import (
     load_module,
     missing_modules,
     model_dir_problem,
+    new_tokens_limit,
     quiet_hf,
 )
 from .config import ModelConfig
@@ -415,7 +416,10 @@ class ModelMathOCR(Backend):
         )
         with self._lock, torch.no_grad():
             out = model.generate(
-                pixel_values=pixels, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1
+                pixel_values=pixels,
+                max_new_tokens=new_tokens_limit(model, MAX_NEW_TOKENS),
+                do_sample=False,
+                num_beams=1,
             )
         return " ".join(str(tokenizer.batch_decode(out, skip_special_tokens=True)[0]).split())
 
