@@ -4,6 +4,7 @@ tiny random OWL-ViT saved and loaded through the real code; routing and its erro
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import re
 from pathlib import Path
@@ -13,8 +14,8 @@ import numpy as np
 import pytest
 from PIL import Image as PILImage
 from PIL import ImageDraw, ImageFont
-from skimage import data
 
+from tests.toolservers.tiny_models import skimage_photo
 from toolgym.actions import ToolCall
 from toolgym.errors import ErrorKind
 from toolgym.files import FileStore
@@ -33,7 +34,7 @@ from toolgym.toolservers.gta.detection import (
 )
 
 LINE = re.compile(r"^\((\d+), (\d+), (\d+), (\d+)\), score (\d+)$")
-# hand-labelled on skimage.data.astronaut() (512x512): skin of the face, and the whole person
+# hand-labelled on skimage.skimage_photo("astronaut") (512x512): skin of the face, and the whole person
 ASTRONAUT_FACE = (180, 80, 273, 190)
 ASTRONAUT_PERSON = (20, 15, 365, 512)
 NUDENET = importlib.util.find_spec("nudenet") is not None
@@ -60,12 +61,12 @@ def boxes(text: str) -> list[tuple[int, int, int, int]]:
 @pytest.fixture(scope="module")
 def images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("det")
-    paths = {}
-    astronaut = PILImage.fromarray(data.astronaut())
+    paths: dict[str, Path] = {}
+    astronaut = PILImage.fromarray(skimage_photo("astronaut"))
     astronaut.save(paths.setdefault("astronaut", root / "astronaut.png"))
     # a cat photo in a larger scene: the cascade is trained on cat faces of moderate size
     scene = PILImage.new("RGB", (640, 480), (200, 200, 200))
-    scene.paste(PILImage.fromarray(data.chelsea()).resize((135, 90)), (100, 120))
+    scene.paste(PILImage.fromarray(skimage_photo("chelsea")).resize((135, 90)), (100, 120))
     scene.save(paths.setdefault("cat", root / "cat.png"))
     # three copies of the astronaut's head: three faces
     head = astronaut.crop((100, 0, 350, 260)).resize((200, 208))
@@ -143,9 +144,10 @@ def test_nudenet_face_box_matches_the_label_and_nudenets_own_decoder(images: dic
     )
     (box,) = boxes(obs.text)
     assert iou(box, ASTRONAUT_FACE) >= 0.7
-    from nudenet import NudeDetector
-
-    theirs = [d for d in NudeDetector().detect(str(images["astronaut"])) if d["class"].startswith("FACE")]
+    nudenet: Any = importlib.import_module("nudenet")
+    theirs = [
+        d for d in nudenet.NudeDetector().detect(str(images["astronaut"])) if d["class"].startswith("FACE")
+    ]
     x, y, w, h = theirs[0]["box"]
     assert theirs[0]["class"] == "FACE_FEMALE"
     assert iou(box, (x, y, x + w, y + h)) >= 0.9

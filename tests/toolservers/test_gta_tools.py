@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from PIL import Image as PILImage
-from skimage import data
 from typer.testing import CliRunner
 
 import toolgym.fixtures
 from tests.shared_data import GTA_TOOLMETA
+from tests.toolservers.tiny_models import skimage_photo
 from toolgym.actions import ToolCall
 from toolgym.cli import app
 from toolgym.envs.tool_env import ToolEnv
@@ -49,7 +49,7 @@ def test_registry_has_the_14_gta_tools_with_gtas_schemas() -> None:
 @pytest.fixture(scope="module")
 def task_set(tmp_path_factory: pytest.TempPathFactory) -> TaskSet:
     root = tmp_path_factory.mktemp("gta")
-    PILImage.fromarray(data.astronaut()).save(root / "astronaut.png")
+    PILImage.fromarray(skimage_photo("astronaut")).save(root / "astronaut.png")
     import matplotlib
 
     matplotlib.use("Agg")

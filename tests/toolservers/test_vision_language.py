@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 from PIL import Image as PILImage
-from skimage import data
 
-from tests.toolservers.tiny_models import BERT_WORDS
+from tests.toolservers.tiny_models import BERT_WORDS, skimage_photo
 from toolgym.actions import ToolCall
 from toolgym.errors import ErrorKind
 from toolgym.files import FileStore
@@ -31,7 +30,7 @@ WORDS = {w for w in BERT_WORDS if not w.startswith("[")}
 @pytest.fixture(scope="module")
 def astronaut(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("vl") / "astronaut.png"
-    PILImage.fromarray(data.astronaut()).save(path)
+    PILImage.fromarray(skimage_photo("astronaut")).save(path)
     return path
 
 

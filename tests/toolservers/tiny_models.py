@@ -5,9 +5,21 @@ vocabularies are written here. The models answer nonsense, deterministically."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any
+
+
+def skimage_photo(name: str) -> Any:
+    """A photo that ships with scikit-image (`astronaut`, `chelsea`, ...), as an RGB array."""
+    return getattr(importlib.import_module("skimage.data"), name)()
+
+
+def _lib(name: str) -> Any:
+    """transformers and diffusers, typed as Any: their partial annotations do not pass mypy strict."""
+    return importlib.import_module(name)
+
 
 BERT_WORDS = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[DEC]", "a", "photo", "of", "the", "red", "orange",
@@ -48,24 +60,19 @@ def write_clip_tokenizer(directory: Path) -> int:
 def _image_processor(name: str, **kwargs: Any) -> Any:
     """transformers 5 has Pillow-only image processors (the default ones want torchvision,
     which must not be installed here); transformers 4 has only the plain ones."""
-    import transformers
-
+    transformers = _lib("transformers")
     cls = getattr(transformers, f"{name}Pil", None) or getattr(transformers, name)
     return cls(**kwargs)
 
 
 def _bert_tokenizer(directory: Path) -> Any:
-    from transformers import BertTokenizer
-
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "vocab.txt").write_text("\n".join(BERT_WORDS) + "\n", encoding="utf-8")
-    return BertTokenizer(str(directory / "vocab.txt"), bos_token="[DEC]")
+    return _lib("transformers").BertTokenizer(str(directory / "vocab.txt"), bos_token="[DEC]")
 
 
 def _blip_config() -> Any:
-    from transformers import BlipConfig
-
-    return BlipConfig(
+    return _lib("transformers").BlipConfig(
         text_config={
             "vocab_size": len(BERT_WORDS),
             "hidden_size": 32,
@@ -94,17 +101,18 @@ def build_blip(directory: Path, *, vqa: bool, word: str | None = None) -> Path:
     """A tiny BLIP captioning (or VQA) model with its processor. With `word`, its output layer
     is biased so that it answers that word (repeated): a random model may answer nothing."""
     import torch
-    from transformers import BlipForConditionalGeneration, BlipForQuestionAnswering, BlipProcessor
+
+    tf = _lib("transformers")
 
     tokenizer = _bert_tokenizer(directory / "tok")
     torch.manual_seed(0)
-    cls = BlipForQuestionAnswering if vqa else BlipForConditionalGeneration
+    cls = tf.BlipForQuestionAnswering if vqa else tf.BlipForConditionalGeneration
     model = cls(_blip_config()).eval()
     if word is not None:
         with torch.no_grad():
             model.text_decoder.cls.predictions.bias[BERT_WORDS.index(word)] += 100.0
     model.generation_config.max_new_tokens = 6  # the model's own limit, which the backend honours
-    processor = BlipProcessor(
+    processor = tf.BlipProcessor(
         image_processor=_image_processor("BlipImageProcessor", size={"height": 32, "width": 32}),
         tokenizer=tokenizer,
     )
@@ -116,14 +124,15 @@ def build_blip(directory: Path, *, vqa: bool, word: str | None = None) -> Path:
 def build_owlvit(directory: Path) -> Path:
     """A tiny OWL-ViT zero-shot detector with its processor."""
     import torch
-    from transformers import CLIPTokenizer, OwlViTConfig, OwlViTForObjectDetection, OwlViTProcessor
+
+    tf = _lib("transformers")
 
     n = write_clip_tokenizer(directory / "tok")
     # OWL-ViT's text encoder takes 16 tokens; its tokenizer says so, as the released models' do
-    tokenizer = CLIPTokenizer(
+    tokenizer = tf.CLIPTokenizer(
         str(directory / "tok" / "vocab.json"), str(directory / "tok" / "merges.txt"), model_max_length=16
     )
-    config = OwlViTConfig(
+    config = tf.OwlViTConfig(
         text_config={
             "vocab_size": n,
             "hidden_size": 32,
@@ -146,7 +155,7 @@ def build_owlvit(directory: Path) -> Path:
         projection_dim=32,
     )
     torch.manual_seed(0)
-    model = OwlViTForObjectDetection(config).eval()
+    model = tf.OwlViTForObjectDetection(config).eval()
     with torch.no_grad():
         # random heads score boxes at random; shift the scores up so that the tests see boxes go
         # through the post-processing (logits = (similarity + shift) * scale)
@@ -158,7 +167,7 @@ def build_owlvit(directory: Path) -> Path:
         model.box_head.dense2.weight.zero_()
         model.box_head.dense2.bias.zero_()
     size = {"height": 32, "width": 32}
-    processor = OwlViTProcessor(
+    processor = tf.OwlViTProcessor(
         image_processor=_image_processor("OwlViTImageProcessor", size=size, crop_size=size),
         tokenizer=tokenizer,
     )
@@ -171,10 +180,11 @@ def build_vision_encoder_decoder(directory: Path, word: str = "x") -> Path:
     """A tiny ViT + BERT-decoder formula recogniser with its image processor and tokenizer,
     biased to write `word` (repeated) so that its output is known."""
     import torch
-    from transformers import BertConfig, VisionEncoderDecoderConfig, VisionEncoderDecoderModel, ViTConfig
+
+    tf = _lib("transformers")
 
     tokenizer = _bert_tokenizer(directory / "tok")
-    encoder = ViTConfig(
+    encoder = tf.ViTConfig(
         hidden_size=32,
         intermediate_size=37,
         num_hidden_layers=1,
@@ -182,7 +192,7 @@ def build_vision_encoder_decoder(directory: Path, word: str = "x") -> Path:
         image_size=32,
         patch_size=8,
     )
-    decoder = BertConfig(
+    decoder = tf.BertConfig(
         vocab_size=len(BERT_WORDS),
         hidden_size=32,
         intermediate_size=37,
@@ -191,12 +201,12 @@ def build_vision_encoder_decoder(directory: Path, word: str = "x") -> Path:
         is_decoder=True,
         add_cross_attention=True,
     )
-    config = VisionEncoderDecoderConfig.from_encoder_decoder_configs(encoder, decoder)
+    config = tf.VisionEncoderDecoderConfig.from_encoder_decoder_configs(encoder, decoder)
     config.decoder_start_token_id = 2
     config.pad_token_id = 0
     config.eos_token_id = 3
     torch.manual_seed(0)
-    model = VisionEncoderDecoderModel(config=config).eval()
+    model = tf.VisionEncoderDecoderModel(config=config).eval()
     with torch.no_grad():
         model.decoder.cls.predictions.bias[BERT_WORDS.index(word)] += 100.0
     model.generation_config.decoder_start_token_id = 2
@@ -212,21 +222,16 @@ def build_vision_encoder_decoder(directory: Path, word: str = "x") -> Path:
 def build_stable_diffusion(directory: Path, *, instruct_pix2pix: bool = False) -> Path:
     """A tiny random Stable Diffusion (or InstructPix2Pix) pipeline: 32x32 images in a few ms."""
     import torch
-    from diffusers import (
-        AutoencoderKL,
-        DDIMScheduler,
-        StableDiffusionInstructPix2PixPipeline,
-        StableDiffusionPipeline,
-        UNet2DConditionModel,
-    )
-    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
+
+    tf = _lib("transformers")
+    df = _lib("diffusers")
 
     n = write_clip_tokenizer(directory / "tok")
-    tokenizer = CLIPTokenizer(
+    tokenizer = tf.CLIPTokenizer(
         str(directory / "tok" / "vocab.json"), str(directory / "tok" / "merges.txt"), model_max_length=16
     )
     torch.manual_seed(0)
-    unet = UNet2DConditionModel(
+    unet = df.UNet2DConditionModel(
         block_out_channels=(8, 16),
         layers_per_block=1,
         sample_size=8,
@@ -238,7 +243,7 @@ def build_stable_diffusion(directory: Path, *, instruct_pix2pix: bool = False) -
         norm_num_groups=4,
         attention_head_dim=2,
     )
-    vae = AutoencoderKL(
+    vae = df.AutoencoderKL(
         block_out_channels=(8, 16),
         in_channels=3,
         out_channels=3,
@@ -248,8 +253,8 @@ def build_stable_diffusion(directory: Path, *, instruct_pix2pix: bool = False) -
         norm_num_groups=4,
         sample_size=16,
     )
-    text_encoder = CLIPTextModel(
-        CLIPTextConfig(
+    text_encoder = tf.CLIPTextModel(
+        tf.CLIPTextConfig(
             vocab_size=n,
             hidden_size=16,
             intermediate_size=37,
@@ -261,7 +266,7 @@ def build_stable_diffusion(directory: Path, *, instruct_pix2pix: bool = False) -
             pad_token_id=n - 1,
         )
     )
-    scheduler = DDIMScheduler(
+    scheduler = df.DDIMScheduler(
         beta_start=0.00085,
         beta_end=0.012,
         beta_schedule="scaled_linear",
@@ -269,7 +274,7 @@ def build_stable_diffusion(directory: Path, *, instruct_pix2pix: bool = False) -
         set_alpha_to_one=False,
         steps_offset=1,
     )
-    cls = StableDiffusionInstructPix2PixPipeline if instruct_pix2pix else StableDiffusionPipeline
+    cls = df.StableDiffusionInstructPix2PixPipeline if instruct_pix2pix else df.StableDiffusionPipeline
     pipe = cls(
         vae=vae,
         text_encoder=text_encoder,
