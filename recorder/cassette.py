@@ -32,6 +32,7 @@ variables, literal values) are replaced by `[REDACTED]` in keys and in everythin
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import json
@@ -356,7 +357,7 @@ class Cassette:
         try:
             row = self._conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
         except sqlite3.DatabaseError as exc:
-            raise CassetteError(f"{self.path} is not a toolgym cassette: {exc}") from None
+            raise CassetteError(f"{self.path} is not a readable toolgym cassette: {exc}") from None
         if row is None or row[0] != CASSETTE_FORMAT:
             raise CassetteError(
                 f"{self.path}: cassette format {row[0] if row else 'unknown'}, this toolgym reads {CASSETTE_FORMAT}"
@@ -371,8 +372,10 @@ class Cassette:
         if self._conn is None:
             return
         if self.mode != "replay":
-            # fold the WAL back: the cassette is one self-contained file again
-            self._conn.execute("PRAGMA journal_mode=DELETE")
+            # fold the WAL back: the cassette is one self-contained file again (unless another
+            # process has it open; then the WAL stays and SQLite folds it later)
+            with contextlib.suppress(sqlite3.OperationalError):
+                self._conn.execute("PRAGMA journal_mode=DELETE")
         self._conn.close()
         self._conn = None
 

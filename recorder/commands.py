@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -13,6 +13,9 @@ from rich.table import Table
 
 from toolgym.tools import ToolSet
 
+if TYPE_CHECKING:
+    from toolgym.recorder.golden import TaskIndex
+
 console = Console()
 
 TasksOption = Annotated[
@@ -20,7 +23,7 @@ TasksOption = Annotated[
     typer.Option(
         "--tasks",
         help="task set files (JSONL); default: the demo set and every mock-app set (record), "
-        "the sets named in the golden manifest (verify, replay)",
+        "the sets named in the golden manifest, else the bundled sets (verify, replay)",
     ),
 ]
 ToolsetOption = Annotated[
@@ -45,6 +48,17 @@ def _toolset(spec: str | None) -> ToolSet:
     if not isinstance(made, ToolSet):
         raise typer.BadParameter(f"{spec!r} did not return a ToolSet", param_hint="--toolset")
     return made
+
+
+def _task_index(roots: list[Path], tasks: list[Path] | None) -> TaskIndex:
+    """--tasks, then the manifests' sets; with neither, the bundled sets."""
+    from toolgym.envs.demo import default_task_paths
+    from toolgym.recorder.golden import TaskIndex
+
+    index = TaskIndex.for_traces(roots, tasks or [])
+    if not index.sets:
+        index = TaskIndex(default_task_paths())
+    return index
 
 
 def record(
@@ -129,7 +143,7 @@ def verify(
 ) -> None:
     """Re-execute golden traces on a fresh env and report per step whether everything is identical."""
     from toolgym.recorder.cassette import Cassette, CassetteError
-    from toolgym.recorder.golden import EnvPool, TaskIndex, find_traces, golden_roots, resolve_cassette
+    from toolgym.recorder.golden import EnvPool, find_traces, golden_roots, resolve_cassette
     from toolgym.recorder.verify import Tolerance, verify_traces
 
     if mode not in ("replay", "record_missing"):
@@ -140,7 +154,7 @@ def verify(
         raise typer.Exit(code=2)
     roots = golden_roots(paths)
     root = roots[0] if roots else None
-    index = TaskIndex.for_traces(roots, tasks or [])
+    index = _task_index(roots, tasks)
     tolerance = Tolerance(
         text=text_tolerance,
         image=image_tolerance,
@@ -197,7 +211,7 @@ def replay(
     """Re-run golden episodes from the cassette alone (strict replay): zero live tool calls, and
     every replayed trace byte-identical to its golden trace."""
     from toolgym.recorder.cassette import Cassette, CassetteError
-    from toolgym.recorder.golden import TaskIndex, find_traces, golden_roots, replay_traces, resolve_cassette
+    from toolgym.recorder.golden import find_traces, golden_roots, replay_traces, resolve_cassette
 
     traces = list(find_traces(paths))
     roots = golden_roots(paths)
@@ -211,7 +225,7 @@ def replay(
     except CassetteError as exc:
         console.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(code=2) from None
-    index = TaskIndex.for_traces(roots, tasks or [])
+    index = _task_index(roots, tasks)
     started = time.perf_counter()
     with tape:
         report = replay_traces(traces, tape, out, toolset=_toolset(toolset), index=index)

@@ -263,7 +263,7 @@ def test_bad_cassettes_and_settings_are_refused(tmp_path: Path) -> None:
     other = tmp_path / "other.sqlite"
     with sqlite3.connect(other) as conn:
         conn.execute("CREATE TABLE t(x)")
-    with pytest.raises(CassetteError, match="not a toolgym cassette"):
+    with pytest.raises(CassetteError, match="not a readable toolgym cassette"):
         Cassette(other, mode="replay")
     with pytest.raises(CassetteError, match="unknown cassette mode"):
         Cassette(tmp_path / "c.sqlite", mode="rewind")  # type: ignore[arg-type]
