@@ -27,6 +27,7 @@ from PIL import UnidentifiedImageError
 from pydantic import BaseModel, ConfigDict, Json, ValidationError, create_model
 from starlette.datastructures import UploadFile
 from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
 
 from toolgym.canonical import canonical_json
 from toolgym.errors import ErrorKind
@@ -227,10 +228,10 @@ def encode_result(runtime: ToolRuntime, t: BaseTool, content: Any, text: str) ->
 
 
 def agentlego_router(runtime: ToolRuntime, title: str) -> APIRouter:
+    """GET /openapi.json and GET / (a redirect to it)."""
     router = APIRouter()
     tools = [e.tool for e in runtime.entries.values()]
     spec_bytes = json_bytes(build_spec(tools, title))
-    models = {path_name(e.tool.name): (e, _form_model(e.tool)) for e in runtime.entries.values()}
 
     @router.get("/openapi.json", include_in_schema=False)
     async def openapi() -> Response:
@@ -240,15 +241,23 @@ def agentlego_router(runtime: ToolRuntime, title: str) -> APIRouter:
     async def root() -> Response:
         return RedirectResponse(url="/openapi.json")
 
-    @router.post("/{tool_path}", include_in_schema=False)
-    async def call(tool_path: str, request: Request) -> Response:
-        found = models.get(tool_path)
-        if found is None:
-            return json_response({"detail": "Not Found"}, 404)
-        entry, model = found
-        return await _call(runtime, entry, model, request)
-
     return router
+
+
+def agentlego_routes(runtime: ToolRuntime) -> list[Route]:
+    """POST /{Tool} for every tool: plain Starlette routes with exact paths (no catch-all that
+    could shadow /mcp or /v1, and no FastAPI parameter resolution on the hot path)."""
+    routes = []
+    for entry in runtime.entries.values():
+        model = _form_model(entry.tool)
+
+        async def call(
+            request: Request, entry: ToolEntry = entry, model: type[BaseModel] = model
+        ) -> Response:
+            return await _call(runtime, entry, model, request)
+
+        routes.append(Route(f"/{path_name(entry.tool.name)}", call, methods=["POST"]))
+    return routes
 
 
 async def _call(runtime: ToolRuntime, entry: ToolEntry, model: type[BaseModel], request: Request) -> Response:

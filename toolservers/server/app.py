@@ -23,11 +23,11 @@ from starlette.types import ASGIApp
 
 from toolgym.tools import BaseTool, ToolSet
 
-from .agentlego import agentlego_router
+from .agentlego import agentlego_router, agentlego_routes
 from .config import ServerConfig, is_loopback
 from .http import BearerAuth, BodyLimit
 from .mcp_face import build_mcp
-from .native import native_router, toolgym_version
+from .native import call_route, native_router, toolgym_version
 from .providers import ToolProvider, from_toolset
 from .runtime import ToolRuntime
 
@@ -81,6 +81,10 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    # the call endpoints first: routing is a linear scan and calls are the traffic
+    app.router.routes.append(call_route(runtime))
+    if config.agentlego:
+        app.router.routes.extend(agentlego_routes(runtime))
     app.include_router(native_router(runtime))
     if mcp_endpoint is not None:
         app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint, methods=["GET", "POST", "DELETE"]))

@@ -28,6 +28,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from starlette.responses import FileResponse, Response
+from starlette.routing import Route
 
 from toolgym.tools import DEFAULT_CLOCK
 
@@ -111,27 +112,6 @@ def native_router(runtime: ToolRuntime) -> APIRouter:
             return json_response(error_body("unknown_tool", f"unknown tool {name!r}"), 404)
         return json_response(entry.describe())
 
-    @router.post("/tools/{name}/call")
-    async def call_tool(name: str, request: Request) -> Response:
-        entry = runtime.entries.get(name)
-        limit = entry.config.max_request_bytes if entry is not None else 1 << 20
-        body = await read_body(request, limit)
-        if body is None:
-            return json_response(
-                error_body("argument_error", f"{name}: request larger than {limit} bytes"), 413
-            )
-        parsed = _parse_call(body)
-        if isinstance(parsed, str):
-            return json_response(error_body("argument_error", f"{name}: {parsed}"), 422)
-        arguments, seed, clock, task_id = parsed
-        outcome = await runtime.call(name, arguments, seed=seed, clock=clock, task_id=task_id)
-        payload = outcome.observation.model_dump(mode="json")
-        payload["ok"] = outcome.observation.error is None
-        payload["latency_ms"] = round(outcome.latency_s * 1000, 4)
-        if outcome.missing_files:
-            payload["missing_files"] = list(outcome.missing_files)
-        return json_response(payload, outcome.status)
-
     @router.put("/files/{sha256}")
     async def put_file(sha256: str, request: Request, name: str | None = None) -> Response:
         body = await read_body(request, max_upload)
@@ -174,6 +154,34 @@ def native_router(runtime: ToolRuntime) -> APIRouter:
         return json_response({"tools": runtime.metrics()})
 
     return router
+
+
+def call_route(runtime: ToolRuntime) -> Route:
+    """POST /v1/tools/{name}/call as a plain Starlette route: the hot path skips FastAPI's
+    parameter resolution (about a fifth of a Calculator call's server time)."""
+
+    async def call_tool(request: Request) -> Response:
+        name = request.path_params["name"]
+        entry = runtime.entries.get(name)
+        limit = entry.config.max_request_bytes if entry is not None else 1 << 20
+        body = await read_body(request, limit)
+        if body is None:
+            return json_response(
+                error_body("argument_error", f"{name}: request larger than {limit} bytes"), 413
+            )
+        parsed = _parse_call(body)
+        if isinstance(parsed, str):
+            return json_response(error_body("argument_error", f"{name}: {parsed}"), 422)
+        arguments, seed, clock, task_id = parsed
+        outcome = await runtime.call(name, arguments, seed=seed, clock=clock, task_id=task_id)
+        payload = outcome.observation.model_dump(mode="json")
+        payload["ok"] = outcome.observation.error is None
+        payload["latency_ms"] = round(outcome.latency_s * 1000, 4)
+        if outcome.missing_files:
+            payload["missing_files"] = list(outcome.missing_files)
+        return json_response(payload, outcome.status)
+
+    return Route("/v1/tools/{name}/call", call_tool, methods=["POST"])
 
 
 def runtime_faces(runtime: ToolRuntime) -> list[str]:
