@@ -34,6 +34,23 @@ def test_registry_has_the_14_gta_tools_with_gtas_schemas() -> None:
     assert len(tools) == 14 and {t.name for t in tools} == GTA_NAMES
     for t in tools:
         assert to_agentlego_meta(t) == toolmeta[t.name], t.name
+    # GTA's categories, as its evaluator maps them for the per-category tool F1
+    categories = {t.name: t.category for t in tools}
+    assert {n for n, c in categories.items() if c == "perception"} == {
+        "OCR",
+        "ImageDescription",
+        "RegionAttributeDescription",
+        "TextToBbox",
+    }
+    assert {n for n, c in categories.items() if c == "operation"} == {"DrawBox", "AddText", "GoogleSearch"}
+    assert {n for n, c in categories.items() if c == "logic"} == {
+        "Calculator",
+        "Solver",
+        "Plot",
+        "MathOCR",
+        "CountGivenObject",
+    }
+    assert {n for n, c in categories.items() if c == "creativity"} == {"TextToImage", "ImageStylization"}
     # the default toolset (demo, CLI, server) is the same set, the six older tools first
     assert [t.name for t in builtin_tools(ModelConfig())][:6] == [
         "Calculator",

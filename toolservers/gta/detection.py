@@ -860,9 +860,7 @@ def make_detection_tools(config: ModelConfig | None = None) -> tuple[Tool, Tool]
             return NO_OBJECT
         return "\n".join(d.render() for d in (dets[:1] if top1 else dets))
 
-    @tool(
-        name="CountGivenObject", category="perception", description=COUNT_DESCRIPTION, backend=backend_names
-    )
+    @tool(name="CountGivenObject", category="logic", description=COUNT_DESCRIPTION, backend=backend_names)
     def count_given_object(image: Image, text: Annotated[str, Param(OBJECT_DESCRIPTION)]) -> int:
         return len(router.detect(image.path, text))
 

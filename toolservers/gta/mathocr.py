@@ -494,7 +494,7 @@ def make_mathocr_tool(config: ModelConfig | None = None) -> Tool:
     cfg = config or ModelConfig()
     backend = select_mathocr(cfg, mathocr_backends(cfg))
 
-    @tool(name="MathOCR", category="perception", description=DESCRIPTION, backend=backend.name)
+    @tool(name="MathOCR", category="logic", description=DESCRIPTION, backend=backend.name)
     def math_ocr(image: Image) -> str:
         backend.require()
         open_rgb(image.path)  # a corrupt file is the agent's tool_error, whatever the backend

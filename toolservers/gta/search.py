@@ -300,7 +300,7 @@ def make_google_search_tool(config: ModelConfig | None = None) -> Tool:
     backends = {b.name: b for b in search_backends(cfg)}
     engine = backends[cfg.search_backend]
 
-    @tool(name="GoogleSearch", category="logic", description=DESCRIPTION, backend=engine.name)
+    @tool(name="GoogleSearch", category="operation", description=DESCRIPTION, backend=engine.name)
     def google_search(query: str, k: Annotated[int, Param("Select the first k results")] = 10) -> str:
         if not query.strip():
             raise ToolError("the query is empty")
