@@ -259,7 +259,9 @@ class Lab:
         )
 
     # ---- clients ------------------------------------------------------------------------------
-    def _recover(self, kind: str) -> Callable[[InfraError], None] | None:
+    def recovery_hook(self, kind: str) -> Callable[[InfraError], None] | None:
+        """What a client calls on an infra failure of the `kind` server ("mocks", "tools"): its
+        supervisor's check-and-restart (None for attached servers: nothing to restart here)."""
         sup = self.supervisors.get(kind)
         if sup is None:
             return None
@@ -285,7 +287,9 @@ class Lab:
         self, apps: Sequence[str], *, seed: int = 0, clock: datetime = DEFAULT_CLOCK
     ) -> RemoteMockWorld:
         """A mock world in a new session of the lab's mock service."""
-        return self.mock_client.world(apps, seed=seed, clock=clock, on_infra_error=self._recover("mocks"))
+        return self.mock_client.world(
+            apps, seed=seed, clock=clock, on_infra_error=self.recovery_hook("mocks")
+        )
 
     def toolset(self, names: Sequence[str] | None = None) -> ToolSet:
         """The tool server's tools (all, or `names`) as a ToolSet, supervised when started here."""
@@ -328,7 +332,7 @@ class Lab:
             tools,
             tasks,
             mock_client=self.mock_client if self.mocks is not None else None,
-            on_infra_error=self._recover("mocks"),
+            on_infra_error=self.recovery_hook("mocks"),
             **kwargs,
         )
 
@@ -536,12 +540,18 @@ def serve_with_backend(
     *,
     host: str,
     port: int,
-    argv: Sequence[str],
     token: str | None,
     config: Path | None = None,
+    tools: Sequence[str] | None = None,
+    apps: Sequence[str] | None = None,
+    lazy: bool = False,
+    device: str | None = None,
+    mcp: bool = True,
+    agentlego: bool = True,
+    log_level: str = "info",
 ) -> None:
     """`toolgym serve --backend docker|process`: the same server, in a container or a sandboxed
-    process, published on host:port; logs are followed until Ctrl-C, then it is removed."""
+    process, published on host:port; its logs are followed until Ctrl-C, then it is removed."""
     from toolgym.toolservers.backends.base import BackendError, Limits, Mount, ServerSpec, new_token
     from toolgym.toolservers.server.config import is_loopback
 
@@ -551,7 +561,16 @@ def serve_with_backend(
         )
         raise typer.Exit(code=2)
     mounts: tuple[Mount, ...] = ()
-    args = list(argv)
+    args = ["--log-level", log_level, "--mcp" if mcp else "--no-mcp"]
+    args.append("--agentlego" if agentlego else "--no-agentlego")
+    if tools:
+        args += ["--tools", ",".join(tools)]
+    if apps:
+        args += ["--apps", ",".join(apps)]
+    if lazy:
+        args.append("--lazy")
+    if device:
+        args += ["--device", device]
     if config is not None:
         if backend == "docker":
             mounts = (Mount(config.resolve(), "/etc/toolgym/server-config" + config.suffix),)

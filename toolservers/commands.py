@@ -44,8 +44,30 @@ def serve(
         bool, typer.Option("--agentlego/--no-agentlego", help="serve the AgentLego protocol")
     ] = True,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+    backend: Annotated[
+        str | None,
+        typer.Option(help="run it in a container (docker) or a sandboxed process (process): toolgym/lab.py"),
+    ] = None,
 ) -> None:
     """Serve tools over HTTP: native JSON API (/v1), AgentLego protocol (/openapi.json) and MCP (/mcp)."""
+    if backend is not None:
+        from toolgym.lab import serve_with_backend
+
+        serve_with_backend(
+            backend,
+            host=host,
+            port=port,
+            token=token,
+            config=config,
+            tools=_names(tools),
+            apps=_names(apps),
+            lazy=lazy,
+            device=device,
+            mcp=mcp,
+            agentlego=agentlego,
+            log_level=log_level,
+        )
+        return
     from pydantic import ValidationError
     from rich.console import Console
 

@@ -289,8 +289,9 @@ class BodyLimit:
             await _too_large(self.limit)(scope, receive, send)
 
 
-class _BodyTooLarge(Exception):
-    pass
+class _BodyTooLarge(BaseException):
+    """Raised from inside the app's body read; a BaseException, so that FastAPI's body parsing
+    (which turns any Exception into a 400) lets it through to BodyLimit."""
 
 
 def _too_large(limit: int) -> JSONResponse:

@@ -59,6 +59,32 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and all its descendants (bwrap starts the server in a session of its own, so the
+    process group of the launcher does not reach it)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # exited while we looked
+        children.setdefault(ppid, []).append(int(entry.name))
+    tree, todo = [pid], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            tree.append(child)
+            todo.append(child)
+    return tree
+
+
+def _signal_tree(pid: int, sig: int) -> None:
+    for p in process_tree(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, sig)
+
+
 def _bwrap_works(bwrap: str) -> bool:
     true = shutil.which("true") or "/bin/true"
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--", true]
@@ -303,25 +329,23 @@ class ProcessBackend(ServerBackend):
     def _kill(self, handle: ServerHandle) -> None:
         proc = self._proc(handle)
         if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGCONT)  # a stopped (hung) server cannot act on TERM
-                os.killpg(proc.pid, signal.SIGTERM)
+            _signal_tree(proc.pid, signal.SIGCONT)  # a stopped (hung) server cannot act on TERM
+            _signal_tree(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=STOP_GRACE_S)
             except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+                _signal_tree(proc.pid, signal.SIGKILL)
                 proc.wait()
         cgroup = handle.extra.pop("cgroup", None)
         if isinstance(cgroup, _Cgroup):
             cgroup.remove()
 
     def kill(self, handle: ServerHandle, sig: int = signal.SIGKILL) -> None:
-        """Send a signal to the server's process group (fault injection: SIGKILL, SIGSTOP)."""
+        """Send a signal to every process of the server (fault injection: SIGKILL, SIGSTOP)."""
         proc = self._proc(handle)
         if proc is None:
             raise BackendError(f"no process for server {handle.spec.name!r}")
-        os.killpg(proc.pid, sig)
+        _signal_tree(proc.pid, sig)
 
     def restart(self, handle: ServerHandle) -> ServerHandle:
         self._kill(handle)
