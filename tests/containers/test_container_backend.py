@@ -154,9 +154,9 @@ def test_episodes_against_tools_and_mock_apps_in_containers(lab: Lab, tmp_path: 
 
 
 def test_mock_container_killed_mid_episode(lab: Lab, tmp_path: Path) -> None:
-    handle = lab.handles["mocks"]
-    assert lab.backend is not None
-    kill = _crash_at(2, lambda: lab.backend.kill(handle))  # type: ignore[union-attr]
+    handle, backend = lab.handles["mocks"], lab.backend
+    assert backend is not None
+    kill = _crash_at(2, lambda: backend.kill(handle))
     before = handle.restarts
     env = lab.env([BANKING])
     env.subscribe(kill)
@@ -176,10 +176,11 @@ def test_mock_container_killed_mid_episode(lab: Lab, tmp_path: Path) -> None:
 def test_tool_container_killed_mid_episode(lab: Lab, tmp_path: Path) -> None:
     demo = _demo_tasks()
     task = demo["receipt-change"]  # OCR, then Calculator, then the answer
-    handle = lab.handles["tools"]
+    handle, backend = lab.handles["tools"], lab.backend
+    assert backend is not None
     before = handle.restarts
     env = lab.env(TaskSet([task], base_dir=demo.base_dir))
-    env.subscribe(_crash_at(1, lambda: lab.backend.kill(handle)))  # type: ignore[union-attr]
+    env.subscribe(_crash_at(1, lambda: backend.kill(handle)))
     result = run_episode(env, InfraRetry(OracleAgent(env.protocol)), task, trace_dir=tmp_path)
     assert handle.restarts == before + 1
     assert result.reward == 1.0 and result.error_counts == {"infra_error": 1}

@@ -231,6 +231,10 @@ class ServerBackend(ABC):
     def logs(self, handle: ServerHandle, tail: int = 200) -> str: ...
 
     @abstractmethod
+    def kill(self, handle: ServerHandle) -> None:
+        """Fault injection: kill the server abruptly; `restart` brings it back."""
+
+    @abstractmethod
     def alive(self, handle: ServerHandle) -> bool:
         """Whether the server process or container is running (not whether it answers)."""
 
