@@ -21,7 +21,10 @@ usable backend knows is a tool_error that names the backends that would detect i
 enable them.
 
 The ONNX backends decode YOLOv8 exports with toolgym's own letterbox/NMS code on onnxruntime (no
-torch). Scores are the models' confidences; for the OpenCV detectors (which have none) the score
+torch). Known limits of the offline models: the fall-detection model was trained on people only
+and also calls other large subjects "Normal" (a close-up cat scores 0.63 as a person), so
+`person` counts are reliable only on photos of people; HOG finds upright full bodies and misses
+portraits; the Haar cascades want frontal faces of moderate size. Scores are the models' confidences; for the OpenCV detectors (which have none) the score
 is an uncalibrated squash w/(1+w) of the cascade level weight or SVM margin.
 
 Output follows AgentLego: one line per object, `(x1, y1, x2, y2), score NN` (score in percent),
