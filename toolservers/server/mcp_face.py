@@ -95,14 +95,14 @@ def build_mcp(
                         ErrorKind.ARGUMENT_ERROR, f"{params.name}: {pname}: malformed data: URI"
                     )
                 data, media_type = decoded
-                arguments[pname] = runtime.files.put_bytes(data, media_type=media_type).ref
+                arguments[pname] = (await runtime.store(data, media_type=media_type)).ref
         outcome = await runtime.call(params.name, arguments)
         obs = outcome.observation
         if obs.error is not None:
             return _error_result(obs.error.kind, obs.error.message)
         content: list[types.ContentBlock] = [types.TextContent(text=obs.text)]
         for handle in obs.files:
-            content.append(_file_block(runtime, handle))
+            content.append(await runtime.in_thread(_file_block, runtime, handle))
         return types.CallToolResult(content=content, structured_content={"result": obs.content})
 
     server: Server[Any] = Server(title, version="1", on_list_tools=list_tools, on_call_tool=call_tool)

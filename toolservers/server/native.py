@@ -123,7 +123,7 @@ def native_router(runtime: ToolRuntime) -> APIRouter:
                 error_body("argument_error", f"content hashes to {actual}, not {sha256}"), 400
             )
         media_type = request.headers.get("content-type") or None
-        handle = runtime.files.put_bytes(body, name=name or None, media_type=media_type)
+        handle = await runtime.store(body, name=name or None, media_type=media_type)
         return json_response(handle.model_dump(mode="json"), 201)
 
     @router.post("/files")
@@ -138,7 +138,7 @@ def native_router(runtime: ToolRuntime) -> APIRouter:
             return json_response(error_body("argument_error", "no 'file' part in the upload"), 422)
         data = await upload.read()
         await form.close()
-        handle = runtime.files.put_bytes(data, name=upload.filename or None, media_type=upload.content_type)
+        handle = await runtime.store(data, name=upload.filename or None, media_type=upload.content_type)
         return json_response(handle.model_dump(mode="json"), 201)
 
     @router.api_route("/files/{sha256}", methods=["GET", "HEAD"])

@@ -10,21 +10,24 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from toolgym.actions import Observation, ToolCall
 from toolgym.errors import ErrorKind, ToolgymError
-from toolgym.files import HANDLE_PREFIX, FileStore
+from toolgym.files import HANDLE_PREFIX, FileHandle, FileStore
 from toolgym.tools import DEFAULT_CLOCK, BaseTool, ToolContext, result_observation, to_json_value
 
 from .batching import Batcher, BatchInvocable, QueueFull
 from .config import RESERVED_NAMES, ResolvedToolConfig, ServerConfig
 from .metrics import ToolMetrics
 from .providers import ToolProvider
+
+T = TypeVar("T")
 
 # HTTP status of each outcome; the body always carries the kind as well
 STATUS_BY_KIND: dict[ErrorKind | None, int] = {
@@ -216,6 +219,17 @@ class ToolRuntime:
             return [_observe(t, args, v) for (args, _), v in zip(items, values, strict=True)]
 
         return run
+
+    async def in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run blocking work (file writes, image encoding) off the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, functools.partial(fn, *args))
+
+    async def store(
+        self, data: bytes, *, name: str | None = None, media_type: str | None = None
+    ) -> FileHandle:
+        return await self.in_thread(
+            functools.partial(self.files.put_bytes, name=name, media_type=media_type), data
+        )
 
     # ---- calls -------------------------------------------------------------------------
     def missing_files(self, t: BaseTool, arguments: Mapping[str, Any]) -> tuple[str, ...]:
