@@ -3,6 +3,7 @@ traces of them), T-Eval's quirks in compat mode, and the trace-derived dimension
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -40,7 +41,9 @@ from toolgym.runner import run_episode
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 
-pytest.importorskip("sentence_transformers", reason="T-Eval's plan and reason need the ml extra")
+needs_ml = pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is None, reason="plan and reason need the ml extra"
+)
 
 SAMPLES = sorted((DATA / "t-eval" / "results_sample").glob("*.json"))
 MOCK_TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "mock_tasks" / "teval.jsonl"
@@ -60,6 +63,7 @@ FIXED = {
 }
 
 
+@needs_ml
 def test_result_files_score_as_hand_checked() -> None:
     compat = score_teval_files(SAMPLES, "compat")
     for metric, value in COMPAT.items():
@@ -79,6 +83,7 @@ def test_result_files_score_as_hand_checked() -> None:
     assert compat.counts["items"] == fixed.counts["items"] == 20
 
 
+@needs_ml
 def test_traces_of_the_items_score_like_the_files(tmp_path: Path) -> None:
     traces: list[Trace] = []
     tasks: list[Task] = []
@@ -151,6 +156,7 @@ def test_format_load_and_parse_string() -> None:
     assert parse_string(template, text, escape=True) == {"thought": "t", "args": "{}"}
 
 
+@needs_ml
 def test_plan_f1_floor_in_compat() -> None:
     from toolgym.evaluation.metrics.similarity import get_embedder
 
@@ -210,6 +216,7 @@ def mock_tasks() -> TaskSet:
     return TaskSet.load(MOCK_TASKS)
 
 
+@needs_ml
 def test_oracle_traces_of_mock_tasks_score_full_marks(mock_tasks: TaskSet, tmp_path: Path) -> None:
     subset = TaskSet(
         [t for t in mock_tasks if t.category in ("single_tool", "multi_tool_chain")][:4],
@@ -233,6 +240,7 @@ def test_oracle_traces_of_mock_tasks_score_full_marks(mock_tasks: TaskSet, tmp_p
         assert "review" not in result.metrics and result.counts["traces"] == 8
 
 
+@needs_ml
 def test_trace_dimensions_on_a_wrong_chain(mock_tasks: TaskSet, tmp_path: Path) -> None:
     task = mock_tasks["teval-polygon-close-003"]
     first = task.golden[0].action
