@@ -771,3 +771,11 @@ def test_mtu_prose_replies_are_no_calls_in_mtu_mode() -> None:
         strict_errors += parses_or_format_error(strict, response) is None
         lenient_errors += parses_or_format_error(lenient, response) is None
     assert lenient_errors == 3 < strict_errors
+
+
+def test_tooleyes_control_actions() -> None:
+    react = ReActProtocol()
+    finish = 'Thought: done\nAction: finish\nAction Input: {"return_type": "give_answer", "final_answer": "42"}'
+    assert react.parse(finish) == [FinalAnswer(text="42", thought="done")]
+    ask = 'Thought: ask\nAction: ask_to_user\nAction Input: {"question": "which city?"}'
+    assert react.parse(ask) == [AskUser(text="which city?", thought="ask")]

@@ -30,11 +30,12 @@ from toolgym.tools import ToolSet
 MAX_ARGUMENT_DEPTH = 64
 
 # Reserved action names, compared after `normalize_reserved` (lower case, no "_", "-", " ").
-FINISH_NAMES = frozenset({"finishaction", "finalanswer"})
-ASK_USER_NAMES = frozenset({"askuser"})
+# "finish" / "ask_to_user" are ToolEyes' (ToolBench-style) control actions
+FINISH_NAMES = frozenset({"finishaction", "finalanswer", "finish"})
+ASK_USER_NAMES = frozenset({"askuser", "asktouser"})
 NO_CALL_NAMES = frozenset({"none", "noaction", "nocall", "noapicall", "null", "n/a", "na"})
 # Where the text of a finish action / a question may sit in its arguments.
-FINISH_KEYS = ("response", "answer", "text")
+FINISH_KEYS = ("response", "answer", "final_answer", "text")
 ASK_USER_KEYS = ("text", "question")
 
 _FENCE_RE = re.compile(r"```[^\n`]*\n?(.*?)(?:```|\Z)", re.DOTALL)
