@@ -775,7 +775,9 @@ def test_mtu_prose_replies_are_no_calls_in_mtu_mode() -> None:
 
 def test_tooleyes_control_actions() -> None:
     react = ReActProtocol()
-    finish = 'Thought: done\nAction: finish\nAction Input: {"return_type": "give_answer", "final_answer": "42"}'
+    finish = (
+        'Thought: done\nAction: finish\nAction Input: {"return_type": "give_answer", "final_answer": "42"}'
+    )
     assert react.parse(finish) == [FinalAnswer(text="42", thought="done")]
     ask = 'Thought: ask\nAction: ask_to_user\nAction Input: {"question": "which city?"}'
     assert react.parse(ask) == [AskUser(text="which city?", thought="ask")]
