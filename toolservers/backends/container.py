@@ -176,7 +176,10 @@ class ContainerBackend(ServerBackend):
         handle.extra["image"] = image
         if spec.transport == "uds":
             runtime = Path(tempfile.mkdtemp(prefix=f"toolgym-{spec.name}-"))
-            os.chown(runtime, CONTAINER_UID, CONTAINER_UID) if os.geteuid() == 0 else runtime.chmod(0o777)
+            if os.geteuid() == 0:  # the image's user creates the socket there
+                os.chown(runtime, CONTAINER_UID, CONTAINER_UID)
+            else:  # cannot give it away: let anyone in (the directory name is random)
+                runtime.chmod(0o777)
             handle.extra["runtime"] = str(runtime)
             handle.uds = str(runtime / SOCKET_NAME)
             handle.url = UDS_BASE_URL

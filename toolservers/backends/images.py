@@ -30,6 +30,11 @@ from toolgym.toolservers.backends.base import BackendError
 HASH_LABEL = "org.toolgym.source-hash"
 IMAGE_LABEL = "org.toolgym.image"
 DEBIAN_SUITE = "bookworm"
+DEBIAN_SOURCES = (  # with the updates and security suites: a lab node runs these images for months
+    f"deb http://deb.debian.org/debian {DEBIAN_SUITE} main",
+    f"deb http://deb.debian.org/debian {DEBIAN_SUITE}-updates main",
+    f"deb http://deb.debian.org/debian-security {DEBIAN_SUITE}-security main",
+)
 BASE_PACKAGES = ("python3", "python3-venv", "ca-certificates")
 # documentation, manuals and translations stay out of the rootfs (about a third of its size)
 _DPKG_EXCLUDES = (
@@ -48,6 +53,7 @@ class ImageDef:
     name: str
     tag: str
     requirement: str  # what pip installs from the wheels ("" for the base)
+    also: tuple[str, ...] = ()  # packages beside toolgym's own requirements (the CUDA torch pair)
     explicit_only: bool = False  # built only when asked for by name (the GPU variant)
     constraints: str | None = None  # file beside the Dockerfile pinning extra packages
 
@@ -62,6 +68,7 @@ IMAGES: dict[str, ImageDef] = {
             "toolserver-gpu",
             "toolgym/toolserver-gpu:latest",
             "toolgym[gpu]",
+            also=("torch", "torchvision"),
             explicit_only=True,
             constraints="constraints.txt",
         ),
@@ -140,11 +147,11 @@ class ImageBuilder:
         d = IMAGES[name]
         docker_files = [f"docker/{name}", "docker/healthcheck.py"]
         if name == "base":
-            return tree_hash(self.root, docker_files, [DEBIAN_SUITE, *BASE_PACKAGES, *_DPKG_EXCLUDES])
+            return tree_hash(self.root, docker_files, [*DEBIAN_SOURCES, *BASE_PACKAGES, *_DPKG_EXCLUDES])
         base = self._image(IMAGES["base"].tag)
         base_id = base.id if base is not None else "missing"
         return tree_hash(
-            self.root, [*_SOURCE_DIRS, "pyproject.toml", *docker_files], [base_id, d.requirement]
+            self.root, [*_SOURCE_DIRS, "pyproject.toml", *docker_files], [base_id, d.requirement, *d.also]
         )
 
     def current(self, name: str) -> bool:
@@ -178,6 +185,8 @@ class ImageBuilder:
                 self.build(name)
             else:
                 self.log(f"{IMAGES[name].tag}: current")
+        if self.timings:  # the images these builds replaced, now untagged
+            self.client.images.prune(filters={"dangling": True, "label": IMAGE_LABEL})
         return {n: IMAGES[n].tag for n in wanted}
 
     def build(self, name: str) -> str:
@@ -205,7 +214,7 @@ class ImageBuilder:
         """The Debian rootfs tarball, made once by mmdebstrap (about a minute, needs root)."""
         out = self.build_dir / "base" / "rootfs.tar"
         stamp = out.with_suffix(".stamp")
-        want = ",".join(BASE_PACKAGES) + "|" + "|".join(_DPKG_EXCLUDES)
+        want = "|".join([",".join(BASE_PACKAGES), *_DPKG_EXCLUDES, *DEBIAN_SOURCES])
         if out.is_file() and stamp.is_file() and stamp.read_text() == want:
             return out
         mmdebstrap = shutil.which("mmdebstrap")
@@ -215,7 +224,7 @@ class ImageBuilder:
         partial = out.with_suffix(".partial.tar")
         argv = [mmdebstrap, "--variant=apt", f"--include={','.join(BASE_PACKAGES)}"]
         argv += [f"--dpkgopt={opt}" for opt in _DPKG_EXCLUDES]
-        argv += ['--aptopt=Acquire::Languages "none"', DEBIAN_SUITE, str(partial)]
+        argv += ['--aptopt=Acquire::Languages "none"', DEBIAN_SUITE, str(partial), *DEBIAN_SOURCES]
         self._run(argv, "mmdebstrap")
         partial.replace(out)
         stamp.write_text(want)
@@ -260,7 +269,7 @@ class ImageBuilder:
             argv += ["--constraint", str(self.root / "docker" / d.name / d.constraints)]
         else:
             argv += ["--constraint", str(self.constraints())]
-        argv.append(f"{self.root}{extras}")
+        argv += [f"{self.root}{extras}", *d.also]
         self._run(argv, f"pip wheel ({d.name})", cwd=self.build_dir)
         (target / "toolgym").mkdir()
         for whl in (target / "deps").glob("toolgym-*.whl"):
