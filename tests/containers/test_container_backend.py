@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from toolgym.actions import FinalAnswer, ToolCall
@@ -19,7 +18,7 @@ from toolgym.mocks.service import MockServiceClient
 from toolgym.recorder.trace import read_trace
 from toolgym.runner import run_episode
 from toolgym.tasks import AnswerSpec, GoldenStep, Task, TaskSet
-from toolgym.toolservers.backends.base import ServerSpec, ServerStartError, mock_server_spec
+from toolgym.toolservers.backends.base import ServerSpec, ServerStartError
 from toolgym.toolservers.backends.container import ContainerBackend
 from toolgym.toolservers.backends.images import IMAGES, ImageBuilder, ImageDef
 
@@ -57,7 +56,11 @@ def _demo_tasks() -> TaskSet:
 def lab(container_backend: ContainerBackend) -> Iterator[Lab]:
     """A mock service and a tool server, both without a network (unix sockets)."""
     with Lab.start(container_backend, tools=["Calculator", "OCR", "Solver"], network=False) as started:
+        handles = list(started.handles.values())
         yield started
+    for handle in handles:  # stopped: container and socket directory gone
+        assert not Path(handle.extra["runtime"]).exists()
+        assert not container_backend.client.containers.list(all=True, filters={"id": handle.ident})
 
 
 def _crash_at(step: int, fault: Any) -> Any:
@@ -92,52 +95,37 @@ def test_image_builds_have_no_network(docker_client: Any, images: dict[str, str]
 
 
 # ---- one container --------------------------------------------------------------------------------
-def test_container_is_locked_down_and_has_no_network(container_backend: ContainerBackend) -> None:
-    handle = container_backend.start(mock_server_spec(network=False))
-    try:
-        container = container_backend.container(handle)
+def test_containers_are_locked_down_and_have_no_network(lab: Lab) -> None:
+    backend = lab.backend
+    assert isinstance(backend, ContainerBackend)
+    for kind, handle in lab.handles.items():
+        container = backend.container(handle)
         host = container.attrs["HostConfig"]
-        assert host["NetworkMode"] == "none" and host["PortBindings"] in (None, {})
+        assert host["NetworkMode"] == "none" and host["PortBindings"] in (None, {}), kind
         assert host["ReadonlyRootfs"] is True and host["Init"] is True
         assert host["CapDrop"] == ["ALL"] and host["SecurityOpt"] == ["no-new-privileges"]
         assert host["Memory"] == 2048 << 20 and host["MemorySwap"] == 2048 << 20
         assert host["NanoCpus"] == 2_000_000_000 and host["PidsLimit"] == 256
         assert "/tmp" in host["Tmpfs"]
         code, out = container.exec_run(["/opt/toolgym/bin/python", "/opt/toolgym/healthcheck.py"])
-        assert code == 0, out
+        assert code == 0, out  # the image's HEALTHCHECK works over the unix socket
         code, _ = container.exec_run(["/bin/sh", "-c", "echo x > /opt/x"])
         assert code != 0  # read-only root
-        code, out = container.exec_run(["/bin/sh", "-c", "id -u; cat /sys/class/net/*/operstate | wc -l"])
-        assert out.decode().split() == ["10001", "1"]  # non-root; only the loopback interface
-        with MockServiceClient(handle.url, token=handle.token, uds=handle.uds) as client:
-            world = client.world(["banking"])
-            assert world.call("get_balance", account_id="ACC-10001")["status"] == "success"
-    finally:
-        container_backend.stop(handle)
-    assert handle.uds is not None and not Path(handle.uds).parent.exists()
-
-
-def test_tcp_port_is_published_on_loopback_only_and_needs_the_token(
-    container_backend: ContainerBackend,
-) -> None:
-    handle = container_backend.start(mock_server_spec(network=True))
-    try:
-        bindings = container_backend.container(handle).attrs["HostConfig"]["PortBindings"]
-        assert bindings == {"8000/tcp": [{"HostIp": "127.0.0.1", "HostPort": str(handle.extra["port"])}]}
-        assert handle.url == f"http://127.0.0.1:{handle.extra['port']}"
-        assert httpx.get(f"{handle.url}/health").status_code == 200
-        assert httpx.get(f"{handle.url}/sessions").status_code == 401
-        ok = httpx.get(f"{handle.url}/sessions", headers={"authorization": f"Bearer {handle.token}"})
-        assert ok.status_code == 200 and ok.json() == {"sessions": []}
-    finally:
-        container_backend.stop(handle)
+        code, out = container.exec_run(["/bin/sh", "-c", "id -u; ls /sys/class/net"])
+        assert out.decode().split() == ["10001", "lo"]  # non-root; only the loopback interface
+        assert handle.uds is not None and Path(handle.uds).is_socket()
 
 
 def test_a_server_that_cannot_start_reports_its_logs(container_backend: ContainerBackend) -> None:
     spec = ServerSpec(name="broken", kind="mocks", argv=("lab", "mock-server", "--max-sessions", "many"))
+    before = len(container_backend.handles)
     with pytest.raises(ServerStartError, match="Invalid value for '--max-sessions'"):
         container_backend.start(spec)
-    assert not container_backend.handles
+    assert len(container_backend.handles) == before  # the failed container was removed
+    labelled = container_backend.client.containers.list(
+        all=True, filters={"label": "org.toolgym.server=broken"}
+    )
+    assert labelled == []
 
 
 # ---- episodes --------------------------------------------------------------------------------------
@@ -197,7 +185,7 @@ def test_hung_servers_time_out_and_are_restarted(lab: Lab, tmp_path: Path) -> No
     backend = lab.backend
     assert isinstance(backend, ContainerBackend)
     tools, mocks = lab.handles["tools"], lab.handles["mocks"]
-    lab.tool_call_timeout_s = 2.0
+    lab.tool_call_timeout_s = 1.5
     try:
         env = lab.env([ARITHMETIC])
     finally:
@@ -210,7 +198,7 @@ def test_hung_servers_time_out_and_are_restarted(lab: Lab, tmp_path: Path) -> No
     env.close()
 
     assert lab.mocks is not None
-    client = MockServiceClient(lab.mocks.url, token=lab.mocks.token, uds=lab.mocks.uds, timeout_s=2.0)
+    client = MockServiceClient(lab.mocks.url, token=lab.mocks.token, uds=lab.mocks.uds, timeout_s=1.5)
     env = LabEnv(tasks=[BANKING], mock_client=client, on_infra_error=lab.recovery_hook("mocks"))
     env.subscribe(_crash_at(1, lambda: backend.pause(mocks)))
     before = mocks.restarts

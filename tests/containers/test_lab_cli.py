@@ -72,6 +72,9 @@ def test_serve_with_the_docker_backend(docker_client: Any, images: dict[str, str
         )
         assert obs.text == "42"
         assert httpx.get(f"{url}/v1/tools").status_code == 401  # the token is enforced
+        container = docker_client.containers.get(where.split(":")[1])
+        bindings = container.attrs["HostConfig"]["PortBindings"]
+        assert bindings == {"8000/tcp": [{"HostIp": "127.0.0.1", "HostPort": str(port)}]}
     finally:
         _stop(proc)
     left = docker_client.containers.list(all=True, filters={"label": LABEL})

@@ -72,21 +72,14 @@ def test_process_server_is_sandboxed_and_limited(backend: ProcessBackend) -> Non
     assert not Path(handle.extra["runtime"]).exists()
 
 
-def test_process_server_on_loopback_tcp_needs_the_token(backend: ProcessBackend) -> None:
+def test_dead_and_hung_servers_are_restarted(backend: ProcessBackend) -> None:
     handle = backend.start(mock_server_spec(network=True))
+    sup = Supervisor(backend, handle, probe_timeout_s=1.0)
     try:
-        assert handle.url.startswith("http://127.0.0.1:") and handle.uds is None
+        assert handle.url.startswith("http://127.0.0.1:") and handle.uds is None  # loopback TCP
         assert httpx.get(f"{handle.url}/sessions").status_code == 401
         ok = httpx.get(f"{handle.url}/sessions", headers={"authorization": f"Bearer {handle.token}"})
         assert ok.status_code == 200
-    finally:
-        backend.stop(handle)
-
-
-def test_dead_and_hung_servers_are_restarted(backend: ProcessBackend) -> None:
-    handle = backend.start(mock_server_spec(network=False))
-    sup = Supervisor(backend, handle, probe_timeout_s=1.0)
-    try:
         assert sup.recover() is False  # healthy: nothing to do
         backend.kill(handle, signal.SIGKILL)
         deadline = time.monotonic() + 10
@@ -98,6 +91,7 @@ def test_dead_and_hung_servers_are_restarted(backend: ProcessBackend) -> None:
         assert sup.recover() is True and backend.healthy(handle)
         assert [e.reason for e in sup.events] == ["dead", "unresponsive"]
         assert handle.restarts == 2
+        assert httpx.get(f"{handle.url}/health").status_code == 200  # same port after restarts
     finally:
         backend.stop(handle)
 
