@@ -185,8 +185,6 @@ class ImageBuilder:
                 self.build(name)
             else:
                 self.log(f"{IMAGES[name].tag}: current")
-        if self.timings:  # the images these builds replaced, now untagged
-            self.client.images.prune(filters={"dangling": True, "label": IMAGE_LABEL})
         return {n: IMAGES[n].tag for n in wanted}
 
     def build(self, name: str) -> str:
@@ -198,7 +196,11 @@ class ImageBuilder:
             if self._image(IMAGES["base"].tag) is None:
                 self.build("base")
             context = self._toolgym_context(d)
+        replaced = self._image(d.tag)
         self._docker_build(d, context, self.source_hash(name))
+        built = self._image(d.tag)
+        if replaced is not None and built is not None and replaced.id != built.id:
+            self._remove_replaced(replaced.id)
         self.timings[name] = time.monotonic() - started
         self.log(f"{d.tag}: built in {self.timings[name]:.1f} s")
         return d.tag
@@ -288,6 +290,16 @@ class ImageBuilder:
             for whl in sorted((wheels / part).glob("*.whl")):
                 os.link(whl, context / "wheels" / part / whl.name)
         return context
+
+    def _remove_replaced(self, image_id: str) -> None:
+        """The image a build replaced (now untagged); the build stages stay, they are the cache
+        that makes the next build fast."""
+        import docker.errors
+
+        try:
+            self.client.images.remove(image_id, noprune=False)
+        except docker.errors.APIError as exc:  # still used by a container: it goes with it
+            self.log(f"kept the replaced image {image_id[:19]}: {exc.explanation}")
 
     @staticmethod
     def _fresh(path: Path) -> None:
