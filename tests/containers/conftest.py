@@ -2,12 +2,13 @@
 and the toolgym images (built if missing or out of date; `.ci/run` builds them beforehand).
 
 When no daemon can be had, the Docker tests skip with a reason that starts with
-"DOCKER UNAVAILABLE" (listed by `pytest -ra`) and a banner on stderr; nothing else skips them.
+"DOCKER UNAVAILABLE" (listed by `pytest -ra`, and as a warning); nothing else skips them.
 """
 
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +30,7 @@ def docker_client() -> Any:
         reason = f"DOCKER UNAVAILABLE, container tests NOT run: {exc}"
         _unavailable.append(reason)
         print(f"\n{'!' * 78}\n{reason}\n{'!' * 78}", file=sys.stderr)
+        warnings.warn(reason, stacklevel=1)  # also in pytest's warnings summary
         pytest.skip(reason)
 
 
