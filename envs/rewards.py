@@ -155,8 +155,12 @@ def state_scores(task: Task, episode: Episode) -> dict[str, float]:
     from toolgym.mocks.world import MockWorld
 
     world = episode.world
-    if not isinstance(world, MockWorld) or not task.apps:
+    if world is None or not task.apps:
         return {}
+    if not isinstance(world, MockWorld):
+        # a world elsewhere (the mock-app service) scores itself where its state lives
+        remote: Callable[[Task], Mapping[str, float]] | None = getattr(world, "state_scores", None)
+        return dict(remote(task)) if callable(remote) else {}
     try:
         golden = replay_golden(task.apps, task.seed, task.clock, task.golden)
     except GoldenReplayError:

@@ -161,3 +161,17 @@ def test_unreachable_server_is_an_infra_error_and_recovery_checks_the_state() ->
         world.close()
         local.close()
     service.server.stop()
+
+
+def test_plain_tool_env_on_a_remote_world_scores_state_with_the_default_reward(service_url: str) -> None:
+    """ToolEnv(world=RemoteMockWorld) with the default task_scores: the state part is computed
+    by the server, with the same result as an in-process world."""
+    task = _banking_task()
+    local_env = ToolEnv(tasks=[task])
+    local = run_episode(local_env, OracleAgent(local_env.protocol), task)
+    world = RemoteMockWorld(MockServiceClient(service_url), task.apps or [], seed=task.seed, clock=task.clock)
+    remote_env = ToolEnv(tasks=[task], world=world)
+    remote = run_episode(remote_env, OracleAgent(remote_env.protocol), task)
+    assert remote.scores["state"] == 1.0 and remote.scores == local.scores
+    local_env.close()
+    remote_env.close()
