@@ -46,6 +46,7 @@ from toolgym.errors import ErrorKind, InfraError
 from toolgym.protocols.base import RawOutput
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import DEFAULT_CLOCK, ToolSet
+from toolgym.toolservers.commands import names_option
 from toolgym.world import World
 
 if TYPE_CHECKING:
@@ -362,12 +363,6 @@ class Lab:
 lab_app = typer.Typer(help="Containers and lab-node hosting: images, backends, the mock service.")
 
 
-def _names(values: list[str] | None) -> list[str] | None:
-    if not values:
-        return None
-    return [n.strip() for v in values for n in v.split(",") if n.strip()]
-
-
 @lab_app.command("mock-server")
 def mock_server(
     host: Annotated[
@@ -416,29 +411,14 @@ def tool_server(
 ) -> None:
     """The tool server of `toolgym serve`, listening on a unix socket only (no network needed)."""
     import uvicorn
-    from pydantic import ValidationError
 
+    from toolgym.toolservers.commands import server_config
     from toolgym.toolservers.server.app import create_app, uvicorn_config
-    from toolgym.toolservers.server.config import ServerConfig, ToolConfig
     from toolgym.toolservers.server.providers import catalog
 
-    overrides: dict[str, Any] = {"token": token}
-    if _names(tools) is not None:
-        overrides["tools"] = _names(tools)
-    if lazy:
-        overrides["load"] = "lazy"
-    try:
-        cfg = (
-            ServerConfig.load_file(config, **overrides) if config else ServerConfig.model_validate(overrides)
-        )
-        if device is not None:
-            cfg = cfg.model_copy(update={"defaults": cfg.defaults.model_copy(update={"device": device})})
-            ToolConfig.model_validate(cfg.defaults.model_dump())
-    except (ValidationError, ValueError, OSError) as exc:
-        console.print(f"[red]bad server configuration:[/red] {exc}")
-        raise typer.Exit(code=2) from None
+    cfg = server_config({"token": token}, config=config, tools=tools, lazy=lazy, device=device)
     uds.unlink(missing_ok=True)
-    app = create_app(catalog(_names(apps) or ()), cfg)
+    app = create_app(catalog(names_option(apps) or ()), cfg)
     console.print(f"toolgym server on unix:{uds}")
     uvicorn.Server(uvicorn_config(app, uds=str(uds), log_level=log_level)).run()
 
@@ -516,7 +496,7 @@ def up(
     interrupted, then stop and remove them."""
     from toolgym.toolservers.backends.base import BackendError
 
-    names = _names(tools)
+    names = names_option(tools)
     try:
         lab = Lab.start(
             backend,  # type: ignore[arg-type]

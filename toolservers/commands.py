@@ -3,16 +3,52 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+if TYPE_CHECKING:
+    from toolgym.toolservers.server.config import ServerConfig
 
-def _names(values: list[str] | None) -> list[str] | None:
+
+def names_option(values: list[str] | None) -> list[str] | None:
     """Repeated options and comma-separated lists alike: --tools OCR,Calculator --tools DrawBox."""
     if not values:
         return None
     return [n.strip() for v in values for n in v.split(",") if n.strip()]
+
+
+def server_config(
+    overrides: dict[str, object],
+    *,
+    config: Path | None,
+    tools: list[str] | None,
+    lazy: bool,
+    device: str | None,
+) -> ServerConfig:
+    """The server configuration from a config file and command-line options; on bad values it
+    prints why and exits with code 2 (shared by `toolgym serve` and `toolgym lab tool-server`)."""
+    from pydantic import ValidationError
+    from rich.console import Console
+
+    from toolgym.toolservers.server.config import ServerConfig, ToolConfig
+
+    overrides = dict(overrides)
+    if names_option(tools) is not None:
+        overrides["tools"] = names_option(tools)
+    if lazy:
+        overrides["load"] = "lazy"
+    try:
+        cfg = (
+            ServerConfig.load_file(config, **overrides) if config else ServerConfig.model_validate(overrides)
+        )
+        if device is not None:
+            cfg = cfg.model_copy(update={"defaults": cfg.defaults.model_copy(update={"device": device})})
+            ToolConfig.model_validate(cfg.defaults.model_dump())
+    except (ValidationError, ValueError, OSError) as exc:
+        Console(stderr=True).print(f"[red]bad server configuration:[/red] {exc}")
+        raise typer.Exit(code=2) from None
+    return cfg
 
 
 def serve(
@@ -59,8 +95,8 @@ def serve(
             port=port,
             token=token,
             config=config,
-            tools=_names(tools),
-            apps=_names(apps),
+            tools=names_option(tools),
+            apps=names_option(apps),
             lazy=lazy,
             device=device,
             mcp=mcp,
@@ -68,11 +104,9 @@ def serve(
             log_level=log_level,
         )
         return
-    from pydantic import ValidationError
     from rich.console import Console
 
     from toolgym.toolservers.server.app import serve as run_server
-    from toolgym.toolservers.server.config import ServerConfig, ToolConfig
     from toolgym.toolservers.server.providers import catalog
 
     console = Console(stderr=True)
@@ -83,21 +117,8 @@ def serve(
         "mcp": mcp,
         "agentlego": agentlego,
     }
-    if _names(tools) is not None:
-        overrides["tools"] = _names(tools)
-    if lazy:
-        overrides["load"] = "lazy"
-    try:
-        cfg = (
-            ServerConfig.load_file(config, **overrides) if config else ServerConfig.model_validate(overrides)
-        )
-        if device is not None:
-            cfg = cfg.model_copy(update={"defaults": cfg.defaults.model_copy(update={"device": device})})
-            ToolConfig.model_validate(cfg.defaults.model_dump())
-    except (ValidationError, ValueError, OSError) as exc:
-        console.print(f"[red]bad server configuration:[/red] {exc}")
-        raise typer.Exit(code=2) from None
-    providers = catalog(_names(apps) or ())
+    cfg = server_config(overrides, config=config, tools=tools, lazy=lazy, device=device)
+    providers = catalog(names_option(apps) or ())
     served = cfg.tools or [p.name for p in providers]
     shown = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
     console.print(f"toolgym server on http://{shown}:{cfg.port}  tools: {', '.join(served)}")
