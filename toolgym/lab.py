@@ -418,7 +418,11 @@ def tool_server(
 
     cfg = server_config({"token": token}, config=config, tools=tools, lazy=lazy, device=device)
     uds.unlink(missing_ok=True)
-    app = create_app(catalog(names_option(apps) or ()), cfg)
+    try:
+        app = create_app(catalog(names_option(apps) or ()), cfg)
+    except (ValueError, RuntimeError) as exc:
+        console.print(f"[red]cannot start the server:[/red] {exc}")
+        raise typer.Exit(code=1) from None
     console.print(f"toolgym server on unix:{uds}")
     uvicorn.Server(uvicorn_config(app, uds=str(uds), log_level=log_level)).run()
 

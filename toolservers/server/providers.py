@@ -8,6 +8,8 @@ the built-in GTA tools, the synthetic batching backend and any mock apps.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import io
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -113,6 +115,57 @@ def builtin_providers() -> list[ToolProvider]:
     ]
 
 
+# GTA's model-backed tools: built for the device the server places them on; their backends come
+# from ModelConfig (TOOLGYM_* variables), and a missing model is the tool's own tool_error.
+MODEL_TOOLS = (
+    "GoogleSearch",
+    "ImageDescription",
+    "RegionAttributeDescription",
+    "TextToBbox",
+    "CountGivenObject",
+    "MathOCR",
+    "TextToImage",
+    "ImageStylization",
+)
+_GPU_CAPABLE = {
+    "ImageDescription",
+    "RegionAttributeDescription",
+    "TextToBbox",
+    "CountGivenObject",
+    "MathOCR",
+    "TextToImage",
+    "ImageStylization",
+}
+
+
+def model_providers() -> list[ToolProvider]:
+    """The rest of GTA's 14 tools (see toolservers/registry.py), one provider each."""
+    from toolgym.toolservers.gta.config import ModelConfig
+    from toolgym.toolservers.registry import all_gta_tools
+
+    @functools.lru_cache(maxsize=8)
+    def tools_for(config: ModelConfig) -> dict[str, BaseTool]:
+        # one construction of the set per configuration, shared by the providers below
+        return {t.name: t for t in all_gta_tools(config)}
+
+    def builder(name: str) -> Callable[[str], BaseTool]:
+        def build(device: str) -> BaseTool:
+            return tools_for(dataclasses.replace(ModelConfig.from_env(), device=device))[name]
+
+        return build
+
+    return [
+        ToolProvider(
+            name,
+            builder(name),
+            devices=("cpu", "cuda") if name in _GPU_CAPABLE else ("cpu",),
+            # one model instance per tool: requests queue for it rather than racing on it
+            defaults=ToolConfig(max_concurrency=1),
+        )
+        for name in MODEL_TOOLS
+    ]
+
+
 def synthetic_providers() -> list[ToolProvider]:
     """`SyntheticEmbed`: a batchable benchmark backend (see synthetic.py)."""
     from .synthetic import SyntheticEmbedder, make_embed_tool
@@ -139,8 +192,8 @@ def app_providers(
 
 
 def catalog(apps: Sequence[str] = ()) -> list[ToolProvider]:
-    """Every tool `toolgym serve` knows: built-ins, the synthetic backend, and `apps`' APIs."""
-    providers = [*builtin_providers(), *synthetic_providers()]
+    """Every tool `toolgym serve` knows: GTA's 14, the synthetic backend, and `apps`' APIs."""
+    providers = [*builtin_providers(), *model_providers(), *synthetic_providers()]
     if apps:
         providers.extend(app_providers(apps))
     return providers
