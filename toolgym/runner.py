@@ -27,9 +27,34 @@ class EpisodeResult:
     trace_path: Path | None = None
 
 
-def _trace_name(task_id: str, seed: int | None) -> str:
+def trace_name(task_id: str, seed: int | None, *, kind: str = "") -> str:
+    """The file name of an episode's trace: `<task id>[.<kind>].seed<seed>.jsonl`."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id)
-    return f"{safe}.seed{seed}.jsonl" if seed is not None else f"{safe}.jsonl"
+    stem = f"{safe}.{kind}" if kind else safe
+    return f"{stem}.seed{seed}.jsonl" if seed is not None else f"{stem}.jsonl"
+
+
+def trace_header(
+    env: ToolEnv,
+    agent: Agent,
+    task: Task,
+    seed: int | None,
+    env_config: dict[str, Any],
+    *,
+    golden: bool = False,
+) -> TraceHeader:
+    """The header of an episode's trace, taken after `env.reset` (the offered tools are known)."""
+    return TraceHeader(
+        task_id=task.id,
+        seed=seed,
+        clock=task.clock.isoformat(),
+        protocol=env.protocol.name,
+        agent=agent.name,
+        tools=[ToolInfo(name=t.name, version=t.version, backend=t.backend) for t in env.offered],
+        env_config=env_config,
+        golden=golden,
+        task_hash=canonical_hash(task.model_dump(mode="json")),
+    )
 
 
 def run_episode(
@@ -46,18 +71,10 @@ def run_episode(
     agent.start(task, obs, info)
     writer: TraceWriter | None = None
     if trace_dir is not None:
-        header = TraceHeader(
-            task_id=task.id,
-            seed=seed,
-            clock=task.clock.isoformat(),
-            protocol=env.protocol.name,
-            agent=agent.name,
-            tools=[ToolInfo(name=t.name, version=t.version, backend=t.backend) for t in env.offered],
-            env_config={"max_steps": task.max_steps or env.max_steps},
-            golden=golden,
-            task_hash=canonical_hash(task.model_dump(mode="json")),
+        header = trace_header(
+            env, agent, task, seed, {"max_steps": task.max_steps or env.max_steps}, golden=golden
         )
-        writer = TraceWriter(trace_dir / _trace_name(task.id, seed), header)
+        writer = TraceWriter(trace_dir / trace_name(task.id, seed), header)
     hash_before: str | None = info.get("state_hash")
     reward, terminated, truncated, steps, latency = 0.0, False, False, 0, 0.0
     step_info: dict[str, Any] = {}

@@ -10,7 +10,6 @@ percentages (0-100) as the benchmarks publish them; `per_task` holds each task's
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from toolgym.actions import Observation
-from toolgym.canonical import canonical_hash
 from toolgym.errors import ErrorKind
 from toolgym.recorder.trace import Trace, TraceStep
 from toolgym.tasks import Task, TaskSet
@@ -142,11 +140,6 @@ def mean(values: Sequence[float]) -> float:
 # ---- teacher-forced traces ----------------------------------------------------------------------
 
 
-def _trace_file_name(task_id: str, seed: int | None) -> str:
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id)
-    return f"{safe}.tf.seed{seed}.jsonl" if seed is not None else f"{safe}.tf.jsonl"
-
-
 def _check_prediction(env: ToolEnv, actions: Sequence[dict[str, Any]]) -> list[Observation]:
     """What the env would have said about the predicted calls without running them: an unknown
     tool or arguments its schema refuses (tools are never invoked here)."""
@@ -186,7 +179,8 @@ def record_teacher_forced(
     the schema refuses), never results, since predictions do not run. The header says
     `env_config["mode"] = "teacher_forced"`, which is how the suites tell step-mode traces."""
     from toolgym.recorder.teacher import TeacherForcedEnv
-    from toolgym.recorder.trace import ToolInfo, TraceEnd, TraceHeader, TraceStep, TraceWriter
+    from toolgym.recorder.trace import TraceEnd, TraceStep, TraceWriter
+    from toolgym.runner import trace_header, trace_name
 
     tf = TeacherForcedEnv(env)
     options: dict[str, Any] = {"task": task}
@@ -194,17 +188,8 @@ def record_teacher_forced(
         options["golden"] = golden
     obs, info = tf.reset(seed=seed, options=options)
     agent.start(task, obs, info)
-    header = TraceHeader(
-        task_id=task.id,
-        seed=seed,
-        clock=task.clock.isoformat(),
-        protocol=env.protocol.name,
-        agent=agent.name,
-        tools=[ToolInfo(name=t.name, version=t.version, backend=t.backend) for t in env.offered],
-        env_config={"mode": "teacher_forced", "golden_steps": len(tf.golden)},
-        task_hash=canonical_hash(task.model_dump(mode="json")),
-    )
-    writer = TraceWriter(trace_dir / _trace_file_name(task.id, seed), header)
+    header = trace_header(env, agent, task, seed, {"mode": "teacher_forced", "golden_steps": len(tf.golden)})
+    writer = TraceWriter(trace_dir / trace_name(task.id, seed, kind="tf"), header)
     final: str | None = None
     errors: Counter[str] = Counter()
     try:

@@ -33,7 +33,7 @@ from toolgym.canonical import canonical_json
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.llm import LLMError, Usage
 from toolgym.recorder.trace import Trace, read_trace
-from toolgym.runner import _trace_name, run_episode
+from toolgym.runner import run_episode, trace_name
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 
@@ -205,7 +205,7 @@ def _run_job(
     try:
         result = run_episode(env, agent, job.task, seed=seed, trace_dir=trace_dir)
     except LLMError as exc:
-        partial = trace_dir / (_trace_name(job.task.id, seed) + ".partial")
+        partial = trace_dir / (trace_name(job.task.id, seed) + ".partial")
         return EpisodeRecord(
             trial=job.trial,
             task_set=job.set_name,
