@@ -339,6 +339,30 @@ class FlightsApp(App):
             )
         return {"booking_id": trip_id, "total_price": from_cents(total)}
 
+    def _sgd_query(
+        self,
+        origin_city: str | None,
+        origin_airport: str | None,
+        destination_city: str | None,
+        destination_airport: str | None,
+        passengers: Count,
+        number_of_tickets: Count,
+        number_checked_bags: Count,
+        seating_class: str,
+        flight_class: str,
+    ) -> tuple[str, str, int, int, str]:
+        """The search arguments both SGD flight searches share: endpoints given as city or
+        airport, the party (passengers or tickets), bags and cabin, checked."""
+        _, origin = one_of({"origin_city": origin_city, "origin_airport": origin_airport}, "origin")
+        _, dest = one_of(
+            {"destination_city": destination_city, "destination_airport": destination_airport}, "destination"
+        )
+        party = max(
+            count("passengers", passengers, hi=9), count("number_of_tickets", number_of_tickets, hi=9)
+        )
+        bags = count("number_checked_bags", number_checked_bags, lo=0, hi=3)
+        return str(origin), str(dest), party, bags, self._cabin(seating_class, flight_class)
+
     # ---- SGD search --------------------------------------------------------------------------
     @read(name="SearchOnewayFlight")
     def search_oneway_flight(
@@ -357,17 +381,19 @@ class FlightsApp(App):
         number_checked_bags: Annotated[Count, Param("checked bags per passenger")] = "0",
     ) -> dict[str, Any]:
         """Search for one-way flights to a destination; cheapest first."""
-        _, origin = one_of({"origin_city": origin_city, "origin_airport": origin_airport}, "origin")
-        _, dest = one_of(
-            {"destination_city": destination_city, "destination_airport": destination_airport}, "destination"
+        origin, dest, party, bags, cabin = self._sgd_query(
+            origin_city,
+            origin_airport,
+            destination_city,
+            destination_airport,
+            passengers,
+            number_of_tickets,
+            number_checked_bags,
+            seating_class,
+            flight_class,
         )
-        party = max(
-            count("passengers", passengers, hi=9), count("number_of_tickets", number_of_tickets, hi=9)
-        )
-        bags = count("number_checked_bags", number_checked_bags, lo=0, hi=3)
-        cabin = self._cabin(seating_class, flight_class)
         day = self._date("departure_date", departure_date)
-        found = self._search(str(origin), str(dest), day, airlines, refundable, cabin, party, bags)
+        found = self._search(origin, dest, day, airlines, refundable, cabin, party, bags)
         found.sort(key=lambda v: (v["price"], v["departure_time"]))
         for v in found:
             v.update(
@@ -398,21 +424,23 @@ class FlightsApp(App):
         number_checked_bags: Annotated[Count, Param("checked bags per passenger")] = "0",
     ) -> dict[str, Any]:
         """Search for round-trip flights (both legs on one airline); cheapest first."""
-        _, origin = one_of({"origin_city": origin_city, "origin_airport": origin_airport}, "origin")
-        _, dest = one_of(
-            {"destination_city": destination_city, "destination_airport": destination_airport}, "destination"
+        origin, dest, party, bags, cabin = self._sgd_query(
+            origin_city,
+            origin_airport,
+            destination_city,
+            destination_airport,
+            passengers,
+            number_of_tickets,
+            number_checked_bags,
+            seating_class,
+            flight_class,
         )
-        party = max(
-            count("passengers", passengers, hi=9), count("number_of_tickets", number_of_tickets, hi=9)
-        )
-        bags = count("number_checked_bags", number_checked_bags, lo=0, hi=3)
-        cabin = self._cabin(seating_class, flight_class)
         out_day = self._date("departure_date", departure_date)
         back_day = self._date("return_date", return_date)
         if back_day < out_day:
             raise bad_request("return_date is before departure_date")
-        outs = self._search(str(origin), str(dest), out_day, airlines, refundable, cabin, party, bags)
-        backs = self._search(str(dest), str(origin), back_day, airlines, refundable, cabin, party, bags)
+        outs = self._search(origin, dest, out_day, airlines, refundable, cabin, party, bags)
+        backs = self._search(dest, origin, back_day, airlines, refundable, cabin, party, bags)
         trips = []
         for o in outs:
             for b in backs:
