@@ -545,6 +545,17 @@ class MessagingApp(App):
             )
         return ok(group_id=group_id, member_count=len(invited) + 1)
 
+    def _add_member(self, g: dict[str, Any], user_id: str) -> dict[str, Any]:
+        """Add `user_id` to group `g` as a member, unless the group is full."""
+        group_id = g["group_id"]
+        if self._member_count(group_id) >= g["max_members"]:
+            raise unprocessable(f"group {group_id} is full ({g['max_members']} members)")
+        self.execute(
+            "INSERT INTO messaging_group_members VALUES (?, ?, 'member', ?)",
+            (group_id, user_id, iso(app_now(self))),
+        )
+        return ok(group_id=group_id, user_id=user_id, member_count=self._member_count(group_id))
+
     @write
     def join_group(
         self,
@@ -558,13 +569,7 @@ class MessagingApp(App):
             raise conflict(f"{user_id} is already a member of {group_id}")
         if g["join_mode"] != "open":
             raise AppError(403, f"group {group_id} is invite-only; ask a member to invite you")
-        if self._member_count(group_id) >= g["max_members"]:
-            raise unprocessable(f"group {group_id} is full ({g['max_members']} members)")
-        self.execute(
-            "INSERT INTO messaging_group_members VALUES (?, ?, 'member', ?)",
-            (group_id, user_id, iso(app_now(self))),
-        )
-        return ok(group_id=group_id, user_id=user_id, member_count=self._member_count(group_id))
+        return self._add_member(g, user_id)
 
     @write
     def invite_to_group(
@@ -583,13 +588,7 @@ class MessagingApp(App):
             raise AppError(403, f"{user_id} is not a friend of {inviter_id}")
         if self._is_member(group_id, user_id):
             raise conflict(f"{user_id} is already a member of {group_id}")
-        if self._member_count(group_id) >= g["max_members"]:
-            raise unprocessable(f"group {group_id} is full ({g['max_members']} members)")
-        self.execute(
-            "INSERT INTO messaging_group_members VALUES (?, ?, 'member', ?)",
-            (group_id, user_id, iso(app_now(self))),
-        )
-        return ok(group_id=group_id, user_id=user_id, member_count=self._member_count(group_id))
+        return self._add_member(g, user_id)
 
     @write
     def leave_group(
