@@ -339,6 +339,34 @@ class Tool(BaseTool):
         return self.fn(**kwargs)
 
 
+class WrappedTool(BaseTool):
+    """A tool that adds behaviour around another: it publishes `inner`'s metadata, schema and
+    argument checks unchanged; subclasses override `invoke`."""
+
+    def __init__(self, inner: BaseTool) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.description = inner.description
+        self.category = inner.category
+        self.mutates_state = inner.mutates_state
+        self.version = inner.version
+        self.backend = inner.backend
+        self.returns = list(inner.returns)
+
+    @property
+    def params(self) -> list[ParamSpec]:
+        return self.inner.params
+
+    def parameters_schema(self) -> dict[str, Any]:
+        return self.inner.parameters_schema()
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return self.inner.validate(arguments)
+
+    def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
+        return self.inner.invoke(arguments, ctx)
+
+
 _SCHEMA_TYPES: dict[str, ParamType] = {
     "string": "text",
     "integer": "int",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolgym.errors import InfraError
-from toolgym.tools import BaseTool, ParamSpec, ToolContext, ToolSet
+from toolgym.tools import BaseTool, ToolContext, ToolSet, WrappedTool
 from toolgym.toolservers.backends.base import ServerBackend, ServerHandle
 
 log = logging.getLogger(__name__)
@@ -97,28 +97,12 @@ class Supervisor:
         return ToolSet(SupervisedTool(t, self) for t in tools)
 
 
-class SupervisedTool(BaseTool):
+class SupervisedTool(WrappedTool):
     """A tool whose infra failures trigger its server's supervisor (then propagate unchanged)."""
 
     def __init__(self, inner: BaseTool, supervisor: Supervisor) -> None:
-        self.inner, self.supervisor = inner, supervisor
-        self.name = inner.name
-        self.description = inner.description
-        self.category = inner.category
-        self.mutates_state = inner.mutates_state
-        self.version = inner.version
-        self.backend = inner.backend
-        self.returns = inner.returns
-
-    @property
-    def params(self) -> list[ParamSpec]:
-        return self.inner.params
-
-    def parameters_schema(self) -> dict[str, Any]:
-        return self.inner.parameters_schema()
-
-    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        return self.inner.validate(arguments)
+        super().__init__(inner)
+        self.supervisor = supervisor
 
     def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
         try:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from toolgym.tools import BaseTool, ParamSpec, ToolContext
+from toolgym.tools import BaseTool, ToolContext, WrappedTool
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -182,31 +182,14 @@ class Batcher(Generic[T, R]):
                 fut.set_exception(RuntimeError("the server is shutting down"))
 
 
-class BatchedTool(BaseTool):
+class BatchedTool(WrappedTool):
     """A tool whose calls can run as a batch: `inner` gives the schema, argument validation and
     file resolution; `batch_fn(kwargs_list)` runs validated calls together and returns one result
     (or exception) per call. A single call is a batch of one."""
 
     def __init__(self, inner: BaseTool, batch_fn: Callable[[list[dict[str, Any]]], Sequence[Any]]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.batch_fn = batch_fn
-        self.name = inner.name
-        self.description = inner.description
-        self.category = inner.category
-        self.mutates_state = inner.mutates_state
-        self.version = inner.version
-        self.backend = inner.backend
-        self.returns = list(inner.returns)
-
-    @property
-    def params(self) -> list[ParamSpec]:
-        return self.inner.params
-
-    def parameters_schema(self) -> dict[str, Any]:
-        return self.inner.parameters_schema()
-
-    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        return self.inner.validate(arguments)
 
     def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
         result = self.invoke_batch([(arguments, ctx)])[0]
