@@ -367,7 +367,8 @@ class WrappedTool(BaseTool):
         return self.inner.invoke(arguments, ctx)
 
 
-_SCHEMA_TYPES: dict[str, ParamType] = {
+# JSON Schema "type" -> our parameter type (used by everything that reads foreign schemas)
+SCHEMA_PARAM_TYPES: dict[str, ParamType] = {
     "string": "text",
     "integer": "int",
     "number": "float",
@@ -384,7 +385,7 @@ def _schema_param_type(schema: Mapping[str, Any]) -> ParamType:
     kind = schema.get("type", "string")
     if isinstance(kind, list):  # e.g. ["string", "null"]
         kind = next((k for k in kind if k != "null"), "string")
-    return _SCHEMA_TYPES.get(str(kind), "text")
+    return SCHEMA_PARAM_TYPES.get(str(kind), "text")
 
 
 class SchemaTool(BaseTool):

@@ -23,19 +23,11 @@ from typing import Any
 
 from toolgym.errors import InfraError, ToolError
 from toolgym.files import FileHandle, StoredFile
-from toolgym.tools import ParamType, ReturnSpec, SchemaTool, ToolContext, ToolSet
+from toolgym.tools import SCHEMA_PARAM_TYPES, ParamType, ReturnSpec, SchemaTool, ToolContext, ToolSet
 
 from ._common import bearer, store_bytes
 
 _IMAGE_COMPONENTS = frozenset({"Image", "AnnotatedImage", "ImageEditor", "ImageSlider", "Sketchpad"})
-_JSON_TYPES: dict[str, ParamType] = {
-    "string": "text",
-    "integer": "int",
-    "number": "float",
-    "boolean": "bool",
-    "array": "list",
-    "object": "object",
-}
 
 
 def _quiet_environment() -> None:
@@ -60,7 +52,7 @@ def _kind(info: Mapping[str, Any]) -> ParamType:
         return "image" if info.get("component") in _IMAGE_COMPONENTS else "file"
     schema = info.get("type")
     kind = schema.get("type") if isinstance(schema, dict) else None
-    return _JSON_TYPES.get(kind, "text") if isinstance(kind, str) else "text"
+    return SCHEMA_PARAM_TYPES.get(kind, "text") if isinstance(kind, str) else "text"
 
 
 def _param_name(info: Mapping[str, Any], index: int) -> str:

@@ -28,19 +28,11 @@ import httpx
 
 from toolgym.errors import InfraError, ToolError
 from toolgym.files import StoredFile
-from toolgym.tools import ParamType, ReturnSpec, SchemaTool, ToolContext, ToolSet
+from toolgym.tools import SCHEMA_PARAM_TYPES, ReturnSpec, SchemaTool, ToolContext, ToolSet
 
 from ._common import bearer, error_for_status, store_bytes, transport_error
 
 METHODS = ("get", "post", "put", "patch", "delete")
-_JSON_TYPES: dict[str, ParamType] = {
-    "string": "text",
-    "integer": "int",
-    "number": "float",
-    "boolean": "bool",
-    "array": "list",
-    "object": "object",
-}
 
 
 class SpecError(ValueError):
@@ -108,7 +100,7 @@ def _return_specs(schema: Mapping[str, Any] | None) -> list[ReturnSpec]:
     if "base64" in fmt or "binary" in fmt:
         return [ReturnSpec(type="image" if "image" in fmt else "file", description=description)]
     kind = schema.get("type")
-    ptype = _JSON_TYPES.get(kind, "text") if isinstance(kind, str) else "text"
+    ptype = SCHEMA_PARAM_TYPES.get(kind, "text") if isinstance(kind, str) else "text"
     return [ReturnSpec(type=ptype, description=description)]
 
 
