@@ -32,7 +32,11 @@ from toolgym.evaluation.base import (
     pct,
     raw_text,
 )
-from toolgym.evaluation.metrics.similarity import Embedder, get_embedder, max_similarity, pair_similarities
+from toolgym.evaluation.metrics.similarity import (
+    EmbedderUser,
+    max_similarity,
+    pair_similarities,
+)
 from toolgym.recorder.trace import Trace, TraceStep
 from toolgym.tasks import AnswerSpec, Task, TaskSet
 
@@ -288,17 +292,8 @@ def _golden_kind(action_type: str) -> str:
     return "tool" if action_type == "tool_call" else "answer"
 
 
-class GTASuite:
+class GTASuite(EmbedderUser):
     name = "gta"
-
-    def __init__(self, embedder: Embedder | None = None) -> None:
-        self._embedder = embedder
-
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = get_embedder()
-        return self._embedder
 
     def _answer_score(self, text: str, ref: dict[str, Any] | list[str], mode: Mode) -> float:
         if isinstance(ref, dict):

@@ -145,3 +145,16 @@ def max_similarity(embedder: Embedder, text: str, references: Sequence[str]) -> 
     if not references:
         return 0.0
     return float(cosine_matrix(embedder, [text], list(references)).max())
+
+
+class EmbedderUser:
+    """A suite that scores by similarity: the embedder is given, or loaded on first use."""
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder()
+        return self._embedder

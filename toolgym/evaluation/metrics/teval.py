@@ -38,9 +38,9 @@ from toolgym.evaluation.base import (
 from toolgym.evaluation.metrics.similarity import (
     INSTALL_HINT,
     Embedder,
+    EmbedderUser,
     ModelUnavailableError,
     cosine_blocks,
-    get_embedder,
     pair_similarities,
 )
 from toolgym.recorder.trace import Trace
@@ -409,17 +409,8 @@ class _Scores:
         return mean(vals) if vals else None
 
 
-class TEvalSuite:
+class TEvalSuite(EmbedderUser):
     name = "teval"
-
-    def __init__(self, embedder: Embedder | None = None) -> None:
-        self._embedder = embedder
-
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = get_embedder()
-        return self._embedder
 
     # ---- T-Eval items ----
     def score_items(self, items: Sequence[Item], mode: Mode) -> tuple[_Scores, dict[str, dict[str, float]]]:
