@@ -30,15 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.actions import ToolCall
+from toolgym.envs.lab import Lab
 from toolgym.files import FileStore
-from toolgym.lab import Lab
 from toolgym.mocks.service import MockServiceClient
 from toolgym.mocks.world import MockWorld
 from toolgym.tools import ToolContext, ToolSet
-from toolgym.toolservers.backends.base import ServerBackend, ServerSpec, mock_server_spec, tool_server_spec
-from toolgym.toolservers.backends.container import ContainerBackend
-from toolgym.toolservers.backends.process import ProcessBackend
 from toolgym.toolservers.gta.calculator import calculator
+from toolgym.toolservers.hosting.base import ServerHost, ServerSpec, mock_server_spec, tool_server_spec
+from toolgym.toolservers.hosting.container import ContainerHost
+from toolgym.toolservers.hosting.process import ProcessHost
 
 CALC = ToolCall(name="Calculator", arguments={"expression": "(290 // 5) * 3"})
 READ = ToolCall(name="get_balance", arguments={"account_id": "ACC-10001"})
@@ -55,7 +55,7 @@ def summarize(samples: list[float]) -> dict[str, float]:
 
 
 # ---- 1. start-to-healthy ----------------------------------------------------------------------------
-def start_times(backends: dict[str, ServerBackend], repeats: int) -> dict[str, dict[str, float]]:
+def start_times(backends: dict[str, ServerHost], repeats: int) -> dict[str, dict[str, float]]:
     specs: dict[str, Callable[[], ServerSpec]] = {
         "mock server, unix socket": lambda: mock_server_spec(network=False),
         "mock server, TCP 127.0.0.1": lambda: mock_server_spec(network=True),
@@ -111,7 +111,7 @@ def per_call(labs: dict[str, Lab], n: int, rounds: int) -> dict[str, dict[str, f
 
 # ---- 3. concurrent sessions -------------------------------------------------------------------------
 def concurrent_sessions(
-    backend: ContainerBackend, counts: list[int], calls_per_session: int, threads: int = 16
+    backend: ContainerHost, counts: list[int], calls_per_session: int, threads: int = 16
 ) -> list[dict[str, float]]:
     handle = backend.start(mock_server_spec(network=False, max_sessions=max(counts) + 8))
     container = backend.container(handle)
@@ -211,8 +211,8 @@ def main() -> None:
     args = parser.parse_args()
     repeats, n, rounds = (1, 100, 2) if args.quick else (5, 500, 4)
     counts = [1, 16, 64] if args.quick else [1, 16, 64, 256]
-    containers = ContainerBackend(build=True)
-    processes = ProcessBackend()
+    containers = ContainerHost(build=True)
+    processes = ProcessHost()
     results: dict[str, Any] = {"isolation": processes.isolation}
     print(f"process backend isolation: {processes.isolation}", file=sys.stderr)
     results["start"] = start_times({"docker": containers, "process": processes}, repeats)

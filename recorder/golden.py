@@ -24,15 +24,15 @@ from typing import Any, cast
 from pydantic import BaseModel, Field
 
 from toolgym.actions import ACTION_ADAPTER, Action
-from toolgym.agents import Agent, OracleAgent, ScriptedAgent
 from toolgym.canonical import canonical_json
+from toolgym.envs.agents import Agent, OracleAgent, ScriptedAgent
+from toolgym.envs.runner import EpisodeResult, run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.protocols.base import ActionProtocol, RawOutput
 from toolgym.recorder.cassette import Cassette, CassetteMode, CassetteStats
-from toolgym.recorder.trace import Trace, read_trace
-from toolgym.runner import EpisodeResult, run_episode
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
+from toolgym.trace import Trace, read_trace
 
 MANIFEST = "golden.json"
 CASSETTE_NAME = "cassette.sqlite"

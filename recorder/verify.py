@@ -29,7 +29,7 @@ from toolgym.envs.tool_env import ToolEnv
 from toolgym.files import FileHandle, UnknownFileError
 from toolgym.recorder.cassette import Cassette, CassetteError
 from toolgym.recorder.golden import EnvPool, TaskIndex, TraceAgent, TraceExhausted
-from toolgym.recorder.trace import Trace, TraceStep, read_trace
+from toolgym.trace import Trace, TraceStep, read_trace
 
 STEP_FIELDS = (
     "actions",

@@ -33,10 +33,10 @@ def demo(
     seed: Annotated[int, typer.Option(help="episode seed")] = 0,
 ) -> None:
     """Run the demo task sets in-process with the oracle agent; print scores, write traces."""
-    from toolgym.agents import OracleAgent
+    from toolgym.envs.agents import OracleAgent
     from toolgym.envs.demo import default_task_paths
+    from toolgym.envs.runner import EpisodeResult, run_episode
     from toolgym.envs.tool_env import ToolEnv
-    from toolgym.runner import EpisodeResult, run_episode
     from toolgym.tasks import TaskSet
     from toolgym.toolservers.registry import default_toolset
 
@@ -122,11 +122,11 @@ app.command(name="models")(models_command)
 from toolgym.toolservers.commands import serve  # noqa: E402  (registration block)
 
 app.command()(serve)
-# containers and lab node (lab ...)     -- toolgym/lab.py
-from toolgym.lab import register as register_lab  # noqa: E402
+# containers and lab node (lab ...)     -- toolservers/hosting/commands.py
+from toolgym.toolservers.hosting.commands import register as register_lab  # noqa: E402
 
 register_lab(app)
-# evaluation (eval / report / run)     -- toolgym/evaluation/commands.py
+# evaluation (eval / report / run)     -- evaluation/commands.py
 from toolgym.evaluation.commands import register as register_evaluation  # noqa: E402
 from toolgym.recorder.commands import register as register_recorder  # noqa: E402
 

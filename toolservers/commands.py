@@ -82,12 +82,14 @@ def serve(
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
     backend: Annotated[
         str | None,
-        typer.Option(help="run it in a container (docker) or a sandboxed process (process): toolgym/lab.py"),
+        typer.Option(
+            help="run it in a container (docker) or a sandboxed process (process): toolservers/hosting"
+        ),
     ] = None,
 ) -> None:
     """Serve tools over HTTP: native JSON API (/v1), AgentLego protocol (/openapi.json) and MCP (/mcp)."""
     if backend is not None:
-        from toolgym.lab import serve_with_backend
+        from toolgym.toolservers.hosting.commands import serve_with_backend
 
         serve_with_backend(
             backend,

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from toolgym.toolservers.backends.container import ContainerBackend, DockerUnavailable, start_dockerd
-from toolgym.toolservers.backends.images import DEFAULT_IMAGES, ImageBuilder
+from toolgym.toolservers.hosting.container import ContainerHost, DockerUnavailable, start_dockerd
+from toolgym.toolservers.hosting.images import DEFAULT_IMAGES, ImageBuilder
 
 _unavailable: list[str] = []
 
@@ -42,7 +42,7 @@ def images(docker_client: Any) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def container_backend(docker_client: Any, images: dict[str, str]) -> Iterator[ContainerBackend]:
-    backend = ContainerBackend(docker_client)
+def container_backend(docker_client: Any, images: dict[str, str]) -> Iterator[ContainerHost]:
+    backend = ContainerHost(docker_client)
     yield backend
     backend.close()

@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 
 from toolgym.actions import FinalAnswer, ToolCall
-from toolgym.agents import OracleAgent
+from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import default_task_paths
-from toolgym.lab import InfraRetry, Lab, LabEnv
+from toolgym.envs.lab import InfraRetry, Lab, LabEnv
+from toolgym.envs.runner import run_episode
 from toolgym.mocks.service import MockServiceClient
-from toolgym.recorder.trace import read_trace
-from toolgym.runner import run_episode
 from toolgym.tasks import AnswerSpec, GoldenStep, Task, TaskSet
-from toolgym.toolservers.backends.base import ServerSpec, ServerStartError
-from toolgym.toolservers.backends.container import ContainerBackend
-from toolgym.toolservers.backends.images import IMAGES, ImageBuilder, ImageDef
+from toolgym.toolservers.hosting.base import ServerSpec, ServerStartError
+from toolgym.toolservers.hosting.container import ContainerHost
+from toolgym.toolservers.hosting.images import IMAGES, ImageBuilder, ImageDef
+from toolgym.trace import read_trace
 
 TRANSFER = {"from_account_id": "ACC-10001", "to_account_id": "ACC-10002", "amount": 25.0}
 BANKING = Task(
@@ -53,7 +53,7 @@ def _demo_tasks() -> TaskSet:
 
 
 @pytest.fixture(scope="module")
-def lab(container_backend: ContainerBackend) -> Iterator[Lab]:
+def lab(container_backend: ContainerHost) -> Iterator[Lab]:
     """A mock service and a tool server, both without a network (unix sockets)."""
     with Lab.start(container_backend, tools=["Calculator", "OCR", "Solver"], network=False) as started:
         handles = list(started.handles.values())
@@ -97,7 +97,7 @@ def test_image_builds_have_no_network(docker_client: Any, images: dict[str, str]
 # ---- one container --------------------------------------------------------------------------------
 def test_containers_are_locked_down_and_have_no_network(lab: Lab) -> None:
     backend = lab.backend
-    assert isinstance(backend, ContainerBackend)
+    assert isinstance(backend, ContainerHost)
     for kind, handle in lab.handles.items():
         container = backend.container(handle)
         host = container.attrs["HostConfig"]
@@ -116,7 +116,7 @@ def test_containers_are_locked_down_and_have_no_network(lab: Lab) -> None:
         assert handle.uds is not None and Path(handle.uds).is_socket()
 
 
-def test_a_server_that_cannot_start_reports_its_logs(container_backend: ContainerBackend) -> None:
+def test_a_server_that_cannot_start_reports_its_logs(container_backend: ContainerHost) -> None:
     spec = ServerSpec(name="broken", kind="mocks", argv=("lab", "mock-server", "--max-sessions", "many"))
     before = len(container_backend.handles)
     with pytest.raises(ServerStartError, match="Invalid value for '--max-sessions'"):
@@ -183,7 +183,7 @@ def test_hung_servers_time_out_and_are_restarted(lab: Lab, tmp_path: Path) -> No
     the step is infra_error, the supervisor restarts the container, the episode continues."""
     assert lab.backend is not None
     backend = lab.backend
-    assert isinstance(backend, ContainerBackend)
+    assert isinstance(backend, ContainerHost)
     tools, mocks = lab.handles["tools"], lab.handles["mocks"]
     lab.tool_call_timeout_s = 1.5
     try:
@@ -218,7 +218,7 @@ def test_compose_file_starts_the_lab_stack(
         pytest.skip("docker-compose is not installed (apt-get install docker-compose); .ci/run installs it")
     import subprocess
 
-    from toolgym.toolservers.backends.process import free_port
+    from toolgym.toolservers.hosting.process import free_port
 
     root = Path(__file__).resolve().parents[2]
     token = "compose-test-token-0123456789"
@@ -242,7 +242,7 @@ def test_compose_file_starts_the_lab_stack(
             tools_url=f"http://127.0.0.1:{ports['TOOLGYM_TOOLS_PORT']}",
             token=token,
         )
-        from toolgym.toolservers.backends.base import probe_health, wait_healthy
+        from toolgym.toolservers.hosting.base import probe_health, wait_healthy
 
         for endpoint, path in ((lab.mocks, "/health"), (lab.tools, "/v1/ready")):
             assert endpoint is not None

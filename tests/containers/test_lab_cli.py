@@ -16,9 +16,9 @@ from toolgym.actions import ToolCall
 from toolgym.cli import app as cli_app
 from toolgym.files import FileStore
 from toolgym.tools import ToolContext
-from toolgym.toolservers.backends.container import LABEL
-from toolgym.toolservers.backends.process import free_port
 from toolgym.toolservers.clients.remote import RemoteToolSet
+from toolgym.toolservers.hosting.container import LABEL
+from toolgym.toolservers.hosting.process import free_port
 
 TOKEN = "cli-test-token-0123456789abcdef"
 

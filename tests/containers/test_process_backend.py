@@ -13,15 +13,15 @@ import httpx
 import pytest
 
 from toolgym.actions import FinalAnswer, ToolCall
-from toolgym.agents import OracleAgent
-from toolgym.lab import InfraRetry, Lab
+from toolgym.envs.agents import OracleAgent
+from toolgym.envs.lab import InfraRetry, Lab
+from toolgym.envs.runner import run_episode
 from toolgym.mocks.service import MockServiceClient
-from toolgym.recorder.trace import read_trace
-from toolgym.runner import run_episode
 from toolgym.tasks import AnswerSpec, GoldenStep, Task
-from toolgym.toolservers.backends.base import Limits, ServerSpec, ServerStartError, mock_server_spec
-from toolgym.toolservers.backends.process import CGROUP_ROOT, ProcessBackend, process_tree
-from toolgym.toolservers.backends.supervisor import Supervisor
+from toolgym.toolservers.hosting.base import Limits, ServerSpec, ServerStartError, mock_server_spec
+from toolgym.toolservers.hosting.process import CGROUP_ROOT, ProcessHost, process_tree
+from toolgym.toolservers.hosting.supervisor import Supervisor
+from toolgym.trace import read_trace
 
 ARITHMETIC = Task(
     id="arithmetic",
@@ -39,13 +39,13 @@ ARITHMETIC = Task(
 
 
 @pytest.fixture(scope="module")
-def backend() -> Iterator[ProcessBackend]:
-    b = ProcessBackend()
+def backend() -> Iterator[ProcessHost]:
+    b = ProcessHost()
     yield b
     b.close()
 
 
-def test_process_server_is_sandboxed_and_limited(backend: ProcessBackend) -> None:
+def test_process_server_is_sandboxed_and_limited(backend: ProcessHost) -> None:
     limits = Limits(memory_mb=1024, cpus=1.0, pids=128)
     handle = backend.start(mock_server_spec(network=False, limits=limits))
     try:
@@ -72,7 +72,7 @@ def test_process_server_is_sandboxed_and_limited(backend: ProcessBackend) -> Non
     assert not Path(handle.extra["runtime"]).exists()
 
 
-def test_dead_and_hung_servers_are_restarted(backend: ProcessBackend) -> None:
+def test_dead_and_hung_servers_are_restarted(backend: ProcessHost) -> None:
     handle = backend.start(mock_server_spec(network=True))
     sup = Supervisor(backend, handle, probe_timeout_s=1.0)
     try:
@@ -96,7 +96,7 @@ def test_dead_and_hung_servers_are_restarted(backend: ProcessBackend) -> None:
         backend.stop(handle)
 
 
-def test_a_server_that_cannot_start_reports_its_logs(backend: ProcessBackend) -> None:
+def test_a_server_that_cannot_start_reports_its_logs(backend: ProcessHost) -> None:
     spec = ServerSpec(name="broken", kind="mocks", argv=("lab", "mock-server", "--max-sessions", "many"))
     with pytest.raises(ServerStartError, match="Invalid value for '--max-sessions'"):
         backend.start(spec)
@@ -108,7 +108,7 @@ def test_lab_on_processes_survives_a_killed_tool_server(tmp_path: Path) -> None:
         tools = lab.handles["tools"]
         assert lab.backend is not None
         backend = lab.backend
-        assert isinstance(backend, ProcessBackend)
+        assert isinstance(backend, ProcessHost)
 
         def kill(event: str, info: dict[str, object]) -> None:
             if event == "step" and info["step"] == 1:

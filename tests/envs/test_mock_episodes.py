@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from toolgym import AnswerSpec, FinalAnswer, GoldenStep, Task, ToolCall, ToolEnv
-from toolgym.agents import OracleAgent, ScriptedAgent
-from toolgym.runner import run_episode
+from toolgym.envs.agents import OracleAgent, ScriptedAgent
+from toolgym.envs.runner import run_episode
 
 TRANSFER = ToolCall(
     name="transfer", arguments={"from_account_id": "ACC-10001", "to_account_id": "ACC-10002", "amount": 100.0}

@@ -6,14 +6,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from toolgym.actions import Action
+from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.base import record_teacher_forced
 from toolgym.evaluation.loaders.mtu import RecordedAgent
 from toolgym.protocols.base import RawOutput
-from toolgym.recorder.trace import Trace, read_trace
-from toolgym.runner import run_episode
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
+from toolgym.trace import Trace, read_trace
 
 Output = RawOutput | Action
 

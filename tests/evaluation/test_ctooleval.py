@@ -9,17 +9,17 @@ import pytest
 
 from tests.evaluation.helpers import run_e2e
 from toolgym.actions import ToolCall
-from toolgym.agents import OracleAgent
+from toolgym.envs.agents import OracleAgent
+from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import InfraError
 from toolgym.evaluation import EvaluationError, get_suite
 from toolgym.evaluation.base import MODES, record_teacher_forced
 from toolgym.evaluation.metrics.ctooleval import CToolEvalSuite, compat_keywords, task_kind, tool_match
 from toolgym.evaluation.metrics.gta import fixed_iscorrect
-from toolgym.recorder.trace import Trace, read_trace
-from toolgym.runner import run_episode
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import SchemaTool, ToolContext, ToolSet
+from toolgym.trace import Trace, read_trace
 
 CTOOL = Path(__file__).resolve().parents[2] / "fixtures" / "mock_tasks" / "ctool.jsonl"
 

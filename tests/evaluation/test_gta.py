@@ -11,7 +11,8 @@ import pytest
 from tests.evaluation.helpers import Output, run_e2e, run_step
 from tests.shared_data import DATA, GTA_TOOLMETA
 from toolgym.actions import FinalAnswer, ToolCall
-from toolgym.agents import OracleAgent
+from toolgym.envs.agents import OracleAgent
+from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import InfraError
 from toolgym.evaluation import EvaluationError, Mode, get_suite
@@ -25,10 +26,9 @@ from toolgym.evaluation.loaders.gta import (
     write_gta_dataset,
 )
 from toolgym.evaluation.metrics.gta import GTASuite, alias_found, compat_iscorrect, fixed_iscorrect
-from toolgym.recorder.trace import Trace, read_trace
-from toolgym.runner import run_episode
 from toolgym.tasks import GoldenStep, Task, TaskFile, TaskSet
 from toolgym.tools import SchemaTool, ToolContext, ToolSet
+from toolgym.trace import Trace, read_trace
 
 SAMPLE = DATA / "gta" / "dataset_sample.json"
 DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo" / "tasks.jsonl"

@@ -12,6 +12,7 @@ import pytest
 
 from tests.evaluation.fake_openai import FakeOpenAI, Fault, calls, history_error, serve, text
 from toolgym.envs.demo import make_demo_env, mock_task_paths
+from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.llm import (
     ChatClient,
@@ -22,9 +23,8 @@ from toolgym.evaluation.llm import (
     LLMUnavailable,
     api_key_from_env,
 )
-from toolgym.recorder.trace import read_trace
-from toolgym.runner import run_episode
 from toolgym.tasks import TaskSet
+from toolgym.trace import read_trace
 
 FISH_OIL = "family of 5"  # a substring of the fish-oil-days prompt: the server's script key
 OCR_ARGS = {"image": "image/fish_oil.png"}

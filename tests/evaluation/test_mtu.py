@@ -35,8 +35,8 @@ from toolgym.evaluation.metrics.mtu import (
     score_mtu_files,
     values_equal,
 )
-from toolgym.recorder.trace import Trace, read_trace
 from toolgym.tasks import Task, TaskSet
+from toolgym.trace import Trace, read_trace
 
 SS = (MTU_DIR / "S-S_eval.jsonl", MTU_DIR / "S-S_gpt4_response.jsonl")
 MM = (MTU_DIR / "M-M_eval.jsonl", MTU_DIR / "M-M_gpt4_response.jsonl")

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from tests.evaluation.fake_openai import FakeOpenAI, Fault, Reply, calls, serve, text
 from tests.shared_data import MTU_DIR
 from toolgym.actions import FinalAnswer
-from toolgym.agents import OracleAgent
 from toolgym.cli import app
+from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import default_task_paths, demo_tasks_path, mock_task_paths
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.base import SuiteResult

@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.evaluation.fake_openai import FakeOpenAI, Fault, Reply, calls, serve, text
-from toolgym.agents import OracleAgent
 from toolgym.cli import app
+from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import demo_tasks_path, mock_task_paths
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig
@@ -29,9 +29,9 @@ from toolgym.evaluation.runs import (
     records_from_traces,
     run_trials,
 )
-from toolgym.recorder.trace import read_trace
 from toolgym.tasks import TaskSet
 from toolgym.toolservers.registry import default_toolset
+from toolgym.trace import read_trace
 
 
 def mock_set(stem: str) -> TaskSet:

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 from toolgym.actions import ToolCall
-from toolgym.agents import OracleAgent
+from toolgym.envs.agents import OracleAgent
+from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation import SUITES, EvaluationError, MetricSuite, SuiteResult, get_suite
 from toolgym.evaluation.base import MODES, check_mode, is_teacher_forced, record_teacher_forced
 from toolgym.evaluation.loaders.mtu import RecordedAgent
 from toolgym.evaluation.metrics.similarity import ModelUnavailableError
-from toolgym.recorder.trace import Trace, read_trace
-from toolgym.runner import run_episode
 from toolgym.tasks import TaskSet
 from toolgym.tools import ToolSet
+from toolgym.trace import Trace, read_trace
 
 HAVE_ML = importlib.util.find_spec("sentence_transformers") is not None
 MTU_TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "mock_tasks" / "mtu.jsonl"

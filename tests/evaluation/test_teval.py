@@ -12,7 +12,8 @@ import pytest
 from tests.evaluation.helpers import run_e2e, run_step
 from tests.shared_data import DATA, TEVAL_API_DOC
 from toolgym.actions import ToolCall
-from toolgym.agents import OracleAgent
+from toolgym.envs.agents import OracleAgent
+from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation import EvaluationError, get_suite
 from toolgym.evaluation.base import MODES, record_teacher_forced
@@ -36,10 +37,9 @@ from toolgym.evaluation.metrics.teval import (
     review_choice,
     understand_str_score,
 )
-from toolgym.recorder.trace import Trace, read_trace
-from toolgym.runner import run_episode
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
+from toolgym.trace import Trace, read_trace
 
 needs_ml = pytest.mark.skipif(
     importlib.util.find_spec("sentence_transformers") is None, reason="plan and reason need the ml extra"

@@ -32,8 +32,8 @@ from toolgym.evaluation.metrics.tooleyes import (
     reasoning_format_ok,
     split_message,
 )
-from toolgym.recorder.trace import Trace
 from toolgym.tasks import TaskSet
+from toolgym.trace import Trace
 
 TE = DATA / "tooleyes"
 CONFIGS = sorted(TE.glob("config_gpt4.*.json"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolgym.actions import Action
-from toolgym.agents import OracleAgent
+from toolgym.envs.agents import OracleAgent
 from toolgym.protocols.base import ActionProtocol, RawOutput
 from toolgym.tasks import Task
 

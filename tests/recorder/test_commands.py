@@ -21,11 +21,11 @@ from toolgym.recorder.golden import (
     find_traces,
     replay_traces,
 )
-from toolgym.recorder.trace import read_trace
 from toolgym.recorder.verify import verify_trace
 from toolgym.tasks import TaskSet
 from toolgym.tools import SchemaTool, ToolContext, ToolSet
 from toolgym.toolservers.registry import builtin_tools
+from toolgym.trace import read_trace
 
 from .toolsets import changed_calculator
 

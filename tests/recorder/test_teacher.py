@@ -20,10 +20,9 @@ from toolgym import (
     ToolSet,
     tool,
 )
-from toolgym.agents import OracleAgent, ScriptedAgent
-from toolgym.mocks.world import MockWorld
-from toolgym.protocols.base import RawOutput
-from toolgym.recorder.teacher import (
+from toolgym.envs.agents import OracleAgent, ScriptedAgent
+from toolgym.envs.runner import run_episode
+from toolgym.envs.teacher import (
     GoldenTurn,
     StepScore,
     TeacherForcedEnv,
@@ -31,8 +30,9 @@ from toolgym.recorder.teacher import (
     run_teacher_forced,
     score_step,
 )
-from toolgym.recorder.trace import read_trace
-from toolgym.runner import run_episode
+from toolgym.mocks.world import MockWorld
+from toolgym.protocols.base import RawOutput
+from toolgym.trace import read_trace
 
 CALLED: list[tuple[int, int]] = []
 

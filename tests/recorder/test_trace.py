@@ -12,9 +12,10 @@ import jsonschema
 import pytest
 
 from toolgym import Action, AnswerSpec, FinalAnswer, Task, ToolCall, ToolEnv, ToolSet, tool
-from toolgym.agents import ScriptedAgent
 from toolgym.canonical import canonical_hash
-from toolgym.recorder.trace import (
+from toolgym.envs.agents import ScriptedAgent
+from toolgym.envs.runner import run_episode
+from toolgym.trace import (
     TRACE_SCHEMA_VERSION,
     TraceFormatError,
     TraceHeader,
@@ -24,7 +25,6 @@ from toolgym.recorder.trace import (
     trace_json_schema,
     trace_schema_text,
 )
-from toolgym.runner import run_episode
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -113,7 +113,7 @@ def test_header_pins_the_task_definition(tmp_path: Path) -> None:
 
 def test_every_line_validates_against_the_published_json_schema(tmp_path: Path) -> None:
     assert (DOCS / "trace-schema.json").read_text(encoding="utf-8") == trace_schema_text(), (
-        "docs/trace-schema.json is stale: python -m toolgym.recorder.trace > docs/trace-schema.json"
+        "docs/trace-schema.json is stale: python -m toolgym.trace > docs/trace-schema.json"
     )
     schema = trace_json_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -150,8 +150,8 @@ KILLED_MID_EPISODE = """
     import os
     from pathlib import Path
     from toolgym import FinalAnswer, Task, ToolCall, ToolEnv, ToolSet, tool
-    from toolgym.agents import ScriptedAgent
-    from toolgym.runner import run_episode
+    from toolgym.envs.agents import ScriptedAgent
+    from toolgym.envs.runner import run_episode
 
     @tool
     def add(a: int, b: int) -> int:

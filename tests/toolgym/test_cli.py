@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from toolgym.agents import OracleAgent
 from toolgym.cli import app
+from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import demo_tasks_path, make_demo_env
-from toolgym.recorder.trace import read_trace
-from toolgym.runner import run_episode
+from toolgym.envs.runner import run_episode
 from toolgym.tasks import TaskSet
+from toolgym.trace import read_trace
 
 
 def test_demo_command_solves_every_task_and_writes_traces(tmp_path: Path) -> None:

@@ -14,12 +14,12 @@ import httpx
 import pytest
 
 from toolgym.actions import FinalAnswer, ToolCall
-from toolgym.agents import OracleAgent
+from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import demo_tasks_path
+from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import InfraError
 from toolgym.files import FileStore
-from toolgym.runner import run_episode
 from toolgym.tasks import AnswerSpec, Task, TaskFile, TaskSet
 from toolgym.tools import ToolContext, ToolSet
 from toolgym.toolservers.clients import RemoteToolSet

@@ -12,14 +12,14 @@ import pytest
 
 from tests.mocks.mtu import APPS
 from toolgym.actions import AskUser, FinalAnswer, ToolCall
-from toolgym.agents import OracleAgent
+from toolgym.envs.agents import OracleAgent
 from toolgym.envs.rewards import answer_matches
+from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.mocks.app import App, app_apis
 from toolgym.mocks.apps.mtu import MTU_APPS
 from toolgym.mocks.rewards import check_assertions
 from toolgym.mocks.world import MockWorld, check_app
-from toolgym.runner import run_episode
 from toolgym.tasks import Task, TaskSet
 
 ROOT = Path(__file__).resolve().parents[3]

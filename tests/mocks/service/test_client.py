@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 
 from toolgym.actions import FinalAnswer, ToolCall
-from toolgym.agents import OracleAgent
 from toolgym.canonical import canonical_json
+from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import default_task_paths
+from toolgym.envs.lab import InfraRetry, Lab, LabEnv
+from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import InfraError
-from toolgym.lab import InfraRetry, Lab, LabEnv
 from toolgym.mocks.service import MockServiceClient, RemoteMockWorld, ThreadedServer, create_app
-from toolgym.recorder.trace import read_trace
-from toolgym.runner import run_episode
 from toolgym.tasks import Task, TaskSet
+from toolgym.trace import read_trace
 
 TRANSFER = {"from_account_id": "ACC-10001", "to_account_id": "ACC-10002", "amount": 25.0}
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from toolgym.actions import AskUser, FinalAnswer, ToolCall
-from toolgym.agents import OracleAgent
+from toolgym.envs.agents import OracleAgent
 from toolgym.envs.rewards import answer_matches
+from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.mocks.apps.teval import resolve_app_names, teval_prefixes
 from toolgym.mocks.rewards import check_assertions
 from toolgym.mocks.world import MockWorld
-from toolgym.runner import run_episode
 from toolgym.tasks import Task, TaskSet
 
 TASKS_FILE = Path(__file__).resolve().parents[3] / "fixtures" / "mock_tasks" / "teval.jsonl"

@@ -1,4 +1,4 @@
-"""ContainerBackend: servers as Docker containers, through the `docker` SDK.
+"""ContainerHost: servers as Docker containers, through the `docker` SDK.
 
 Every container gets: the memory, CPU and pids limits of its spec (swap off), all capabilities
 dropped, no-new-privileges, a read-only root with a tmpfs /tmp, an init process, a log size cap
@@ -20,19 +20,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from toolgym.toolservers.backends.base import (
+from toolgym.toolservers.hosting.base import (
     SOCKET_NAME,
     TOKEN_ENV,
     UDS_BASE_URL,
-    BackendError,
-    ServerBackend,
+    HostingError,
     ServerHandle,
+    ServerHost,
     ServerKind,
     ServerSpec,
     new_token,
     wait_healthy,
 )
-from toolgym.toolservers.backends.process import free_port
+from toolgym.toolservers.hosting.process import free_port
 
 CONTAINER_PORT = 8000
 RUNTIME_TARGET = "/run/toolgym"
@@ -52,7 +52,7 @@ def _client_host(host_ip: str) -> str:
     return f"[{host_ip}]" if ":" in host_ip else host_ip
 
 
-class DockerUnavailable(BackendError):
+class DockerUnavailable(HostingError):
     """No Docker daemon answers (and none could be started)."""
 
 
@@ -98,7 +98,7 @@ def start_dockerd(*, wait_s: float = 30.0, log_path: Path = DOCKERD_LOG) -> Any:
             time.sleep(0.25)
 
 
-class ContainerBackend(ServerBackend):
+class ContainerHost(ServerHost):
     """Servers in Docker containers. `client`: a docker.DockerClient (default: from the
     environment); images must exist (`toolgym lab build`, or pass `build=True` to build the
     missing or outdated ones on first use)."""
@@ -116,7 +116,7 @@ class ContainerBackend(ServerBackend):
 
         image = spec.image or DEFAULT_IMAGE[spec.kind]
         if self.build:
-            from toolgym.toolservers.backends.images import IMAGES, ImageBuilder
+            from toolgym.toolservers.hosting.images import IMAGES, ImageBuilder
 
             by_tag = {d.tag: name for name, d in IMAGES.items()}
             if image in by_tag:
@@ -124,7 +124,7 @@ class ContainerBackend(ServerBackend):
         try:
             self.client.images.get(image)
         except docker.errors.ImageNotFound:
-            raise BackendError(f"image {image} is missing: build it with `toolgym lab build`") from None
+            raise HostingError(f"image {image} is missing: build it with `toolgym lab build`") from None
         return image
 
     def _run_kwargs(self, spec: ServerSpec, handle: ServerHandle) -> dict[str, Any]:

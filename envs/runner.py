@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolgym.agents import Agent
 from toolgym.canonical import canonical_hash
+from toolgym.envs.agents import Agent
 from toolgym.envs.tool_env import ToolEnv
-from toolgym.recorder.trace import ToolInfo, TraceEnd, TraceHeader, TraceStep, TraceWriter
 from toolgym.tasks import Task
+from toolgym.trace import ToolInfo, TraceEnd, TraceHeader, TraceStep, TraceWriter
 
 
 @dataclass

@@ -31,8 +31,8 @@ from toolgym.evaluation.base import (
     raw_text,
 )
 from toolgym.evaluation.metrics.judge import Judge, Verdict, judge_from_env
-from toolgym.recorder.trace import Trace
 from toolgym.tasks import Task, TaskSet
+from toolgym.trace import Trace
 
 FAILED_ANSWER = "I cannot handle the task."
 _THOUGHT = re.compile(r"Thought:.*?Action:", re.DOTALL)

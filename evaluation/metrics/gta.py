@@ -37,8 +37,8 @@ from toolgym.evaluation.metrics.similarity import (
     max_similarity,
     pair_similarities,
 )
-from toolgym.recorder.trace import Trace, TraceStep
 from toolgym.tasks import AnswerSpec, Task, TaskSet
+from toolgym.trace import Trace, TraceStep
 
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "perception": ("OCR", "ImageDescription", "RegionAttributeDescription", "TextToBbox"),

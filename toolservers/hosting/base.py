@@ -1,8 +1,8 @@
 """What every server backend shares: the spec of a server to run, the handle of a running one,
-the `ServerBackend` interface (start -> healthy handle, stop, restart, logs) and the health wait.
+the `ServerHost` interface (start -> healthy handle, stop, restart, logs) and the health wait.
 
 A server is a `toolgym` command line (`toolgym lab mock-server`, `toolgym serve ...`) run by a
-backend: a Docker container (`ContainerBackend`) or a sandboxed local process (`ProcessBackend`).
+backend: a Docker container (`ContainerHost`) or a sandboxed local process (`ProcessHost`).
 A server whose tools need no network gets none: it listens on a unix socket in a directory the
 backend shares with it. One that needs the network listens on TCP, published on 127.0.0.1 only.
 """
@@ -26,11 +26,11 @@ SOCKET_NAME = "server.sock"
 UDS_BASE_URL = "http://toolgym.sock"  # the host part is ignored over a unix socket
 
 
-class BackendError(RuntimeError):
+class HostingError(RuntimeError):
     """A backend could not do what was asked (no Docker daemon, an image missing, ...)."""
 
 
-class ServerStartError(BackendError):
+class ServerStartError(HostingError):
     """A server did not become healthy; the message ends with its last log lines."""
 
 
@@ -208,7 +208,7 @@ def wait_healthy(
         time.sleep(interval_s)
 
 
-class ServerBackend(ABC):
+class ServerHost(ABC):
     """Runs servers. `start` returns once the server answers /health; `restart` brings a dead or
     hung server back (same handle, possibly a new url) and waits for health again."""
 
@@ -251,7 +251,7 @@ class ServerBackend(ABC):
         for handle in list(self._handles.values()):
             self.stop(handle)
 
-    def __enter__(self) -> ServerBackend:
+    def __enter__(self) -> ServerHost:
         return self
 
     def __exit__(

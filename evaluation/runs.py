@@ -28,14 +28,14 @@ from math import comb
 from pathlib import Path
 from typing import Any, Literal
 
-from toolgym.agents import Agent
 from toolgym.canonical import canonical_json
+from toolgym.envs.agents import Agent
+from toolgym.envs.runner import run_episode, trace_name
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.llm import LLMError, Usage
-from toolgym.recorder.trace import Trace, read_trace
-from toolgym.runner import run_episode, trace_name
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
+from toolgym.trace import Trace, read_trace
 
 SUMMARY_FILE = "run.json"
 SUCCESS_THRESHOLD = 1.0 - 1e-9  # tau-bench: an episode succeeds when its reward is 1

@@ -144,7 +144,7 @@ def run(
     ] = 4,
 ) -> None:
     """Run an agent over task sets, k trials per task, n episodes at once; write traces and run.json."""
-    from toolgym.agents import OracleAgent
+    from toolgym.envs.agents import OracleAgent
     from toolgym.envs.tool_env import ToolEnv
     from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig, LLMError, api_key_from_env
     from toolgym.evaluation.runs import run_trials, set_name
@@ -263,8 +263,9 @@ def score_suites(
     directory: Path, suites: Sequence[str], mode: str, task_paths: Sequence[Path]
 ) -> tuple[dict[str, SuiteResult], dict[str, str]]:
     """Each suite's result on the traces under `directory`, or why it could not score."""
-    from toolgym.evaluation.base import EvaluationError, get_suite
+    from toolgym.evaluation.base import EvaluationError
     from toolgym.evaluation.runs import load_traces
+    from toolgym.evaluation.suites import get_suite
 
     loaded, _ = load_traces(directory)
     traces = [t.trace for t in loaded]

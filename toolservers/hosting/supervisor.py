@@ -21,7 +21,7 @@ from typing import Any
 
 from toolgym.errors import InfraError
 from toolgym.tools import BaseTool, ToolContext, ToolSet, WrappedTool
-from toolgym.toolservers.backends.base import ServerBackend, ServerHandle
+from toolgym.toolservers.hosting.base import ServerHandle, ServerHost
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class Supervisor:
 
     def __init__(
         self,
-        backend: ServerBackend,
+        backend: ServerHost,
         handle: ServerHandle,
         *,
         probe_timeout_s: float = 2.0,

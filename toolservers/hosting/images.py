@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolgym.toolservers.backends.base import BackendError
+from toolgym.toolservers.hosting.base import HostingError
 
 HASH_LABEL = "org.toolgym.source-hash"
 IMAGE_LABEL = "org.toolgym.image"
@@ -83,7 +83,7 @@ def repo_root() -> Path:
 
     root = Path(toolgym.__file__).resolve().parent.parent
     if not (root / "pyproject.toml").is_file() or not (root / "docker").is_dir():
-        raise BackendError(
+        raise HostingError(
             f"building images needs a source checkout of toolgym (pyproject.toml and docker/ "
             f"beside the package); {root} has none"
         )
@@ -110,7 +110,7 @@ def tree_hash(root: Path, names: Iterable[str], extra: Iterable[str] = ()) -> st
     return digest.hexdigest()
 
 
-class BuildError(BackendError):
+class BuildError(HostingError):
     """A build step failed; the message has the step's output tail."""
 
 
@@ -179,7 +179,7 @@ class ImageBuilder:
         wanted = list(names)
         unknown = [n for n in wanted if n not in IMAGES]
         if unknown:
-            raise BackendError(f"unknown images {unknown}; known: {sorted(IMAGES)}")
+            raise HostingError(f"unknown images {unknown}; known: {sorted(IMAGES)}")
         for name in ["base", *[n for n in wanted if n != "base"]]:
             if (rebuild and name in wanted) or not self.current(name):
                 self.build(name)

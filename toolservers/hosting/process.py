@@ -1,4 +1,4 @@
-"""ProcessBackend: a server as a sandboxed local process, for machines without Docker.
+"""ProcessHost: a server as a sandboxed local process, for machines without Docker.
 
 Layers, when the host has them:
 
@@ -31,14 +31,14 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from toolgym.toolservers.backends.base import (
+from toolgym.toolservers.hosting.base import (
     SOCKET_NAME,
     TOKEN_ENV,
     UDS_BASE_URL,
-    BackendError,
+    HostingError,
     Limits,
-    ServerBackend,
     ServerHandle,
+    ServerHost,
     ServerSpec,
     new_token,
     wait_healthy,
@@ -177,7 +177,7 @@ class _Cgroup:
                     time.sleep(0.02)
 
 
-class ProcessBackend(ServerBackend):
+class ProcessHost(ServerHost):
     """Servers as local processes, sandboxed with bubblewrap when it works here."""
 
     name = "process"
@@ -187,7 +187,7 @@ class ProcessBackend(ServerBackend):
         self.python = python or sys.executable
         bwrap = shutil.which("bwrap")
         if isolation == "bwrap" and (bwrap is None or not _bwrap_works(bwrap)):
-            raise BackendError("bubblewrap is not installed or cannot create namespaces here")
+            raise HostingError("bubblewrap is not installed or cannot create namespaces here")
         self.bwrap = bwrap if isolation != "none" and bwrap is not None and _bwrap_works(bwrap) else None
         if isolation == "auto" and self.bwrap is None:
             log.warning("process backend: no working bubblewrap; servers run as plain processes")
@@ -256,7 +256,7 @@ class ProcessBackend(ServerBackend):
         if spec.gpus:
             log.info("process backend: gpus %s are visible as on the host", spec.gpus)
         if not self.bwrap and any(m.target != str(m.source) for m in spec.mounts):
-            raise BackendError("mounts at another path need bubblewrap (or the container backend)")
+            raise HostingError("mounts at another path need bubblewrap (or the container backend)")
         runtime = Path(tempfile.mkdtemp(prefix=f"toolgym-{spec.name}-"))
         (runtime / "home").mkdir()
         (runtime / "tmp").mkdir()
@@ -344,7 +344,7 @@ class ProcessBackend(ServerBackend):
         """Send a signal to every process of the server (fault injection: SIGKILL, SIGSTOP)."""
         proc = self._proc(handle)
         if proc is None:
-            raise BackendError(f"no process for server {handle.spec.name!r}")
+            raise HostingError(f"no process for server {handle.spec.name!r}")
         _signal_tree(proc.pid, sig)
 
     def restart(self, handle: ServerHandle) -> ServerHandle:

@@ -401,7 +401,7 @@ class LLMAgent:
 
     def _observed(self, observation: str, info: Mapping[str, Any]) -> list[tuple[str | None, str]]:
         """(call id, text) per observation of the last step. From info when it is that step's info;
-        else from the rendered text (toolgym.runner.run_episode passes the reset info to every
+        else from the rendered text (toolgym.envs.runner.run_episode passes the reset info to every
         act), where the openai protocol writes one tool message as JSON per line."""
         if info.get("step") == self._turns and isinstance(info.get("observations"), list):
             parsed = [Observation.model_validate(o) for o in info["observations"]]

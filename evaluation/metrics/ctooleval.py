@@ -30,8 +30,8 @@ from toolgym.evaluation.base import (
     observation_error,
 )
 from toolgym.evaluation.metrics.gta import alias_found, fixed_iscorrect
-from toolgym.recorder.trace import Trace
 from toolgym.tasks import Task, TaskSet
+from toolgym.trace import Trace
 
 KINDS = ("fixed", "real_time", "operation", "no_tool")
 

@@ -32,9 +32,9 @@ from toolgym.evaluation.metrics.teval import (
     subset_dimension,
 )
 from toolgym.protocols.base import RawOutput
-from toolgym.recorder.trace import Trace
 from toolgym.tasks import GoldenStep, Task, TaskSet
 from toolgym.tools import SchemaTool, ToolContext, ToolSet
+from toolgym.trace import Trace
 
 ID_PREFIX = "teval-"
 
@@ -251,10 +251,10 @@ def run_teval_items(
     """Runs each T-Eval task teacher-forced for its one scored turn with the recorded outputs as
     the agent (T-Eval's JSON protocol by default); returns the trace paths. The raw output is
     what the suite scores; `tools` (e.g. `teval_toolset(...)`) only adds call checks."""
+    from toolgym.envs.teacher import GoldenTurn
     from toolgym.envs.tool_env import ToolEnv
     from toolgym.evaluation.base import record_teacher_forced
     from toolgym.evaluation.loaders.mtu import RecordedAgent
-    from toolgym.recorder.teacher import GoldenTurn
 
     agent = RecordedAgent(outputs, name=agent_name)
     paths = []

@@ -34,8 +34,8 @@ from toolgym.evaluation.base import (
     mean,
     raw_text,
 )
-from toolgym.recorder.trace import Trace
 from toolgym.tasks import Task, TaskSet
+from toolgym.trace import Trace
 
 SPLITS = ("S-S", "S-M", "M-S", "M-M")
 # traces of tasks that are not MTU rows: a whole episode's calls against its golden chain

@@ -43,8 +43,8 @@ from toolgym.evaluation.metrics.similarity import (
     cosine_blocks,
     pair_similarities,
 )
-from toolgym.recorder.trace import Trace
 from toolgym.tasks import Task, TaskSet
+from toolgym.trace import Trace
 
 DIMENSIONS = ("instruct", "plan", "reason", "retrieve", "understand", "review")
 NAME_WEIGHT, ARGS_WEIGHT, MATCH_THRESHOLD = 0.75, 0.25, 0.8  # T-Eval's PlanningEvaluator defaults

@@ -42,14 +42,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, SupportsFloat
 
 from toolgym.actions import ACTION_ADAPTER, Action, AskUser, FinalAnswer, NoCall, ToolCall
-from toolgym.agents import Agent
 from toolgym.canonical import canonical_json
+from toolgym.envs.agents import Agent
 from toolgym.envs.rewards import score_answer
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import FormatError
 from toolgym.protocols.base import RawOutput
-from toolgym.recorder.trace import Trace
 from toolgym.tasks import Task
+from toolgym.trace import Trace
 
 _ACTION_TYPES = (ToolCall, FinalAnswer, NoCall, AskUser)
 

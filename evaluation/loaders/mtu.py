@@ -13,7 +13,7 @@ list, the dialog history, the user's last turn) and `answer` the expected calls 
 
 `run_mtu_episodes` replays a response file (e.g. GPT-4's) through ToolEnv with the ReAct protocol
 and writes one trace per row; `toolgym.evaluation.metrics.mtu.MTUSuite` scores those traces.
-Each row runs teacher-forced (toolgym.recorder.teacher) for one golden turn: the history is
+Each row runs teacher-forced (toolgym.envs.teacher) for one golden turn: the history is
 inside the prompt, the expected next turn is the golden turn, and the trace holds the model's
 prediction for it (toolgym.evaluation.base.record_teacher_forced).
 """
@@ -39,12 +39,12 @@ from toolgym.evaluation.metrics.mtu import (
     unique_keys,
 )
 from toolgym.protocols.base import RawOutput
-from toolgym.recorder.trace import Trace
 from toolgym.tasks import GoldenStep, Task, TaskSet
 from toolgym.tools import SchemaTool, ToolContext, ToolSet
+from toolgym.trace import Trace
 
 if TYPE_CHECKING:
-    from toolgym.recorder.teacher import GoldenTurn
+    from toolgym.envs.teacher import GoldenTurn
 
 API_LIST_MARKER = "The following is a list of APIs and their parameters that you can use:"
 HISTORY_MARKER = "History Dialog:"
@@ -316,7 +316,7 @@ def recorded_responses(tasks: TaskSet, response_jsonl: Path | str) -> dict[str, 
 
 def golden_turn(task: Task) -> GoldenTurn:
     """The expected next turn as one golden turn (its calls together, or a NoCall)."""
-    from toolgym.recorder.teacher import GoldenTurn
+    from toolgym.envs.teacher import GoldenTurn
 
     return GoldenTurn(actions=tuple(step.action for step in task.golden))
 
@@ -328,7 +328,7 @@ def run_mtu_episodes(
     *,
     agent_name: str = "recorded",
 ) -> list[Path]:
-    """Runs each MTU task teacher-forced (toolgym.recorder.teacher) for its one scored turn, in
+    """Runs each MTU task teacher-forced (toolgym.envs.teacher) for its one scored turn, in
     ToolEnv with the ReAct protocol (prose is a no-call turn, as MTU scores it), with the
     recorded outputs as the agent; returns the trace paths (one per row)."""
     from toolgym.envs.tool_env import ToolEnv

@@ -4,7 +4,7 @@ Every suite has two modes. `compat` reproduces the original benchmark scorer's n
 included; `fixed` applies the corrections documented in docs/evaluation.md. Metric values are
 percentages (0-100) as the benchmarks publish them; `per_task` holds each task's own figures.
 
-    from toolgym.evaluation import get_suite
+    from toolgym.evaluation import get_suite   # the registry: toolgym.evaluation.suites
     result = get_suite("gta").score(traces, tasks, "fixed")
 """
 
@@ -19,13 +19,13 @@ from pydantic import BaseModel, Field
 
 from toolgym.actions import Observation
 from toolgym.errors import ErrorKind
-from toolgym.recorder.trace import Trace, TraceStep
 from toolgym.tasks import Task, TaskSet
+from toolgym.trace import Trace, TraceStep
 
 if TYPE_CHECKING:
-    from toolgym.agents import Agent
+    from toolgym.envs.agents import Agent
+    from toolgym.envs.teacher import GoldenTurn, TeacherForcedResult
     from toolgym.envs.tool_env import ToolEnv
-    from toolgym.recorder.teacher import GoldenTurn, TeacherForcedResult
 
 Mode = Literal["compat", "fixed"]
 MODES: tuple[Mode, ...] = ("compat", "fixed")
@@ -173,14 +173,14 @@ def record_teacher_forced(
     golden: Trace | Sequence[GoldenTurn] | None = None,
     seed: int | None = None,
 ) -> tuple[TeacherForcedResult, Path]:
-    """Runs `agent` teacher-forced (toolgym.recorder.teacher) and writes a trace of its
+    """Runs `agent` teacher-forced (toolgym.envs.teacher) and writes a trace of its
     *predictions*: step i holds the agent's raw output for golden step i and the actions it parsed
     to; its observations are the checks of those actions (format error, unknown tool, arguments
     the schema refuses), never results, since predictions do not run. The header says
     `env_config["mode"] = "teacher_forced"`, which is how the suites tell step-mode traces."""
-    from toolgym.recorder.teacher import TeacherForcedEnv
-    from toolgym.recorder.trace import TraceEnd, TraceStep, TraceWriter
-    from toolgym.runner import trace_header, trace_name
+    from toolgym.envs.runner import trace_header, trace_name
+    from toolgym.envs.teacher import TeacherForcedEnv
+    from toolgym.trace import TraceEnd, TraceStep, TraceWriter
 
     tf = TeacherForcedEnv(env)
     options: dict[str, Any] = {"task": task}
@@ -232,28 +232,3 @@ def record_teacher_forced(
     finally:
         writer.close()
     return tf.result, path
-
-
-# ---- registry -----------------------------------------------------------------------------------
-
-
-def _builtin_suites() -> dict[str, MetricSuite]:
-    # imported here: the suite modules import this one for SuiteResult and the helpers
-    from toolgym.evaluation.metrics.ctooleval import CToolEvalSuite
-    from toolgym.evaluation.metrics.gta import GTASuite
-    from toolgym.evaluation.metrics.mtu import MTUSuite
-    from toolgym.evaluation.metrics.teval import TEvalSuite
-    from toolgym.evaluation.metrics.tooleyes import ToolEyesSuite
-
-    suites: list[MetricSuite] = [GTASuite(), TEvalSuite(), MTUSuite(), ToolEyesSuite(), CToolEvalSuite()]
-    return {s.name: s for s in suites}
-
-
-SUITES: dict[str, MetricSuite] = _builtin_suites()
-
-
-def get_suite(name: str) -> MetricSuite:
-    try:
-        return SUITES[name]
-    except KeyError:
-        raise EvaluationError(f"unknown metric suite {name!r}; known: {', '.join(sorted(SUITES))}") from None

@@ -210,7 +210,7 @@ def read_trace(path: Path | str) -> Trace:
 
 
 def trace_schema_text() -> str:
-    """docs/trace-schema.json as it should read (regenerate: python -m toolgym.recorder.trace)."""
+    """docs/trace-schema.json as it should read (regenerate: python -m toolgym.trace)."""
     return json.dumps(trace_json_schema(), indent=2, sort_keys=True) + "\n"
 
 

@@ -1,0 +1,143 @@
+"""Episodes on hosted servers: `Lab` (servers plus a ToolEnv on them), `LabEnv` (mock-app tasks
+in sessions of a mock service, state scored on the server), `InfraRetry` (an agent wrapper that
+re-sends the output an infra failure swallowed) and `infra_aware` (a reward that reports lost steps).
+
+    from toolgym.envs.lab import Lab, InfraRetry
+
+    with Lab.start("docker", tools=["Calculator", "OCR"]) as lab:   # or "process"; or Lab.attach(...)
+        env = lab.env(tasks)                # ToolEnv: remote tools, mock apps in server sessions
+        result = run_episode(env, InfraRetry(OracleAgent(env.protocol)), task)
+
+A server that dies or hangs during an episode is restarted by its supervisor, the step that met it
+shows `infra_error`, and the episode goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from toolgym.actions import Action
+from toolgym.envs.agents import Agent
+from toolgym.envs.rewards import Episode, RewardFn
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.errors import ErrorKind, InfraError
+from toolgym.protocols.base import RawOutput
+from toolgym.tasks import Task, TaskSet
+from toolgym.tools import ToolSet
+from toolgym.toolservers.hosting.lab import Endpoint, HostKind, LabServers, make_host
+from toolgym.world import World
+
+if TYPE_CHECKING:
+    from toolgym.mocks.service.client import MockServiceClient
+
+__all__ = [
+    "Endpoint",
+    "HostKind",
+    "InfraRetry",
+    "Lab",
+    "LabEnv",
+    "infra_aware",
+    "infra_error_count",
+    "make_host",
+]
+
+
+def infra_error_count(episode: Episode) -> int:
+    return sum(1 for s in episode.steps for o in s.observations if o.error_kind is ErrorKind.INFRA_ERROR)
+
+
+def infra_aware(reward_fn: RewardFn) -> RewardFn:
+    """`reward_fn` plus `infra_errors` (the steps lost to the infrastructure) among the scores when
+    there were any: the reward itself never counts them, evaluations can tell such episodes apart."""
+
+    def reward(task: Task, episode: Episode) -> float | Mapping[str, float]:
+        result = reward_fn(task, episode)
+        lost = infra_error_count(episode)
+        if not lost:
+            return result
+        scores = dict(result) if isinstance(result, Mapping) else {"reward": float(result)}
+        scores["infra_errors"] = float(lost)
+        return scores
+
+    return reward
+
+
+class LabEnv(ToolEnv):
+    """A ToolEnv whose mock-app tasks run in sessions of a mock service (one RemoteMockWorld per
+    app set, reset per episode) and whose default reward scores their state on the server."""
+
+    def __init__(
+        self,
+        tools: ToolSet | None = None,
+        tasks: TaskSet | Sequence[Task] | None = None,
+        *,
+        mock_client: MockServiceClient | None = None,
+        on_infra_error: Callable[[InfraError], None] | None = None,
+        reward_fn: RewardFn | None = None,
+        **kwargs: Any,
+    ) -> None:
+        from toolgym.mocks.service.client import remote_task_scores
+
+        super().__init__(tools, tasks, reward_fn=infra_aware(reward_fn or remote_task_scores), **kwargs)
+        self.mock_client = mock_client
+        self.on_infra_error = on_infra_error
+
+    def _world_for(self, task: Task) -> World | None:
+        if self.mock_client is None or not task.apps or getattr(self, "_fixed_world", False):
+            return super()._world_for(task)
+        key = tuple(task.apps)
+        if key not in self._worlds:
+            self._worlds[key] = self.mock_client.world(
+                key, seed=task.seed, clock=task.clock, on_infra_error=self.on_infra_error
+            )
+        return self._worlds[key]
+
+
+class InfraRetry:
+    """Wraps an agent: after a step that met an infra failure, the same output is sent again
+    (up to `max_retries` times in a row) without asking the agent, so the agent's episode is the
+    one it would have had without the failure. The failed step stays in the trace."""
+
+    def __init__(self, agent: Agent, *, max_retries: int = 2) -> None:
+        self.agent = agent
+        self.name = agent.name
+        self.max_retries = max_retries
+        self._last: RawOutput | Action | None = None
+        self._retries = 0
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        self._last, self._retries = None, 0
+        self.agent.start(task, observation, info)
+
+    def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
+        infra = ErrorKind.INFRA_ERROR.value in (info.get("error_kinds") or [])
+        if infra and self._last is not None and self._retries < self.max_retries:
+            self._retries += 1
+            return self._last
+        self._retries = 0
+        self._last = self.agent.act(observation, info)
+        return self._last
+
+
+class Lab(LabServers):
+    """The servers of a run (see `LabServers`) and ToolEnvs on them."""
+
+    def env(
+        self,
+        tasks: TaskSet | Sequence[Task] | None = None,
+        *,
+        tools: ToolSet | None = None,
+        **kwargs: Any,
+    ) -> LabEnv:
+        """A ToolEnv on this lab: `tools` default to the tool server's (if any), mock-app tasks
+        get sessions of the mock service."""
+        if tools is None and self.tools is not None:
+            tools = self.toolset()
+        return LabEnv(
+            tools,
+            tasks,
+            mock_client=self.mock_client if self.mocks is not None else None,
+            on_infra_error=self.recovery_hook("mocks"),
+            **kwargs,
+        )
