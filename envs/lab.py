@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolgym.actions import Action
 from toolgym.envs.agents import Agent
-from toolgym.envs.rewards import Episode, RewardFn
+from toolgym.envs.rewards import Episode, RewardFn, task_scores
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import ErrorKind, InfraError
 from toolgym.protocols.base import RawOutput
@@ -63,35 +63,29 @@ def infra_aware(reward_fn: RewardFn) -> RewardFn:
     return reward
 
 
-class LabEnv(ToolEnv):
+def LabEnv(
+    tools: ToolSet | None = None,
+    tasks: TaskSet | Sequence[Task] | None = None,
+    *,
+    mock_client: MockServiceClient | None = None,
+    on_infra_error: Callable[[InfraError], None] | None = None,
+    reward_fn: RewardFn | None = None,
+    **kwargs: Any,
+) -> ToolEnv:
     """A ToolEnv whose mock-app tasks run in sessions of a mock service (one RemoteMockWorld per
-    app set, reset per episode) and whose default reward scores their state on the server."""
+    app set, reset per episode); its default reward scores their state on the server (a remote
+    world scores itself) and reports steps lost to the infrastructure; with
+    no `mock_client`, worlds are in-process as in any ToolEnv."""
+    if mock_client is not None:
+        client = mock_client
 
-    def __init__(
-        self,
-        tools: ToolSet | None = None,
-        tasks: TaskSet | Sequence[Task] | None = None,
-        *,
-        mock_client: MockServiceClient | None = None,
-        on_infra_error: Callable[[InfraError], None] | None = None,
-        reward_fn: RewardFn | None = None,
-        **kwargs: Any,
-    ) -> None:
-        from toolgym.mocks.service.client import remote_task_scores
-
-        super().__init__(tools, tasks, reward_fn=infra_aware(reward_fn or remote_task_scores), **kwargs)
-        self.mock_client = mock_client
-        self.on_infra_error = on_infra_error
-
-    def _world_for(self, task: Task) -> World | None:
-        if self.mock_client is None or not task.apps or getattr(self, "_fixed_world", False):
-            return super()._world_for(task)
-        key = tuple(task.apps)
-        if key not in self._worlds:
-            self._worlds[key] = self.mock_client.world(
-                key, seed=task.seed, clock=task.clock, on_infra_error=self.on_infra_error
+        def session_world(task: Task) -> World | None:
+            return client.world(
+                task.apps or (), seed=task.seed, clock=task.clock, on_infra_error=on_infra_error
             )
-        return self._worlds[key]
+
+        kwargs.setdefault("world_factory", session_world)
+    return ToolEnv(tools, tasks, reward_fn=infra_aware(reward_fn or task_scores), **kwargs)
 
 
 class InfraRetry:
@@ -129,7 +123,7 @@ class Lab(LabServers):
         *,
         tools: ToolSet | None = None,
         **kwargs: Any,
-    ) -> LabEnv:
+    ) -> ToolEnv:
         """A ToolEnv on this lab: `tools` default to the tool server's (if any), mock-app tasks
         get sessions of the mock service."""
         if tools is None and self.tools is not None:

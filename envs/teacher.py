@@ -37,21 +37,20 @@ parameter scores); it gets (task, golden turn, predicted actions or None, parse 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, SupportsFloat
 
-from toolgym.actions import ACTION_ADAPTER, Action, AskUser, FinalAnswer, NoCall, ToolCall
+import gymnasium as gym
+
+from toolgym.actions import ACTION_ADAPTER, Action, FinalAnswer, ToolCall
 from toolgym.canonical import canonical_json
 from toolgym.envs.agents import Agent
 from toolgym.envs.rewards import score_answer
 from toolgym.envs.tool_env import ToolEnv
-from toolgym.errors import FormatError
 from toolgym.protocols.base import RawOutput
 from toolgym.tasks import Task
 from toolgym.trace import Trace
-
-_ACTION_TYPES = (ToolCall, FinalAnswer, NoCall, AskUser)
 
 
 @dataclass(frozen=True)
@@ -168,11 +167,17 @@ class TeacherForcedResult:
         }
 
 
-class TeacherForcedEnv:
-    """Wraps a ToolEnv; see the module docstring for the loop, what the agent sees and the scores."""
+class TeacherForcedEnv(gym.Wrapper[str, Any, str, Any]):
+    """A gymnasium wrapper of a ToolEnv (possibly wrapped itself): see the module docstring for
+    the loop, what the agent sees and the scores. Predictions are parsed by the ToolEnv's own
+    `parse_action`, so a step-mode parse equals an end-to-end one."""
 
-    def __init__(self, env: ToolEnv, *, scorer: StepScorer = score_step) -> None:
-        self.env = env
+    def __init__(self, env: gym.Env[str, Any], *, scorer: StepScorer = score_step) -> None:
+        super().__init__(env)
+        unwrapped = env.unwrapped
+        if not isinstance(unwrapped, ToolEnv):
+            raise TypeError(f"teacher forcing wraps a ToolEnv, not {type(unwrapped).__name__}")
+        self.tool_env: ToolEnv = unwrapped
         self.scorer = scorer
         self.golden: list[GoldenTurn] = []
         self.history: list[dict[str, Any]] = []
@@ -181,14 +186,14 @@ class TeacherForcedEnv:
         self._next = 0
 
     def reset(
-        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        opts = dict(options or {})
+        opts: dict[str, Any] = dict(options or {})
         golden = opts.pop("golden", None)
         if isinstance(golden, Trace) and seed is None:
             seed = golden.header.seed
         obs, info = self.env.reset(seed=seed, options=opts)
-        task = self.env.task
+        task = self.tool_env.task
         assert task is not None
         if golden is None:
             turns = golden_from_task(task)
@@ -214,19 +219,10 @@ class TeacherForcedEnv:
         }
 
     def _parse(self, output: Any) -> tuple[list[Action] | None, str | None]:
-        if isinstance(output, _ACTION_TYPES):
-            return [output], None
-        if isinstance(output, list) and output and all(isinstance(a, _ACTION_TYPES) for a in output):
-            return list(output), None
-        if not isinstance(output, (str, Mapping)):
-            return None, f"expected model output text or a message object, got {type(output).__name__}"
-        try:
-            actions = self.env.protocol.parse(output)
-        except FormatError as exc:
-            return None, exc.message
-        except Exception as exc:  # a protocol bug scores as unparsed, never ends the evaluation
-            return None, f"unparseable output ({type(exc).__name__}: {exc})"
-        return (actions, None) if actions else (None, "no action found in the model output")
+        parsed = self.tool_env.parse_action(output)
+        if isinstance(parsed, list):
+            return parsed, None
+        return None, parsed.error.message if parsed.error is not None else parsed.text
 
     def _golden_output(self, turn: GoldenTurn) -> RawOutput | Action | list[Action]:
         if turn.raw is not None:
@@ -236,7 +232,7 @@ class TeacherForcedEnv:
     def _golden_text(self, turn: GoldenTurn) -> Any:
         if turn.raw is not None:
             return turn.raw
-        rendered = [self.env.protocol.format_action(a) for a in turn.actions]
+        rendered = [self.tool_env.protocol.format_action(a) for a in turn.actions]
         return rendered[0] if len(rendered) == 1 else rendered
 
     def step(self, output: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -258,7 +254,7 @@ class TeacherForcedEnv:
 
 
 def run_teacher_forced(
-    env: ToolEnv,
+    env: gym.Env[str, Any],
     agent: Agent,
     task: Task,
     *,

@@ -3,6 +3,16 @@
 Observations and actions are text (`AnyText` spaces): the agent's raw output goes in, the
 rendered observation comes out. Structured data (parsed actions, typed errors, file handles,
 state hash and diff) is in `info`. `step` never raises on agent input.
+
+How behaviour is added to an episode (ARCHITECTURE.md):
+- env wrappers (`gymnasium.Wrapper`): teacher forcing (`toolgym.envs.teacher.TeacherForcedEnv`),
+  gymnasium's own (`TimeLimit`, `RecordEpisodeStatistics`, ...);
+- one hook inside the env for what must sit between the agent's call and the tool: **tool
+  layers** (`ToolLayer`: `wrap(tools, world) -> ToolSet` and `start_episode()`), applied in order
+  to the tools offered each episode: cassettes (record/replay), and fault plans;
+- `world_factory`: where a task's world comes from (an in-process `MockWorld` by default, a
+  session of a mock service for `toolgym.envs.lab`);
+- agent wrappers (`InfraRetry`) and reward wrappers (`infra_aware`) wrap their own kind.
 """
 
 from __future__ import annotations
@@ -11,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, SupportsFloat
+from typing import Any, Protocol, SupportsFloat, runtime_checkable
 
 import gymnasium as gym
 
@@ -26,11 +36,33 @@ from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolContext, ToolSet
 from toolgym.world import World
 
-if TYPE_CHECKING:
-    from toolgym.recorder.cassette import Cassette
-
 MAX_OBSERVATION_CHARS = 100_000
 NO_MORE_USER_INPUT = "The user has nothing to add."
+
+
+@runtime_checkable
+class ToolLayer(Protocol):
+    """Something every tool call of an episode goes through (a cassette, a fault plan)."""
+
+    def wrap(self, tools: ToolSet, world: World | None = None) -> ToolSet:
+        """The tools the agent is offered this episode, wrapped."""
+        ...
+
+    def start_episode(self) -> None:
+        """Called once per reset, after `wrap`."""
+        ...
+
+
+WorldFactory = Callable[[Task], "World | None"]
+
+
+def default_world_factory(task: Task) -> World | None:
+    """An in-process mock world for the task's apps (None for tasks without apps)."""
+    if not task.apps:
+        return None
+    from toolgym.mocks.world import MockWorld
+
+    return MockWorld(tuple(task.apps), seed=task.seed, clock=task.clock)
 
 
 @dataclass(frozen=True)
@@ -65,8 +97,14 @@ class ToolEnv(gym.Env[str, Any]):
         world: World | None = None,
         files: FileStore | None = None,
         render_mode: str | None = None,
-        cassette: Cassette | None = None,
+        tool_layers: Sequence[ToolLayer] = (),
+        cassette: ToolLayer | None = None,
+        world_factory: WorldFactory = default_world_factory,
     ) -> None:
+        """`tool_layers` wrap the offered tools every episode, first innermost (see the module
+        docstring); `cassette=c` is short for `tool_layers=[c]`. `world_factory(task)` builds the
+        world of a task with apps, once per app set (then reset per episode); a fixed `world`
+        serves every task instead."""
         self.tools = tools or ToolSet()
         self.tasks = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks or [])
         self.protocol = get_protocol(protocol) if isinstance(protocol, str) else protocol
@@ -88,8 +126,8 @@ class ToolEnv(gym.Env[str, Any]):
         self._ctx: ToolContext | None = None
         self._last_render = ""
         self._listeners: list[Callable[[str, dict[str, Any]], None]] = []
-        # API snapshots: every tool call of an episode goes through it (toolgym.recorder.cassette)
-        self.cassette = cassette
+        self.tool_layers: list[ToolLayer] = [*tool_layers, *([cassette] if cassette is not None else [])]
+        self.world_factory = world_factory
 
     # ---- episode start --------------------------------------------------------------------
     def _pick_task(self, options: Mapping[str, Any] | None) -> Task:
@@ -114,16 +152,21 @@ class ToolEnv(gym.Env[str, Any]):
         return announced
 
     def _world_for(self, task: Task) -> World | None:
-        """A fixed world if one was given; else a mock world for the task's apps, built once per
-        app set and reset per episode (O(changes))."""
+        """A fixed world if one was given; else the factory's world for the task's apps, built
+        once per app set and reset per episode (O(changes))."""
         if self._fixed_world or not task.apps:
             return self.world if self._fixed_world else None
         key = tuple(task.apps)
         if key not in self._worlds:
-            from toolgym.mocks.world import MockWorld
-
-            self._worlds[key] = MockWorld(key, seed=task.seed, clock=task.clock)
+            world = self.world_factory(task)
+            if world is None:
+                return None
+            self._worlds[key] = world
         return self._worlds[key]
+
+    def add_tool_layer(self, layer: ToolLayer) -> None:
+        """Put `layer` outermost around the tools, from the next reset on."""
+        self.tool_layers.append(layer)
 
     def _offered_tools(self, task: Task) -> ToolSet:
         base = self.tools
@@ -140,9 +183,9 @@ class ToolEnv(gym.Env[str, Any]):
         self.world = self._world_for(task)
         self.episode = Episode(task=task, world=self.world)
         self.offered = self._offered_tools(task)
-        if self.cassette is not None:
-            self.offered = self.cassette.wrap(self.offered, world=self.world)
-            self.cassette.start_episode()
+        for layer in self.tool_layers:
+            self.offered = layer.wrap(self.offered, world=self.world)
+            layer.start_episode()
         self.error_counts = Counter()
         self._done = False
         self._user_turn = 0
@@ -171,7 +214,10 @@ class ToolEnv(gym.Env[str, Any]):
         return _clip(prompt), info
 
     # ---- stepping -------------------------------------------------------------------------
-    def _parse(self, action: Any) -> list[Action] | Observation:
+    def parse_action(self, action: Any) -> list[Action] | Observation:
+        """The actions in `action` (raw model text, an OpenAI-style message, an Action or a list of
+        them) by this env's protocol, or the `format_error` observation saying why there are none.
+        Never raises; teacher forcing scores predictions with the same parse."""
         if isinstance(action, (ToolCall, FinalAnswer, NoCall, AskUser)):
             return [action]
         if (
@@ -225,7 +271,7 @@ class ToolEnv(gym.Env[str, Any]):
         if self._done:
             raise RuntimeError("episode is over: call reset()")
         started = time.perf_counter()
-        parsed = self._parse(action)
+        parsed = self.parse_action(action)
         actions = parsed if isinstance(parsed, list) else []
         observations: list[Observation] = [parsed] if isinstance(parsed, Observation) else []
         tool_time = 0.0

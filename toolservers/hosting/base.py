@@ -9,6 +9,7 @@ backend shares with it. One that needs the network listens on TCP, published on 
 
 from __future__ import annotations
 
+import importlib.util
 import secrets
 import time
 from abc import ABC, abstractmethod
@@ -258,3 +259,11 @@ class ServerHost(ABC):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def toolgym_root() -> Path:
+    """The directory holding the toolgym package: a source checkout (editable install) or
+    site-packages. Found without importing the package face, which sits above this layer."""
+    spec = importlib.util.find_spec("toolgym")
+    assert spec is not None and spec.origin is not None
+    return Path(spec.origin).resolve().parent.parent

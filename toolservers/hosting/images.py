@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolgym.toolservers.hosting.base import HostingError
+from toolgym.toolservers.hosting.base import HostingError, toolgym_root
 
 HASH_LABEL = "org.toolgym.source-hash"
 IMAGE_LABEL = "org.toolgym.image"
@@ -79,9 +79,7 @@ DEFAULT_IMAGES = ("toolserver", "mockserver")
 
 def repo_root() -> Path:
     """The source checkout toolgym runs from (its images are built from it)."""
-    import toolgym
-
-    root = Path(toolgym.__file__).resolve().parent.parent
+    root = toolgym_root()
     if not (root / "pyproject.toml").is_file() or not (root / "docker").is_dir():
         raise HostingError(
             f"building images needs a source checkout of toolgym (pyproject.toml and docker/ "

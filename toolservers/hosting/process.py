@@ -41,6 +41,7 @@ from toolgym.toolservers.hosting.base import (
     ServerHost,
     ServerSpec,
     new_token,
+    toolgym_root,
     wait_healthy,
 )
 
@@ -92,13 +93,6 @@ def _bwrap_works(bwrap: str) -> bool:
         return subprocess.run(argv, capture_output=True, timeout=15).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
-
-
-def _toolgym_root() -> Path:
-    """The directory holding the toolgym package (an editable checkout or site-packages)."""
-    import toolgym
-
-    return Path(toolgym.__file__).resolve().parent.parent
 
 
 def _python_paths() -> list[Path]:
@@ -213,7 +207,7 @@ class ProcessHost(ServerHost):
             elif os.path.isdir(d):
                 argv += ["--ro-bind", d, d]
         argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-        for p in _minimal({*_python_paths(), _toolgym_root()}):
+        for p in _minimal({*_python_paths(), toolgym_root()}):
             if not p.is_relative_to("/usr"):
                 argv += ["--ro-bind", str(p), str(p)]
         for m in spec.mounts:
