@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.toolservers.server.helpers import Gate, running
 from toolgym.actions import FinalAnswer, ToolCall
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import demo_tasks_path
@@ -27,8 +28,6 @@ from toolgym.toolservers.gta.calculator import calculator
 from toolgym.toolservers.gta.drawing import addtext, drawbox
 from toolgym.toolservers.server import ServerConfig, ServerThread, ToolConfig, create_app
 from toolgym.toolservers.server.providers import builtin_providers
-
-from .server.helpers import Gate, running
 
 DEMO_TASKS = ["receipt-total", "solve-system", "mark-total", "caption-cat"]
 TOKEN = "remote-client-token-0123"

@@ -220,7 +220,7 @@ def test_compose_file_starts_the_lab_stack(
 
     from toolgym.toolservers.hosting.process import free_port
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     token = "compose-test-token-0123456789"
     ports = {"TOOLGYM_MOCKS_PORT": str(free_port()), "TOOLGYM_TOOLS_PORT": str(free_port())}
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "TOOLGYM_TOKEN": token, **ports}

@@ -16,6 +16,7 @@ from fastapi.responses import Response
 from PIL import Image as PILImage
 from pydantic import BaseModel
 
+from tests.toolservers.server.helpers import fails, flip, png_bytes, running, size
 from toolgym.actions import ToolCall
 from toolgym.errors import ErrorKind
 from toolgym.files import FileStore
@@ -25,8 +26,6 @@ from toolgym.toolservers.clients.openapi import OpenAPIToolSet
 from toolgym.toolservers.gta.calculator import calculator
 from toolgym.toolservers.gta.drawing import drawbox
 from toolgym.toolservers.server import ServerThread
-
-from .server.helpers import fails, flip, png_bytes, running, size
 
 
 class NewItem(BaseModel):

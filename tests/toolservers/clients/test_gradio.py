@@ -17,14 +17,13 @@ from fastapi import FastAPI
 from PIL import Image as PILImage
 from PIL import ImageOps
 
+from tests.toolservers.server.helpers import png_bytes
 from toolgym.actions import ToolCall
 from toolgym.errors import ErrorKind, InfraError
 from toolgym.files import FileStore
 from toolgym.tools import ToolContext
 from toolgym.toolservers.clients import gradio_tools
 from toolgym.toolservers.server import ServerThread
-
-from .server.helpers import png_bytes
 
 
 def gradio_app() -> Any:

@@ -12,6 +12,7 @@ from mcp.server.mcpserver import MCPServer
 from PIL import Image as PILImage
 from starlette.applications import Starlette
 
+from tests.toolservers.server.helpers import fails, flip, png_bytes, running
 from toolgym.actions import ToolCall
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import ErrorKind, InfraError
@@ -21,8 +22,6 @@ from toolgym.tools import ToolContext, ToolSet
 from toolgym.toolservers.clients import mcp_tools
 from toolgym.toolservers.gta.calculator import calculator
 from toolgym.toolservers.server import ServerConfig, ServerThread, create_app
-
-from .server.helpers import fails, flip, png_bytes, running
 
 TOKEN = "mcp-client-token-0123456"
 
