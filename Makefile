@@ -1,6 +1,6 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   create .venv, install, run the demo task set with the oracle agent, write traces
-#   make test   create .venv, install with dev extras, run ruff, mypy and pytest
+#   make test   create .venv, install with dev extras, run ruff, the import layers contract, mypy and pytest
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -22,6 +22,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

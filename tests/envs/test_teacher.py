@@ -203,3 +203,23 @@ def test_custom_scorer_and_no_call_turns() -> None:
     result = run_teacher_forced(e, Recorder([NoCall(thought="hi")]), task, scorer=scorer)
     assert result.steps[0].type_match and result.steps[0].reward == 1.0
     assert seen[0][0] == 0 and seen[0][2] == [NoCall(thought="hi")]
+
+
+def test_teacher_forcing_is_a_gymnasium_wrapper_with_the_env_parse() -> None:
+    import gymnasium as gym
+
+    from toolgym.protocols.base import MAX_OUTPUT_CHARS
+
+    inner = env()
+    tf = TeacherForcedEnv(gym.wrappers.RecordEpisodeStatistics(inner))
+    assert isinstance(tf, gym.Wrapper) and tf.unwrapped is inner
+    tf.reset(options={"task": TASK})
+    # the same refusal (and message) as an end-to-end step of the same output
+    too_long = "x" * (MAX_OUTPUT_CHARS + 1)
+    refusal = inner.parse_action(too_long)
+    assert not isinstance(refusal, list) and refusal.error is not None
+    _, reward, _, _, info = tf.step(too_long)
+    assert reward == 0.0 and info["score"]["parsed"] is False
+    assert info["score"]["error"] == refusal.error.message
+    with pytest.raises(TypeError, match="wraps a ToolEnv"):
+        TeacherForcedEnv(gym.make("CartPole-v1"))

@@ -202,3 +202,80 @@ def test_same_seed_same_info() -> None:
         ]
 
     assert run() == run()
+
+
+# ---- the hooks: tool layers and the world factory ---------------------------------------------
+class _Logged(ToolSet):
+    """The same tools; every call is logged, then handed to the wrapped set (a layer's shape)."""
+
+    def __init__(self, inner: ToolSet, log: list[str]) -> None:
+        super().__init__(list(inner))
+        self.inner, self.log = inner, log
+
+    def call(self, call: ToolCall, ctx: Any) -> Any:
+        self.log.append(call.name)
+        return self.inner.call(call, ctx)
+
+
+class _RecordingLayer:
+    def __init__(self, name: str, order: list[str]) -> None:
+        self.name, self.order, self.episodes = name, order, 0
+        self.calls: list[str] = []
+
+    def wrap(self, tools: ToolSet, world: Any = None) -> ToolSet:
+        self.order.append(self.name)
+        return _Logged(tools, self.calls)
+
+    def start_episode(self) -> None:
+        self.episodes += 1
+
+
+def test_tool_layers_wrap_the_offered_tools_in_order_every_episode() -> None:
+    from toolgym.envs.tool_env import ToolLayer
+
+    order: list[str] = []
+    inner, outer = _RecordingLayer("inner", order), _RecordingLayer("outer", order)
+    assert isinstance(inner, ToolLayer)
+    env = make_env(tool_layers=[inner])
+    env.add_tool_layer(outer)
+    for _ in range(2):
+        env.reset(options={"task": "sum"})
+        env.step(ToolCall(name="add", arguments={"a": 1, "b": 2}))
+    assert order == ["inner", "outer", "inner", "outer"]
+    assert inner.episodes == outer.episodes == 2
+    assert inner.calls == outer.calls == ["add", "add"]
+    # an unknown tool never reaches a layer: the env refuses it first
+    env.step(ToolCall(name="nope", arguments={}))
+    assert inner.calls == ["add", "add"]
+
+
+def test_world_factory_builds_one_world_per_app_set() -> None:
+    from toolgym.mocks.world import MockWorld
+
+    built: list[tuple[str, ...]] = []
+
+    def factory(task: Task) -> MockWorld:
+        built.append(tuple(task.apps or ()))
+        return MockWorld(tuple(task.apps or ()), seed=task.seed, clock=task.clock)
+
+    bank = Task(id="bank", query="q", apps=["banking"], answer=AnswerSpec(whitelist=[["x"]]))
+    env = ToolEnv(ToolSet([add]), [bank, TASKS[0]], world_factory=factory)
+    _, info = env.reset(options={"task": "bank"})
+    first = info["state_hash"]
+    env.reset(options={"task": "bank"})
+    env.reset(options={"task": "sum"})  # no apps: no world
+    assert env.world is None
+    _, info = env.reset(options={"task": "bank"})
+    assert built == [("banking",)] and info["state_hash"] == first
+    env.close()
+
+
+def test_parse_action_is_the_step_parse() -> None:
+    from toolgym.actions import Observation
+
+    env = make_env()
+    env.reset(options={"task": "sum"})
+    assert env.parse_action(FinalAnswer(text="3")) == [FinalAnswer(text="3")]
+    bad = env.parse_action("x" * (MAX_OUTPUT_CHARS + 1))
+    assert isinstance(bad, Observation) and bad.error is not None and bad.error.kind.value == "format_error"
+    assert isinstance(env.parse_action(42), Observation)
