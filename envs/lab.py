@@ -37,6 +37,7 @@ __all__ = [
     "InfraRetry",
     "Lab",
     "LabEnv",
+    "LabServers",
     "infra_aware",
     "infra_error_count",
     "make_host",

@@ -44,7 +44,7 @@ _DPKG_EXCLUDES = (
     "path-exclude=/usr/share/info/*",
     "path-exclude=/usr/share/locale/*",
 )
-_SOURCE_DIRS = ("toolgym", "envs", "toolservers", "mocks", "recorder", "fixtures")
+_SOURCE_DIRS = ("toolgym", "envs", "toolservers", "mocks", "recorder", "evaluation", "fixtures")
 _SKIP_PARTS = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 
 
@@ -55,22 +55,24 @@ class ImageDef:
     requirement: str  # what pip installs from the wheels ("" for the base)
     also: tuple[str, ...] = ()  # packages beside toolgym's own requirements (the CUDA torch pair)
     explicit_only: bool = False  # built only when asked for by name (the GPU variant)
-    constraints: str | None = None  # file beside the Dockerfile pinning extra packages
+    constraints: str | None = None  # file in docker/server/ pinning extra packages
+    target: str | None = None  # the build target in docker/server/Dockerfile
 
 
 IMAGES: dict[str, ImageDef] = {
     d.name: d
     for d in (
         ImageDef("base", f"toolgym/base:{DEBIAN_SUITE}", ""),
-        ImageDef("toolserver", "toolgym/toolserver:latest", "toolgym"),
-        ImageDef("mockserver", "toolgym/mockserver:latest", "toolgym"),
+        ImageDef("toolserver", "toolgym/toolserver:latest", "toolgym", target="toolserver"),
+        ImageDef("mockserver", "toolgym/mockserver:latest", "toolgym", target="mockserver"),
         ImageDef(
             "toolserver-gpu",
             "toolgym/toolserver-gpu:latest",
             "toolgym[gpu]",
             also=("torch", "torchvision"),
             explicit_only=True,
-            constraints="constraints.txt",
+            constraints="constraints-gpu.txt",
+            target="toolserver-gpu",
         ),
     )
 }
@@ -108,6 +110,11 @@ def tree_hash(root: Path, names: Iterable[str], extra: Iterable[str] = ()) -> st
     return digest.hexdigest()
 
 
+def _docker_dir(name: str) -> str:
+    """docker/base holds the base image; every server image is a target of docker/server."""
+    return "server" if IMAGES[name].target else "base"
+
+
 class BuildError(HostingError):
     """A build step failed; the message has the step's output tail."""
 
@@ -143,7 +150,7 @@ class ImageBuilder:
     def source_hash(self, name: str) -> str:
         """What decides whether the image `name` must be rebuilt."""
         d = IMAGES[name]
-        docker_files = [f"docker/{name}", "docker/healthcheck.py"]
+        docker_files = [f"docker/{_docker_dir(name)}", "docker/healthcheck.py"]
         if name == "base":
             return tree_hash(self.root, docker_files, [*DEBIAN_SOURCES, *BASE_PACKAGES, *_DPKG_EXCLUDES])
         base = self._image(IMAGES["base"].tag)
@@ -266,7 +273,7 @@ class ImageBuilder:
         argv = [self.python, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check"]
         argv += ["--wheel-dir", str(target / "deps")]
         if d.constraints:
-            argv += ["--constraint", str(self.root / "docker" / d.name / d.constraints)]
+            argv += ["--constraint", str(self.root / "docker" / "server" / d.constraints)]
         else:
             argv += ["--constraint", str(self.constraints())]
         argv += [f"{self.root}{extras}", *d.also]
@@ -281,7 +288,7 @@ class ImageBuilder:
         wheels = self.wheels(d)
         context = self.build_dir / "context" / d.name
         self._fresh(context)
-        shutil.copy2(self.root / "docker" / d.name / "Dockerfile", context / "Dockerfile")
+        shutil.copy2(self.root / "docker" / "server" / "Dockerfile", context / "Dockerfile")
         shutil.copy2(self.root / "docker" / "healthcheck.py", context / "healthcheck.py")
         for part in ("deps", "toolgym"):
             (context / "wheels" / part).mkdir(parents=True)
@@ -315,6 +322,7 @@ class ImageBuilder:
             decode=True,
             labels={HASH_LABEL: source_hash, IMAGE_LABEL: d.name},
             buildargs={"BASE": IMAGES["base"].tag} if d.name != "base" else None,
+            target=d.target,
         )
         tail: list[str] = []
         for chunk in stream:
