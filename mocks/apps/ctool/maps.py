@@ -20,16 +20,9 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
-from toolgym.mocks.apps.ctool._common import (
-    FIRST_NAMES,
-    LAST_NAMES,
-    app_now,
-    haversine_km,
-    insert_rows,
-    iso,
-    utc,
-)
+from toolgym.mocks.apps.ctool._common import FIRST_NAMES, LAST_NAMES, app_now, iso, utc
 from toolgym.mocks.responses import bad_request, check_range, conflict, not_found, ok, unprocessable
+from toolgym.mocks.seeding import haversine_km, insert_rows, person_name
 from toolgym.tools import Param
 
 # city -> (center latitude, center longitude, district names)
@@ -274,7 +267,7 @@ class MapsApp(App):
         users = [
             {
                 "user_id": f"MU{i:03d}",
-                "name": f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}",
+                "name": person_name(rng, FIRST_NAMES, LAST_NAMES),
                 "home_city": rng.choice(CITY_NAMES),
             }
             for i in range(1, 41)

@@ -17,7 +17,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     CITIES,
     DONTCARE,
@@ -39,6 +39,7 @@ from toolgym.mocks.apps.mtu._common import (
     words_in,
 )
 from toolgym.mocks.responses import bad_request, conflict, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows, person_name
 from toolgym.tools import Param
 
 SPECIALTIES: Final = {
@@ -157,7 +158,7 @@ class AppointmentsApp(App):
                             if kind == "stylist":
                                 name = f"{rng.choice(SALON_WORDS)} {rng.choice(SALON_KINDS)} {rng.choice(STREETS).split()[0]}"
                             else:
-                                name = f"Dr. {rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}"
+                                name = "Dr. " + person_name(rng, FIRST_NAMES, LAST_NAMES)
                             if name not in names:
                                 break
                         if name in names:

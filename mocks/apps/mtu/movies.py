@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     CITIES,
     DONTCARE,
@@ -37,6 +37,7 @@ from toolgym.mocks.apps.mtu._common import (
 )
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows, name_grid
 from toolgym.tools import Param
 
 GENRES: Final = (
@@ -148,7 +149,7 @@ class MoviesApp(App):
     }
 
     def seed(self, db: Database, rng: random.Random, clock: datetime) -> None:
-        people = [f"{first} {last}" for first in FIRST_NAMES for last in LAST_NAMES]
+        people = name_grid(FIRST_NAMES, LAST_NAMES)
         movies: list[dict[str, Any]] = []
         titles = sorted({f"{a} {b}" for a in TITLE_WORDS[0] for b in TITLE_WORDS[1]})
         for title in rng.sample(titles, 90):

@@ -20,16 +20,9 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import (
-    COMPASS_EN,
-    TevalApp,
-    bearing_deg,
-    compass_index,
-    haversine_km,
-    insert_rows,
-    norm,
-)
+from toolgym.mocks.apps.teval.common import COMPASS_EN, TevalApp, bearing_deg, compass_index, norm
 from toolgym.mocks.responses import bad_request, not_found, ok
+from toolgym.mocks.seeding import haversine_km, insert_rows
 from toolgym.tools import Param
 
 ROAD_FACTOR: Final = 1.2

@@ -20,16 +20,9 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import (
-    COMPASS_ZH,
-    TevalApp,
-    bearing_deg,
-    compass_index,
-    haversine_km,
-    insert_rows,
-    stable_int,
-)
+from toolgym.mocks.apps.teval.common import COMPASS_ZH, TevalApp, bearing_deg, compass_index, stable_int
 from toolgym.mocks.responses import bad_request, not_found, ok, unprocessable
+from toolgym.mocks.seeding import haversine_km, insert_rows
 from toolgym.tools import Param
 
 ROAD_FACTOR: Final = 1.3

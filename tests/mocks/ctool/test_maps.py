@@ -11,7 +11,7 @@ import pytest
 from tests.mocks.ctool import expect_error, ok_call
 from toolgym.errors import ErrorKind
 from toolgym.mocks.apps.ctool import MapsApp
-from toolgym.mocks.apps.ctool._common import haversine_km
+from toolgym.mocks.seeding import haversine_km
 from toolgym.mocks.world import MockWorld
 
 

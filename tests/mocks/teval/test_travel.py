@@ -9,7 +9,7 @@ import pytest
 
 from tests.mocks.teval import CLOCK, call, fails, make_world
 from toolgym.errors import ErrorKind
-from toolgym.mocks.apps.teval.common import haversine_km
+from toolgym.mocks.seeding import haversine_km
 from toolgym.mocks.world import MockWorld
 
 
