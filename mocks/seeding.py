@@ -75,6 +75,24 @@ def haversine_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
     return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(a)))
 
 
+def offset_point(
+    lat: float, lon: float, north_km: float, east_km: float, km_per_degree: float = 111.0
+) -> tuple[float, float]:
+    """The point `north_km` north and `east_km` east of (lat, lon) (flat-earth: fine at city scale;
+    `km_per_degree` is the length of a degree of latitude each app has always used)."""
+    return (
+        lat + north_km / km_per_degree,
+        lon + east_km / (km_per_degree * math.cos(math.radians(lat))),
+    )
+
+
+def point_near(rng: random.Random, lat: float, lon: float, radius_km: float) -> tuple[float, float]:
+    """A point uniformly spread over the disc of `radius_km` around (lat, lon): the distance is
+    drawn before the direction."""
+    dist_km, angle = radius_km * math.sqrt(rng.random()), rng.uniform(0, 2 * math.pi)
+    return offset_point(lat, lon, dist_km * math.cos(angle), dist_km * math.sin(angle))
+
+
 # ---- number words ----------------------------------------------------------------------------------
 NUMBER_WORDS: Final[dict[str, int]] = {
     "zero": 0,

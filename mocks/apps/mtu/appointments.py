@@ -27,7 +27,6 @@ from toolgym.mocks.apps.mtu._common import (
     STREETS,
     Flag,
     canon,
-    city_name,
     finalize_tools,
     flag,
     minutes,
@@ -35,6 +34,7 @@ from toolgym.mocks.apps.mtu._common import (
     parse_clock,
     parse_day,
     phone,
+    require_city,
     street_address,
     words_in,
 )
@@ -281,9 +281,7 @@ class AppointmentsApp(App):
         is_unisex: Annotated[Flag, Param("hair stylists: True, False or dontcare")] = DONTCARE,
     ) -> dict[str, Any]:
         """Find a dentist, doctor, hair stylist or therapist in a city; best rated first."""
-        town = city_name(city)
-        if town is None:
-            raise not_found("city", city)
+        town = require_city("city", city)
         rows = self.rows(
             "SELECT * FROM mtu_appointments_providers WHERE city = ? ORDER BY average_rating DESC, provider_id",
             (town,),

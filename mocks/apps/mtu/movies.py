@@ -31,6 +31,7 @@ from toolgym.mocks.apps.mtu._common import (
     minutes,
     parse_clock,
     parse_day,
+    require_city,
     street_address,
     time_window,
     words_in,
@@ -277,12 +278,6 @@ class MoviesApp(App):
             "seats_left": self._seats_left(s["showtime_id"], day),
         }
 
-    def _city(self, value: str) -> str:
-        found = city_name(value)
-        if found is None:
-            raise not_found("city", value)
-        return found
-
     # ---- catalogue and streaming -------------------------------------------------------------
     @read(name="FindMovies")
     def find_movies(
@@ -312,7 +307,7 @@ class MoviesApp(App):
         if location is None:
             online = [self._movie_view(m) for m in movies if m["available_online"]]
             return ok(count=len(online), movies=online[:10])
-        where, params = "t.city = ?", [self._city(location)]
+        where, params = "t.city = ?", [require_city("location", location)]
         if canon(show_type) != DONTCARE:
             where += " AND s.show_type = ?"
             params.append(choice("show_type", show_type, SHOW_TYPES, {"3-d": "3d", "imax 3d": "imax"}))
@@ -368,7 +363,7 @@ class MoviesApp(App):
         """Get show times for a movie at a location on a given date."""
         m = self._movie(movie_name)
         day = parse_day("show_date", show_date, self.now().date())
-        where, params = "t.city = ? AND s.movie_id = ?", [self._city(location), m["movie_id"]]
+        where, params = "t.city = ? AND s.movie_id = ?", [require_city("location", location), m["movie_id"]]
         if canon(show_type) != DONTCARE:
             where += " AND s.show_type = ?"
             params.append(choice("show_type", show_type, SHOW_TYPES))
@@ -398,7 +393,7 @@ class MoviesApp(App):
             raise unprocessable(f"the {at} show on {day.isoformat()} has started")
         shows = self._shows(
             "t.city = ? AND s.movie_id = ? AND s.show_time = ? AND s.show_type = ?",
-            [self._city(location), m["movie_id"], at, show_type],
+            [require_city("location", location), m["movie_id"], at, show_type],
         )
         roomy = [s for s in shows if self._seats_left(s["showtime_id"], day) >= n]
         if not shows:
