@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from tests.mocks.apps import expect_error
 from toolgym.actions import Observation, ToolCall
 from toolgym.errors import ErrorKind
 from toolgym.mocks.app import App
@@ -25,17 +26,9 @@ def step(world: MockWorld, api: str, /, **arguments: Any) -> Observation:
 
 def fails(world: MockWorld, api: str, code: int | None, /, **arguments: Any) -> Observation:
     """Call an API that must fail: a typed error observation (the HTTP-like code when given; None
-    means an argument error) and the state hash unchanged."""
-    before = world.state_hash()
-    obs = step(world, api, **arguments)
-    assert obs.error is not None, obs.text
-    if code is None:
-        assert obs.error.kind == ErrorKind.ARGUMENT_ERROR, obs.text
-    else:
-        assert obs.error.kind == ErrorKind.TOOL_ERROR, obs.text
-        assert obs.content["code"] == code, obs.text
-    assert world.state_hash() == before
-    return obs
+    means an argument error) and the state unchanged."""
+    kind = ErrorKind.ARGUMENT_ERROR if code is None else ErrorKind.TOOL_ERROR
+    return expect_error(world, api, code, kind, **arguments)
 
 
 def count_rows(world: MockWorld, table: str, **where: Any) -> int:
