@@ -50,6 +50,7 @@ from sqlite_utils import Database
 
 from toolgym.mocks.clock import SimClock, format_time
 from toolgym.mocks.responses import AppError, bad_request, not_found
+from toolgym.mocks.seeding import insert_rows as insert_rows  # seed() helpers; the public name stays here too
 from toolgym.mocks.store import META_TABLE, Store, quote_ident
 from toolgym.tools import Tool
 
@@ -123,28 +124,49 @@ def set_counter(db: Database | sqlite3.Connection, prefix: str, last: int) -> No
     )
 
 
-def insert_rows(db: Database | sqlite3.Connection, table: str, rows: Iterable[Mapping[str, Any]]) -> int:
-    """Bulk insert for seed(): one executemany (several times faster than sqlite-utils'
-    insert_all). Every row must have the keys of the first one. Returns the number of rows."""
-    conn: sqlite3.Connection = db.conn if isinstance(db, Database) else db
-    it = iter(rows)
-    first = next(it, None)
-    if first is None:
-        return 0
-    cols = list(first)
-    sql = (
-        f"INSERT INTO {quote_ident(table)} ({', '.join(quote_ident(c) for c in cols)})"
-        f" VALUES ({', '.join('?' for _ in cols)})"
-    )
-    values = [tuple(first[c] for c in cols)]
-    values.extend(tuple(r[c] for c in cols) for r in it)
-    conn.executemany(sql, values)
-    return len(values)
-
-
 def format_id(prefix: str, number: int, width: int = 6) -> str:
     """The id layout of next_id: format_id("ORD", 7) == "ORD-000007"."""
     return f"{prefix}-{number:0{width}d}"
+
+
+def placeholders(values: Iterable[Any]) -> str:
+    """ "?, ?, ?" for an IN (...) clause of as many values."""
+    return ", ".join("?" for _ in values)
+
+
+class Query:
+    """A SELECT grown by optional filters, for search APIs: each `where` adds " AND <clause>" and
+    its values, so a filter left out (None, "dontcare") simply adds nothing.
+
+        q = Query("SELECT * FROM hotels WHERE city = ?", city).flags(has_wifi=wifi)
+        if stars is not None:
+            q.where("star_rating >= ?", stars)
+        rows = q.rows(self, "average_rating DESC, hotel_id")
+    """
+
+    def __init__(self, sql: str, *params: Any) -> None:
+        self.sql = sql
+        self.params: list[Any] = list(params)
+
+    def where(self, clause: str, *values: Any) -> Query:
+        self.sql += f" AND {clause}"
+        self.params.extend(values)
+        return self
+
+    def where_in(self, column: str, values: Sequence[Any]) -> Query:
+        """`column IN (?, ...)` over `values`."""
+        return self.where(f"{column} IN ({placeholders(values)})", *values)
+
+    def flags(self, flags: Mapping[str, bool | None] | None = None, /, **more: bool | None) -> Query:
+        """`column = 0/1` for each flag that is not None (None: either)."""
+        for column, wanted in {**(flags or {}), **more}.items():
+            if wanted is not None:
+                self.where(f"{column} = ?", int(wanted))
+        return self
+
+    def rows(self, app: App, order_by: str) -> list[dict[str, Any]]:
+        """The matching rows, in `order_by` order (end it with a unique key: results must be stable)."""
+        return app.rows(f"{self.sql} ORDER BY {order_by}", self.params)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -27,6 +27,7 @@ from toolgym.mocks.responses import (
     to_cents,
     unprocessable,
 )
+from toolgym.mocks.seeding import insert_rows, pick_name
 from toolgym.tools import Param
 
 ACCOUNT_TYPES: Final = ("checking", "savings")
@@ -150,7 +151,7 @@ class BankingApp(App):
         history: list[dict[str, Any]] = []
         account_no = 10000
         for i in range(1, N_CUSTOMERS + 1):
-            first, last = rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
+            first, last = pick_name(rng, FIRST_NAMES, LAST_NAMES)
             customer_id = format_id("CUST", i, 4)
             customers.append(
                 {
@@ -183,9 +184,9 @@ class BankingApp(App):
         history.sort(key=lambda t: (t["posted_at"], t["account_id"]))
         for n, t in enumerate(history, 1):
             t["txn_id"] = format_id("TXN", n)
-        db.table("bank_customers").insert_all(customers)
-        db.table("bank_accounts").insert_all(accounts)
-        db.table("bank_transactions").insert_all(history)
+        insert_rows(db, "bank_customers", customers)
+        insert_rows(db, "bank_accounts", accounts)
+        insert_rows(db, "bank_transactions", history)
         set_counter(db, "TXN", len(history))
         set_counter(db, "TRF", 0)
 
@@ -193,7 +194,7 @@ class BankingApp(App):
             {"payee_id": format_id("PAYEE", i, 3), "name": n, "category": c}
             for i, (n, c) in enumerate(PAYEES, 1)
         ]
-        db.table("bank_payees").insert_all(payees)
+        insert_rows(db, "bank_payees", payees)
         bills = []
         by_customer: dict[str, list[str]] = {}
         for a in accounts:
@@ -215,7 +216,7 @@ class BankingApp(App):
                     "txn_id": None,
                 }
             )
-        db.table("bank_bills").insert_all(bills)
+        insert_rows(db, "bank_bills", bills)
 
     @staticmethod
     def _history(rng: random.Random, clock: datetime, kind: str) -> tuple[int, list[dict[str, Any]]]:

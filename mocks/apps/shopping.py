@@ -27,6 +27,7 @@ from toolgym.mocks.responses import (
     to_cents,
     unprocessable,
 )
+from toolgym.mocks.seeding import insert_rows, pick_name
 from toolgym.tools import Param
 
 CATALOGUE: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[int, int]]]] = {
@@ -200,11 +201,11 @@ class ShoppingApp(App):
                     "listed_at": format_time(clock - timedelta(days=rng.randint(1, 720))),
                 }
             )
-        db.table("shop_products").insert_all(products)
+        insert_rows(db, "shop_products", products)
 
         customers: list[dict[str, Any]] = []
         for i in range(1, N_CUSTOMERS + 1):
-            first, last = rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
+            first, last = pick_name(rng, FIRST_NAMES, LAST_NAMES)
             customers.append(
                 {
                     "customer_id": format_id("CUS", i, 5),
@@ -214,7 +215,7 @@ class ShoppingApp(App):
                     "wallet_cents": rng.randrange(0, 60000, 50),
                 }
             )
-        db.table("shop_customers").insert_all(customers)
+        insert_rows(db, "shop_customers", customers)
 
         orders, items = [], []
         tracking = 0
@@ -262,8 +263,8 @@ class ShoppingApp(App):
                     "cancel_reason": cancel_reason,
                 }
             )
-        db.table("shop_orders").insert_all(orders)
-        db.table("shop_order_items").insert_all(items)
+        insert_rows(db, "shop_orders", orders)
+        insert_rows(db, "shop_order_items", items)
         set_counter(db, "ORD", N_ORDERS)
         set_counter(db, "TRK", tracking)
 
@@ -277,7 +278,7 @@ class ShoppingApp(App):
                         "quantity": 1,
                         "added_at": format_time(clock - timedelta(hours=rng.randint(1, 72))),
                     }
-        db.table("shop_cart_items").insert_all(cart.values())
+        insert_rows(db, "shop_cart_items", cart.values())
 
     # ---- helpers -----------------------------------------------------------------------------
     @staticmethod

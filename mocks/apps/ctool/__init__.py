@@ -1,8 +1,8 @@
 """CToolEval-style mock apps with write operations: express delivery, instant messaging, meeting
 rooms and calendars, maps, music and food delivery (takeout). English snake_case API names.
 
-`CTOOL_APPS` lists the app classes; `resolve_app_names` turns task `apps` names into classes,
-looking here first and then in the main registry (toolgym.mocks.apps.ALL_APPS).
+`CTOOL_APPS` lists the app classes; `resolve_app_names` turns task `apps` names into classes
+through the main registry (toolgym.mocks.apps.ALL_APPS, which holds these apps too).
 """
 
 from __future__ import annotations
@@ -21,18 +21,11 @@ CTOOL_APPS: list[type[App]] = [ExpressApp, MessagingApp, CalendarApp, MapsApp, M
 
 
 def resolve_app_names(names: Iterable[str]) -> list[type[App]]:
-    """App classes for registry names: the apps of this package, then the main registry's."""
-    # imported here: the main registry may import this package, so it cannot be imported at the top
-    from toolgym.mocks.apps import ALL_APPS
+    """App classes for registry names (this group's apps are in the main registry too)."""
+    # imported here: the main registry imports this package
+    from toolgym.mocks.apps import load_apps
 
-    known = {cls.name: cls for cls in CTOOL_APPS}
-    out = []
-    for name in names:
-        cls = known.get(name) or ALL_APPS.get(name)
-        if cls is None:
-            raise KeyError(f"no mock app {name!r}; known: {sorted({*known, *ALL_APPS})}")
-        out.append(cls)
-    return out
+    return load_apps(names)
 
 
 __all__ = [

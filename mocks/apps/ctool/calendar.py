@@ -16,17 +16,8 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
-from toolgym.mocks.apps.ctool._common import (
-    FIRST_NAMES,
-    LAST_NAMES,
-    app_now,
-    insert_rows,
-    iso,
-    parse_time,
-    placeholders,
-    utc,
-)
+from toolgym.mocks.app import App, Volatile, format_id, placeholders, read, set_counter, write
+from toolgym.mocks.apps.ctool._common import FIRST_NAMES, LAST_NAMES, app_now, iso, parse_time, utc
 from toolgym.mocks.responses import (
     AppError,
     bad_request,
@@ -37,6 +28,7 @@ from toolgym.mocks.responses import (
     parse_date,
     unprocessable,
 )
+from toolgym.mocks.seeding import insert_rows, pick_name
 from toolgym.tools import Param
 
 BUILDINGS: Final = ("Tower A", "Tower B", "Tower C")
@@ -165,7 +157,7 @@ class CalendarApp(App):
         now = utc(clock)
         people: list[dict[str, Any]] = []
         for i in range(1, N_PEOPLE + 1):
-            first, last = rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
+            first, last = pick_name(rng, FIRST_NAMES, LAST_NAMES)
             people.append(
                 {
                     "person_id": f"P{i:03d}",

@@ -18,15 +18,7 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
-from toolgym.mocks.apps.ctool._common import (
-    FIRST_NAMES,
-    LAST_NAMES,
-    app_now,
-    haversine_km,
-    insert_rows,
-    iso,
-    utc,
-)
+from toolgym.mocks.apps.ctool._common import FIRST_NAMES, LAST_NAMES, app_now, iso, utc
 from toolgym.mocks.responses import (
     bad_request,
     conflict,
@@ -35,6 +27,7 @@ from toolgym.mocks.responses import (
     paginate,
     unprocessable,
 )
+from toolgym.mocks.seeding import haversine_km, insert_rows, person_name
 from toolgym.tools import Param
 
 # name -> (latitude, longitude) of the city center
@@ -243,7 +236,7 @@ class ExpressApp(App):
         now = utc(clock)
 
         def person() -> str:
-            return f"{rng.choice(LAST_NAMES)} {rng.choice(FIRST_NAMES)}"
+            return person_name(rng, FIRST_NAMES, LAST_NAMES, family_first=True)
 
         def phone() -> str:
             return "1" + rng.choice("3589") + "".join(rng.choice("0123456789") for _ in range(9))

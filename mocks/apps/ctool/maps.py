@@ -20,16 +20,9 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
-from toolgym.mocks.apps.ctool._common import (
-    FIRST_NAMES,
-    LAST_NAMES,
-    app_now,
-    haversine_km,
-    insert_rows,
-    iso,
-    utc,
-)
+from toolgym.mocks.apps.ctool._common import FIRST_NAMES, LAST_NAMES, app_now, iso, utc
 from toolgym.mocks.responses import bad_request, check_range, conflict, not_found, ok, unprocessable
+from toolgym.mocks.seeding import haversine_km, insert_rows, offset_point, person_name
 from toolgym.tools import Param
 
 # city -> (center latitude, center longitude, district names)
@@ -114,11 +107,8 @@ ADDRESS_RE: Final = re.compile(r"^\s*(?:no\.?\s*)?(\d+)\s*,?\s+(.+)$", re.IGNORE
 
 
 def offset(lat: float, lon: float, north_km: float, east_km: float) -> tuple[float, float]:
-    """The point `north_km` north and `east_km` east of (lat, lon) (flat-earth: fine at city scale)."""
-    return (
-        lat + north_km / KM_PER_DEG_LAT,
-        lon + east_km / (KM_PER_DEG_LAT * math.cos(math.radians(lat))),
-    )
+    """The point `north_km` north and `east_km` east of (lat, lon), on this app's degree length."""
+    return offset_point(lat, lon, north_km, east_km, KM_PER_DEG_LAT)
 
 
 def _local_km(lat0: float, lon0: float, lat: float, lon: float) -> tuple[float, float]:
@@ -274,7 +264,7 @@ class MapsApp(App):
         users = [
             {
                 "user_id": f"MU{i:03d}",
-                "name": f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}",
+                "name": person_name(rng, FIRST_NAMES, LAST_NAMES),
                 "home_city": rng.choice(CITY_NAMES),
             }
             for i in range(1, 41)

@@ -16,16 +16,10 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
-from toolgym.mocks.apps.ctool._common import (
-    FIRST_NAMES,
-    LAST_NAMES,
-    app_now,
-    insert_rows,
-    iso,
-    utc,
-)
+from toolgym.mocks.app import App, Query, Volatile, format_id, read, set_counter, write
+from toolgym.mocks.apps.ctool._common import FIRST_NAMES, LAST_NAMES, app_now, iso, utc
 from toolgym.mocks.responses import AppError, bad_request, conflict, not_found, ok, paginate, unprocessable
+from toolgym.mocks.seeding import insert_rows, pick_name
 from toolgym.tools import Param
 
 REQUEST_STATUSES: Final = ("pending", "accepted", "declined")
@@ -163,7 +157,7 @@ class MessagingApp(App):
         now = utc(clock)
         users = []
         for i in range(1, N_USERS + 1):
-            first, last = rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
+            first, last = pick_name(rng, FIRST_NAMES, LAST_NAMES)
             users.append(
                 {
                     "user_id": f"U{i:04d}",
@@ -458,12 +452,10 @@ class MessagingApp(App):
         """Friend requests the user received (or sent), newest first."""
         self._user(user_id)
         column = "to_user_id" if direction == "incoming" else "from_user_id"
-        sql = f"SELECT * FROM messaging_friend_requests WHERE {column} = ?"
-        params: list[Any] = [user_id]
+        query = Query(f"SELECT * FROM messaging_friend_requests WHERE {column} = ?", user_id)
         if status is not None:
-            sql += " AND status = ?"
-            params.append(status)
-        return ok(requests=self.rows(sql + " ORDER BY created_at DESC, request_id DESC", params))
+            query.where("status = ?", status)
+        return ok(requests=query.rows(self, "created_at DESC, request_id DESC"))
 
     @write
     def respond_to_friend_request(

@@ -17,8 +17,9 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
-from toolgym.mocks.apps.ctool._common import FIRST_NAMES, LAST_NAMES, app_now, insert_rows, iso, utc
+from toolgym.mocks.apps.ctool._common import FIRST_NAMES, LAST_NAMES, app_now, iso, utc
 from toolgym.mocks.responses import AppError, bad_request, check_range, conflict, not_found, ok, paginate
+from toolgym.mocks.seeding import insert_rows, person_name
 from toolgym.tools import Param
 
 GENRES: Final = (
@@ -203,7 +204,7 @@ class MusicApp(App):
             if rng.random() < 0.4:
                 name = f"The {rng.choice(ADJECTIVES)} {plural(rng.choice(NOUNS))}"
             else:
-                name = f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}"
+                name = person_name(rng, FIRST_NAMES, LAST_NAMES)
             if name in names:
                 continue
             names.add(name)
@@ -264,7 +265,7 @@ class MusicApp(App):
         users = [
             {
                 "user_id": f"LN{i:03d}",
-                "name": f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}",
+                "name": person_name(rng, FIRST_NAMES, LAST_NAMES),
                 "premium": int(rng.random() < 0.4),
             }
             for i in range(1, N_USERS + 1)

@@ -18,7 +18,7 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
-from toolgym.mocks.apps.ctool._common import FIRST_NAMES, LAST_NAMES, app_now, insert_rows, iso, utc
+from toolgym.mocks.apps.ctool._common import FIRST_NAMES, LAST_NAMES, app_now, iso, utc
 from toolgym.mocks.responses import (
     AppError,
     bad_request,
@@ -30,6 +30,7 @@ from toolgym.mocks.responses import (
     to_cents,
     unprocessable,
 )
+from toolgym.mocks.seeding import insert_rows, person_name
 from toolgym.tools import Param
 
 CITY: Final = "Shanghai"
@@ -274,7 +275,7 @@ class TakeoutApp(App):
             users.append(
                 {
                     "user_id": user_id,
-                    "name": f"{rng.choice(LAST_NAMES)} {rng.choice(FIRST_NAMES)}",
+                    "name": person_name(rng, FIRST_NAMES, LAST_NAMES, family_first=True),
                     "phone": "13" + "".join(rng.choice("0123456789") for _ in range(9)),
                     "wallet_cents": rng.randrange(0, 60000, 100),
                 }

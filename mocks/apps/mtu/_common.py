@@ -12,15 +12,16 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import date, datetime, timedelta
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import date, timedelta
 from types import NoneType, UnionType
 from typing import Annotated, Any, Final, Union, get_args, get_origin
 
 from pydantic import BeforeValidator, ConfigDict, Field, create_model
 
-from toolgym.mocks.app import App, app_apis
+from toolgym.mocks.app import App, Query, app_apis
 from toolgym.mocks.responses import bad_request, not_found
+from toolgym.mocks.seeding import leading_number
 
 DONTCARE: Final = "dontcare"
 
@@ -49,28 +50,6 @@ def flag(param: str, value: str | bool | None) -> bool | None:
     raise bad_request(f"{param!r} must be True, False or 'dontcare', got {value!r}", param=param)
 
 
-NUMBER_WORDS: Final[dict[str, int]] = {
-    "zero": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "a couple": 2,
-    "a": 1,
-    "an": 1,
-    "single": 1,
-    "couple": 2,
-}
-
-
 def count(param: str, value: int | str | None, *, lo: int = 1, hi: int = 50) -> int:
     """A count from 3, "3", "three" or "3 people"; 400 unless it is within [lo, hi]."""
     number: int | None = None
@@ -79,15 +58,7 @@ def count(param: str, value: int | str | None, *, lo: int = 1, hi: int = 50) -> 
     elif isinstance(value, int):
         number = value
     elif isinstance(value, str):
-        text = value.strip().lower()
-        found = re.match(r"^(\d+)", text)
-        if found:
-            number = int(found.group(1))
-        else:
-            for word in sorted(NUMBER_WORDS, key=len, reverse=True):
-                if text == word or text.startswith(word + " "):
-                    number = NUMBER_WORDS[word]
-                    break
+        number = leading_number(value.strip().lower())
     if number is None:
         raise bad_request(f"{param!r} must be a whole number, got {value!r}", param=param)
     if not lo <= number <= hi:
@@ -383,6 +354,16 @@ def area_of(value: str) -> str | None:
     return None
 
 
+def where_area(query: Query, area: str, city: Callable[[str], str] | None = None) -> Query:
+    """MultiWOZ's `area` filter: a part of Cambridge ("centre", "the west") or, as MTU's other
+    sources use the same parameter, a city (`city` resolves it; default: the seeded city's name or
+    the text as given)."""
+    part = area_of(area)
+    if part is not None:
+        return query.where("city = 'Cambridge' AND area = ?", part)
+    return query.where("city = ?", city(area) if city is not None else city_name(area) or area)
+
+
 STREETS: Final = (
     "Main Street",
     "Oak Avenue",
@@ -485,30 +466,6 @@ def street_address(rng: random.Random) -> str:
 
 def phone(rng: random.Random) -> str:
     return f"{rng.randint(200, 989)}-{rng.randint(200, 999)}-{rng.randint(0, 9999):04d}"
-
-
-def unique_names(rng: random.Random, n: int, make: Any) -> list[str]:
-    """`n` distinct names from `make(rng)` (a few retries, then a numbered suffix)."""
-    seen: set[str] = set()
-    out: list[str] = []
-    for _ in range(n):
-        name = make(rng)
-        tries = 0
-        while name.lower() in seen and tries < 20:
-            name, tries = make(rng), tries + 1
-        if name.lower() in seen:
-            name = f"{name} {len(out) + 1}"
-        seen.add(name.lower())
-        out.append(name)
-    return out
-
-
-def day_span(start: date, days: int) -> list[date]:
-    return [start + timedelta(days=i) for i in range(days)]
-
-
-def today_of(clock: datetime) -> date:
-    return clock.date()
 
 
 # ---- argument leniency and published names the framework cannot express -------------------

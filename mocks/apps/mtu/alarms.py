@@ -17,9 +17,10 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import WEEKDAYS, canon, finalize_tools, parse_clock, parse_day
 from toolgym.mocks.responses import bad_request, check_range, conflict, not_found, ok
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 DEFAULT_LABEL: Final = "My alarm"

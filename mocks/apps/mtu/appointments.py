@@ -17,7 +17,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     CITIES,
     DONTCARE,
@@ -27,7 +27,6 @@ from toolgym.mocks.apps.mtu._common import (
     STREETS,
     Flag,
     canon,
-    city_name,
     finalize_tools,
     flag,
     minutes,
@@ -35,10 +34,12 @@ from toolgym.mocks.apps.mtu._common import (
     parse_clock,
     parse_day,
     phone,
+    require_city,
     street_address,
     words_in,
 )
 from toolgym.mocks.responses import bad_request, conflict, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows, person_name
 from toolgym.tools import Param
 
 SPECIALTIES: Final = {
@@ -157,7 +158,7 @@ class AppointmentsApp(App):
                             if kind == "stylist":
                                 name = f"{rng.choice(SALON_WORDS)} {rng.choice(SALON_KINDS)} {rng.choice(STREETS).split()[0]}"
                             else:
-                                name = f"Dr. {rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}"
+                                name = "Dr. " + person_name(rng, FIRST_NAMES, LAST_NAMES)
                             if name not in names:
                                 break
                         if name in names:
@@ -280,9 +281,7 @@ class AppointmentsApp(App):
         is_unisex: Annotated[Flag, Param("hair stylists: True, False or dontcare")] = DONTCARE,
     ) -> dict[str, Any]:
         """Find a dentist, doctor, hair stylist or therapist in a city; best rated first."""
-        town = city_name(city)
-        if town is None:
-            raise not_found("city", city)
+        town = require_city("city", city)
         rows = self.rows(
             "SELECT * FROM mtu_appointments_providers WHERE city = ? ORDER BY average_rating DESC, provider_id",
             (town,),

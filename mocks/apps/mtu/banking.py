@@ -16,9 +16,10 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import FIRST_NAMES, LAST_NAMES, Flag, canon, finalize_tools, flag
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, to_cents, unprocessable
+from toolgym.mocks.seeding import insert_rows, name_grid
 from toolgym.tools import Param
 
 ACCOUNT_TYPES: Final = ("checking", "savings")
@@ -102,7 +103,7 @@ class MtuBankingApp(App):
         txns: list[dict[str, Any]] = []
         used: set[str] = set(USER_ACCOUNTS.values()) | set(KNOWN_NUMBERS)
         known = list(KNOWN_NUMBERS)
-        people = rng.sample([f"{f} {last}" for f in FIRST_NAMES for last in LAST_NAMES], 60)
+        people = rng.sample(name_grid(FIRST_NAMES, LAST_NAMES), 60)
         for i, holder in enumerate(["Alex Morgan", *people], 1):
             customer_id = format_id("CUST", i, 4)
             # the user and the owners of the quoted numbers have both kinds of account

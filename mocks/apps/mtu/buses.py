@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     CITY_BY_NAME,
     DONTCARE,
@@ -32,6 +32,7 @@ from toolgym.mocks.apps.mtu._common import (
 )
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import conflict, from_cents, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 BUS_CITIES: Final = (

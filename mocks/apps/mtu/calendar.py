@@ -12,7 +12,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     clock_of,
     finalize_tools,
@@ -22,6 +22,7 @@ from toolgym.mocks.apps.mtu._common import (
     street_address,
 )
 from toolgym.mocks.responses import bad_request, conflict, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 DAY_START: Final = 8 * 60

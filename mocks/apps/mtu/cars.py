@@ -14,7 +14,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     CITIES,
     DONTCARE,
@@ -27,9 +27,11 @@ from toolgym.mocks.apps.mtu._common import (
     one_of,
     parse_clock,
     parse_day,
+    require_city,
 )
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 MODELS: Final = {
@@ -185,9 +187,7 @@ class CarsApp(App):
         _, end = one_of({"end_date": end_date, "dropoff_date": dropoff_date}, "drop-off date")
         first, last = self._period(str(start), str(end))
         at = parse_clock("pickup_time", pickup_time)
-        town = city_name(str(where))
-        if town is None:
-            raise not_found("city", where)
+        town = require_city("city", str(where))
         sql, params = "c.city = ?", [town]
         # the pickup_city variant filters by `type` (default Standard); the city variant by car_type
         wanted = car_type if canon(car_type) != DONTCARE else (type if pickup_city is not None else DONTCARE)

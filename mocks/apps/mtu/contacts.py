@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     FIRST_NAMES,
     LAST_NAMES,
@@ -26,6 +26,7 @@ from toolgym.mocks.apps.mtu._common import (
     street_address,
 )
 from toolgym.mocks.responses import bad_request, conflict, not_found, ok
+from toolgym.mocks.seeding import insert_rows, name_grid
 from toolgym.tools import Param
 
 FAMILY: Final = ("Mom", "Dad", "Grandma", "Boss")
@@ -100,7 +101,7 @@ class ContactsApp(App):
 
     def seed(self, db: Database, rng: random.Random, clock: datetime) -> None:
         names = list(FAMILY)
-        pairs = [f"{f} {last}" for f in FIRST_NAMES for last in LAST_NAMES]
+        pairs = name_grid(FIRST_NAMES, LAST_NAMES)
         names += rng.sample(pairs, 140)
         contacts: list[dict[str, Any]] = []
         phones: list[dict[str, Any]] = []

@@ -15,16 +15,10 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, write
-from toolgym.mocks.apps.mtu._common import (
-    FIRST_NAMES,
-    LAST_NAMES,
-    NUMBER_WORDS,
-    canon,
-    finalize_tools,
-    words_in,
-)
+from toolgym.mocks.app import App, Volatile, format_id, read, write
+from toolgym.mocks.apps.mtu._common import FIRST_NAMES, LAST_NAMES, canon, finalize_tools, words_in
 from toolgym.mocks.responses import bad_request, conflict, not_found, ok
+from toolgym.mocks.seeding import NUMBER_WORDS, insert_rows, person_name
 from toolgym.tools import Param
 
 TYPES: Final = (
@@ -169,7 +163,7 @@ class CreativeApp(App):
                     "work_id": format_id("WRK", i, 4),
                     "title": title,
                     "object_type": kind,
-                    "creator": f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}",
+                    "creator": person_name(rng, FIRST_NAMES, LAST_NAMES),
                     "year": rng.randint(1850 if kind in BOOKISH else 1960, clock.year),
                     "genre": rng.choice(GENRES),
                     "platforms": PLATFORMS[kind],

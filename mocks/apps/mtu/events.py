@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Query, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     AREAS,
     CITIES,
@@ -21,20 +21,21 @@ from toolgym.mocks.apps.mtu._common import (
     STREETS,
     Count,
     Flag,
-    area_of,
     canon,
-    city_name,
     count,
     finalize_tools,
     flag,
     parse_day,
     phone,
+    require_city,
     select_fields,
     street_address,
+    where_area,
     words_in,
 )
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 EVENT_TYPES: Final = ("Music", "Sports", "Theater")
@@ -248,12 +249,6 @@ class EventsApp(App):
             "tickets_left": self._tickets_left(e),
         }
 
-    def _city(self, value: str) -> str:
-        found = city_name(value)
-        if found is None:
-            raise not_found("city", value)
-        return found
-
     @read(name="FindEvents")
     def find_events(
         self,
@@ -265,19 +260,19 @@ class EventsApp(App):
         ] = DONTCARE,
     ) -> dict[str, Any]:
         """Find concerts, games and plays happening in a city; soonest first."""
-        sql = "SELECT * FROM mtu_events_events WHERE event_type = ? AND city = ?"
-        params: list[Any] = [event_type_of(event_type), self._city(city)]
+        query = Query(
+            "SELECT * FROM mtu_events_events WHERE event_type = ? AND city = ?",
+            event_type_of(event_type),
+            require_city("city", city),
+        )
         today = self.now().date()
         if canon(date) != DONTCARE:
-            sql += " AND date = ?"
-            params.append(parse_day("date", date, today).isoformat())
+            query.where("date = ?", parse_day("date", date, today).isoformat())
         else:
-            sql += " AND date >= ?"
-            params.append(today.isoformat())
+            query.where("date >= ?", today.isoformat())
         if canon(category) != DONTCARE:
-            sql += " AND lower(category) = ?"
-            params.append(canon(category))
-        rows = self.rows(sql + " ORDER BY date, time, event_id", params)
+            query.where("lower(category) = ?", canon(category))
+        rows = query.rows(self, "date, time, event_id")
         events = [self._event_view(r) for r in rows]
         return ok(count=len(events), events=events[:10])
 
@@ -291,7 +286,7 @@ class EventsApp(App):
         rows = self.rows(
             "SELECT * FROM mtu_events_events WHERE lower(event_name) = ? AND city = ? AND date >= ?"
             " ORDER BY date, time, event_id",
-            (canon(event_name), self._city(city), self.now().date().isoformat()),
+            (canon(event_name), require_city("city", city), self.now().date().isoformat()),
         )
         if not rows:
             raise not_found("event", f"{event_name} in {city}")
@@ -312,7 +307,7 @@ class EventsApp(App):
             raise unprocessable(f"the show on {day.isoformat()} is over")
         e = self.row(
             "SELECT * FROM mtu_events_events WHERE lower(event_name) = ? AND city = ? AND date = ? ORDER BY event_id",
-            (canon(event_name), self._city(city), day.isoformat()),
+            (canon(event_name), require_city("city", city), day.isoformat()),
         )
         if e is None:
             raise not_found("event", f"{event_name} in {city} on {day.isoformat()}")
@@ -350,23 +345,20 @@ class EventsApp(App):
         good_for_kids: Annotated[Flag, Param("True, False or dontcare")] = DONTCARE,
     ) -> dict[str, Any]:
         """Browse attractions in a given city."""
-        sql = "SELECT * FROM mtu_events_attractions WHERE city = ?"
-        params: list[Any] = [self._city(location)]
+        query = Query(
+            "SELECT * FROM mtu_events_attractions WHERE city = ?", require_city("location", location)
+        )
         if canon(category) != DONTCARE:
             if canon(category) not in {canon(c) for c in SGD_CATEGORIES}:
                 raise bad_request(
                     f"invalid category {category!r}; expected one of {[*SGD_CATEGORIES, DONTCARE]}"
                 )
-            sql += " AND lower(category) = ?"
-            params.append(canon(category))
+            query.where("lower(category) = ?", canon(category))
         free = flag("free_entry", free_entry)
         if free is not None:
-            sql += " AND entrance_fee_cents = 0" if free else " AND entrance_fee_cents > 0"
-        kids = flag("good_for_kids", good_for_kids)
-        if kids is not None:
-            sql += " AND good_for_kids = ?"
-            params.append(int(kids))
-        rows = self.rows(sql + " ORDER BY attraction_name, attraction_id", params)
+            query.where("entrance_fee_cents = 0" if free else "entrance_fee_cents > 0")
+        query.flags(good_for_kids=flag("good_for_kids", good_for_kids))
+        rows = query.rows(self, "attraction_name, attraction_id")
         return ok(count=len(rows), attractions=[self._attraction_view(r) for r in rows])
 
     @read(name="searchAttraction")
@@ -380,22 +372,16 @@ class EventsApp(App):
         ),
     ) -> dict[str, Any]:
         """Search attractions by name, type and area."""
-        sql, params = "SELECT * FROM mtu_events_attractions WHERE 1", list[Any]()
+        query = Query("SELECT * FROM mtu_events_attractions WHERE 1")
         if area is not None:
-            part = area_of(area)
-            if part is not None:
-                sql += " AND city = 'Cambridge' AND area = ?"
-                params.append(part)
-            else:
-                sql += " AND city = ?"
-                params.append(self._city(area))
+            where_area(query, area, lambda a: require_city("area", a))
         elif name is None:
-            sql += " AND city = 'Cambridge'"  # the MultiWOZ town
+            query.where("city = 'Cambridge'")  # the MultiWOZ town
         if type is not None:
             key = canon(type).replace(" ", "").replace("theater", "theatre")
-            sql += " AND replace(lower(type), ' ', '') IN (?, ?)"  # "museums" finds "museum"
-            params.extend((key, key.removesuffix("s")))
-        rows = self.rows(sql + " ORDER BY attraction_name, attraction_id", params)
+            # "museums" finds "museum"
+            query.where("replace(lower(type), ' ', '') IN (?, ?)", key, key.removesuffix("s"))
+        rows = query.rows(self, "attraction_name, attraction_id")
         if name is not None:
             rows = [r for r in rows if words_in(name, r["attraction_name"])]
         found = [

@@ -17,7 +17,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Query, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     CITY_BY_NAME,
     DONTCARE,
@@ -38,6 +38,7 @@ from toolgym.mocks.apps.mtu._common import (
 )
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 # city, IATA code, airport name
@@ -234,22 +235,16 @@ class FlightsApp(App):
     def _legs(
         self, origins: list[str], destinations: list[str], airline: str | None, refundable: bool | None
     ) -> list[dict[str, Any]]:
-        sql = (
+        query = Query(
             "SELECT s.*, o.city AS origin_city, o.airport_name AS origin_airport_name,"
             " d.city AS destination_city, d.airport_name AS destination_airport_name"
             " FROM mtu_flights_schedules s JOIN mtu_flights_airports o ON o.code = s.origin_airport"
-            " JOIN mtu_flights_airports d ON d.code = s.destination_airport"
-            f" WHERE s.origin_airport IN ({', '.join('?' * len(origins))})"
-            f" AND s.destination_airport IN ({', '.join('?' * len(destinations))})"
+            " JOIN mtu_flights_airports d ON d.code = s.destination_airport WHERE 1"
         )
-        params: list[Any] = [*origins, *destinations]
+        query.where_in("s.origin_airport", origins).where_in("s.destination_airport", destinations)
         if airline is not None:
-            sql += " AND lower(s.airlines) = ?"
-            params.append(canon(airline))
-        if refundable is not None:
-            sql += " AND s.refundable = ?"
-            params.append(int(refundable))
-        return self.rows(sql + " ORDER BY s.departure_time, s.flight_number", params)
+            query.where("lower(s.airlines) = ?", canon(airline))
+        return query.flags({"s.refundable": refundable}).rows(self, "s.departure_time, s.flight_number")
 
     def _leg_view(self, f: dict[str, Any], day: date, cabin: str, party: int, bags: int) -> dict[str, Any]:
         dep = minutes(f["departure_time"])

@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Query, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     CITIES,
     DONTCARE,
@@ -29,6 +29,7 @@ from toolgym.mocks.apps.mtu._common import (
     street_address,
 )
 from toolgym.mocks.responses import conflict, from_cents, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 INTENTS: Final = ("rent", "buy")
@@ -182,19 +183,12 @@ class HomesApp(App):
         town = city_name(area)
         if town is None:
             raise not_found("area", area)
-        sql = "SELECT * FROM mtu_homes_properties WHERE area = ? AND intent = ?"
-        params: list[Any] = [town, intent]
+        query = Query("SELECT * FROM mtu_homes_properties WHERE area = ? AND intent = ?", town, intent)
         if beds is not None:
-            sql += " AND number_of_beds = ?"
-            params.append(beds)
+            query.where("number_of_beds = ?", beds)
         if baths is not None:
-            sql += " AND number_of_baths >= ?"
-            params.append(baths)
-        for column, wanted in flags.items():
-            if wanted is not None:
-                sql += f" AND {column} = ?"
-                params.append(int(wanted))
-        return [self._view(r) for r in self.rows(sql + " ORDER BY price_cents, property_id", params)]
+            query.where("number_of_baths >= ?", baths)
+        return [self._view(r) for r in query.flags(flags).rows(self, "price_cents, property_id")]
 
     # ---- APIs --------------------------------------------------------------------------------------
     @read(name="FindHomeByArea")

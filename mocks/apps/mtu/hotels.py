@@ -15,14 +15,13 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Query, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     AREAS,
     CITIES,
     DONTCARE,
     Count,
     Flag,
-    area_of,
     canon,
     choice,
     city_name,
@@ -34,10 +33,12 @@ from toolgym.mocks.apps.mtu._common import (
     phone,
     select_fields,
     street_address,
+    where_area,
     words_in,
 )
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 BRANDS: Final = ("Hilton", "Marriott", "Hyatt Regency", "Holiday Inn", "Best Western", "Radisson", "Westin")
@@ -359,21 +360,15 @@ class HotelsApp(App):
     ) -> dict[str, Any]:
         """Look for accommodation in a city; best rated first."""
         _, where = one_of({"location": location, "destination": destination}, "SearchHotel")
-        sql = "SELECT * FROM mtu_hotels_hotels WHERE city = ?"
-        params: list[Any] = [city_name(str(where)) or str(where)]
-        for column, value in (
-            ("smoking_allowed", smoking_allowed),
-            ("has_wifi", has_wifi),
-            ("pets_welcome", pets_welcome),
-        ):
-            wanted = flag(column, value)
-            if wanted is not None:
-                sql += f" AND {column} = ?"
-                params.append(int(wanted))
+        query = Query("SELECT * FROM mtu_hotels_hotels WHERE city = ?", city_name(str(where)) or str(where))
+        query.flags(
+            smoking_allowed=flag("smoking_allowed", smoking_allowed),
+            has_wifi=flag("has_wifi", has_wifi),
+            pets_welcome=flag("pets_welcome", pets_welcome),
+        )
         if canon(star_rating) != DONTCARE:
-            sql += " AND star_rating >= ?"
-            params.append(count("star_rating", star_rating, hi=5))
-        rows = self.rows(sql + " ORDER BY average_rating DESC, hotel_name, hotel_id", params)
+            query.where("star_rating >= ?", count("star_rating", star_rating, hi=5))
+        rows = query.rows(self, "average_rating DESC, hotel_name, hotel_id")
         today = self.now().date()
         results = []
         for h in rows:
@@ -426,27 +421,15 @@ class HotelsApp(App):
         ),
     ) -> dict[str, Any]:
         """Search hotels by stars, type, parking, internet, area, name and price range."""
-        sql, params = "SELECT * FROM mtu_hotels_hotels WHERE 1", list[Any]()
+        query = Query("SELECT * FROM mtu_hotels_hotels WHERE 1")
         if area is not None:
-            part = area_of(area)
-            if part is not None:
-                sql += " AND city = 'Cambridge' AND area = ?"
-                params.append(part)
-            else:
-                sql += " AND city = ?"
-                params.append(city_name(area) or area)
+            where_area(query, area)
         if stars is not None and canon(stars) != DONTCARE:
-            sql += " AND star_rating = ?"
-            params.append(count("stars", stars, lo=0, hi=5))
+            query.where("star_rating = ?", count("stars", stars, lo=0, hi=5))
         if type is not None and canon(type) != DONTCARE:
-            sql += " AND type = ?"
-            params.append(choice("type", type.replace("guest house", "guesthouse"), HOTEL_TYPES))
-        for column, value in (("parking", parking), ("has_wifi", internet)):
-            wanted = flag(column, value)
-            if wanted is not None:
-                sql += f" AND {column} = ?"
-                params.append(int(wanted))
-        rows = self.rows(sql + " ORDER BY hotel_name, city, hotel_id", params)
+            query.where("type = ?", choice("type", type.replace("guest house", "guesthouse"), HOTEL_TYPES))
+        query.flags(parking=flag("parking", parking), has_wifi=flag("has_wifi", internet))
+        rows = query.rows(self, "hotel_name, city, hotel_id")
         if priceRange is not None and canon(priceRange) != DONTCARE:
             label = choice("priceRange", priceRange, MULTIWOZ_PRICES)
             rows = [r for r in rows if _price_label(r["price_per_night_cents"]) == label]

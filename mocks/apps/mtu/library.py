@@ -17,9 +17,10 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import CITIES, FIRST_NAMES, LAST_NAMES, canon, choice, finalize_tools
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, to_cents, unprocessable
+from toolgym.mocks.seeding import insert_rows, person_name
 from toolgym.tools import Param
 
 BOOKS: Final = (
@@ -159,7 +160,7 @@ class LibraryApp(App):
         members = [
             {
                 "library_number": n,
-                "name": f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}",
+                "name": person_name(rng, FIRST_NAMES, LAST_NAMES),
                 "city_of_residence": LIBRARY_TOWN if rng.random() < 0.7 else rng.choice(CITIES).name,
                 "membership_fee_cents": 0,
                 "joined_at": (clock - timedelta(days=rng.randint(30, 3000))).isoformat(),

@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     CITIES,
     DONTCARE,
@@ -31,12 +31,14 @@ from toolgym.mocks.apps.mtu._common import (
     minutes,
     parse_clock,
     parse_day,
+    require_city,
     street_address,
     time_window,
     words_in,
 )
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows, name_grid
 from toolgym.tools import Param
 
 GENRES: Final = (
@@ -148,7 +150,7 @@ class MoviesApp(App):
     }
 
     def seed(self, db: Database, rng: random.Random, clock: datetime) -> None:
-        people = [f"{first} {last}" for first in FIRST_NAMES for last in LAST_NAMES]
+        people = name_grid(FIRST_NAMES, LAST_NAMES)
         movies: list[dict[str, Any]] = []
         titles = sorted({f"{a} {b}" for a in TITLE_WORDS[0] for b in TITLE_WORDS[1]})
         for title in rng.sample(titles, 90):
@@ -276,12 +278,6 @@ class MoviesApp(App):
             "seats_left": self._seats_left(s["showtime_id"], day),
         }
 
-    def _city(self, value: str) -> str:
-        found = city_name(value)
-        if found is None:
-            raise not_found("city", value)
-        return found
-
     # ---- catalogue and streaming -------------------------------------------------------------
     @read(name="FindMovies")
     def find_movies(
@@ -311,7 +307,7 @@ class MoviesApp(App):
         if location is None:
             online = [self._movie_view(m) for m in movies if m["available_online"]]
             return ok(count=len(online), movies=online[:10])
-        where, params = "t.city = ?", [self._city(location)]
+        where, params = "t.city = ?", [require_city("location", location)]
         if canon(show_type) != DONTCARE:
             where += " AND s.show_type = ?"
             params.append(choice("show_type", show_type, SHOW_TYPES, {"3-d": "3d", "imax 3d": "imax"}))
@@ -367,7 +363,7 @@ class MoviesApp(App):
         """Get show times for a movie at a location on a given date."""
         m = self._movie(movie_name)
         day = parse_day("show_date", show_date, self.now().date())
-        where, params = "t.city = ? AND s.movie_id = ?", [self._city(location), m["movie_id"]]
+        where, params = "t.city = ? AND s.movie_id = ?", [require_city("location", location), m["movie_id"]]
         if canon(show_type) != DONTCARE:
             where += " AND s.show_type = ?"
             params.append(choice("show_type", show_type, SHOW_TYPES))
@@ -397,7 +393,7 @@ class MoviesApp(App):
             raise unprocessable(f"the {at} show on {day.isoformat()} has started")
         shows = self._shows(
             "t.city = ? AND s.movie_id = ? AND s.show_time = ? AND s.show_type = ?",
-            [self._city(location), m["movie_id"], at, show_type],
+            [require_city("location", location), m["movie_id"], at, show_type],
         )
         roomy = [s for s in shows if self._seats_left(s["showtime_id"], day) >= n]
         if not shows:

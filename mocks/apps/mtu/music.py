@@ -14,7 +14,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, write
+from toolgym.mocks.app import App, Volatile, format_id, read, write
 from toolgym.mocks.apps.mtu._common import (
     DONTCARE,
     FIRST_NAMES,
@@ -25,6 +25,7 @@ from toolgym.mocks.apps.mtu._common import (
 )
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, not_found, ok
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 GENRES: Final = (

@@ -14,14 +14,13 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Query, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     AREAS,
     CITIES,
     DONTCARE,
     Count,
     Flag,
-    area_of,
     canon,
     choice,
     city_name,
@@ -35,10 +34,12 @@ from toolgym.mocks.apps.mtu._common import (
     phone,
     select_fields,
     street_address,
+    where_area,
     words_in,
 )
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 DISHES: Final[dict[str, tuple[str, ...]]] = {
@@ -353,17 +354,14 @@ class RestaurantsApp(App):
             "has_seating_outdoors": flag("has_seating_outdoors", has_seating_outdoors),
             "has_vegetarian_options": flag("has_vegetarian_options", has_vegetarian_options),
         }
-        sql = "SELECT * FROM mtu_restaurants_venues WHERE city = ? AND lower(cuisine) = ?"
-        params: list[Any] = [city_name(str(where)) or str(where), canon(str(food))]
+        query = Query(
+            "SELECT * FROM mtu_restaurants_venues WHERE city = ? AND lower(cuisine) = ?",
+            city_name(str(where)) or str(where),
+            canon(str(food)),
+        )
         if price_range != DONTCARE:
-            levels = PRICE_RANGES[price_range]
-            sql += f" AND price_level IN ({', '.join('?' * len(levels))})"
-            params.extend(levels)
-        for column, wanted in flags.items():
-            if wanted is not None:
-                sql += f" AND {column} = ?"
-                params.append(int(wanted))
-        rows = self.rows(sql + " ORDER BY rating DESC, restaurant_name, restaurant_id", params)
+            query.where_in("price_level", PRICE_RANGES[price_range])
+        rows = query.flags(flags).rows(self, "rating DESC, restaurant_name, restaurant_id")
         return ok(count=len(rows), restaurants=[self._view(r) for r in rows[:10]])
 
     @write(name="ReserveRestaurant")
@@ -397,21 +395,13 @@ class RestaurantsApp(App):
         ),
     ) -> dict[str, Any]:
         """Search restaurants by area, name, price range and food."""
-        part = area_of(area)
-        if part is not None:
-            sql = "SELECT * FROM mtu_restaurants_venues WHERE city = 'Cambridge' AND area = ?"
-            params: list[Any] = [part]
-        else:
-            sql, params = "SELECT * FROM mtu_restaurants_venues WHERE city = ?", [city_name(area) or area]
+        query = where_area(Query("SELECT * FROM mtu_restaurants_venues WHERE 1"), area)
         if priceRange is not None and canon(priceRange) != DONTCARE:
             wanted = choice("priceRange", priceRange, ("cheap", "moderate", "expensive"))
-            levels = [k for k, label in MULTIWOZ_PRICES.items() if label == wanted]
-            sql += f" AND price_level IN ({', '.join('?' * len(levels))})"
-            params.extend(levels)
+            query.where_in("price_level", [k for k, label in MULTIWOZ_PRICES.items() if label == wanted])
         if food is not None and canon(food) != DONTCARE:
-            sql += " AND lower(cuisine) = ?"
-            params.append(canon(food))
-        rows = self.rows(sql + " ORDER BY restaurant_name, restaurant_id", params)
+            query.where("lower(cuisine) = ?", canon(food))
+        rows = query.rows(self, "restaurant_name, restaurant_id")
         if name is not None:
             rows = [r for r in rows if words_in(name, r["restaurant_name"])]
         found = [select_fields(self._multiwoz_view(r), return_info) for r in rows]

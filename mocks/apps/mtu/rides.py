@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Volatile, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     FIRST_NAMES,
     LAST_NAMES,
@@ -29,6 +29,7 @@ from toolgym.mocks.apps.mtu._common import (
     select_fields,
 )
 from toolgym.mocks.responses import bad_request, conflict, from_cents, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows, person_name
 from toolgym.tools import Param
 
 RIDE_TYPES: Final = ("Pool", "Regular", "Luxury")
@@ -99,7 +100,7 @@ class RidesApp(App):
                     "make": rng.choice(MAKES[ride_type]),
                     "color": rng.choice(COLORS),
                     "seats": 2 if ride_type == "Pool" else rng.choice((4, 4, 6)),
-                    "driver": f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}",
+                    "driver": person_name(rng, FIRST_NAMES, LAST_NAMES),
                     "phone": phone(rng),
                     "km_away": round(rng.uniform(0.3, 12.0), 1),
                     # some cars are on a trip already

@@ -14,9 +14,10 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, insert_rows, read, write
+from toolgym.mocks.app import App, Volatile, read, write
 from toolgym.mocks.apps.mtu._common import canon, finalize_tools
 from toolgym.mocks.responses import bad_request, check_range, conflict, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 ROOMS: Final = (

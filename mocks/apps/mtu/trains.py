@@ -14,7 +14,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read, set_counter, write
+from toolgym.mocks.app import App, Query, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
     WEEKDAYS,
     Count,
@@ -33,6 +33,7 @@ from toolgym.mocks.apps.mtu._common import (
 )
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 # MultiWOZ: stations served from Cambridge and the minutes a trip takes
@@ -265,22 +266,19 @@ class TrainsApp(App):
         """Search trains: price, schedule and duration; earliest departure first."""
         weekday = WEEKDAYS[parse_day("day", day, self.now().date()).weekday()] if day else None
         weekday = weekday or WEEKDAYS[self.now().weekday()]
-        sql = "SELECT * FROM mtu_trains_timetable WHERE departure = ? AND destination = ? AND day = ?"
-        params: list[Any] = [
+        query = Query(
+            "SELECT * FROM mtu_trains_timetable WHERE departure = ? AND destination = ? AND day = ?",
             self._station("departure", departure),
             self._station("destination", destination),
             weekday,
-        ]
+        )
         if leaveAt:
-            sql += " AND leaveAt >= ?"
-            params.append(parse_clock("leaveAt", leaveAt))
+            query.where("leaveAt >= ?", parse_clock("leaveAt", leaveAt))
         if arriveBy:
-            sql += " AND arriveBy <= ? AND arriveBy >= leaveAt"
-            params.append(parse_clock("arriveBy", arriveBy))
+            query.where("arriveBy <= ? AND arriveBy >= leaveAt", parse_clock("arriveBy", arriveBy))
         if trainID:
-            sql += " AND trainID = ?"
-            params.append(trainID.upper())
-        rows = self.rows(sql + " ORDER BY leaveAt, trainID", params)
+            query.where("trainID = ?", trainID.upper())
+        rows = query.rows(self, "leaveAt, trainID")
         trains = [select_fields(self._train_view(r), return_info) for r in rows]
         return ok(count=len(trains), trains=trains)
 

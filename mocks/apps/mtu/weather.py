@@ -17,17 +17,10 @@ from typing import Annotated, Any, ClassVar, Final
 
 from sqlite_utils import Database
 
-from toolgym.mocks.app import App, Volatile, format_id, insert_rows, read
-from toolgym.mocks.apps.mtu._common import (
-    CITIES,
-    NUMBER_WORDS,
-    canon,
-    city_name,
-    finalize_tools,
-    parse_clock,
-    parse_day,
-)
+from toolgym.mocks.app import App, Volatile, format_id, read
+from toolgym.mocks.apps.mtu._common import CITIES, canon, city_name, finalize_tools, parse_clock, parse_day
 from toolgym.mocks.responses import bad_request, not_found, ok
+from toolgym.mocks.seeding import NUMBER_WORDS, insert_rows
 from toolgym.tools import Param
 
 # places that are not in the shared city list: (name, kind, state, country, latitude, nearest city)

@@ -56,17 +56,11 @@ GAODE_PREFIX: Final = "gaode_"
 
 
 def resolve_app_names(names: Iterable[str]) -> list[type[App]]:
-    """App classes for registry names: T-Eval's apps, then the rest of the main registry's."""
-    # imported here: the main registry may come to import this package
-    from toolgym.mocks.apps import ALL_APPS
+    """App classes for registry names (this group's apps are in the main registry too)."""
+    # imported here: the main registry imports this package
+    from toolgym.mocks.apps import load_apps
 
-    out: list[type[App]] = []
-    for name in names:
-        cls = TEVAL_APP_BY_NAME.get(name) or ALL_APPS.get(name)
-        if cls is None:
-            raise KeyError(f"no mock app {name!r}; known: {sorted({*TEVAL_APP_BY_NAME, *ALL_APPS})}")
-        out.append(cls)
-    return out
+    return load_apps(names)
 
 
 def teval_prefixes(apps: Iterable[str | type[App]]) -> dict[str, str]:

@@ -19,8 +19,9 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import TevalApp, insert_rows, norm, parse_day
+from toolgym.mocks.apps.teval.common import TevalApp, norm, parse_day
 from toolgym.mocks.responses import bad_request, conflict, from_cents, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 CALENDAR_DAYS: Final = 365

@@ -17,9 +17,10 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import TevalApp, insert_rows, word_hits, words
+from toolgym.mocks.apps.teval.common import TevalApp, word_hits, words
 from toolgym.mocks.apps.teval.corpus import make_paper, person
 from toolgym.mocks.responses import bad_request, ok
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 N_PAPERS: Final = 500

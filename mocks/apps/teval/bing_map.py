@@ -20,16 +20,9 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import (
-    COMPASS_EN,
-    TevalApp,
-    bearing_deg,
-    compass_index,
-    haversine_km,
-    insert_rows,
-    norm,
-)
+from toolgym.mocks.apps.teval.common import COMPASS_EN, TevalApp, bearing_deg, compass_index, norm
 from toolgym.mocks.responses import bad_request, not_found, ok
+from toolgym.mocks.seeding import haversine_km, insert_rows, point_near
 from toolgym.tools import Param
 
 ROAD_FACTOR: Final = 1.2
@@ -282,10 +275,7 @@ class BINGMap(TevalApp):
         for _, city, state, lat, lon, kind in LOCATIONS:
             for _ in range(14 if kind == "city" else 6):
                 category = rng.choice(categories)
-                # within ~4 km of the location: 1 degree of latitude is ~111 km
-                dist_km, angle = 4.0 * math.sqrt(rng.random()), rng.uniform(0, 2 * math.pi)
-                plat = lat + dist_km * math.cos(angle) / 111.0
-                plon = lon + dist_km * math.sin(angle) / (111.0 * math.cos(math.radians(lat)))
+                plat, plon = point_near(rng, lat, lon, 4.0)
                 places.append(
                     {
                         "place_id": len(places) + 1,

@@ -1,24 +1,20 @@
-"""Helpers shared by the T-Eval mock apps: geography, text matching, time parsing, bulk inserts and a
+"""Helpers shared by the T-Eval mock apps: bearings, text matching, time parsing, stable hashes and a
 way to publish a parameter whose name is a Python keyword (PolygonFinance's `from`)."""
 
 from __future__ import annotations
 
 import hashlib
 import math
-import operator
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from datetime import date
 from typing import Any, ClassVar, Final, TypeVar
-
-from sqlite_utils import Database
 
 from toolgym.mocks.app import App
 from toolgym.mocks.responses import bad_request
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-EARTH_RADIUS_KM: Final = 6371.0088
 STOPWORDS: Final = frozenset(
     [
         "a",
@@ -70,20 +66,6 @@ class TevalApp(App):
     teval_tool: ClassVar[str] = ""
 
 
-# ---- seeding -------------------------------------------------------------------------------------
-def insert_rows(db: Database, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
-    """executemany on the seeding connection: several times faster than sqlite-utils' insert_all,
-    which keeps every app's seeding well under the 50 ms budget."""
-    if not rows:
-        return
-    cols = list(rows[0])
-    sql = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
-    if len(cols) == 1:
-        db.conn.executemany(sql, [(r[cols[0]],) for r in rows])
-    else:
-        db.conn.executemany(sql, map(operator.itemgetter(*cols), rows))
-
-
 def stable_int(*parts: object) -> int:
     """A deterministic integer from values (not Python's salted hash): for derived, unstored data."""
     digest = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
@@ -91,13 +73,6 @@ def stable_int(*parts: object) -> int:
 
 
 # ---- geography -----------------------------------------------------------------------------------
-def haversine_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
-    p1, p2 = math.radians(lat1), math.radians(lat2)
-    dp, dl = p2 - p1, math.radians(lon2 - lon1)
-    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
-    return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(a)))
-
-
 def bearing_deg(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
     p1, p2 = math.radians(lat1), math.radians(lat2)
     dl = math.radians(lon2 - lon1)

@@ -8,6 +8,8 @@ import random
 from dataclasses import dataclass
 from typing import Final
 
+from toolgym.mocks.seeding import person_name
+
 # field: (arXiv category, tasks, methods, datasets or settings)
 FIELDS: Final[dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]]] = {
     "computation and language": (
@@ -261,4 +263,4 @@ def make_paper(rng: random.Random, field: str | None = None) -> Paper:
 
 
 def person(rng: random.Random) -> str:
-    return f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}"
+    return person_name(rng, FIRST_NAMES, LAST_NAMES)

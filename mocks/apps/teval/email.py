@@ -17,9 +17,10 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import Volatile, read, set_counter, write
-from toolgym.mocks.apps.teval.common import TevalApp, insert_rows
+from toolgym.mocks.apps.teval.common import TevalApp
 from toolgym.mocks.apps.teval.file_operation import FileOperation
 from toolgym.mocks.responses import bad_request, not_found, ok
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 OWNER: Final = "me@mailbox.example.com"

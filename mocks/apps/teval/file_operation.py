@@ -16,9 +16,10 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import Volatile, read, write
-from toolgym.mocks.apps.teval.common import TevalApp, insert_rows
+from toolgym.mocks.apps.teval.common import TevalApp
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import AppError, bad_request, conflict, not_found, ok
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 HOME: Final = "/home/user"

@@ -17,8 +17,9 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import TevalApp, insert_rows
+from toolgym.mocks.apps.teval.common import TevalApp
 from toolgym.mocks.responses import bad_request, check_enum, check_range, conflict, not_found, ok
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 PLAYING_DAYS: Final = 45

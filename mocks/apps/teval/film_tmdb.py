@@ -17,8 +17,9 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import TevalApp, insert_rows, norm
+from toolgym.mocks.apps.teval.common import TevalApp, norm
 from toolgym.mocks.responses import bad_request, not_found, ok
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 N_MOVIES: Final = 400
@@ -195,6 +196,17 @@ def _overview(rng: random.Random, genre: str, kws: list[str]) -> str:
     )
 
 
+def _summary(r: dict[str, Any]) -> dict[str, Any]:
+    """A movie as TMDB's lists show it."""
+    return {
+        "id": r["movie_id"],
+        "title": r["title"],
+        "release_date": r["release_date"],
+        "popularity": r["popularity"],
+        "vote_average": r["vote_average"],
+    }
+
+
 class FilmTMDB(TevalApp):
     name = "teval_tmdb"
     teval_tool: ClassVar[str] = "FilmTMDB"
@@ -307,16 +319,7 @@ class FilmTMDB(TevalApp):
             f" WHERE {where} ORDER BY {order}, movie_id LIMIT {LIST_SIZE}",
             params,
         )
-        return [
-            {
-                "id": r["movie_id"],
-                "title": r["title"],
-                "release_date": r["release_date"],
-                "popularity": r["popularity"],
-                "vote_average": r["vote_average"],
-            }
-            for r in rows
-        ]
+        return [_summary(r) for r in rows]
 
     # ---- APIs -----------------------------------------------------------------------------------
     @read
@@ -380,18 +383,7 @@ class FilmTMDB(TevalApp):
             " ORDER BY score DESC, m.popularity DESC, m.movie_id LIMIT 5",
             {"id": movie_id},
         )
-        return ok(
-            films=[
-                {
-                    "id": r["movie_id"],
-                    "title": r["title"],
-                    "release_date": r["release_date"],
-                    "popularity": r["popularity"],
-                    "vote_average": r["vote_average"],
-                }
-                for r in rows
-            ]
-        )
+        return ok(films=[_summary(r) for r in rows])
 
     @read
     def get_movie_reviews(self, movie_id: Annotated[int, Param("the movie's ID")]) -> dict[str, Any]:

@@ -20,16 +20,9 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import (
-    COMPASS_ZH,
-    TevalApp,
-    bearing_deg,
-    compass_index,
-    haversine_km,
-    insert_rows,
-    stable_int,
-)
+from toolgym.mocks.apps.teval.common import COMPASS_ZH, TevalApp, bearing_deg, compass_index, stable_int
 from toolgym.mocks.responses import bad_request, not_found, ok, unprocessable
+from toolgym.mocks.seeding import haversine_km, insert_rows, point_near
 from toolgym.tools import Param
 
 ROAD_FACTOR: Final = 1.3
@@ -244,9 +237,7 @@ class GaodeMap(TevalApp):
             branch = name if kind != "city" else district
             for _ in range(20 if kind == "city" else 10):
                 category = rng.choice(categories)
-                dist_km, angle = 4.0 * math.sqrt(rng.random()), rng.uniform(0, 2 * math.pi)
-                plat = lat + dist_km * math.cos(angle) / 111.0
-                plon = lon + dist_km * math.sin(angle) / (111.0 * math.cos(math.radians(lat)))
+                plat, plon = point_near(rng, lat, lon, 4.0)
                 base = rng.choice(CATEGORIES[category][1])
                 road = rng.choice(ROADS)
                 label = f"{road}{base}" if category == "地铁站" else f"{base}({branch}店)"

@@ -18,7 +18,7 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import TevalApp, insert_rows, norm, word_hits, words
+from toolgym.mocks.apps.teval.common import TevalApp, norm, word_hits, words
 from toolgym.mocks.apps.teval.corpus import (
     AFFILIATIONS,
     FIELDS,
@@ -28,6 +28,7 @@ from toolgym.mocks.apps.teval.corpus import (
     make_paper,
 )
 from toolgym.mocks.responses import bad_request, not_found, ok
+from toolgym.mocks.seeding import insert_rows, name_grid
 from toolgym.tools import Param
 
 N_AUTHORS: Final = 150
@@ -90,7 +91,7 @@ class GoogleScholar(TevalApp):
     """
 
     def seed(self, db: Database, rng: random.Random, clock: datetime) -> None:
-        names = [f"{f} {last}" for f in FIRST_NAMES for last in LAST_NAMES]
+        names = name_grid(FIRST_NAMES, LAST_NAMES)
         authors: list[dict[str, Any]] = []
         used_ids: set[str] = set()
 

@@ -16,8 +16,9 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import WEEKDAYS, TevalApp, insert_rows, word_hits, words
+from toolgym.mocks.apps.teval.common import WEEKDAYS, TevalApp, word_hits, words
 from toolgym.mocks.responses import bad_request, ok
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 MAX_RESULTS: Final = 3

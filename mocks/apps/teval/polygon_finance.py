@@ -20,14 +20,9 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import (
-    TevalApp,
-    insert_rows,
-    norm,
-    parse_day,
-    stable_int,
-)
+from toolgym.mocks.apps.teval.common import TevalApp, norm, parse_day, stable_int
 from toolgym.mocks.responses import AppError, bad_request, check_range, not_found, ok
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 HISTORY_DAYS: Final = 180

@@ -20,10 +20,11 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import Volatile, read, set_counter, write
-from toolgym.mocks.apps.teval.common import TevalApp, insert_rows
+from toolgym.mocks.apps.teval.common import TevalApp
 from toolgym.mocks.apps.teval.file_operation import FileOperation
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import AppError, bad_request, conflict, not_found, unprocessable
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 THEMES: Final = (

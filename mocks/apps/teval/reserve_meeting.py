@@ -15,9 +15,10 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import Volatile, read, write
-from toolgym.mocks.apps.teval.common import TevalApp, format_hhmm, insert_rows, parse_hhmm
+from toolgym.mocks.apps.teval.common import TevalApp, format_hhmm, parse_hhmm
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 ROOMS: Final = (("101", 6, 1), ("102", 10, 1), ("103", 20, 1))  # id, seats, floor

@@ -13,8 +13,9 @@ from typing import Any, ClassVar
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import WEEKDAYS, TevalApp, insert_rows
+from toolgym.mocks.apps.teval.common import WEEKDAYS, TevalApp
 from toolgym.mocks.responses import ok
+from toolgym.mocks.seeding import insert_rows
 
 
 class TimeTool(TevalApp):

@@ -18,8 +18,9 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import TevalApp, insert_rows, norm
+from toolgym.mocks.apps.teval.common import TevalApp, norm
 from toolgym.mocks.responses import bad_request, not_found, ok, unprocessable
+from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
 HORIZON_DAYS: Final = 15
