@@ -315,6 +315,16 @@ def test_real_mm_two_dialogs_named_m_m_19_stay_apart_in_fixed_mode() -> None:
 
 # ---- averages as MTU's score() returns them -------------------------------------------------------
 
+# MTU's released script, with the crash fixes and the M-S flag reset of SCORER.md, run once on the
+# released S-M and M-S GPT-4 responses paired as pair_responses pairs them, returned these
+SCRIPT_SM = {"TN": 62.55, "TO": 65.03, "AVG": 6379.0}
+SCRIPT_MS = {"TS": 88.58, "PS": 71.25, "ATS": 68.11, "SATS": 60.9, "SR": 18.82, "TPR": 36.81}
+
+
+def test_compat_matches_the_released_script_on_sm_and_ms() -> None:
+    assert score_mtu_files(*SM, "compat").metrics == SCRIPT_SM
+    assert score_mtu_files(*MS, "compat").metrics == SCRIPT_MS
+
 
 def test_each_split_has_the_averages_mtu_returns_and_no_other() -> None:
     """score() gives "average_score" for S-S and S-M (both multiplied by 100 twice), none for
