@@ -604,45 +604,56 @@ def pair_responses(rows: Sequence[Mapping[str, Any]], responses: Sequence[Mappin
     pool_resps = [
         j for rid, js in resps_by.items() if not (len(js) == 1 and len(rows_by.get(rid, [])) == 1) for j in js
     ]
-    pool_rows.sort()
-    pool_resps.sort()
-    by_content: list[int] = []
-    if pool_rows and pool_resps:
-        short = {rid for rid, idx in rows_by.items() if len(resps_by.get(rid, [])) < len(idx)}
-        surplus = {rid for rid, js in resps_by.items() if len(js) > len(rows_by.get(rid, []))}
-        across = len(pool_rows) <= PAIRING_POOL_LIMIT and len(pool_resps) <= PAIRING_POOL_LIMIT
-        requests = [request_of(rows[i]) for i in pool_rows]
-        calls = [response_calls(response_text(responses[j])) for j in pool_resps]
+    short = {rid for rid, idx in rows_by.items() if len(resps_by.get(rid, [])) < len(idx)}
+    surplus = {rid for rid, js in resps_by.items() if len(js) > len(rows_by.get(rid, []))}
 
-        def allowed(i: int, j: int) -> bool:
-            if row_ids[i] == resp_ids[j]:
-                return True
-            same_split = row_ids[i].split("_", 1)[0] == resp_ids[j].split("_", 1)[0]
-            return across and same_split and row_ids[i] in short and resp_ids[j] in surplus
-
+    def match(group_rows: list[int], group_resps: list[int], across: bool) -> None:
+        """Pairs one group's left-over rows and responses (same split; same id unless `across`)."""
+        requests = [request_of(rows[i]) for i in group_rows]
+        calls = [response_calls(response_text(responses[j])) for j in group_resps]
         fits = [
-            [content_fit(req, calls[b]) if allowed(i, j) else (0, 0) for b, j in enumerate(pool_resps)]
-            for req, i in zip(requests, pool_rows, strict=True)
+            [
+                content_fit(req, calls[b])
+                if row_ids[i] == resp_ids[j] or (across and row_ids[i] in short and resp_ids[j] in surplus)
+                else None
+                for b, j in enumerate(group_resps)
+            ]
+            for req, i in zip(requests, group_rows, strict=True)
         ]
-        content = [[sum(fit) for fit in line] for line in fits]
-        k = min(len(pool_rows), len(pool_resps)) + 1  # file-order bonuses sum below k
+        content = [[sum(fit) if fit else 0 for fit in line] for line in fits]
+        k = min(len(group_rows), len(group_resps)) + 1  # the file-order bonuses sum below k
         big = k * (sum(max(col) for col in zip(*content, strict=True)) + 1)  # above any content sum
         weights = []
-        for a, i in enumerate(pool_rows):
+        for a, i in enumerate(group_rows):
             line = []
-            for b, j in enumerate(pool_resps):
+            for b, j in enumerate(group_resps):
+                fit = fits[a][b]
                 if row_ids[i] == resp_ids[j]:
                     in_order = rows_by[row_ids[i]].index(i) == resps_by[resp_ids[j]].index(j)
                     line.append(big + k * content[a][b] + int(in_order))
-                elif allowed(i, j) and fits[a][b][1] > 0:  # another id: an argument must fit
+                elif fit is not None and fit[1] > 0:  # another id: an argument value must fit
                     line.append(k * content[a][b])
                 else:
                     line.append(0)
             weights.append(line)
         for a, got in enumerate(best_assignment(weights)):
             if got is not None:
-                response_of[pool_rows[a]] = pool_resps[got]
-                by_content.append(pool_rows[a])
+                response_of[group_rows[a]] = group_resps[got]
+                by_content.append(group_rows[a])
+
+    by_content: list[int] = []
+    for split in sorted({row_ids[i].split("_", 1)[0] for i in pool_rows}):
+        split_rows = sorted(i for i in pool_rows if row_ids[i].split("_", 1)[0] == split)
+        split_resps = sorted(j for j in pool_resps if resp_ids[j].split("_", 1)[0] == split)
+        if len(split_rows) <= PAIRING_POOL_LIMIT and len(split_resps) <= PAIRING_POOL_LIMIT:
+            if split_resps:
+                match(split_rows, split_resps, across=True)
+            continue
+        for rid in sorted({row_ids[i] for i in split_rows}):  # too many: each id on its own
+            same = [j for j in split_resps if resp_ids[j] == rid]
+            if same:
+                match([i for i in split_rows if row_ids[i] == rid], same, across=False)
+    by_content.sort()
     used = {j for j in response_of if j is not None}
     return Pairing(response_of, by_content, [j for j in range(len(responses)) if j not in used])
 

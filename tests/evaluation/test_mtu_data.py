@@ -26,6 +26,7 @@ from toolgym.evaluation.loaders.mtu import (
     recorded_responses,
     run_mtu_episodes,
 )
+from toolgym.evaluation.metrics import mtu as mtu_metrics
 from toolgym.evaluation.metrics.mtu import (
     API_LIST_MARKER,
     best_assignment,
@@ -133,6 +134,23 @@ def test_duplicated_id_goes_to_the_row_its_content_answers(tmp_path: Path) -> No
         assert result.metrics["TS"] == 100.0 and result.metrics["PS"] == 100.0
         assert result.counts["missing_responses"] == 0 and result.counts["unused_responses"] == 0
     assert any("response line 2 (S-S_1) -> eval row 3 (S-S_2)" in n for n in result.notes)
+
+
+def test_past_the_pool_limit_responses_stay_with_their_own_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pairing across ids compares every left-over row with every left-over response; past
+    PAIRING_POOL_LIMIT only an id's own responses are considered (content still picks which)."""
+    monkeypatch.setattr(mtu_metrics, "PAIRING_POOL_LIMIT", 1)
+    eval_file = _write(tmp_path / "S-S_eval.jsonl", SS_ROWS)
+    responses = [
+        {"id": "S-S_0", "response": RIGHT["S-S_0"]},
+        {"id": "S-S_1", "response": RIGHT["S-S_2"]},
+        {"id": "S-S_1", "response": RIGHT["S-S_1"]},
+    ]
+    result = score_mtu_files(eval_file, _write(tmp_path / "resp.jsonl", responses), "fixed")
+    assert result.per_task["S-S_1"] == {"TS": 1.0, "PS": 1.0}
+    assert result.counts["missing_responses"] == 1 and result.counts["unused_responses"] == 1
 
 
 def _unpaired_files(tmp_path: Path) -> tuple[Path, Path]:
@@ -454,3 +472,25 @@ def test_compat_repairs_single_quotes_as_mtu_does() -> None:
     assert compat_quote_repair("{'a': 'b'}") == '{"a": "b"}'
     assert compat_quote_repair("{'a': 'it\\'s'}") == '{"a": "it\\\\\'s"}'
     assert compat_parse_single("Action: A\nAction Input: {'a': 'it\\'s'}") == ("A", {"a": "it\\'s"})
+
+
+def test_compat_crash_fixes_score_as_documented(tmp_path: Path) -> None:
+    """Inputs MTU's script crashes on (docs/evaluation.md, compat vs the script, rows 1, 5)."""
+    assert compat_parse_single("Action: A\nAction Input: none") == ("", {})
+    assert compat_parse_single('Action Input: {"a": 1}') == ("", {})  # no "Action:"
+    assert compat_parse_single("Action: A\nAction Input: [1]") == ("", {})  # no {...}: no call
+    # a gold answer {} in a single-call split is "no call"; a dialog missing turn 1 is scored
+    # over the turns it has
+    rows = [
+        {"id": "M-S_0_0", "question": _prompt("hi"), "answer": {}},
+        {"id": "M-S_0_2", "question": _prompt("Oslo?"), "answer": {"GetWeather": {"city": "Oslo"}}},
+    ]
+    responses = [
+        {"id": "M-S_0_0", "response": "Hello!"},
+        {"id": "M-S_0_2", "response": _call("GetWeather", city="Oslo")},
+    ]
+    result = score_mtu_files(
+        _write(tmp_path / "M-S_eval.jsonl", rows), _write(tmp_path / "M-S_resp.jsonl", responses), "compat"
+    )
+    assert result.metrics["TS"] == 100.0 and result.metrics["SR"] == 100.0
+    assert result.counts["M-S/dialog_turns"] == 2
