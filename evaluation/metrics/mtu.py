@@ -9,7 +9,9 @@ and penalises extra calls; docs/evaluation.md lists every difference.
 
 Two entry points: `score_mtu_files(eval_jsonl, response_jsonl, mode)` for the benchmark's own
 files, and `MTUSuite().score(traces, tasks, mode)` for traces of MTU rows run as episodes
-(toolgym.evaluation.loaders.mtu).
+(toolgym.evaluation.loaders.mtu). Both pair responses with rows by `pair_responses` (ids, then
+content) and report every unpaired row and response; both read a dialog's turns in turn-number
+order (`dialog_keys`), whatever order the rows come in.
 """
 
 from __future__ import annotations
