@@ -11,7 +11,7 @@ percentages (0-100) as the benchmarks publish them; `per_task` holds each task's
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -172,12 +172,14 @@ def record_teacher_forced(
     *,
     golden: Trace | Sequence[GoldenTurn] | None = None,
     seed: int | None = None,
+    env_config: Mapping[str, Any] | None = None,
 ) -> tuple[TeacherForcedResult, Path]:
     """Runs `agent` teacher-forced (toolgym.envs.teacher) and writes a trace of its
     *predictions*: step i holds the agent's raw output for golden step i and the actions it parsed
     to; its observations are the checks of those actions (format error, unknown tool, arguments
     the schema refuses), never results, since predictions do not run. The header says
-    `env_config["mode"] = "teacher_forced"`, which is how the suites tell step-mode traces."""
+    `env_config["mode"] = "teacher_forced"`, which is how the suites tell step-mode traces;
+    `env_config` adds entries of the caller's (e.g. how a replayed response was paired)."""
     from toolgym.envs.runner import trace_header, trace_name
     from toolgym.envs.teacher import TeacherForcedEnv
     from toolgym.trace import TraceEnd, TraceStep, TraceWriter
@@ -188,7 +190,8 @@ def record_teacher_forced(
         options["golden"] = golden
     obs, info = tf.reset(seed=seed, options=options)
     agent.start(task, obs, info)
-    header = trace_header(env, agent, task, seed, {"mode": "teacher_forced", "golden_steps": len(tf.golden)})
+    config = {**(env_config or {}), "mode": "teacher_forced", "golden_steps": len(tf.golden)}
+    header = trace_header(env, agent, task, seed, config)
     writer = TraceWriter(trace_dir / trace_name(task.id, seed, kind="tf"), header)
     final: str | None = None
     errors: Counter[str] = Counter()

@@ -320,9 +320,19 @@ def eval_command(
         list[Path] | None, typer.Option(help="MTU-Eval rows (e.g. S-S_eval.jsonl); pair with --mtu-responses")
     ] = None,
     mtu_responses: Annotated[
-        list[Path] | None, typer.Option(help="model responses to the --mtu-eval rows, in the same order")
+        list[Path] | None,
+        typer.Option(
+            help="model responses to the --mtu-eval rows, one file per --mtu-eval, in the same order"
+        ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="results JSON; default: DIR/eval.<mode>.json")] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            help="exit non-zero when MTU rows and responses do not all pair up "
+            "(a row without a response, a response without a row)"
+        ),
+    ] = False,
 ) -> None:
     """Score a trace folder with metric suites (and/or MTU-Eval response files); print and save."""
     evals, responses = list(mtu_eval or []), list(mtu_responses or [])
@@ -375,7 +385,14 @@ def eval_command(
         # suite order kept: metrics read in the order the suite gives them (P_F1, O_F1, ...)
         target.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         console.print(f"results written to {target}")
-    if failures:
+    unpaired: dict[str, int] = {}
+    if strict:
+        from toolgym.evaluation.metrics.mtu import unpaired_count
+
+        unpaired = {name: n for name, r in results.items() if (n := unpaired_count(r))}
+        for name, n in unpaired.items():
+            console.print(f"[red]{name}: {n} MTU rows or responses without a partner (--strict)[/red]")
+    if failures or unpaired:
         raise typer.Exit(code=1)
 
 

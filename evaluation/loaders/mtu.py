@@ -30,12 +30,20 @@ from typing import TYPE_CHECKING, Any
 from toolgym.actions import Action, NoCall, ToolCall
 from toolgym.evaluation.base import EvaluationError
 from toolgym.evaluation.metrics.mtu import (
+    HISTORY_MARKER,
     MULTI_TURN_SPLITS,
+    PAIRING_KEY,
+    describe_move,
+    describe_response,
     dialog_keys,
     dialog_turn,
     gold_calls,
-    join_responses,
+    pair_responses,
+    read_id_rows,
+    read_rows,
+    response_text,
     split_of,
+    split_prompt,
     unique_keys,
 )
 from toolgym.protocols.base import RawOutput
@@ -46,25 +54,12 @@ from toolgym.trace import Trace
 if TYPE_CHECKING:
     from toolgym.envs.teacher import GoldenTurn
 
-API_LIST_MARKER = "The following is a list of APIs and their parameters that you can use:"
-HISTORY_MARKER = "History Dialog:"
 NOT_RUN = {"status": "not run: MTU scores the next turn only"}
 
 
 def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
-    rows = []
-    with Path(path).open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise EvaluationError(f"{path}:{lineno}: not JSON: {exc}") from None
-            if not isinstance(row, dict):
-                raise EvaluationError(f"{path}:{lineno}: expected a JSON object")
-            rows.append(row)
-    return rows
+    """The rows of an MTU JSONL file; a bad line is an EvaluationError naming file and line."""
+    return [row for _, row in read_rows(path)]
 
 
 # ---- parsing the prompt ----------------------------------------------------------------------
@@ -86,18 +81,26 @@ def _literal(text: str) -> Any:
 def parse_api_list(question: str) -> list[dict[str, Any]]:
     """The API documentation the prompt lists (dicts with name, description, parameters);
     entries that are not API objects are dropped."""
-    start = question.find(API_LIST_MARKER)
-    if start < 0:
+    parts = split_prompt(question)
+    if parts is None:
         raise EvaluationError("MTU prompt has no API list ('The following is a list of APIs ...')")
-    body = question[start + len(API_LIST_MARKER) :].lstrip("\n")
-    end = body.find("\n" + HISTORY_MARKER)
-    if end < 0:
-        end = body.find("\nUser:")
-    apis = _literal(body[:end].strip() if end >= 0 else body.strip())
+    apis = _literal(parts[0])
+    shared: Any = None
+    if isinstance(apis, dict) and isinstance(apis.get("apis"), list):
+        # some OOD prompts: {"apis": [...], "available_parameters": [...]}, parameters shared by all
+        shared, apis = apis.get("available_parameters"), apis["apis"]
     if not isinstance(apis, list):
-        raise EvaluationError("MTU API list must be a list")
+        raise EvaluationError("MTU API list must be a list (or an object with an 'apis' list)")
     # entries that document no API are left out (S-S_17 lists only the string 'api_descriptions')
-    return [a for a in apis if isinstance(a, dict) and isinstance(a.get("name"), str)]
+    found = [a for a in apis if isinstance(a, dict) and isinstance(a.get("name"), str)]
+    if isinstance(shared, list):
+        found = [
+            a
+            if "required_parameters" in a or "optional_parameters" in a
+            else {**a, "optional_parameters": shared}
+            for a in found
+        ]
+    return found
 
 
 _TYPES = {
@@ -250,7 +253,8 @@ def load_mtu_tasks(eval_jsonl: Path | str) -> TaskSet:
     ids = [str(r.get("id")) for r in rows]
     keys = unique_keys(ids)
     multi = any(split_of(i) in MULTI_TURN_SPLITS for i in ids)
-    dialogs = dialog_keys(ids) if multi else ids
+    questions = [q if isinstance(q := r.get("question"), str) else "" for r in rows]
+    dialogs = dialog_keys(ids, questions) if multi else ids
     tasks = [row_to_task(r, index=n, key=keys[n], dialog=dialogs[n]) for n, r in enumerate(rows)]
     return TaskSet(tasks, base_dir=Path(eval_jsonl).parent)
 
@@ -303,15 +307,57 @@ class RecordedAgent:
         return self._queue.pop(0) if self._queue else ""
 
 
-def recorded_responses(tasks: TaskSet, response_jsonl: Path | str) -> dict[str, list[RawOutput | Action]]:
-    """Task id -> [response] from an MTU response file (k-th response of an id -> k-th row)."""
-    responses = read_jsonl(response_jsonl)
-    for n, r in enumerate(responses):
-        if not isinstance(r.get("id"), str):
-            raise EvaluationError(f"{response_jsonl}: response {n} has no string 'id'")
-    rows = [task_to_row(t) for t in tasks]
-    joined, _ = join_responses(rows, responses)
-    return {t.id: [text] for t, text in zip(tasks, joined, strict=True) if text is not None}
+class RecordedResponses(dict[str, list[RawOutput | Action]]):
+    """Task id -> [response] from a response file, and how each row got its response:
+    `pairing[task_id]` is {"how": "id" | "content" | "missing", "response": ..., "moved": ...}
+    and `unused` describes the responses that belong to no row. `run_mtu_episodes` writes this
+    into each trace's header, so the suite reports unpaired rows and responses from traces."""
+
+    def __init__(
+        self,
+        outputs: Mapping[str, list[RawOutput | Action]],
+        pairing: Mapping[str, dict[str, Any]],
+        unused: Sequence[str],
+    ) -> None:
+        super().__init__(outputs)
+        self.pairing = dict(pairing)
+        self.unused = list(unused)
+
+    def trace_config(self, task_id: str) -> dict[str, Any]:
+        entry = dict(self.pairing.get(task_id, {"how": "missing"}))
+        if self.unused:
+            entry["unused"] = list(self.unused)
+        return {PAIRING_KEY: entry}
+
+
+def recorded_responses(tasks: TaskSet, response_jsonl: Path | str) -> RecordedResponses:
+    """Task id -> [response] from an MTU response file, paired with the tasks' rows by
+    toolgym.evaluation.metrics.mtu.pair_responses (rows without a response get no entry)."""
+    lined = read_id_rows(response_jsonl, "response row")
+    responses = [r for _, r in lined]
+    task_list = list(tasks)
+    rows = [task_to_row(t) for t in task_list]
+    pairing = pair_responses(rows, responses)
+    by_content = set(pairing.by_content)
+    outputs: dict[str, list[RawOutput | Action]] = {}
+    how: dict[str, dict[str, Any]] = {}
+    for n, (task, j) in enumerate(zip(task_list, pairing.response_of, strict=True)):
+        if j is None:
+            how[task.id] = {"how": "missing"}
+            continue
+        outputs[task.id] = [response_text(responses[j])]
+        response_id, line = str(responses[j]["id"]), lined[j][0]
+        entry = {
+            "how": "content" if n in by_content else "id",
+            "response": describe_response(response_id, line),
+        }
+        if response_id != rows[n]["id"]:
+            meta = task.metadata.get("mtu")
+            index = int(meta.get("row", n)) if isinstance(meta, dict) else n
+            entry["moved"] = describe_move(response_id, line, str(rows[n]["id"]), index)
+        how[task.id] = entry
+    unused = [describe_response(str(responses[j]["id"]), lined[j][0]) for j in pairing.unused]
+    return RecordedResponses(outputs, how, unused)
 
 
 def golden_turn(task: Task) -> GoldenTurn:
@@ -330,7 +376,9 @@ def run_mtu_episodes(
 ) -> list[Path]:
     """Runs each MTU task teacher-forced (toolgym.envs.teacher) for its one scored turn, in
     ToolEnv with the ReAct protocol (prose is a no-call turn, as MTU scores it), with the
-    recorded outputs as the agent; returns the trace paths (one per row)."""
+    recorded outputs as the agent; returns the trace paths (one per row). A row without a
+    recorded output answers '' (scored as an empty reply, as the file scorer does); outputs from
+    `recorded_responses` also write how each row was paired into its trace header."""
     from toolgym.envs.tool_env import ToolEnv
     from toolgym.evaluation.base import record_teacher_forced
     from toolgym.protocols.react import ReActProtocol
@@ -341,7 +389,10 @@ def run_mtu_episodes(
     for task in tasks:
         env = ToolEnv(toolset_for(parse_api_list(task.query)), [task], protocol=protocol, max_steps=1)
         try:
-            _, path = record_teacher_forced(env, agent, task, trace_dir, golden=[golden_turn(task)])
+            config = outputs.trace_config(task.id) if isinstance(outputs, RecordedResponses) else None
+            _, path = record_teacher_forced(
+                env, agent, task, trace_dir, golden=[golden_turn(task)], env_config=config
+            )
         finally:
             env.close()
         paths.append(path)

@@ -9,7 +9,9 @@ and penalises extra calls; docs/evaluation.md lists every difference.
 
 Two entry points: `score_mtu_files(eval_jsonl, response_jsonl, mode)` for the benchmark's own
 files, and `MTUSuite().score(traces, tasks, mode)` for traces of MTU rows run as episodes
-(toolgym.evaluation.loaders.mtu).
+(toolgym.evaluation.loaders.mtu). Both pair responses with rows by `pair_responses` (ids, then
+content) and report every unpaired row and response; both read a dialog's turns in turn-number
+order (`dialog_keys`), whatever order the rows come in.
 """
 
 from __future__ import annotations
@@ -34,14 +36,22 @@ from toolgym.evaluation.base import (
     mean,
     raw_text,
 )
+from toolgym.jsonl import JSONLError, read_jsonl_lines
 from toolgym.tasks import Task, TaskSet
 from toolgym.trace import Trace
 
-SPLITS = ("S-S", "S-M", "M-S", "M-M")
+# the four splits MTU's score() scores, and OOD (released with them, scored in fixed mode only)
+SPLITS = ("S-S", "S-M", "M-S", "M-M", "OOD")
+COMPAT_SPLITS = frozenset({"S-S", "S-M", "M-S", "M-M"})
 # traces of tasks that are not MTU rows: a whole episode's calls against its golden chain
 EPISODE = "episode"
 SINGLE_CALL_SPLITS = frozenset({"S-S", "M-S"})
-MULTI_TURN_SPLITS = frozenset({"M-S", "M-M"})
+MULTI_TURN_SPLITS = frozenset({"M-S", "M-M", "OOD"})
+# the splits whose score() result has an "average_score" (the mean of its two call metrics)
+AVERAGED_SPLITS = frozenset({"S-S", "S-M"})
+
+API_LIST_MARKER = "The following is a list of APIs and their parameters that you can use:"
+HISTORY_MARKER = "History Dialog:"
 
 # ================================================================================================
 # compat: MTU's own parsing and comparison (SCORER.md sections 4.1-4.6)
@@ -106,6 +116,14 @@ def _mtu_spacing(response: str) -> str:
     return text.replace("\n\n", "\n")
 
 
+def compat_quote_repair(text: str) -> str:
+    """MTU's second try at single-quoted input: every ' becomes ", but an escaped \\' becomes
+    \\\\' (MTU's helper parks it under the placeholder "__SINGLE_QUOTE__", so that literal
+    text ends the same way)."""
+    parts = text.replace("__SINGLE_QUOTE__", "\\'").split("\\'")
+    return "\\\\'".join(part.replace("'", '"') for part in parts)
+
+
 def compat_parse_single(response: str) -> tuple[str, dict[str, Any]]:
     """MTU's single-call parser: the first Action / Action Input pair, or ('', {})."""
     text = _mtu_spacing(response)
@@ -126,7 +144,7 @@ def compat_parse_single(response: str) -> tuple[str, dict[str, Any]]:
         params = json.loads(raw)
     except ValueError:
         try:
-            params = json.loads(raw.replace("'", '"'))
+            params = json.loads(compat_quote_repair(raw))
         except ValueError:
             return "", {}
     if not isinstance(params, dict):
@@ -307,13 +325,33 @@ class Call:
     arguments: dict[str, Any] = field(default_factory=dict)
 
 
+def decode_answer(answer: Any, where: str = "MTU row") -> dict[str, dict[str, Any]]:
+    """An MTU answer `{tool: params}` with every tool's params as a dict: params stored as a JSON
+    string (the OOD split does this) are decoded; anything else that is
+    not an object is an EvaluationError naming the row and the tool."""
+    if not isinstance(answer, Mapping):
+        raise EvaluationError(f"{where}: 'answer' must be an object, got {answer!r}")
+    out: dict[str, dict[str, Any]] = {}
+    for name, params in answer.items():
+        value = params
+        if isinstance(params, str):
+            try:
+                value = json.loads(params) if params.strip() else {}
+            except ValueError as exc:
+                raise EvaluationError(
+                    f"{where}: parameters of {name!r} are a string that is not JSON: {exc}"
+                ) from None
+        if not isinstance(value, Mapping):
+            raise EvaluationError(
+                f"{where}: parameters of {name!r} must be an object (or a JSON string of one), got {params!r}"
+            )
+        out[str(name)] = dict(value)
+    return out
+
+
 def gold_calls(answer: Mapping[str, Any]) -> list[Call]:
     """An MTU answer dict as calls; {} and {"": {}} are "no call"."""
-    calls = []
-    for name, params in answer.items():
-        if name.strip():
-            calls.append(Call(name.strip(), dict(params) if isinstance(params, Mapping) else {}))
-    return calls
+    return [Call(name.strip(), params) for name, params in decode_answer(answer).items() if name.strip()]
 
 
 def match_calls(gold: Sequence[Call], pred: Sequence[Call]) -> tuple[list[int | None], int]:
@@ -374,7 +412,303 @@ def parse_fixed(response: str) -> tuple[list[Call], bool]:
 
 
 # ================================================================================================
-# items and aggregation (shared by both modes)
+# prompts, and one assignment routine (response pairing and dialog grouping both use it)
+# ================================================================================================
+
+
+# where the dialog starts after the API list: M-S and M-M write "History Dialog:", S-S and S-M
+# go straight to "User:", OOD's multi-turn prompts to a lower-case "user:" history
+_DIALOG_STARTS = ("\n" + HISTORY_MARKER, "\nUser:", "\nuser:")
+
+
+def split_prompt(question: str) -> tuple[str, str] | None:
+    """(API list text, dialog text) of an MTU prompt: the list after "The following is a list of
+    APIs ..." up to the dialog (history or first user turn), then the dialog; None without a list."""
+    start = question.find(API_LIST_MARKER)
+    if start < 0:
+        return None
+    body = question[start + len(API_LIST_MARKER) :].lstrip("\n")
+    ends = [i for i in (body.find(marker) for marker in _DIALOG_STARTS) if i >= 0]
+    if not ends:
+        return body.strip(), ""
+    return body[: min(ends)].strip(), body[min(ends) :]
+
+
+def dialog_text(question: str) -> str:
+    """The dialog part of a prompt (history and the user's last turn); the whole prompt when it
+    lists no APIs."""
+    parts = split_prompt(question)
+    return parts[1] if parts is not None else question
+
+
+def best_assignment(weights: Sequence[Sequence[int]]) -> list[int | None]:
+    """For each row of an integer weight matrix, the column it gets in a maximum-weight matching
+    (each column at most once; a pair of weight <= 0 is never made). Hungarian method, O(n^3)."""
+    n = len(weights)
+    m = max((len(w) for w in weights), default=0)
+    size = max(n, m)
+    if size == 0:
+        return []
+    top = max((max(0, w) for row in weights for w in row), default=0)
+    # a square cost matrix: padding and non-pairs cost `top`, a pair of weight w costs top - w
+    cost = [
+        [top - max(0, weights[i][j]) if i < n and j < len(weights[i]) else top for j in range(size)]
+        for i in range(size)
+    ]
+    inf = float("inf")
+    u = [0.0] * (size + 1)
+    v = [0.0] * (size + 1)
+    owner = [0] * (size + 1)  # owner[j]: the (1-based) row holding column j
+    way = [0] * (size + 1)
+    for i in range(1, size + 1):
+        owner[0] = i
+        j0 = 0
+        minv = [inf] * (size + 1)
+        used = [False] * (size + 1)
+        while True:
+            used[j0] = True
+            i0, delta, j1 = owner[j0], inf, 0
+            for j in range(1, size + 1):
+                if not used[j]:
+                    cur = cost[i0 - 1][j - 1] - u[i0] - v[j]
+                    if cur < minv[j]:
+                        minv[j], way[j] = cur, j0
+                    if minv[j] < delta:
+                        delta, j1 = minv[j], j
+            for j in range(size + 1):
+                if used[j]:
+                    u[owner[j]] += delta
+                    v[j] -= delta
+                else:
+                    minv[j] -= delta
+            j0 = j1
+            if owner[j0] == 0:
+                break
+        while j0:
+            j1 = way[j0]
+            owner[j0] = owner[j1]
+            j0 = j1
+    out: list[int | None] = [None] * n
+    for j in range(1, size + 1):
+        i = owner[j] - 1
+        if i < n and j - 1 < len(weights[i]) and weights[i][j - 1] > 0:
+            out[i] = j - 1
+    return out
+
+
+# ================================================================================================
+# pairing responses with rows
+# ================================================================================================
+
+_API_NAME_RE = re.compile(r"""["']name["']\s*:\s*["']\s*([^"']+?)\s*["']""")
+# pairing across ids compares every left-over row with every left-over response: beyond this
+# many on a side only responses with the row's own id are considered
+PAIRING_POOL_LIMIT = 300
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a row asks, for pairing responses by content: the API names its prompt offers and
+    the words of its dialog (" w1 w2 ... ", so a value's words can be found whole)."""
+
+    names: frozenset[str]
+    words: str
+
+
+def request_of(row: Mapping[str, Any]) -> Request:
+    question = row.get("question")
+    text = question if isinstance(question, str) else ""
+    parts = split_prompt(text)
+    apis, dialog = parts if parts is not None else ("", text)
+    return Request(frozenset(_API_NAME_RE.findall(apis)), " " + " ".join(_words(dialog)) + " ")
+
+
+def response_calls(response: str) -> list[Call]:
+    """The calls a response makes, for pairing: toolgym's parser, or MTU's multi-call parser when
+    the text does not parse."""
+    calls, bad = parse_fixed(response)
+    if bad:
+        calls = [Call(n.strip(), p) for n, p in compat_parse_multi(response).items() if n.strip()]
+    return calls
+
+
+def _leaves(value: Any) -> Iterable[Any]:
+    if isinstance(value, Mapping):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    elif value is not None and not isinstance(value, bool):
+        yield value
+
+
+def content_fit(request: Request, calls: Sequence[Call]) -> tuple[int, int]:
+    """How well a response fits a row's request: (called APIs the row's prompt offers, argument
+    values (text or numbers) whose words all appear, in order, in the row's dialog)."""
+    apis = values = 0
+    for call in calls:
+        apis += call.name in request.names
+        for leaf in _leaves(call.arguments):
+            words = _words(leaf)
+            values += bool(words) and f" {' '.join(words)} " in request.words
+    return apis, values
+
+
+def response_text(response: Mapping[str, Any]) -> str:
+    text = response.get("response")
+    return text if isinstance(text, str) else ""
+
+
+@dataclass
+class Pairing:
+    """Which response each row gets. `response_of[i]`: the index of row i's response, None when
+    it has none; `by_content`: rows whose response the content rule chose (their id was not
+    unique on both sides); `unused`: responses paired with no row."""
+
+    response_of: list[int | None]
+    by_content: list[int]
+    unused: list[int]
+
+    @property
+    def missing(self) -> list[int]:
+        return [i for i, j in enumerate(self.response_of) if j is None]
+
+
+def pair_responses(rows: Sequence[Mapping[str, Any]], responses: Sequence[Mapping[str, Any]]) -> Pairing:
+    """Pairs model responses with eval rows.
+
+    An id held by exactly one row and one response pairs them. The rest (ids repeated on either
+    side, rows whose id has no response, responses whose id has no row) are paired by a
+    maximum-weight matching that prefers, in this order: (1) as many pairs of equal id as
+    possible; (2) the best fit of content (`content_fit`: the response's called APIs the row's
+    prompt offers, plus its argument values found in the row's dialog); (3) file order (the k-th
+    response with an id to the k-th row with it). A response may go to a row of another id of the
+    same split only when that row's id has fewer responses than rows, the response's id more
+    responses than rows, and at least one of its argument values is found in the row's dialog.
+    Whatever is left is unpaired."""
+    row_ids = [str(r.get("id")) for r in rows]
+    resp_ids = [str(r.get("id")) for r in responses]
+    rows_by: dict[str, list[int]] = {}
+    for i, rid in enumerate(row_ids):
+        rows_by.setdefault(rid, []).append(i)
+    resps_by: dict[str, list[int]] = {}
+    for j, rid in enumerate(resp_ids):
+        resps_by.setdefault(rid, []).append(j)
+    response_of: list[int | None] = [None] * len(rows)
+    pool_rows: list[int] = []
+    for rid, idx in rows_by.items():
+        answers = resps_by.get(rid, [])
+        if len(idx) == 1 and len(answers) == 1:
+            response_of[idx[0]] = answers[0]
+        else:
+            pool_rows.extend(idx)
+    pool_resps = [
+        j for rid, js in resps_by.items() if not (len(js) == 1 and len(rows_by.get(rid, [])) == 1) for j in js
+    ]
+    short = {rid for rid, idx in rows_by.items() if len(resps_by.get(rid, [])) < len(idx)}
+    surplus = {rid for rid, js in resps_by.items() if len(js) > len(rows_by.get(rid, []))}
+
+    def match(group_rows: list[int], group_resps: list[int], across: bool) -> None:
+        """Pairs one group's left-over rows and responses (same split; same id unless `across`)."""
+        requests = [request_of(rows[i]) for i in group_rows]
+        calls = [response_calls(response_text(responses[j])) for j in group_resps]
+        fits = [
+            [
+                content_fit(req, calls[b])
+                if row_ids[i] == resp_ids[j] or (across and row_ids[i] in short and resp_ids[j] in surplus)
+                else None
+                for b, j in enumerate(group_resps)
+            ]
+            for req, i in zip(requests, group_rows, strict=True)
+        ]
+        content = [[sum(fit) if fit else 0 for fit in line] for line in fits]
+        k = min(len(group_rows), len(group_resps)) + 1  # the file-order bonuses sum below k
+        big = k * (sum(max(col) for col in zip(*content, strict=True)) + 1)  # above any content sum
+        weights = []
+        for a, i in enumerate(group_rows):
+            line = []
+            for b, j in enumerate(group_resps):
+                fit = fits[a][b]
+                if row_ids[i] == resp_ids[j]:
+                    in_order = rows_by[row_ids[i]].index(i) == resps_by[resp_ids[j]].index(j)
+                    line.append(big + k * content[a][b] + int(in_order))
+                elif fit is not None and fit[1] > 0:  # another id: an argument value must fit
+                    line.append(k * content[a][b])
+                else:
+                    line.append(0)
+            weights.append(line)
+        for a, got in enumerate(best_assignment(weights)):
+            if got is not None:
+                response_of[group_rows[a]] = group_resps[got]
+                by_content.append(group_rows[a])
+
+    by_content: list[int] = []
+    for split in sorted({row_ids[i].split("_", 1)[0] for i in pool_rows}):
+        split_rows = sorted(i for i in pool_rows if row_ids[i].split("_", 1)[0] == split)
+        split_resps = sorted(j for j in pool_resps if resp_ids[j].split("_", 1)[0] == split)
+        if len(split_rows) <= PAIRING_POOL_LIMIT and len(split_resps) <= PAIRING_POOL_LIMIT:
+            if split_resps:
+                match(split_rows, split_resps, across=True)
+            continue
+        for rid in sorted({row_ids[i] for i in split_rows}):  # too many: each id on its own
+            same = [j for j in split_resps if resp_ids[j] == rid]
+            if same:
+                match([i for i in split_rows if row_ids[i] == rid], same, across=False)
+    by_content.sort()
+    used = {j for j in response_of if j is not None}
+    return Pairing(response_of, by_content, [j for j in range(len(responses)) if j not in used])
+
+
+def describe_row(item_id: str, index: int) -> str:
+    return f"eval row {index + 1} ({item_id})"
+
+
+def describe_response(item_id: str, line: int) -> str:
+    return f"response line {line} ({item_id})"
+
+
+def describe_move(response_id: str, line: int, row_id: str, index: int) -> str:
+    return f"{describe_response(response_id, line)} -> {describe_row(row_id, index)}"
+
+
+def pairing_report(
+    missing: Sequence[str], unused: Sequence[str], by_content: int, moved: Sequence[str]
+) -> tuple[dict[str, int], list[str]]:
+    """Counts and notes for unpaired rows (`missing`), unpaired responses (`unused`) and
+    responses moved to a row of another id (`moved`), each given as its description."""
+    counts = {
+        "missing_responses": len(missing),
+        "unused_responses": len(unused),
+        "paired_by_content": by_content,
+    }
+    notes = []
+    if missing:
+        notes.append(f"{len(missing)} rows have no response (scored as empty replies): {', '.join(missing)}")
+    if unused:
+        notes.append(f"{len(unused)} responses belong to no row (not scored): {', '.join(unused)}")
+    if moved:
+        notes.append(f"{len(moved)} responses paired by content with a row of another id: {', '.join(moved)}")
+    return counts, notes
+
+
+def unpaired_count(result: SuiteResult) -> int:
+    """Rows without a response plus responses without a row (0 for results with no pairing)."""
+    return result.counts.get("missing_responses", 0) + result.counts.get("unused_responses", 0)
+
+
+def join_responses(
+    rows: Sequence[Mapping[str, Any]], responses: Sequence[Mapping[str, Any]]
+) -> tuple[list[str | None], int]:
+    """Each eval row's response text (None: no response), by `pair_responses`; also the count
+    of responses paired with no row."""
+    pairing = pair_responses(rows, responses)
+    texts = [None if j is None else response_text(responses[j]) for j in pairing.response_of]
+    return texts, len(pairing.unused)
+
+
+# ================================================================================================
+# items, dialogs and aggregation (shared by both modes)
 # ================================================================================================
 
 
@@ -386,12 +720,13 @@ class Item:
     split: str
     answer: dict[str, Any]
     response: str
-    dialog: str  # compat: the id prefix; fixed: one key per real dialog (see dialog_keys)
-    dialog_fixed: str
+    dialog: str  # compat: the id prefix, as MTU keys dialogs
+    dialog_fixed: str  # fixed: one key per real dialog (see dialog_keys)
     turn: int
     key: str  # unique item key (task id)
     calls: list[Call] | None = None  # fixed mode: calls already parsed (from a trace)
     format_error: bool = False
+    missing: bool = False  # no response was paired with this row
     compat_pred: dict[str, dict[str, Any]] | None = None  # compat: calls of a whole episode
 
 
@@ -410,20 +745,58 @@ def dialog_turn(item_id: str) -> tuple[str, int]:
         raise EvaluationError(f"MTU id {item_id!r}: no turn number after the last '_'") from None
 
 
-def dialog_keys(ids: Sequence[str]) -> list[str]:
-    """One key per real dialog: a turn number that does not grow starts a new dialog, so two
-    dialogs sharing an id prefix (M-M_19) stay apart; the second gets the key 'M-M_19~2'."""
-    keys: list[str] = []
-    seen: dict[str, int] = {}
-    current: dict[str, tuple[int, int]] = {}  # prefix -> (occurrence, last turn)
-    for item_id in ids:
-        prefix, turn = dialog_turn(item_id)
-        occurrence, last = current.get(prefix, (0, -1))
-        if occurrence == 0 or turn <= last:
-            seen[prefix] = seen.get(prefix, 0) + 1
-            occurrence = seen[prefix]
-        current[prefix] = (occurrence, turn)
-        keys.append(prefix if occurrence == 1 else f"{prefix}~{occurrence}")
+def _shared_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def dialog_keys(ids: Sequence[str], questions: Sequence[str] | None = None) -> list[str]:
+    """One key per real dialog, whatever order the rows come in. Rows are grouped by id prefix
+    (M-M_19_2 -> M-M_19). A prefix that repeats no turn number is one dialog. One that repeats
+    turn numbers holds several dialogs (M-M_19 holds two; OOD_0 twenty-one one-turn dialogs):
+    going up the turn numbers, the rows with a turn number join the dialogs that lack it,
+    matched so that a row's dialog text (history and request, from `questions`) shares the
+    longest opening with the dialog's latest turn (ties: file order); rows left over start new
+    dialogs. The first dialog of a prefix is keyed by the prefix, the k-th by 'prefix~k'."""
+    parsed = [dialog_turn(i) for i in ids]
+    # the transcript without the history marker, so a first turn (which may lack it) compares too
+    texts = (
+        [dialog_text(q).replace(HISTORY_MARKER, "", 1).lstrip() for q in questions]
+        if questions is not None
+        else [""] * len(ids)
+    )
+    keys = [prefix for prefix, _ in parsed]
+    by_prefix: dict[str, list[int]] = {}
+    for n, (prefix, _) in enumerate(parsed):
+        by_prefix.setdefault(prefix, []).append(n)
+    for prefix, members in by_prefix.items():
+        turns = sorted({parsed[n][1] for n in members})
+        if len(turns) == len(members):
+            continue
+        dialogs: list[dict[int, int]] = []  # turn -> row, per dialog in the order they start
+        for turn in turns:
+            level = [n for n in members if parsed[n][1] == turn]
+            free = [d for d, dialog in enumerate(dialogs) if turn not in dialog]
+            k = len(level) + 1  # the file-order bonuses sum below k
+            weights = [
+                [
+                    k * (1 + _shared_prefix(texts[n], texts[dialogs[d][max(dialogs[d])]])) + int(a == b)
+                    for b, d in enumerate(free)
+                ]
+                for a, n in enumerate(level)
+            ]
+            for n, got in zip(level, best_assignment(weights), strict=True):
+                if got is None:
+                    dialogs.append({turn: n})
+                else:
+                    dialogs[free[got]][turn] = n
+        for number, dialog in enumerate(dialogs, 1):
+            for n in dialog.values():
+                keys[n] = prefix if number == 1 else f"{prefix}~{number}"
     return keys
 
 
@@ -435,8 +808,8 @@ def _single_flags(item: Item, mode: Mode) -> tuple[float, float]:
         gold = item.answer.get(target, {}) if item.answer else {}
         param_ok = tool_ok and compat_compare(compat_lower(gold), compat_lower(params))
         return float(tool_ok), float(param_ok)
-    if item.format_error:
-        return 0.0, 0.0  # an unreadable reply is a failed turn, not a deliberate "no call"
+    if item.format_error or item.missing:
+        return 0.0, 0.0  # an unreadable or absent reply is a failed turn, not a deliberate "no call"
     calls = item.calls if item.calls is not None else parse_fixed(item.response)[0]
     gold_list = gold_calls(item.answer)
     if not gold_list:
@@ -450,7 +823,7 @@ def _multi_flags(item: Item, mode: Mode) -> tuple[float, float]:
     if mode == "compat":
         pred = item.compat_pred if item.compat_pred is not None else compat_parse_multi(item.response)
         return compat_multi_scores(pred, item.answer)
-    if item.format_error:
+    if item.format_error or item.missing:
         return 0.0, 0.0
     calls = item.calls if item.calls is not None else parse_fixed(item.response)[0]
     return fixed_multi_scores(gold_calls(item.answer), calls)
@@ -471,6 +844,8 @@ def _sats(flags: Sequence[float]) -> float:
 
 
 def dialog_metrics(dialogs: Mapping[str, Mapping[int, float]]) -> dict[str, float]:
+    """ATS, SATS, SR, TPR over dialogs given as {dialog: {turn number: turn flag}}: each
+    dialog's turns are read in turn-number order, whatever order they were scored in."""
     ats, sats, sr, tpr = [], [], [], []
     for turns in dialogs.values():
         flags = [turns[k] for k in sorted(turns)]
@@ -484,12 +859,20 @@ def dialog_metrics(dialogs: Mapping[str, Mapping[int, float]]) -> dict[str, floa
 
 
 def score_items(items: Sequence[Item], mode: Mode, suite: str = "mtu") -> SuiteResult:
-    """Scores MTU items in their benchmark order; metric names carry the split ("M-M/TN")
-    unless the items are all of one split."""
+    """Scores MTU items; metric names carry the split ("M-M/TN") unless the items are all of one
+    split. Each split gets the metrics MTU's score() returns for it: TS, PS (+AVG for S-S);
+    TN, TO (+AVG for S-M); TS, PS and the dialog metrics for M-S; TN, TO and the dialog metrics
+    for M-M. OOD (fixed mode only: MTU's score() has no OOD split) gets M-M's set."""
     mode = check_mode(mode)
     by_split: dict[str, list[Item]] = {}
     for item in items:
         by_split.setdefault(item.split, []).append(item)
+    if mode == "compat":
+        foreign = sorted(s for s in by_split if s not in COMPAT_SPLITS and s != EPISODE)
+        if foreign:
+            raise EvaluationError(
+                f"compat mode: MTU's scorer has no {', '.join(foreign)} split; score it in fixed mode"
+            )
     metrics: dict[str, float] = {}
     per_task: dict[str, dict[str, float]] = {}
     counts: dict[str, int] = {}
@@ -497,40 +880,34 @@ def score_items(items: Sequence[Item], mode: Mode, suite: str = "mtu") -> SuiteR
     for split, rows in by_split.items():
         split_metrics: dict[str, float] = {}
         flags: dict[str, dict[int, float]] = {}
-        if split in SINGLE_CALL_SPLITS:
-            ts, ps = [], []
-            for it in rows:
-                t, p = _single_flags(it, mode)
-                ts.append(t)
-                ps.append(p)
-                per_task[it.key] = {"TS": t, "PS": p}
-                if split == "M-S":
-                    flags.setdefault(it.dialog if mode == "compat" else it.dialog_fixed, {})[it.turn] = p
-            split_metrics["TS"] = 100 * mean(ts)
-            split_metrics["PS"] = 100 * mean(ps)
-            # MTU's "average_score": the mean of TS and PS; the script averages the rounded
-            # percentages and multiplies by 100 a second time (7307.50 for GPT-4 on S-S)
-            if mode == "compat":
-                rounded = (round(split_metrics["TS"], 2) + round(split_metrics["PS"], 2)) / 2
-                split_metrics["AVG"] = rounded * 100
-            else:
-                split_metrics["AVG"] = (split_metrics["TS"] + split_metrics["PS"]) / 2
-        else:
-            tn, to = [], []
-            for it in rows:
-                n, o = _multi_flags(it, mode)
-                tn.append(n)
-                to.append(o)
-                per_task[it.key] = {"TN": n, "TO": o}
-                if split == EPISODE:
-                    per_task[it.key]["success"] = float(n == 1 and o == 1)
-                if split == "M-M":
-                    ok = float(n == 1 and o == 1)
-                    flags.setdefault(it.dialog if mode == "compat" else it.dialog_fixed, {})[it.turn] = ok
-            split_metrics["TN"] = 100 * mean(tn)
-            split_metrics["TO"] = 100 * mean(to)
+        single = split in SINGLE_CALL_SPLITS
+        first, second = ("TS", "PS") if single else ("TN", "TO")
+        values: tuple[list[float], list[float]] = ([], [])
+        # in row order: compat keys dialogs by id prefix, and a later row overwrites a turn (as MTU)
+        for it in rows:
+            a, b = _single_flags(it, mode) if single else _multi_flags(it, mode)
+            values[0].append(a)
+            values[1].append(b)
+            per_task[it.key] = {first: a, second: b}
             if split == EPISODE:
-                split_metrics["SR"] = 100 * mean([per_task[it.key]["success"] for it in rows])
+                per_task[it.key]["success"] = float(a == 1 and b == 1)
+            if split in MULTI_TURN_SPLITS:
+                # M-S: the turn's PS flag (reset every turn); M-M and OOD: TN == TO == 1
+                ok = b if single else float(a == 1 and b == 1)
+                flags.setdefault(it.dialog if mode == "compat" else it.dialog_fixed, {})[it.turn] = ok
+        split_metrics[first] = 100 * mean(values[0])
+        split_metrics[second] = 100 * mean(values[1])
+        if split in AVERAGED_SPLITS:
+            # MTU's "average_score": the script averages the two rounded percentages and
+            # multiplies by 100 a second time (7307.50 for GPT-4 on S-S); fixed: the plain mean
+            if mode == "compat":
+                split_metrics["AVG"] = (
+                    (round(split_metrics[first], 2) + round(split_metrics[second], 2)) / 2 * 100
+                )
+            else:
+                split_metrics["AVG"] = (split_metrics[first] + split_metrics[second]) / 2
+        if split == EPISODE:
+            split_metrics["SR"] = 100 * mean([per_task[it.key]["success"] for it in rows])
         if split in MULTI_TURN_SPLITS:
             split_metrics.update(dialog_metrics(flags))
             counts[f"{split}/dialogs"] = len(flags)
@@ -553,50 +930,35 @@ def score_items(items: Sequence[Item], mode: Mode, suite: str = "mtu") -> SuiteR
 # ================================================================================================
 
 
-def _read_jsonl(path: Path | str, what: str) -> list[dict[str, Any]]:
-    rows = []
-    with Path(path).open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise EvaluationError(f"{path}:{lineno}: {what} is not JSON: {exc}") from None
-            if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-                raise EvaluationError(f"{path}:{lineno}: {what} needs an object with a string 'id'")
-            rows.append(row)
+def read_rows(path: Path | str, what: str = "row") -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) per line of an MTU JSONL file; a bad file is an EvaluationError
+    naming the file and line."""
+    try:
+        return read_jsonl_lines(path, what)
+    except JSONLError as exc:
+        raise EvaluationError(str(exc)) from None
+
+
+def read_id_rows(path: Path | str, what: str) -> list[tuple[int, dict[str, Any]]]:
+    """`read_rows`, and every row must have a string 'id'."""
+    rows = read_rows(path, what)
+    for lineno, row in rows:
+        if not isinstance(row.get("id"), str):
+            raise EvaluationError(f"{path}:{lineno}: {what} needs a string 'id'")
     return rows
-
-
-def join_responses(
-    rows: Sequence[Mapping[str, Any]], responses: Sequence[Mapping[str, Any]]
-) -> tuple[list[str | None], int]:
-    """Each eval row's response: the k-th response with an id belongs to the k-th row with it
-    (the response files are shuffled; M-M repeats some ids). Also the count of unused responses."""
-    queues: dict[str, list[str]] = {}
-    for r in responses:
-        text = r.get("response")
-        queues.setdefault(str(r["id"]), []).append(text if isinstance(text, str) else "")
-    out: list[str | None] = []
-    for row in rows:
-        queue = queues.get(str(row["id"]))
-        out.append(queue.pop(0) if queue else None)
-    return out, sum(len(q) for q in queues.values())
 
 
 def items_from_rows(
     rows: Sequence[Mapping[str, Any]], responses: Sequence[str | None], keys: Sequence[str] | None = None
 ) -> list[Item]:
     ids = [str(r["id"]) for r in rows]
-    fixed_dialogs = dialog_keys(ids) if any(split_of(i) in MULTI_TURN_SPLITS for i in ids) else ids
+    questions = [q if isinstance(q := r.get("question"), str) else "" for r in rows]
+    fixed_dialogs = dialog_keys(ids, questions) if any(split_of(i) in MULTI_TURN_SPLITS for i in ids) else ids
     items = []
     for n, (row, response) in enumerate(zip(rows, responses, strict=True)):
         item_id = ids[n]
-        answer = row.get("answer")
-        if not isinstance(answer, dict):
-            raise EvaluationError(f"MTU row {item_id!r}: 'answer' must be an object, got {answer!r}")
         split = split_of(item_id)
+        answer = decode_answer(row.get("answer"), f"MTU row {item_id!r}")
         dialog, turn = dialog_turn(item_id) if split in MULTI_TURN_SPLITS else (item_id, 0)
         text = response or ""
         calls, bad = parse_fixed(text) if text else ([], False)
@@ -612,6 +974,7 @@ def items_from_rows(
                 key=keys[n] if keys else item_id,
                 calls=calls,
                 format_error=bad,
+                missing=response is None,
             )
         )
     return items
@@ -629,15 +992,31 @@ def unique_keys(ids: Sequence[str]) -> list[str]:
 
 def score_mtu_files(eval_jsonl: Path | str, response_jsonl: Path | str, mode: Mode) -> SuiteResult:
     """Scores a response file against an MTU-Eval file (`{id, question, answer}` rows and
-    `{id, response}` rows), e.g. S-S_eval.jsonl with S-S_gpt4_response.jsonl."""
+    `{id, response}` rows), e.g. S-S_eval.jsonl with S-S_gpt4_response.jsonl. Responses are
+    paired with rows by `pair_responses`; counts and notes report every unpaired row and
+    response (`unpaired_count` sums them)."""
     mode = check_mode(mode)
-    rows = _read_jsonl(eval_jsonl, "eval row")
-    responses = _read_jsonl(response_jsonl, "response row")
-    joined, unused = join_responses(rows, responses)
-    items = items_from_rows(rows, joined, unique_keys([str(r["id"]) for r in rows]))
+    rows = [r for _, r in read_id_rows(eval_jsonl, "eval row")]
+    lined = read_id_rows(response_jsonl, "response row")
+    responses = [r for _, r in lined]
+    pairing = pair_responses(rows, responses)
+    joined = [None if j is None else response_text(responses[j]) for j in pairing.response_of]
+    ids = [str(r["id"]) for r in rows]
+    items = items_from_rows(rows, joined, unique_keys(ids))
     result = score_items(items, mode)
-    result.counts["missing_responses"] = sum(1 for r in joined if r is None)
-    result.counts["unused_responses"] = unused
+    moved = []
+    for i in pairing.by_content:
+        j = pairing.response_of[i]
+        if j is not None and responses[j]["id"] != ids[i]:
+            moved.append(describe_move(responses[j]["id"], lined[j][0], ids[i], i))
+    counts, notes = pairing_report(
+        [describe_row(ids[i], i) for i in pairing.missing],
+        [describe_response(responses[j]["id"], lined[j][0]) for j in pairing.unused],
+        len(pairing.by_content),
+        moved,
+    )
+    result.counts.update(counts)
+    result.notes.extend(notes)
     return result
 
 
@@ -679,11 +1058,17 @@ def _episode_item(trace: Trace, task: Task) -> Item:
     )
 
 
+# trace header key (env_config) where replayed MTU responses record how their row was paired
+PAIRING_KEY = "mtu_pairing"
+
+
 class MTUSuite:
     """Scores traces of MTU rows (one teacher-forced turn per trace; tasks from
     toolgym.evaluation.loaders.mtu carry the row in `metadata["mtu"]`). Traces of other tasks
     are scored as whole episodes (split "episode": TN, TO and SR of all their calls against the
-    golden chain); traces whose task is not in the task set are skipped and counted."""
+    golden chain); traces whose task is not in the task set are skipped and counted. Traces of
+    replayed response files (loaders.mtu.run_mtu_episodes) say how their row was paired; the
+    result reports unpaired rows and responses as `score_mtu_files` does."""
 
     name = "mtu"
 
@@ -708,26 +1093,47 @@ class MTUSuite:
             raise EvaluationError(f"none of the {len(traces)} traces belongs to a task of the task set")
         rows.sort(key=lambda e: e[0])  # the benchmark's row order: later rows overwrite (compat)
         items = []
-        for _, task_id, meta, trace in rows:
+        missing: list[str] = []
+        unused: dict[str, None] = {}
+        moved: list[str] = []
+        by_content = 0
+        replayed = False
+        for index, task_id, meta, trace in rows:
             item_id = str(meta["id"])
             split = split_of(item_id)
             dialog, turn = dialog_turn(item_id) if split in MULTI_TURN_SPLITS else (item_id, 0)
             calls, bad = _trace_calls(trace)
+            pairing = trace.header.env_config.get(PAIRING_KEY)
+            how = pairing.get("how") if isinstance(pairing, dict) else None
             items.append(
                 Item(
                     id=item_id,
                     split=split,
-                    answer=dict(meta["answer"]),
+                    answer=decode_answer(meta["answer"], f"MTU row {item_id!r}"),
                     response=raw_text(trace.steps[0]) if trace.steps else "",
                     dialog=dialog,
                     dialog_fixed=str(meta.get("dialog", dialog)),
                     turn=turn,
                     key=task_id,
                     calls=calls,
-                    format_error=bad,
+                    format_error=bad and how != "missing",  # the replay's empty reply is no format error
+                    missing=how == "missing",
                 )
             )
+            if isinstance(pairing, dict):
+                replayed = True
+                if how == "missing":
+                    missing.append(describe_row(item_id, index))
+                elif how == "content":
+                    by_content += 1
+                    if isinstance(pairing.get("moved"), str):
+                        moved.append(pairing["moved"])
+                unused.update(dict.fromkeys(str(u) for u in pairing.get("unused", [])))
         result = score_items([*items, *episodes], mode, self.name)
+        if replayed:
+            counts, notes = pairing_report(missing, list(unused), by_content, moved)
+            result.counts.update(counts)
+            result.notes.extend(notes)
         if skipped:
             result.counts["skipped_unknown_task"] = skipped
             result.notes.append(f"{skipped} traces skipped: their task is not in the task set")

@@ -1,0 +1,53 @@
+"""Reading JSONL files of objects (one JSON object per line; blank lines are skipped).
+
+Every problem is a `JSONLError` (a ValueError) that names the file and, where there is one, the
+line: a line that is not JSON, a line that is JSON but not an object, bytes that are not UTF-8, a
+file that cannot be opened.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+class JSONLError(ValueError):
+    """A JSONL file that cannot be read as objects; `path` and `line` (1-based, None for the file
+    as a whole) say where."""
+
+    def __init__(self, path: Path | str, line: int | None, message: str) -> None:
+        self.path = Path(path)
+        self.line = line
+        self.message = message
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {message}")
+
+
+def read_jsonl_lines(path: Path | str, what: str = "line") -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; `what` names a line in error messages."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    try:
+        with Path(path).open("rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise JSONLError(path, lineno, f"{what} is not UTF-8 text: {exc}") from None
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError as exc:
+                    raise JSONLError(path, lineno, f"{what} is not JSON: {exc}") from None
+                if not isinstance(row, dict):
+                    raise JSONLError(path, lineno, f"{what} must be a JSON object, got {type(row).__name__}")
+                out.append((lineno, row))
+    except OSError as exc:
+        raise JSONLError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    return out
+
+
+def read_jsonl(path: Path | str, what: str = "line") -> list[dict[str, Any]]:
+    """The objects of a JSONL file, in file order."""
+    return [row for _, row in read_jsonl_lines(path, what)]
