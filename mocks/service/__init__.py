@@ -16,7 +16,6 @@ from toolgym.mocks.service.client import (
     MockServiceError,
     RemoteMockWorld,
     SessionLost,
-    remote_task_scores,
 )
 from toolgym.mocks.service.server import InsecureBindError, ThreadedServer, check_bind, serve
 
@@ -32,6 +31,5 @@ __all__ = [
     "ThreadedServer",
     "check_bind",
     "create_app",
-    "remote_task_scores",
     "serve",
 ]

@@ -4,7 +4,7 @@ node) exactly as against an in-process MockWorld: same observations, same hashes
 
     client = MockServiceClient("http://127.0.0.1:8100", token=...)
     world = client.world(["banking"], seed=0)
-    env = ToolEnv(tasks=[task], world=world, reward_fn=remote_task_scores)
+    env = ToolEnv(tasks=[task], world=world)  # the default reward asks the server for the state score
 
 Failures: a server that cannot be reached, answers 5xx or does not answer in time raises
 `InfraError` (the env turns it into an `infra_error` observation: not the agent's fault). The
@@ -26,7 +26,6 @@ from typing import Any, Literal
 import httpx
 
 from toolgym.actions import Observation, ToolCall
-from toolgym.envs.rewards import Episode, task_scores
 from toolgym.errors import (
     ArgumentError,
     ErrorKind,
@@ -457,9 +456,3 @@ def _no_files() -> FileStore:
 
         _FILES = FileStore()
     return _FILES
-
-
-def remote_task_scores(task: Task, episode: Episode) -> dict[str, float]:
-    """The default `task_scores`: its state part asks a RemoteMockWorld's server
-    (`RemoteMockWorld.state_scores`). Kept as a name for existing callers."""
-    return task_scores(task, episode)

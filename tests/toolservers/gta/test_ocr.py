@@ -277,7 +277,7 @@ def test_tesseract_backend() -> None:
 
 
 def test_fixture_script_lists_every_image() -> None:
-    from toolgym.fixtures.make_images import IMAGES as MADE
+    from scripts.make_images import IMAGES as MADE
 
     on_disk = {p.name for p in IMAGES.iterdir() if p.suffix in (".png", ".jpg")}
     assert set(MADE) == on_disk

@@ -13,10 +13,10 @@ from typing import Any, ClassVar
 
 import pytest
 
+from scripts import make_corpus
 from toolgym.actions import ToolCall
 from toolgym.errors import ErrorKind
 from toolgym.files import FileStore
-from toolgym.fixtures.search_corpus import make_corpus
 from toolgym.tools import ToolContext, ToolSet
 from toolgym.toolservers.gta.config import ModelConfig
 from toolgym.toolservers.gta.search import (

@@ -1,6 +1,6 @@
 """Extract the API specs MTU-Bench's eval prompts offer and print SPECS.md's table.
 
-    python -m toolgym.mocks.apps.mtu.extract_specs [/path/to/mtu-bench] > mocks/apps/mtu/SPECS.md
+    python -m scripts.extract_specs [/path/to/mtu-bench] > mocks/apps/mtu/SPECS.md
 
 Each row of S-S_eval.jsonl and M-M_eval.jsonl has a ReAct prompt whose API list is a Python
 literal (or JSON) after "The following is a list of APIs ...". An API name can come in several
@@ -20,7 +20,7 @@ from typing import Any, Final
 
 MARK: Final = "The following is a list of APIs and their parameters that you can use:"
 FILES: Final = ("S-S_eval.jsonl", "M-M_eval.jsonl")
-DEFAULT_DIR: Final = Path("/work/shared/data/mtu-bench")
+DEFAULT_DIR: Final = Path(__file__).resolve().parent.parent / "tests" / "data" / "mtu-bench"
 
 
 def api_list(question: str) -> list[Any]:
