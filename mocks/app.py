@@ -383,19 +383,6 @@ def bind_tools(app: App, prefix: str = "") -> list[Tool]:
     return tools
 
 
-def describe_apis(cls: type[App]) -> list[dict[str, Any]]:
-    """One line per API for docs and listings: name, read/write, parameters."""
-    return [
-        {
-            "name": a.name,
-            "write": a.write,
-            "params": [p.name for p in a.tool.params],
-            "description": a.tool.description,
-        }
-        for a in app_apis(cls)
-    ]
-
-
 def validate_app(cls: type[App]) -> list[str]:
     """Problems a new app commonly has, as messages (empty = fine). Cheap; tests call it."""
     problems: list[str] = []

@@ -229,10 +229,6 @@ class Template:
     undo_width: int
     base_acc: int | None = None  # hash accumulator of the seeded state, filled once, lazily
 
-    @property
-    def size_bytes(self) -> int:
-        return len(self.image)
-
 
 def connect() -> sqlite3.Connection:
     """An in-memory connection as the store wants it: autocommit (we manage transactions) and

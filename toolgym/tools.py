@@ -581,10 +581,6 @@ def _render(value: Any, content: Any) -> str:
     return canonical_json(content)
 
 
-def render_result_text(value: Any) -> str:
-    return _render(value, to_json_value(value))
-
-
 def result_observation(call: ToolCall, value: Any) -> Observation:
     content = to_json_value(value)
     return Observation(

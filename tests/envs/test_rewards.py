@@ -47,3 +47,16 @@ def test_reference_answers_by_similarity() -> None:
 def test_no_spec_or_no_answer_scores_zero() -> None:
     assert score_answer(None, AnswerSpec(whitelist=[["x"]])) == 0.0
     assert score_answer("x", None) == 0.0
+
+
+def test_combined_weighs_named_rewards_and_reports_each_part() -> None:
+    from toolgym.actions import FinalAnswer
+    from toolgym.envs.rewards import Episode, EpisodeStep, answer_reward, combined
+    from toolgym.tasks import Task
+
+    task = Task(id="t", query="q", answer=AnswerSpec(whitelist=[["58"]]))
+    episode = Episode(task=task, steps=[EpisodeStep(0, "58", [FinalAnswer(text="58 days")], [])])
+    reward = combined(
+        {"answer": (answer_reward, 0.75), "steps": (lambda _t, e: float(len(e.steps) <= 0), 0.25)}
+    )
+    assert reward(task, episode) == {"answer": 1.0, "steps": 0.0, "reward": 0.75}

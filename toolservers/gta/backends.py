@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+import httpx
 from PIL import Image as PILImage
 from PIL import PngImagePlugin
 
-from toolgym.errors import ToolError
+from toolgym.errors import InfraError, ToolError
 from toolgym.files import FileHandle
 from toolgym.tools import ToolContext
 
@@ -85,13 +86,6 @@ class Backend(ABC):
         problem = self.problem()
         if problem is not None:
             raise ToolError(f"{self.tool} backend {self.name!r} cannot run on this machine: {problem}")
-
-
-def package_problem(modules: Iterable[str], install: str) -> str | None:
-    missing = missing_modules(modules)
-    if missing:
-        return f"needs the Python package(s) {', '.join(missing)}: {install}"
-    return None
 
 
 def model_dir_problem(config: ModelConfig, slot: str, *, marker: str | None = "config.json") -> str | None:
@@ -180,3 +174,25 @@ def quiet_hf() -> None:
             logging = load_module(name)
             logging.disable_progress_bar()
             logging.set_verbosity_error()
+
+
+def post_json_api(service: str, url: str, timeout_s: float, **request: Any) -> dict[str, Any]:
+    """POST to a hosted model API and return its JSON object. Anything but an HTTP 200 with a
+    JSON object (no connection, a bad key, an exhausted quota, a garbled body) is an InfraError
+    naming the service: the operator's problem, not the agent's."""
+    try:
+        response = httpx.post(url, timeout=timeout_s, **request)
+    except httpx.HTTPError as exc:
+        raise InfraError(f"{service} request failed: {type(exc).__name__}: {exc}") from None
+    if response.status_code != 200:
+        raise InfraError(
+            f"{service} answered HTTP {response.status_code}: {response.text[:200]}",
+            data={"status": response.status_code},
+        )
+    try:
+        payload = response.json()
+    except ValueError:
+        raise InfraError(f"{service} answered with a body that is not JSON") from None
+    if not isinstance(payload, dict):
+        raise InfraError(f"{service} answered with JSON that is not an object")
+    return payload

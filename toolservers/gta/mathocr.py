@@ -27,10 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 
-from toolgym.errors import InfraError, ToolError
+from toolgym.errors import ToolError
 from toolgym.tools import Image, Tool, tool
 
 from .backends import (
@@ -42,6 +41,7 @@ from .backends import (
     missing_modules,
     model_dir_problem,
     new_tokens_limit,
+    post_json_api,
     quiet_hf,
 )
 from .config import ModelConfig
@@ -447,27 +447,14 @@ class MathpixMathOCR(Backend):
     def recognize(self, path: Path) -> str:
         self.require()
         options = {"math_inline_delimiters": ["$", "$"], "rm_spaces": True}
-        try:
-            response = httpx.post(
-                self.url,
-                files={"file": (path.name, path.read_bytes())},
-                data={"options_json": json.dumps(options)},
-                headers={"app_id": self.app_id or "", "app_key": self.app_key or ""},
-                timeout=self.timeout_s,
-            )
-        except httpx.HTTPError as exc:
-            raise InfraError(f"Mathpix request failed: {type(exc).__name__}: {exc}") from None
-        if response.status_code != 200:
-            raise InfraError(
-                f"Mathpix answered HTTP {response.status_code}: {response.text[:200]}",
-                data={"status": response.status_code},
-            )
-        try:
-            payload = response.json()
-        except ValueError:
-            raise InfraError("Mathpix answered with a body that is not JSON") from None
-        if not isinstance(payload, dict):
-            raise InfraError("Mathpix answered with JSON that is not an object")
+        payload = post_json_api(
+            "Mathpix",
+            self.url,
+            self.timeout_s,
+            files={"file": (path.name, path.read_bytes())},
+            data={"options_json": json.dumps(options)},
+            headers={"app_id": self.app_id or "", "app_key": self.app_key or ""},
+        )
         if payload.get("error"):
             # Mathpix reports unreadable images in the body with HTTP 200
             raise ToolError(f"Mathpix could not read the image: {payload.get('error')}")

@@ -24,13 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
-
 import toolgym.fixtures
-from toolgym.errors import InfraError, ToolError
+from toolgym.errors import ToolError
 from toolgym.tools import Param, Tool, tool
 
-from .backends import Backend, Lazy
+from .backends import Backend, Lazy, post_json_api
 from .config import ModelConfig
 
 DESCRIPTION = "The tool can search the input query text from Google and return the related results."
@@ -227,27 +225,13 @@ class SerperSearch(Backend):
 
     def search(self, query: str, k: int) -> str:
         self.require()
-        try:
-            response = httpx.post(
-                f"{self.url}/search",
-                json={"q": query, "num": k},
-                headers={"X-API-KEY": self.api_key or "", "Content-Type": "application/json"},
-                timeout=self.timeout_s,
-            )
-        except httpx.HTTPError as exc:
-            raise InfraError(f"Serper request failed: {type(exc).__name__}: {exc}") from None
-        if response.status_code != 200:
-            # a bad key or an exhausted quota is the operator's problem, not the agent's
-            raise InfraError(
-                f"Serper answered HTTP {response.status_code}: {response.text[:200]}",
-                data={"status": response.status_code},
-            )
-        try:
-            payload = response.json()
-        except ValueError:
-            raise InfraError("Serper answered with a body that is not JSON") from None
-        if not isinstance(payload, Mapping):
-            raise InfraError("Serper answered with JSON that is not an object")
+        payload = post_json_api(
+            "Serper",
+            f"{self.url}/search",
+            self.timeout_s,
+            json={"q": query, "num": k},
+            headers={"X-API-KEY": self.api_key or "", "Content-Type": "application/json"},
+        )
         return parse_serper(payload, k)
 
 

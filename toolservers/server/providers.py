@@ -127,15 +127,8 @@ MODEL_TOOLS = (
     "TextToImage",
     "ImageStylization",
 )
-_GPU_CAPABLE = {
-    "ImageDescription",
-    "RegionAttributeDescription",
-    "TextToBbox",
-    "CountGivenObject",
-    "MathOCR",
-    "TextToImage",
-    "ImageStylization",
-}
+# every model tool but the web search runs on a GPU when the server has one
+_GPU_CAPABLE = frozenset(MODEL_TOOLS) - {"GoogleSearch"}
 
 
 def model_providers() -> list[ToolProvider]:
