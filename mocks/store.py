@@ -84,6 +84,16 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def from_jsonable(value: Any) -> Any:
+    """The SQLite value behind a tagged object of `jsonable` (one level: a column value)."""
+    if isinstance(value, dict) and len(value) == 1:
+        if "$blob" in value:
+            return bytes.fromhex(str(value["$blob"]))
+        if "$float" in value:
+            return float(str(value["$float"]))
+    return value
+
+
 def row_digest(table: str, row: Mapping[str, Any]) -> int:
     """sha256(canonical_json([table, row])) as an integer: one element of the multiset hash."""
     obj = [table, row]
@@ -604,6 +614,46 @@ class Store:
             out[key] = (old, new)
         self._memo = (memo_key, out)
         return out
+
+    def effects_since(self, pos: int) -> list[Any]:
+        """Every row (internal tables included: counters, the clock) that changed after `pos`, as
+        JSON `[table, rowid, old values or None, new values or None]`, exact SQLite values: what a
+        cassette records so that replay can make the same change without running the API."""
+        conn, tables = self.conn, self.tables
+        first: dict[RowKey, Values | None] = {}
+        for tbl, op, rid, *vals in conn.execute(
+            f"SELECT tbl, op, rid{self._vcols} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq", (pos,)
+        ):
+            if (tbl, rid) not in first:
+                first[(tbl, rid)] = None if op == "I" else tuple(vals[: len(tables[tbl].columns)])
+        out: list[Any] = []
+        for (tbl, rid), old in sorted(first.items()):
+            row = conn.execute(tables[tbl].sql_fetch_one, (rid,)).fetchone()
+            new = None if row is None else tuple(row[1:])
+            if old is None and new is None:
+                continue
+            out.append([tbl, rid, jsonable(list(old)) if old else None, jsonable(list(new)) if new else None])
+        return out
+
+    def apply_effects(self, effects: list[Any]) -> None:
+        """Make the changes `effects_since` listed, in one transaction through the logged
+        connection, so the undo log, diff and state hash see them as if the API had made them."""
+        deletes, updates, inserts = [], [], []
+        for tbl, rid, old, new in effects:
+            t = self.tables[tbl]
+            if new is None:
+                deletes.append((t.sql_delete, (rid,)))
+                continue
+            values = [from_jsonable(v) for v in new]
+            if old is None:
+                inserts.append((t.sql_insert, (rid, *values)))
+            else:
+                updates.append((t.sql_update, (*values, rid)))
+        with self.atomic():
+            # deletes first, inserts last: a row replaced under the same unique key fits
+            for sql, params in (*deletes, *updates, *inserts):
+                self.conn.execute(sql, params)
+        self.epoch += 1  # cached reads (the clock) may predate the rows just written
 
     def _apply(self, acc: int, changes: Changes, sign: int = 1) -> int:
         """Move an accumulator along `changes` (sign=-1: backwards)."""

@@ -173,6 +173,16 @@ class MockWorld:
     def close(self) -> None:
         self.store.close()
 
+    # ---- StateEffects (toolgym.world): what cassettes record and replay --------------------------
+    def effects_mark(self) -> int:
+        return self.store.top()
+
+    def effects_since(self, mark: int) -> list[Any]:
+        return self.store.effects_since(mark)
+
+    def apply_effects(self, effects: list[Any]) -> None:
+        self.store.apply_effects(effects)
+
     # ---- conveniences ---------------------------------------------------------------------------
     @property
     def context(self) -> ToolContext:

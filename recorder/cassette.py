@@ -42,14 +42,14 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 from toolgym.actions import Observation, ToolCall
 from toolgym.canonical import canonical_json
 from toolgym.errors import ErrorKind, UnknownToolError
 from toolgym.files import FileHandle, UnknownFileError
 from toolgym.tools import BaseTool, ToolContext, ToolSet
-from toolgym.world import World
+from toolgym.world import StateEffects, World
 
 CassetteMode = Literal["live", "record", "replay", "record_missing"]
 MODES: tuple[CassetteMode, ...] = ("live", "record", "replay", "record_missing")
@@ -138,93 +138,9 @@ class Secrets:
 
 
 # ---- state -----------------------------------------------------------------------------------------
-@runtime_checkable
-class StateEffects(Protocol):
-    """How a stateful world's change is captured at record time and put back at replay time."""
-
-    def mark(self) -> int:
-        """A position to capture changes from."""
-
-    def since(self, mark: int) -> list[Any]:
-        """The changes made after `mark`, as JSON."""
-
-    def apply(self, effect: list[Any]) -> None:
-        """Make the same changes again (the world is in the state it had at record time)."""
-
-
-def _decode_value(value: Any) -> Any:
-    if isinstance(value, dict) and len(value) == 1:
-        if "$blob" in value:
-            return bytes.fromhex(str(value["$blob"]))
-        if "$float" in value:
-            return float(str(value["$float"]))
-    return value
-
-
-class MockWorldEffects:
-    """StateEffects of a MockWorld, read from its undo log: rows of every table (the framework's
-    counters and clock included) as they were before and are after the call, exact SQLite values.
-    Applying them writes through the same connection, so the world's undo log, diff and state hash
-    see the change as if the API had made it."""
-
-    def __init__(self, world: Any) -> None:
-        self.world = world
-
-    def mark(self) -> int:
-        return int(self.world.store.top())
-
-    def since(self, mark: int) -> list[Any]:
-        from toolgym.mocks.store import UNDO_TABLE, jsonable
-
-        store = self.world.store
-        width = store.template.undo_width
-        vcols = "".join(f", v{i}" for i in range(width))
-        first: dict[tuple[str, int], tuple[Any, ...] | None] = {}
-        for tbl, op, rid, *vals in store.conn.execute(
-            f"SELECT tbl, op, rid{vcols} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq", (mark,)
-        ):
-            if (tbl, rid) not in first:
-                first[(tbl, rid)] = None if op == "I" else tuple(vals[: len(store.tables[tbl].columns)])
-        out: list[Any] = []
-        for (tbl, rid), old in sorted(first.items()):
-            row = store.conn.execute(store.tables[tbl].sql_fetch_one, (rid,)).fetchone()
-            new = None if row is None else tuple(row[1:])
-            if old is None and new is None:
-                continue
-            out.append([tbl, rid, jsonable(list(old)) if old else None, jsonable(list(new)) if new else None])
-        return out
-
-    def apply(self, effect: list[Any]) -> None:
-        store = self.world.store
-        conn = store.conn
-        deletes, updates, inserts = [], [], []
-        for tbl, rid, old, new in effect:
-            t = store.tables[tbl]
-            new_values = None if new is None else [_decode_value(v) for v in new]
-            if new_values is None:
-                deletes.append((t.sql_delete, (rid,)))
-            elif old is None:
-                inserts.append((t.sql_insert, (rid, *new_values)))
-            else:
-                updates.append((t.sql_update, (*new_values, rid)))
-        conn.execute("BEGIN")
-        try:
-            # deletes first, inserts last: a row replaced under the same unique key fits
-            for sql, params in (*deletes, *updates, *inserts):
-                conn.execute(sql, params)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-
 def effects_for(world: World | None) -> StateEffects | None:
-    """The StateEffects adapter for a world, if toolgym knows one (MockWorld)."""
-    if world is None:
-        return None
-    from toolgym.mocks.world import MockWorld
-
-    return MockWorldEffects(world) if isinstance(world, MockWorld) else None
+    """The world itself where it can capture and replay its changes (MockWorld does), else None."""
+    return world if isinstance(world, StateEffects) else None
 
 
 @dataclass
@@ -550,7 +466,7 @@ class Cassette:
                 return self._restore(entry, call, ctx, binding if stateful else None)
             if self.mode == "replay":
                 return self._miss(key, call)
-        mark = binding.effects.mark() if stateful and binding.effects is not None else 0
+        mark = binding.effects.effects_mark() if stateful and binding.effects is not None else 0
         obs = live(call, ctx)
         self.stats.live_calls += 1
         self._count_ordinal(key)
@@ -559,7 +475,7 @@ class Cassette:
             return obs
         extra: dict[str, Any] = {"seed": ctx.seed}
         if stateful and binding.effects is not None and binding.state_hash is not None:
-            extra["effect"] = binding.effects.since(mark)
+            extra["effect"] = binding.effects.effects_since(mark)
             extra["state_after"] = binding.state_hash()
         self._store(key, key_hash, obs, ctx, extra, secrets)
         self.stats.recorded += 1
@@ -624,7 +540,7 @@ class Cassette:
                 ctx.files.put_bytes(self.blob(handle.sha256), name=handle.name, media_type=handle.media_type)
         if binding is not None and binding.effects is not None and "effect" in response:
             try:
-                binding.effects.apply(response["effect"])
+                binding.effects.apply_effects(response["effect"])
             except Exception as exc:  # the world is not where the recording was: loud, not a crash
                 return Observation.from_error(
                     ErrorKind.INFRA_ERROR,

@@ -32,3 +32,19 @@ class World(Protocol):
         """An independent copy of the world as it is now."""
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class StateEffects(Protocol):
+    """A world whose changes can be captured and made again without running its APIs: what a
+    cassette records beside a write call's answer, so that replay moves the state exactly as the
+    live call did (later ids, hashes and diffs then match a live run)."""
+
+    def effects_mark(self) -> int:
+        """A position to capture changes from."""
+
+    def effects_since(self, mark: int) -> list[Any]:
+        """The changes made after `mark`, as JSON."""
+
+    def apply_effects(self, effects: list[Any]) -> None:
+        """Make the same changes again (the world is in the state it had at record time)."""
