@@ -370,8 +370,14 @@ def reply_text(step: TraceStep) -> tuple[str, bool]:
     raw = step.raw
     if isinstance(raw, str):
         return raw, True
-    if isinstance(raw, dict) and isinstance(raw.get("content"), str) and raw["content"].strip():
-        return raw["content"], True
+    if isinstance(raw, dict):
+        content = raw.get("content")
+        if isinstance(content, list):  # text parts
+            content = "".join(
+                p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+            )
+        if isinstance(content, str) and content.strip():
+            return content, True
     parts = []
     for action in step.actions:
         if action.get("type") == "tool_call":

@@ -346,6 +346,33 @@ def test_compat_a_tool_outside_the_sample_is_an_invalid_action(sample: TaskSet, 
     assert compat.metrics["AnsAcc"] == 100.0
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "",
+        "Action: OCR\nAction Input: " + '{"a":' * 5000 + "1" + "}" * 5000,  # too deep for json
+        'Action: OCR\nAction Input: {"image": "\\u0000/x.png"}\n',  # a NUL in the path
+        'Action: OCR\nAction Input: {"image": "/' + "a" * 5000 + '.png"}\n',  # a name too long
+        "Action: OCR\nAction Input: 12\n",  # JSON that is no object
+        'Action: Calculator.run\nAction Input: {"expression": "1"}\n',  # lagent's "tool.api" form
+        'Action: Calculator.other\nAction Input: {"expression": "1"}\n',
+        "Action: FinishAction\nAction Input: 58\n",  # lagent's finish, named
+        {"role": "assistant", "content": [{"type": "text", "text": "Final Answer: 58"}]},
+    ],
+)
+def test_compat_odd_replies_never_raise(sample: TaskSet, tmp_path: Path, reply: Output) -> None:
+    fish = sample["gta-0"]
+    trace = run_step(replay_toolset(fish), sample, fish, [reply], tmp_path)
+    pred = gta_step_predictions(trace, fish, sample.base_dir)[0]
+    if reply == "Action: FinishAction\nAction Input: 58\n" or isinstance(reply, dict):
+        assert (pred.kind, (pred.content or "").strip()) == ("answer", "58")
+    elif "Calculator.run" in str(reply):
+        assert (pred.name, pred.error, pred.arguments) == ("Calculator", None, {"expression": "1"})
+    else:
+        assert pred.kind == "tool" and pred.error is not None
+    GTASuite().score([trace], sample, "compat")
+
+
 class _ExactEmbedder:
     """Similarity 1 for identical texts and 0 otherwise; remembers what it was given."""
 
