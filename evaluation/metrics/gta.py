@@ -405,11 +405,11 @@ def gta_step_predictions(trace: Trace, task: Task, base_dir: Path | None) -> lis
     lagent's parse and an executor of the sample's tools (DummyTools: they never fail once
     agentlego accepts the arguments)."""
     records = gta_tool_records(task)
+    files = FileCheck(task, base_dir)
     out = []
     for i, step in enumerate(trace.steps):
-        files = FileCheck(task, base_dir)
-        for gold in task.golden[:i]:  # the golden history the prediction was made after
-            files.add_from(gold.expected)
+        if 0 < i <= len(task.golden):  # the golden history grows by the previous gold step
+            files.add_from(task.golden[i - 1].expected)
         text, ordered = reply_text(step)
         record = LagentExecutor(records, files)(lagent_parse(text))
         record.ordered = ordered
@@ -434,9 +434,9 @@ def gta_episode_predictions(trace: Trace, task: Task, base_dir: Path | None) -> 
         if record.kind == "answer":
             break
         for obs in step.observations:  # files the tools returned can be passed on
-            files.add_from(obs.get("content"))
-            files.add_from(obs.get("files"))
             if obs.get("error") is None:
+                files.add_from(obs.get("content"))
+                files.add_from(obs.get("files"))
                 files.add_from(obs.get("text"))
     return out
 
