@@ -4,8 +4,11 @@ tool F1 (perception, operation, logic, creativity), from traces.
 Teacher-forced traces (`env_config["mode"] == "teacher_forced"`, see
 toolgym.evaluation.base.record_teacher_forced) give the step metrics: trace step i is the
 prediction for golden step i. Other traces are end-to-end episodes. `compat` is GTA's
-`GTABenchEvaluator.score` (open-compass/GTA, opencompass/datasets/gta_bench.py) with its quirks;
-`fixed` corrects them (docs/evaluation.md lists each difference).
+`GTABenchEvaluator.score` (open-compass/GTA, opencompass/datasets/gta_bench.py) with its quirks,
+on predictions as GTA's pipeline records them: each reply is read again with lagent's ReAct
+parse (toolgym.protocols.lagent) and run through a model of lagent's ActionExecutor holding only
+the sample's tools (`LagentExecutor`), whatever protocol the env used. `fixed` scores the env's
+own parse and corrects the quirks (docs/evaluation.md lists each difference).
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolgym.actions import ToolCall
 from toolgym.canonical import canonical_json, sha256_hex
 from toolgym.evaluation.base import (
     EvaluationError,
@@ -36,6 +40,15 @@ from toolgym.evaluation.metrics.similarity import (
     EmbedderUser,
     max_similarity,
     pair_similarities,
+)
+from toolgym.protocols.lagent import (
+    FINISH_ACTION,
+    INVALID_ACTION,
+    NO_ACTION,
+    LagentParse,
+    lagent_json_input,
+    lagent_parse,
+    lagent_render,
 )
 from toolgym.tasks import AnswerSpec, Task, TaskSet
 from toolgym.trace import Trace, TraceStep
@@ -143,7 +156,7 @@ class PredStep:
     name: str | None
     arguments: dict[str, Any] | None
     n_calls: int
-    content: str | None  # answer text (compat: raw text when nothing parsed)
+    content: str | None  # answer text, else the raw text
     final_answer: str | None
     errors: list[str]
 
@@ -203,6 +216,229 @@ def last_step_answer(trace: Trace) -> str | None:
         if action.get("type") == "final_answer" and isinstance(action.get("text"), str):
             return str(action["text"])
     return None
+
+
+# ---- compat: what GTA's pipeline records for a reply ----------------------------------------------
+
+GTA_MAX_TURN = 10  # GTA's configs run lagent's ReAct with max_turn=10
+# agentlego converts each argument to its toolmeta type: a path for these must exist...
+_FILE_TYPES = frozenset({"image", "file", "audio", "video"})
+# ...and these conversions can fail; str() and bool() never do
+_NUMBER_TYPES: dict[str, type] = {"int": int, "float": float}
+
+
+@dataclass
+class GTAStep:
+    """One prediction as GTA's LagentAgent records it: a tool step named by the ActionReturn's
+    type (a tool, or lagent's NoAction / InvalidAction), with an error when lagent or the tool
+    failed; or an answer step (lagent's FinishAction)."""
+
+    kind: str  # "tool" | "answer"
+    name: str | None = None
+    arguments: Any = None  # a dict; after an argument error, the raw input text (GTA's fallback)
+    error: str | None = None
+    content: str | None = None
+    # arguments in the reply's own key order (False: rendered from a trace's parsed actions,
+    # whose keys the trace stores sorted)
+    ordered: bool = True
+
+
+class FileCheck:
+    """Whether a file argument names an existing file, as agentlego's ImageIO/File check a path.
+    toolgym announces task files by name, so a task file's name or content handle exists, as does
+    a path on disk (absolute, or relative to the dataset folder) and anything `add_from` saw: a
+    file a tool returned earlier (end to end) or the golden history showed (step mode)."""
+
+    def __init__(self, task: Task, base_dir: Path | None) -> None:
+        self.base_dir = base_dir
+        self.known: set[str] = set()
+        for f in task.files:
+            self.known.add(f.name)
+            if base_dir is not None and (base_dir / f.path).is_file():
+                self.known.add(f"file:{sha256_hex((base_dir / f.path).read_bytes())}")
+
+    def add_from(self, value: Any) -> None:
+        if isinstance(value, str):
+            self.known.add(value)
+        elif isinstance(value, Mapping):
+            if isinstance(value.get("sha256"), str):
+                self.known.add(f"file:{value['sha256']}")
+            for item in value.values():
+                self.add_from(item)
+        elif isinstance(value, list):
+            for item in value:
+                self.add_from(item)
+
+    def __call__(self, value: str) -> bool:
+        if value in self.known:
+            return True
+        try:
+            path = Path(value)
+            if path.is_absolute():
+                return path.exists()
+            return bool(value) and self.base_dir is not None and (self.base_dir / path).exists()
+        except (OSError, ValueError):  # NUL bytes, names too long
+            return False
+
+
+def gta_tool_records(task: Task) -> dict[str, Mapping[str, Any] | None]:
+    """The sample's tools (only those: GTA's executor holds the sample's set) with their toolmeta
+    records: the sample's own, else GTA's toolmeta for the name (toolgym's GTA tools carry it),
+    else None (arguments are then taken as they are). A task without a tool list gets the
+    sample's records, or all of GTA's tools."""
+    meta = task.metadata.get("gta")
+    own = meta.get("tools", []) if isinstance(meta, dict) else []
+    records: dict[str, Mapping[str, Any] | None] = {
+        str(r["name"]): r for r in own if isinstance(r, dict) and isinstance(r.get("name"), str)
+    }
+    names = task.tools if task.tools is not None else list(records) or list(_builtin_toolmeta())
+    return {name: records[name] if name in records else _builtin_toolmeta().get(name) for name in names}
+
+
+_BUILTIN_TOOLMETA: dict[str, dict[str, Any]] | None = None
+
+
+def _builtin_toolmeta() -> dict[str, dict[str, Any]]:
+    global _BUILTIN_TOOLMETA
+    if _BUILTIN_TOOLMETA is None:
+        from toolgym.tools import to_agentlego_meta
+        from toolgym.toolservers.registry import all_gta_tools
+
+        _BUILTIN_TOOLMETA = {t.name: to_agentlego_meta(t) for t in all_gta_tools()}
+    return _BUILTIN_TOOLMETA
+
+
+class LagentExecutor:
+    """lagent's ActionExecutor holding only the sample's tools, each an agentlego tool of its
+    toolmeta record (GTA's DummyTool in step mode, a RemoteTool end to end), as far as the reply
+    alone decides: the tool's own outcome end to end comes from the trace."""
+
+    def __init__(self, records: Mapping[str, Mapping[str, Any] | None], file_exists: FileCheck) -> None:
+        self.records = records
+        self.file_exists = file_exists
+
+    def __call__(self, parsed: LagentParse) -> GTAStep:
+        name, command = parsed.action, parsed.action_input
+        tool, api = name, "run"
+        if name not in self.records and "." in name:
+            tool, api = name.rsplit(".", 1)  # GTA patches lagent to split "tool.api" from the right
+        if tool not in self.records:
+            if name == NO_ACTION:  # no action found: "Please follow the format"
+                return GTAStep("tool", NO_ACTION, {"text": command}, "API_ERROR")
+            if name == FINISH_ACTION:
+                return GTAStep("answer", content=command)
+            # a tool outside the sample's set: lagent's InvalidAction, a name of no category
+            return GTAStep("tool", INVALID_ACTION, {"text": command}, "API_ERROR")
+        if api != "run":
+            return GTAStep("tool", tool, command, "API_ERROR")
+        try:
+            args = lagent_json_input(command)
+        except (ValueError, RecursionError):
+            return GTAStep("tool", tool, command, "ARGS_ERROR")
+        if not isinstance(args, dict):  # lagent errs (or crashes) on JSON that is no object
+            return GTAStep("tool", tool, command, "ARGS_ERROR")
+        record = self.records[tool]
+        if record is None:
+            return GTAStep("tool", tool, args)
+        inputs = [i for i in record.get("inputs") or [] if isinstance(i, Mapping)]
+        names = {str(i.get("name")) for i in inputs}
+        required = {str(i.get("name")) for i in inputs if not i.get("optional")}
+        if not set(args) <= names or not required <= set(args):  # JsonParser's key checks
+            return GTAStep("tool", tool, command, "ARGS_ERROR")
+        types = {str(i.get("name")): str(i.get("type")) for i in inputs}
+        if not all(self._converts(types.get(key), value) for key, value in args.items()):
+            return GTAStep("tool", tool, args, "API_ERROR")  # the tool raised: args are kept
+        return GTAStep("tool", tool, args)
+
+    def _converts(self, kind: str | None, value: Any) -> bool:
+        if kind in _FILE_TYPES:
+            return isinstance(value, str) and self.file_exists(value)
+        convert = _NUMBER_TYPES.get(kind or "")
+        if convert is None or isinstance(value, convert):
+            return True
+        try:
+            convert(value)
+        except (TypeError, ValueError, OverflowError):
+            return False
+        return True
+
+
+def reply_text(step: TraceStep) -> tuple[str, bool]:
+    """The reply as lagent reads it, and whether it is the model's own text. A step recorded
+    without text (an Action object, a function-calling message) is rendered in lagent's format
+    from its parsed actions."""
+    raw = step.raw
+    if isinstance(raw, str):
+        return raw, True
+    if isinstance(raw, dict):
+        content = raw.get("content")
+        if isinstance(content, list):  # text parts
+            content = "".join(
+                p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+            )
+        if isinstance(content, str) and content.strip():
+            return content, True
+    parts = []
+    for action in step.actions:
+        if action.get("type") == "tool_call":
+            parts.append(lagent_render(str(action.get("name")), action.get("arguments") or {}))
+        elif action.get("type") == "final_answer":
+            parts.append(f"Final Answer: {action.get('text')}")
+    return "".join(parts), False
+
+
+def _executed_error(step: TraceStep, record: GTAStep) -> str | None:
+    """The error the env met running the same call in this step (end to end)."""
+    for n, action in enumerate(step.actions):
+        if (
+            action.get("type") == "tool_call"
+            and action.get("name") == record.name
+            and action.get("arguments") == record.arguments
+        ):
+            obs = step.observations[n] if n < len(step.observations) else {}
+            return observation_error(obs)
+    return None
+
+
+def gta_step_predictions(trace: Trace, task: Task, base_dir: Path | None) -> list[GTAStep]:
+    """Each step of a teacher-forced trace as GTA's `next_step` records it: the reply through
+    lagent's parse and an executor of the sample's tools (DummyTools: they never fail once
+    agentlego accepts the arguments)."""
+    records = gta_tool_records(task)
+    files = FileCheck(task, base_dir)
+    out = []
+    for i, step in enumerate(trace.steps):
+        if 0 < i <= len(task.golden):  # the golden history grows by the previous gold step
+            files.add_from(task.golden[i - 1].expected)
+        text, ordered = reply_text(step)
+        record = LagentExecutor(records, files)(lagent_parse(text))
+        record.ordered = ordered
+        out.append(record)
+    return out
+
+
+def gta_episode_predictions(trace: Trace, task: Task, base_dir: Path | None) -> list[GTAStep]:
+    """An end-to-end trace as GTA's ReAct loop records it: at most GTA_MAX_TURN replies, up to
+    the first one lagent reads as a finish (the loop stops there); a call lagent lets through
+    fails when the env's run of the same call failed."""
+    records = gta_tool_records(task)
+    files = FileCheck(task, base_dir)
+    out = []
+    for step in trace.steps[:GTA_MAX_TURN]:
+        text, ordered = reply_text(step)
+        record = LagentExecutor(records, files)(lagent_parse(text))
+        record.ordered = ordered
+        if record.kind == "tool" and record.error is None:
+            record.error = _executed_error(step, record)
+        out.append(record)
+        if record.kind == "answer":
+            break
+        for obs in step.observations:  # files the tools returned can be passed on
+            if obs.get("error") is None:
+                files.add_from(obs.get("content"))
+                files.add_from(obs.get("files"))
+                files.add_from(obs.get("text"))
+    return out
 
 
 # ---- argument comparison (fixed) -----------------------------------------------------------------
@@ -341,51 +577,59 @@ class GTASuite(EmbedderUser):
             t_inst = t_tool = t_arg = t_ans = 0.0
             t_tools = t_steps = 0
             golden = task.golden
-            pairs: Iterable[tuple[TraceStep | None, Any]]
             if mode == "compat":
-                pairs = zip(trace.steps, golden, strict=False)  # GTA zips: missing steps vanish
-            else:
-                pairs = ((trace.steps[i] if i < len(trace.steps) else None, g) for i, g in enumerate(golden))
-            for step, gold in pairs:
-                gold_kind = _golden_kind(gold.action.type)
-                t_steps += 1
-                if gold_kind == "tool":
-                    t_tools += 1
-                if step is None:
-                    continue
-                pred = pred_step(step)
-                errors = pred.errors if mode == "compat" else [e for e in pred.errors if e in AGENT_ERRORS]
-                if pred.kind == gold_kind and not errors:
-                    t_inst += 1
-                if pred.kind == "tool":
-                    tool_call += 1
-                    tool_call_error += bool(errors)
-                if pred.kind == gold_kind == "tool":
-                    gold_args = dict(gold.action.arguments)
-                    name_ok = pred.name == gold.action.name
-                    if mode == "fixed":
-                        name_ok = name_ok and pred.n_calls == 1
-                    if name_ok:
+                # GTA zips predictions with gold steps: missing steps vanish
+                for pred, gold in zip(
+                    gta_step_predictions(trace, task, tasks.base_dir), golden, strict=False
+                ):
+                    gold_kind = _golden_kind(gold.action.type)
+                    t_steps += 1
+                    t_tools += gold_kind == "tool"
+                    if pred.kind == gold_kind and pred.error is None:
+                        t_inst += 1
+                    if pred.kind == "tool":
+                        tool_call += 1
+                        tool_call_error += pred.error is not None
+                    gold_call = gold.action if isinstance(gold.action, ToolCall) else None
+                    if pred.kind == "tool" and gold_call is not None and pred.name == gold_call.name:
+                        # the name counts even for a call that failed; arguments compare exactly
+                        # (after an argument error they are the raw input text)
                         t_tool += 1
-                        if mode == "compat":
-                            same = pred.arguments == gold_args
-                        else:
-                            same = fixed_args_equal(
-                                gold.action.name,
-                                gold_args,
-                                pred.arguments or {},
-                                files,
-                                defaults.get(gold.action.name, {}),
-                            )
-                        t_arg += float(same)
-                elif pred.kind == gold_kind == "answer" and ref:
-                    text = pred.content if mode == "compat" else pred.final_answer
-                    if text:
-                        t_ans += self._answer_score(text, ref, mode)
-                    if mode == "fixed":
+                        t_arg += float(pred.arguments == dict(gold_call.arguments))
+                    elif pred.kind == gold_kind == "answer" and ref and pred.content:
+                        t_ans += self._answer_score(pred.content, ref, mode)
+            else:
+                for i, gold in enumerate(golden):
+                    step = trace.steps[i] if i < len(trace.steps) else None
+                    gold_kind = _golden_kind(gold.action.type)
+                    t_steps += 1
+                    if gold_kind == "tool":
+                        t_tools += 1
+                    if step is None:
+                        continue
+                    if gold_kind == "answer" and ref:
                         answer_steps += 1
-                elif gold_kind == "answer" and ref and mode == "fixed":
-                    answer_steps += 1
+                    fixed_pred = pred_step(step)
+                    errors = [e for e in fixed_pred.errors if e in AGENT_ERRORS]
+                    if fixed_pred.kind == gold_kind and not errors:
+                        t_inst += 1
+                    if fixed_pred.kind == "tool":
+                        tool_call += 1
+                        tool_call_error += bool(errors)
+                    if fixed_pred.kind == "tool" and isinstance(gold.action, ToolCall):
+                        gold_call = gold.action
+                        if fixed_pred.name == gold_call.name and fixed_pred.n_calls == 1:
+                            t_tool += 1
+                            same = fixed_args_equal(
+                                gold_call.name,
+                                dict(gold_call.arguments),
+                                fixed_pred.arguments or {},
+                                files,
+                                defaults.get(gold_call.name, {}),
+                            )
+                            t_arg += float(same)
+                    elif fixed_pred.kind == gold_kind == "answer" and ref and fixed_pred.final_answer:
+                        t_ans += self._answer_score(fixed_pred.final_answer, ref, mode)
             inst += t_inst
             tool_acc += t_tool
             arg_acc += t_arg
@@ -424,25 +668,31 @@ class GTASuite(EmbedderUser):
         )
 
     # -- end to end --
-    def _imggen_score(self, task: Task, calls: Sequence[PredCall], mode: Mode, files: FileRefs) -> float:
+    def _compat_imggen_score(self, task: Task, preds: Sequence[GTAStep]) -> float:
+        """GTA: the last error-free call per image tool; each gold call's arguments against it by
+        the similarity of their json.dumps (default settings, each dict in its own key order)."""
+        last: dict[str, GTAStep] = {}
+        for pred in preds:
+            if pred.kind == "tool" and pred.error is None and pred.name in IMAGEGEN_TOOLS:
+                last[pred.name] = pred
+        score = 1.0
+        for g in task.golden:
+            if g.action.type != "tool_call" or g.action.name not in IMAGEGEN_TOOLS:
+                continue
+            if g.action.name not in last:
+                return 0.0
+            pred = last[g.action.name]
+            # a step without the model's text has its arguments from the trace, keys sorted: the
+            # gold side is then sorted too, so key order alone never lowers the score
+            gold_text = json.dumps(dict(g.action.arguments), sort_keys=not pred.ordered)
+            pred_text = json.dumps(pred.arguments, sort_keys=not pred.ordered)
+            score *= pair_similarities(self.embedder, [gold_text], [pred_text])[0]
+        return score
+
+    def _imggen_score(self, task: Task, calls: Sequence[PredCall], files: FileRefs) -> float:
         gold = [
             g.action for g in task.golden if g.action.type == "tool_call" and g.action.name in IMAGEGEN_TOOLS
         ]
-        if mode == "compat":
-            last: dict[str, dict[str, Any]] = {}
-            for call in calls:
-                if call.error is None and call.name in IMAGEGEN_TOOLS:
-                    last[call.name] = call.arguments  # the last error-free call per tool
-            score = 1.0
-            for g in gold:
-                if g.name not in last:
-                    return 0.0
-                # GTA dumps both dicts in their own key order; traces keep arguments as canonical
-                # JSON (sorted keys), so both sides are dumped sorted here
-                gold_text = json.dumps(dict(g.arguments), sort_keys=True)
-                pred_text = json.dumps(last[g.name], sort_keys=True)
-                score *= pair_similarities(self.embedder, [gold_text], [pred_text])[0]
-            return score
         usable = [c for c in calls if c.name in IMAGEGEN_TOOLS and c.error is None]
         score = 1.0
         taken: set[int] = set()
@@ -475,18 +725,33 @@ class GTASuite(EmbedderUser):
                 continue
             ref = gt_answer(task.answer)
             files = FileRefs(task, tasks.base_dir)
-            calls = episode_calls(trace)
             total_all += 1
             score = 0.0
-            if ref:
-                total_answer += 1
-                answer = last_step_answer(trace)
-                if answer:
-                    score = self._answer_score(answer, ref, mode)
-                ans += score
-                img = score
+            if mode == "compat":
+                preds = gta_episode_predictions(trace, task, tasks.base_dir)
+                # (name, error) of every tool step: NoAction and InvalidAction steps included
+                calls = [PredCall(str(p.name), {}, p.error) for p in preds if p.kind == "tool"]
+                if ref:
+                    total_answer += 1
+                    last = preds[-1] if preds else None
+                    # the last step must be an answer (a loop that hit max_turn ends on a tool)
+                    if last is not None and last.kind == "answer" and last.content:
+                        score = self._answer_score(last.content, ref, mode)
+                    ans += score
+                    img = score
+                else:
+                    img = self._compat_imggen_score(task, preds)
             else:
-                img = self._imggen_score(task, calls, mode, files)
+                calls = episode_calls(trace)
+                if ref:
+                    total_answer += 1
+                    answer = last_step_answer(trace)
+                    if answer:
+                        score = self._answer_score(answer, ref, mode)
+                    ans += score
+                    img = score
+                else:
+                    img = self._imggen_score(task, calls, files)
             ans_img += img
             for call in calls:
                 tool_call += 1

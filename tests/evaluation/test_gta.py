@@ -4,8 +4,11 @@ known quirks of GTA's scorer in compat mode and their corrections in fixed mode.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from tests.evaluation.helpers import Output, run_e2e, run_step
@@ -25,7 +28,14 @@ from toolgym.evaluation.loaders.gta import (
     task_to_gta_sample,
     write_gta_dataset,
 )
-from toolgym.evaluation.metrics.gta import GTASuite, alias_found, compat_iscorrect, fixed_iscorrect
+from toolgym.evaluation.metrics.gta import (
+    GTASuite,
+    alias_found,
+    compat_iscorrect,
+    fixed_iscorrect,
+    gta_episode_predictions,
+    gta_step_predictions,
+)
 from toolgym.tasks import GoldenStep, Task, TaskFile, TaskSet
 from toolgym.tools import SchemaTool, ToolContext, ToolSet
 from toolgym.trace import Trace, read_trace
@@ -183,9 +193,13 @@ def test_step_format_errors_and_extra_calls(sample: TaskSet, tmp_path: Path) -> 
     assert trace.steps[0].error_kinds == ["format_error"]
     compat = GTASuite().score([trace], sample, "compat")
     fixed = GTASuite().score([trace], sample, "fixed")
-    # compat: step 1 is an "answer" with an error: no InstAcc; step 2 counts its first call
-    assert compat.metrics["InstAcc"] == pytest.approx(100 * 2 / 3)
-    assert compat.metrics["ToolAcc"] == 50.0 and compat.metrics["ArgAcc"] == 50.0
+    # compat, as lagent reads the replies (this test asserted the first call's score before):
+    # step 1 is a NoAction tool step with an error, step 2 one Calculator call (the last
+    # Action's name) whose input runs to the end of the reply, not JSON: an argument error. Only
+    # the answer is an error-free step of the right kind; the name still counts for ToolAcc.
+    assert compat.metrics["InstAcc"] == pytest.approx(100 / 3)
+    assert compat.metrics["ToolAcc"] == 50.0 and compat.metrics["ArgAcc"] == 0.0
+    assert compat.counts["step/tool_call"] == compat.counts["step/tool_call_error"] == 2
     # fixed: an extra call in the step is penalised
     assert fixed.metrics["ToolAcc"] == 0.0
     assert fixed.metrics["InstAcc"] == pytest.approx(100 * 2 / 3)
@@ -200,6 +214,197 @@ def test_missing_predictions_count_in_fixed_mode_only(sample: TaskSet, tmp_path:
     # GTA zips predictions with gold steps: the missing steps leave the denominator too
     assert compat.metrics["ToolAcc"] == 100.0
     assert fixed.metrics["ToolAcc"] == 50.0 and fixed.metrics["InstAcc"] == pytest.approx(100 / 3)
+
+
+# ---- compat: replies as GTA's pipeline reads them ------------------------------------------------------
+# GTA's LagentAgent parses each reply with lagent's ReAct parse and runs it through an
+# ActionExecutor holding only the sample's tools (agentlego tools); every expected value below
+# follows from that path (opencompass/models/lagent.py, lagent 0.2 ReActProtocol.parse,
+# ActionExecutor, JsonParser, agentlego's DefaultParser and ImageIO) and gta_bench.py's score.
+
+
+def test_compat_prose_is_a_tool_step_with_an_error(sample: TaskSet, tmp_path: Path) -> None:
+    fish = sample["gta-0"]
+    ocr, calc = (g.action for g in fish.golden[:2])
+    trace = run_step(replay_toolset(fish), sample, fish, [ocr, calc, "The bottle lasts 58 days."], tmp_path)
+    compat = GTASuite().score([trace], sample, "compat")
+    # neither "Action:" nor "Final Answer:": lagent's NoAction, which next_step records as a tool
+    # call with an error. Against the gold answer it is another type (no InstAcc), and the text is
+    # never matched against the whitelist: SummAcc 0, though "58" is in it
+    assert compat.metrics["SummAcc"] == 0.0
+    assert compat.metrics["InstAcc"] == pytest.approx(100 * 2 / 3)  # / (2 gold tool steps + 1 answer)
+    assert compat.counts["step/tool_call"] == 3 and compat.counts["step/tool_call_error"] == 1
+    assert GTASuite().score([trace], sample, "fixed").metrics["SummAcc"] == 0.0
+
+
+def test_compat_two_action_blocks_parse_as_lagent_parses_them(sample: TaskSet, tmp_path: Path) -> None:
+    fish = sample["gta-0"]
+    two = (
+        'Thought: compute, then check\nAction: Calculator\nAction Input: {"expression": "290 / 5"}\n'
+        'Action: OCR\nAction Input: {"image": "image/fish_oil.png"}\n'
+    )
+    trace = run_step(
+        replay_toolset(fish), sample, fish, [fish.golden[0].action, two, "Final Answer: 58"], tmp_path
+    )
+    pred = gta_step_predictions(trace, fish, sample.base_dir)[1]
+    # one call, named by the last "Action:" line; its input runs from the first "Action Input:" to
+    # the end: JSON with extra data, an argument error whose arguments are the raw text
+    assert (pred.kind, pred.name, pred.error) == ("tool", "OCR", "ARGS_ERROR")
+    assert isinstance(pred.arguments, str) and pred.arguments.startswith(
+        '{"expression": "290 / 5"}\nAction: OCR'
+    )
+    compat = GTASuite().score([trace], sample, "compat")
+    # gold Calculator vs predicted OCR: ToolAcc and ArgAcc miss on step 2; the error fails InstAcc
+    assert compat.metrics["ToolAcc"] == 50.0 and compat.metrics["ArgAcc"] == 50.0
+    assert compat.metrics["InstAcc"] == pytest.approx(100 * 2 / 3)
+    assert compat.counts["step/tool_call_error"] == 1
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Action: Calculator\nAction Input: {'expression': '290 / 5'}\n",
+        "Action: Calculator\nAction Input: 290 / 5",
+    ],
+)
+def test_compat_non_json_input_is_an_argument_error_of_the_named_tool(
+    sample: TaskSet, tmp_path: Path, reply: str
+) -> None:
+    fish = sample["gta-0"]
+    trace = run_step(
+        replay_toolset(fish), sample, fish, [fish.golden[0].action, reply, "Final Answer: 58"], tmp_path
+    )
+    pred = gta_step_predictions(trace, fish, sample.base_dir)[1]
+    # JsonParser takes JSON only: Python quotes or a bare expression raise ParseError, an
+    # ARGS_ERROR that GTA records under the tool's name with the raw input as its arguments
+    assert (pred.name, pred.error, pred.arguments) == (
+        "Calculator",
+        "ARGS_ERROR",
+        reply.split("Input: ")[1].strip(),
+    )
+    compat = GTASuite().score([trace], sample, "compat")
+    assert compat.metrics["ToolAcc"] == 100.0  # the name matches gold: ToolAcc ignores errors
+    assert compat.metrics["ArgAcc"] == 50.0  # a string never equals the gold dict
+    assert compat.metrics["InstAcc"] == pytest.approx(100 * 2 / 3)  # the error fails InstAcc
+    assert compat.counts["step/tool_call_error"] == 1
+
+
+def test_compat_final_answer_with_an_action_is_an_answer(sample: TaskSet, tmp_path: Path) -> None:
+    fish = sample["gta-0"]
+    ocr, calc = (g.action for g in fish.golden[:2])
+    both = 'Thought: done\nAction: Calculator\nAction Input: {"expression": "290 / 5"}\nFinal Answer: 58'
+    step = run_step(replay_toolset(fish), sample, fish, [ocr, calc, both], tmp_path / "step")
+    compat = GTASuite().score([step], sample, "compat")
+    # "Final Answer:" anywhere makes the reply lagent's FinishAction, the answer " 58": an
+    # error-free answer step against the gold answer
+    assert compat.metrics["InstAcc"] == 100.0 and compat.metrics["SummAcc"] == 100.0
+    # end to end the ReAct loop stops there: the last step is that answer, and the Calculator
+    # call in the same reply never runs (no logic call predicted)
+    e2e = run_e2e(replay_toolset(fish), sample, fish, [ocr, both.replace("58", "58 days")], tmp_path / "e2e")
+    result = GTASuite().score([e2e], sample, "compat")
+    assert result.metrics["AnsAcc"] == 100.0
+    assert result.counts["e2e/tool_call"] == 1 and result.metrics["L_F1"] == 0.0
+    # fixed reads the reply with toolgym's ReAct protocol: a format error, no answer
+    assert GTASuite().score([e2e], sample, "fixed").metrics["AnsAcc"] == 0.0
+
+
+def test_compat_a_missing_file_fails_the_step(sample: TaskSet, tmp_path: Path) -> None:
+    fish = sample["gta-0"]
+    calc = fish.golden[1].action
+    wrong = 'Action: OCR\nAction Input: {"image": "image/fish_oil.jpg"}\n'
+    trace = run_step(replay_toolset(fish), sample, fish, [wrong, calc, "Final Answer: 58"], tmp_path / "a")
+    compat = GTASuite().score([trace], sample, "compat")
+    # agentlego turns an image argument into ImageIO(path), which raises FileNotFoundError: the
+    # tool step has an error (no InstAcc) but keeps its name (ToolAcc) and its arguments
+    assert compat.metrics["InstAcc"] == pytest.approx(100 * 2 / 3)
+    assert compat.metrics["ToolAcc"] == 100.0 and compat.metrics["ArgAcc"] == 50.0
+    assert compat.counts["step/tool_call_error"] == 1
+    pred = gta_step_predictions(trace, fish, sample.base_dir)[0]
+    assert (pred.error, pred.arguments) == ("API_ERROR", {"image": "image/fish_oil.jpg"})
+    # the file's absolute path exists: no error (ArgAcc still compares the text exactly)
+    absolute = json.dumps({"image": str(sample.file_path(fish.files[0]).resolve())})
+    there = f"Action: OCR\nAction Input: {absolute}\n"
+    trace = run_step(replay_toolset(fish), sample, fish, [there, calc, "Final Answer: 58"], tmp_path / "b")
+    compat = GTASuite().score([trace], sample, "compat")
+    assert compat.metrics["InstAcc"] == 100.0 and compat.counts["step/tool_call_error"] == 0
+
+
+def test_compat_a_tool_outside_the_sample_is_an_invalid_action(sample: TaskSet, tmp_path: Path) -> None:
+    fish = sample["gta-0"]
+    outside = 'Action: TextToBbox\nAction Input: {"image": "image/fish_oil.png", "text": "label"}\n'
+    ocr, calc = (g.action for g in fish.golden[:2])
+    trace = run_e2e(replay_toolset(fish), sample, fish, [outside, ocr, calc, "Final Answer: 58"], tmp_path)
+    preds = gta_episode_predictions(trace, fish, sample.base_dir)
+    # the executor holds OCR and Calculator only: TextToBbox is lagent's InvalidAction, a name
+    # that gettype puts in no category
+    assert (preds[0].name, preds[0].error) == ("InvalidAction", "API_ERROR")
+    compat = GTASuite().score([trace], sample, "compat")
+    # perception: 1 predicted (OCR), 1 hit, 1 gold: P = 1 / (1 + 1e-5), R = 1
+    p = 1 / (1 + 1e-5)
+    assert compat.metrics["P_F1"] == pytest.approx(100 * 2 * p / (p + 1 + 1e-5))
+    assert compat.counts["e2e/tool_call"] == 3 and compat.counts["e2e/tool_call_error"] == 1
+    assert compat.metrics["AnsAcc"] == 100.0
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "",
+        "Action: OCR\nAction Input: " + '{"a":' * 5000 + "1" + "}" * 5000,  # too deep for json
+        'Action: OCR\nAction Input: {"image": "\\u0000/x.png"}\n',  # a NUL in the path
+        'Action: OCR\nAction Input: {"image": "/' + "a" * 5000 + '.png"}\n',  # a name too long
+        "Action: OCR\nAction Input: 12\n",  # JSON that is no object
+        'Action: Calculator.run\nAction Input: {"expression": "1"}\n',  # lagent's "tool.api" form
+        'Action: Calculator.other\nAction Input: {"expression": "1"}\n',
+        "Action: FinishAction\nAction Input: 58\n",  # lagent's finish, named
+        {"role": "assistant", "content": [{"type": "text", "text": "Final Answer: 58"}]},
+    ],
+)
+def test_compat_odd_replies_never_raise(sample: TaskSet, tmp_path: Path, reply: Output) -> None:
+    fish = sample["gta-0"]
+    trace = run_step(replay_toolset(fish), sample, fish, [reply], tmp_path)
+    pred = gta_step_predictions(trace, fish, sample.base_dir)[0]
+    if reply == "Action: FinishAction\nAction Input: 58\n" or isinstance(reply, dict):
+        assert (pred.kind, (pred.content or "").strip()) == ("answer", "58")
+    elif "Calculator.run" in str(reply):
+        assert (pred.name, pred.error, pred.arguments) == ("Calculator", None, {"expression": "1"})
+    else:
+        assert pred.kind == "tool" and pred.error is not None
+    GTASuite().score([trace], sample, "compat")
+
+
+class _ExactEmbedder:
+    """Similarity 1 for identical texts and 0 otherwise; remembers what it was given."""
+
+    name = "exact"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self._ids: dict[str, int] = {}
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float64]:
+        self.seen.extend(texts)
+        rows = np.zeros((len(texts), 256))
+        for n, text in enumerate(texts):
+            rows[n, self._ids.setdefault(text, len(self._ids))] = 1.0
+        return rows
+
+
+def test_compat_ans_plus_i_dumps_arguments_as_gta(sample: TaskSet, tmp_path: Path) -> None:
+    task = sample["gta-1"]
+    box = task.golden[0].action
+    swapped = 'Action: DrawBox\nAction Input: {"bbox": "(120, 40, 330, 260)", "image": "image/chelsea.jpg"}\n'
+    trace = run_e2e(replay_toolset(task), sample, task, [box, swapped, "Final Answer: done"], tmp_path / "a")
+    embedder = _ExactEmbedder()
+    result = GTASuite(embedder).score([trace], sample, "compat")
+    # GTA compares json.dumps(gold) with json.dumps(pred), each dict in its own key order: the
+    # same arguments written in another order are other texts
+    gold = json.dumps({"image": "image/chelsea.jpg", "bbox": "(120, 40, 330, 260)"})
+    assert embedder.seen == [gold, json.dumps({"bbox": "(120, 40, 330, 260)", "image": "image/chelsea.jpg"})]
+    assert result.metrics["Ans+I"] == 0.0
+    same = 'Action: DrawBox\nAction Input: {"image": "image/chelsea.jpg", "bbox": "(120, 40, 330, 260)"}\n'
+    trace = run_e2e(replay_toolset(task), sample, task, [box, same, "Final Answer: done"], tmp_path / "b")
+    assert GTASuite(_ExactEmbedder()).score([trace], sample, "compat").metrics["Ans+I"] == 100.0
 
 
 # ---- end to end ----------------------------------------------------------------------------------------
