@@ -13,7 +13,6 @@ numbers are comparable with ToolEyes' but not byte-for-byte the same questions.
 
 from __future__ import annotations
 
-import ast
 import copy
 import re
 from collections.abc import Mapping, Sequence
@@ -30,6 +29,7 @@ from toolgym.evaluation.base import (
     mean,
     raw_text,
 )
+from toolgym.evaluation.metrics.expressions import ExpressionRejected, evaluate_literal_expression
 from toolgym.evaluation.metrics.judge import Judge, Verdict, judge_from_env
 from toolgym.tasks import Task, TaskSet
 from toolgym.trace import Trace
@@ -61,9 +61,11 @@ def reasoning_format_ok(message: str) -> bool:
     return parts is not None and len(parts[1]) > 0
 
 
-def _literal(text: str) -> Any:
-    """The action input as a Python literal (ToolEyes eval()s it; we only read literals)."""
-    return ast.literal_eval(text)
+def action_input_value(text: str) -> Any:
+    """The action input's value as ToolEyes' `eval` gives it, for expressions that build data
+    from literals (`{'q': 'a' + 'b'}`, `dict(q='x')`, `1 + 1`); ExpressionRejected for anything
+    else, where ToolEyes' eval would fail or run code (we never eval)."""
+    return evaluate_literal_expression(text)
 
 
 def json_format_ok(message: str) -> bool:
@@ -71,8 +73,8 @@ def json_format_ok(message: str) -> bool:
     if parts is None:
         return False
     try:
-        _literal(parts[2])
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        action_input_value(parts[2])
+    except ExpressionRejected:
         return False
     return True
 
@@ -179,7 +181,7 @@ def compat_rules(ep: Episode) -> dict[str, Any]:
         ts_turns.append(n)
         parts = split_message(value)
         assert parts is not None
-        action, action_input = parts[1], _literal(parts[2])
+        action, action_input = parts[1], action_input_value(parts[2])
         tool_hallu += action not in names
         if tool_hallu:
             continue  # the original gates on the running count
