@@ -431,6 +431,28 @@ HOSTILE = [
 ]
 
 
+# (reasoning_format_check, json_format_check) as ToolEyes' utils.py gives them, worked out by hand
+REPLIES = [
+    ("prose without an action", "I will look up the weather in Paris.", False, False),
+    ("two calls in one reply", "Thought: t\nAction: current_weather\nAction Input: {'q': 'Paris'}\n"
+     "Thought: u\nAction: forecast\nAction Input: {'q': 'Paris'}", True, False),
+    ("JSON true", 'Thought: t\nAction: current_weather\nAction Input: {"q": "Paris", "aqi": true}', True, False),
+    ("broken brackets", "Thought: t\nAction: current_weather\nAction Input: {'q': 'Paris'", True, False),
+    ("no Thought label", "Action: current_weather\nAction Input: {'q': 'Paris'}", False, False),
+    ("empty action", "Thought: t\nAction: \nAction Input: {'q': 'Paris'}", False, True),
+    ("input then prose", "Thought: t\nAction: current_weather\nAction Input: {'q': 'Paris'}\nDone.", True, False),
+    ("a string input", "Thought: t\nAction: current_weather\nAction Input: 'Paris'", True, True),
+    ("a built input", "Thought: t\nAction: current_weather\nAction Input: dict(q='Par' + 'is')", True, True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "reply", "reasoning", "json_ok"), REPLIES)
+def test_format_checks_on_wrong_replies_equal_tooleyes(
+    name: str, reply: str, reasoning: bool, json_ok: bool
+) -> None:
+    assert (reasoning_format_ok(reply), json_format_ok(reply)) == (reasoning, json_ok), name
+
+
 @pytest.mark.parametrize(("text", "value"), LITERAL_BUILDING)
 def test_literal_building_action_inputs_evaluate_as_eval_does(text: str, value: Any) -> None:
     assert evaluate_literal_expression(text) == value
