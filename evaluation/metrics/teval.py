@@ -57,7 +57,14 @@ INSTRUCT_FORMATS = {"json": "json", "string": "str", "str": "str"}
 # T-Eval rounds these subset means to 4 decimals (np.round) before convert_results combines them;
 # plan and reason/retrieve/understand means are not rounded.
 ROUNDED_IN_TEVAL = frozenset(
-    {"instruct/json_format", "instruct/json_args_em", "instruct/str_format", "instruct/str_args_em", "review"}
+    {
+        "instruct/json_format",
+        "instruct/json_args_em",
+        "instruct/str_format",
+        "instruct/str_args_em",
+        "review/json",
+        "review/str",
+    }
 )
 TEVAL_DECIMALS = 4
 
@@ -91,25 +98,32 @@ def format_load(raw: Any, start: str = "", end: str = "") -> Any:
 
 
 def parse_string(template: str, text: str, *, escape: bool = False) -> dict[str, Any] | None:
-    """T-Eval's `parse_string`: each `{field}` of the template becomes `(.*)`; the template's
-    literal text is used as a regex as it is (compat) or escaped (fixed)."""
+    """T-Eval's `parse_string`: each `{field}` of the template becomes `(.*)`. compat does it as
+    T-Eval does: the fields named by string.Formatter are replaced in the raw template, whose text
+    is then a regex as it is (`{{` stays two braces, a field with a format spec stays), and with a
+    single field the first match is zipped character by character. fixed: the literal text is
+    escaped and every field is a group."""
     keys: list[str] = []
     pattern = ""
     try:
         for literal, name, _, _ in string.Formatter().parse(template):
-            pattern += re.escape(literal) if escape else literal
+            pattern += re.escape(literal)
             if name is not None:
                 keys.append(name)
                 pattern += "(.*)"
     except ValueError:
         return None  # an unbalanced brace in the template: T-Eval raises here too
+    if not escape:
+        pattern = template
+        for key in keys:
+            pattern = pattern.replace("{" + key + "}", "(.*)")
     try:
         found = re.findall(pattern, text, re.S)
     except re.error:
         return None  # T-Eval raises here (a template that is not a valid regex)
     if not found:
         return None
-    values = found[0] if isinstance(found[0], tuple) else (found[0],)
+    values = found[0] if isinstance(found[0], tuple) or not escape else (found[0],)
     data: dict[str, Any] = {}
     for key, value in zip(keys, values, strict=False):
         if key in data:
@@ -486,7 +500,7 @@ class TEvalSuite(EmbedderUser):
                     "review": float(choice is not None and choice == gt),
                     "review_parsed": float(choice is not None),
                 }
-                scores.add("review", got["review"])
+                scores.add(f"review/{item.prompt_type}", got["review"])
             else:  # rru (json) or reason / retrieve / understand (str)
                 gold_fields = _rru_fields(item.ground_truth, item.prompt_type)
                 if item.prompt_type == "json":
@@ -669,8 +683,12 @@ def aggregate(scores: _Scores, mode: Mode, suite: str = "teval") -> SuiteResult:
         for fmt in ("str", "json"):  # convert_results lists the str subset first
             if f"{dim}/{fmt}" in subset:
                 dims.setdefault(dim, []).append(subset[f"{dim}/{fmt}"])
-    if "review" in subset:
-        dims["review"] = [subset["review"]]
+    # convert_results reads review_str only (for both of its review entries); fixed averages both
+    for fmt in ("str",) if mode == "compat" else ("str", "json"):
+        if f"review/{fmt}" in subset:
+            dims.setdefault("review", []).append(subset[f"review/{fmt}"])
+    if mode == "compat" and "review/json" in subset:
+        notes.append("review/json is scored but, as in T-Eval's convert_results, not part of review")
     for dim in DIMENSIONS:
         if f"{dim}/trace" in subset:
             dims.setdefault(dim, []).append(subset[f"{dim}/trace"])

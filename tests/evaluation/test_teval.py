@@ -163,6 +163,12 @@ def test_format_load_and_parse_string() -> None:
     text = "Thought: t\nArgs[json]: {}"
     assert parse_string(template, text) is None  # T-Eval uses the template as a regex
     assert parse_string(template, text, escape=True) == {"thought": "t", "args": "{}"}
+    # T-Eval replaces the fields in the raw template: "{{" stays two braces in the regex
+    assert parse_string("{{x}} {a}", "{{x}} 1") == {"a": "1"}
+    assert parse_string("{{x}} {a}", "{x} 1", escape=True) == {"a": "1"}
+    # and a single field's match is zipped character by character
+    assert parse_string("Answer: {a}", "Answer: xyz") == {"a": "x"}
+    assert parse_string("Answer: {a}", "Answer: xyz", escape=True) == {"a": "xyz"}
 
 
 @needs_ml
@@ -454,7 +460,7 @@ def test_compat_rounds_subset_means_as_teval(tmp_path: Path) -> None:
     em = float(np.round(np.mean([1.0, 1.0, 0.0]), 4))  # 0.6667
     assert compat.metrics["instruct/json_args_em"] == 100 * em
     assert compat.metrics["instruct"] == 100 * float(np.mean([(1.0 + em) / 2]))
-    assert compat.metrics["review"] == 100 * 0.3333
+    assert compat.metrics["review"] == compat.metrics["review/str"] == 100 * 0.3333
     assert compat.metrics["overall"] == 100 * float(np.mean([(1.0 + em) / 2, 0.3333]))
     fixed = score_teval_files(paths, "fixed")
     assert fixed.metrics["instruct"] == pytest.approx(100 * (1 + 2 / 3) / 2) and fixed.metrics[
@@ -492,14 +498,16 @@ def test_json_review_is_never_right_in_compat(tmp_path: Path) -> None:
     }
     path = _write(tmp_path / "review_json_v2.json", data)
     compat = score_teval_files([path], "compat")
-    assert compat.metrics["review"] == 0.0
+    assert compat.metrics["review/json"] == 0.0
+    # convert_results reads review_str alone: a json review file is not part of the dimension
+    assert "review" not in compat.metrics and any("review/json" in n for n in compat.notes)
     assert [compat.per_task[f"teval-review_json_v2-{n}"]["review_parsed"] for n in range(3)] == [
         1.0,
         1.0,
         0.0,
     ]
     fixed = score_teval_files([path], "fixed")
-    assert fixed.metrics["review"] == pytest.approx(100 / 3)  # only the boolean true is an answer
+    assert fixed.metrics["review"] == fixed.metrics["review/json"] == pytest.approx(100 / 3)  # only true
 
 
 def test_eval_command_reads_teval_result_files(tmp_path: Path) -> None:
