@@ -38,6 +38,10 @@ FAILED_ANSWER = "I cannot handle the task."
 _THOUGHT = re.compile(r"Thought:.*?Action:", re.DOTALL)
 _ACTION = re.compile(r"Action:.*?Action Input:", re.DOTALL)
 _ACTION_INPUT = re.compile(r"Action Input:.*", re.DOTALL)
+# the looser cut ToolEyes' judge prompts use (process_utils.process_message): no "Thought:" needed
+_JUDGE_THOUGHT = re.compile(r".*?Action:", re.DOTALL)
+_JUDGE_ACTION = re.compile(r"Action:.*?Input", re.DOTALL)
+_JUDGE_LABELS = (re.compile(r"Action.:*"), re.compile(r"Thought\s*:"), re.compile(r"Action\s*:"))
 
 # ---- ToolEyes' text checks (compat) --------------------------------------------------------------
 
@@ -53,6 +57,22 @@ def split_message(message: str) -> tuple[str, str, str] | None:
         thought.group().replace("Action:", "").replace("Thought:", "").strip(),
         action.group().replace("\\n", "").replace("Action:", "").replace("Action Input:", "").strip(),
         action_input.group().replace("Action Input:", "").strip(),
+    )
+
+
+def judge_parts(message: str) -> tuple[str, str] | None:
+    """(thought, tool) as ToolEyes' judge prompts cut them from a reply: the thought is the text
+    before the first "Action:" with the labels removed, the tool what follows it up to "Input".
+    None when "Action:", "Input" or "Action Input:" is missing (ToolEyes crashes building the
+    questions then; compat asks with an empty thought and tool)."""
+    thought = _JUDGE_THOUGHT.search(message)
+    action = _JUDGE_ACTION.search(message)
+    if thought is None or action is None or _ACTION_INPUT.search(message) is None:
+        return None
+    any_action, thought_label, action_label = _JUDGE_LABELS
+    return (
+        thought_label.sub("", any_action.sub("", thought.group())).strip().strip("\n"),
+        action_label.sub("", action.group().replace("Action Input", "")).strip(),
     )
 
 
@@ -330,13 +350,13 @@ class ToolEyesSuite:
     def _judged(self, ep: Episode, rules: Mapping[str, Any], mode: Mode, judge: Judge) -> dict[str, float]:
         thoughts = ep.thoughts
         if mode == "compat":
-            thoughts = [(p[0] if (p := split_message(m)) else "") for m in ep.messages]
+            thoughts = [(p[0] if (p := judge_parts(m)) else "") for m in ep.messages]
         matches = []
         for n in rules["ts_turns"]:
             tool = ""
             parts = split_message(ep.messages[n])
-            if mode == "compat" and parts is not None:
-                tool = parts[1]
+            if mode == "compat":
+                tool = cut[1] if (cut := judge_parts(ep.messages[n])) else ""
             elif ep.tool_turns[n]["calls"]:
                 tool = str(ep.tool_turns[n]["calls"][0].get("name"))
             elif parts is not None:

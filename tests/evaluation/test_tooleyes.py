@@ -38,6 +38,7 @@ from toolgym.evaluation.metrics.judge import JudgeError, OpenAIJudge, parse_scor
 from toolgym.evaluation.metrics.tooleyes import (
     ToolEyesSuite,
     json_format_ok,
+    judge_parts,
     reasoning_format_ok,
     split_message,
 )
@@ -537,3 +538,28 @@ def test_compat_scores_literal_building_inputs_as_tooleyes(tasks: TaskSet, tmp_p
     assert compat.metrics["IF"] == pytest.approx(100 * 4 / 5)
     assert compat.per_task[task_id]["param_hallucinations"] == 1.0
     assert compat.metrics["tool_reality"] == pytest.approx(100 * (1 - 1 / 3))
+
+
+def test_compat_judge_questions_quote_thoughts_as_tooleyes_cuts_them(
+    tasks: TaskSet, tmp_path: Path, judge_server: _JudgeServer
+) -> None:
+    """ToolEyes' judge prompts take the text before the first "Action:" as the thought, with or
+    without a "Thought:" label (its format check does need the label)."""
+    assert judge_parts("I need a UUID.\nAction: get_uuid\nAction Input: {}") == ("I need a UUID.", "get_uuid")
+    assert judge_parts("Thought: t\nAction: get_uuid\nAction Input: {}") == ("t", "get_uuid")
+    assert judge_parts("no labels at all") is None
+    task_id = _first(tasks, "Random/Random")
+    outputs = ["I need a UUID first.\nAction: get_uuid\nAction Input: {'cnt': '1'}", _finish("done")]
+    trace = _episode(tasks, task_id, outputs, tmp_path)
+    judge = OpenAIJudge(judge_server.base_url, "judge-model")
+    try:
+        compat = ToolEyesSuite(judge).score([trace], tasks, "compat")
+    finally:
+        judge.close()
+    assert compat.metrics["IF"] == 50.0  # the unlabelled reply fails the format check
+    chains = [
+        r["body"]["messages"][1]["content"]
+        for r in judge_server.requests
+        if "Thought chain" in r["body"]["messages"][1]["content"]
+    ]
+    assert chains and all("Turn 1:\nI need a UUID first." in c for c in chains)
