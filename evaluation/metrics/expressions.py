@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -90,8 +91,11 @@ def evaluate_literal_expression(source: str) -> Any:
     if len(source) > MAX_SOURCE_CHARS:
         raise ExpressionRejected(f"longer than {MAX_SOURCE_CHARS} characters")
     try:
-        # eval skips leading spaces and tabs of a source string; ast.parse would not
-        tree = ast.parse(source.lstrip(" \t"), mode="eval")
+        with warnings.catch_warnings():
+            # model text is full of "\d"-style escapes: eval would warn too, but warnings here are noise
+            warnings.simplefilter("ignore")
+            # eval skips leading spaces and tabs of a source string; ast.parse would not
+            tree = ast.parse(source.lstrip(" \t"), mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
         raise ExpressionRejected(f"not an expression: {exc}") from None
     _check_shape(tree)

@@ -8,6 +8,7 @@ import builtins
 import json
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -379,6 +380,7 @@ LITERAL_BUILDING = [
     ("tuple([1]), set()", ((1,), set())),
     ("{'big': 2 ** 100}", {"big": 1267650600228229401496703205376}),
     ("{'pad': '-' * 3, 'raw': b'a' + b'b', 'z': 1j * 1j}", {"pad": "---", "raw": b"ab", "z": -1 + 0j}),
+    ("{'pattern': '\\d+'}", {"pattern": "\\d+"}),  # an invalid escape: eval warns and keeps the backslash
 ]
 
 # each fails ToolEyes' eval, or runs code there; all are rejected here, quickly
@@ -456,7 +458,9 @@ def test_format_checks_on_wrong_replies_equal_tooleyes(
 
 @pytest.mark.parametrize(("text", "value"), LITERAL_BUILDING)
 def test_literal_building_action_inputs_evaluate_as_eval_does(text: str, value: Any) -> None:
-    assert evaluate_literal_expression(text) == value
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no warning escapes
+        assert evaluate_literal_expression(text) == value
     assert json_format_ok(f"Thought: t\nAction: get_uuid\nAction Input: {text}")
 
 
