@@ -97,18 +97,40 @@ def _golden(dimension: str, prompt_type: str, gt: Any) -> list[GoldenStep]:
     return [GoldenStep(action=action)]
 
 
+def _meta(datum: Mapping[str, Any]) -> dict[str, Any]:
+    """The datum's `meta_data` and `meta` merged (instruct and review use the first, plan the second)."""
+    meta: dict[str, Any] = {}
+    for field in ("meta_data", "meta"):
+        if isinstance(datum.get(field), dict):
+            meta.update(datum[field])
+    return meta
+
+
+def _check_meta(dimension: str, prompt_type: str, datum: Mapping[str, Any], where: str) -> None:
+    """Settings the scorer cannot use are errors here, where T-Eval crashes or drops the item."""
+    meta = _meta(datum)
+    label = meta.get("response_format", "json")
+    if dimension == "instruct" and (not isinstance(label, str) or label not in INSTRUCT_FORMATS):
+        # T-Eval would parse it as a string and leave it out of every mean
+        raise EvaluationError(
+            f"{where}: response_format {label!r} is not one of {', '.join(sorted(INSTRUCT_FORMATS))}"
+        )
+    if dimension != "plan":
+        return
+    plan_type = meta.get("prompt_type", prompt_type)
+    if plan_type not in ("json", "str"):  # T-Eval: NotImplementedError (ReWOO is deprecated)
+        raise EvaluationError(f"{where}: plan prompt_type {plan_type!r} is not json or str")
+    api_list = meta.get("API_list", [])
+    if plan_type == "str" and not (isinstance(api_list, list) and all(isinstance(n, str) for n in api_list)):
+        raise EvaluationError(f"{where}: API_list must be a list of API names")
+
+
 def datum_to_task(subset: str, key: str, datum: Mapping[str, Any]) -> Task:
     where = f"T-Eval {subset}/{key}"
     if not isinstance(datum, Mapping) or "origin_prompt" not in datum or "ground_truth" not in datum:
         raise EvaluationError(f"{where}: a datum needs 'origin_prompt' and 'ground_truth'")
     dimension, prompt_type = subset_dimension(subset)
-    meta_data = datum.get("meta_data")
-    label = meta_data.get("response_format", "json") if isinstance(meta_data, Mapping) else "json"
-    if dimension == "instruct" and label not in INSTRUCT_FORMATS:
-        # T-Eval would parse it as a string and leave it out of every mean
-        raise EvaluationError(
-            f"{where}: response_format {label!r} is not one of {', '.join(sorted(INSTRUCT_FORMATS))}"
-        )
+    _check_meta(dimension, prompt_type, datum, where)
     messages = _messages(datum["origin_prompt"], where)
     query = next((str(m.get("content", "")) for m in reversed(messages) if m.get("role") == "user"), "")
     kept = {k: v for k, v in datum.items() if k != "prediction"}
@@ -177,10 +199,7 @@ def item_from_task(task: Task, prediction: str) -> Item:
     _, datum = task_to_teval_item(task)
     subset = str(task.metadata["teval"]["subset"])
     dimension, prompt_type = subset_dimension(subset)
-    meta: dict[str, Any] = {}
-    for field in ("meta_data", "meta"):
-        if isinstance(datum.get(field), dict):
-            meta.update(datum[field])
+    meta = _meta(datum)
     if dimension == "plan" and isinstance(meta.get("prompt_type"), str):
         prompt_type = meta["prompt_type"]
     return Item(

@@ -221,13 +221,13 @@ def subset_dimension(subset: str) -> tuple[str, str]:
 def instruct_format(item: Item) -> str:
     """The item's response format as our metric label: "json" or "str" ("string" in T-Eval's data)."""
     label = item.meta.get("response_format", "json")
-    if label not in INSTRUCT_FORMATS:
+    if not isinstance(label, str) or label not in INSTRUCT_FORMATS:
         # T-Eval parses such an item as a string and then leaves it out of every mean
         raise EvaluationError(
             f"T-Eval {item.subset} item {item.key}: response_format {label!r} is not one of "
             f"{', '.join(sorted(INSTRUCT_FORMATS))}"
         )
-    return INSTRUCT_FORMATS[str(label)]
+    return INSTRUCT_FORMATS[label]
 
 
 def score_instruct(item: Item, mode: Mode) -> dict[str, float]:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tests.evaluation.helpers import run_e2e, run_step
@@ -531,10 +534,22 @@ def test_eval_command_reads_teval_result_files(tmp_path: Path) -> None:
         (b"\xff\xfe{}", "not JSON"),
         (b'{"0": "prediction"}', "datum '0' is not an object"),
         (b'{"0": {"origin_prompt": []}}', "ground_truth"),
+        (
+            b'{"0": {"origin_prompt": [], "ground_truth": {}, "meta_data": {"response_format": ["json"]}}}',
+            "response_format ['json'] is not one of",
+        ),
+        (
+            b'{"0": {"origin_prompt": [], "ground_truth": [], "meta": {"prompt_type": "ReWOO"}}}',
+            "plan prompt_type",
+        ),
+        (
+            b'{"0": {"origin_prompt": [], "ground_truth": [], "meta": {"prompt_type": "str", "API_list": 5}}}',
+            "API_list",
+        ),
     ],
 )
 def test_eval_command_names_a_bad_teval_file(content: bytes, message: str, tmp_path: Path) -> None:
-    bad = tmp_path / "instruct_v2.json"
+    bad = tmp_path / ("plan_json_v2.json" if b"prompt_type" in content else "instruct_v2.json")
     bad.write_bytes(content)
     out = tmp_path / "eval.json"
     result = CliRunner().invoke(app, ["eval", "--teval-results", str(bad), "--out", str(out)])
@@ -553,3 +568,47 @@ def test_eval_command_scores_traces_against_a_teval_file(tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     stored = json.loads((tmp_path / "traces" / "eval.compat.json").read_text(encoding="utf-8"))
     assert stored["results"]["teval"]["metrics"] == score_teval_files([path], "compat").metrics
+
+
+class _LetterEmbedder:
+    """Letter counts as vectors: deterministic and offline, enough to exercise plan matching."""
+
+    name = "letters"
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        rows = np.zeros((len(texts), 27))
+        for n, text in enumerate(texts):
+            for char in text.lower():
+                rows[n, ord(char) - 97 if "a" <= char <= "z" else 26] += 1
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        return rows / np.where(norms == 0, 1, norms)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["", "x", "{", "FinishAction", "A.b", "json", "str", "string"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["id", "name", "args", "thought", "answer", "action", "API_list", "prompt_type", "response_format", "is_finished"]), inner, max_size=3),
+    max_leaves=8,
+)  # fmt: skip
+_SUBSETS = ["instruct_v2", "plan_json_v2", "plan_str_v2", "reason_str_v2", "retrieve_str_v2",
+            "understand_str_v2", "reason_retrieve_understand_json_v2", "review_str_v2", "review_json_v2"]  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    subset=st.sampled_from(_SUBSETS),
+    datum=st.fixed_dictionaries(
+        {"origin_prompt": st.just([{"role": "user", "content": "q"}]), "ground_truth": _JSON},
+        optional={"prediction": _JSON | st.text(max_size=30), "template": _JSON, "meta_data": _JSON, "meta": _JSON},
+    ),
+)  # fmt: skip
+def test_any_json_datum_scores_or_is_a_typed_error(
+    subset: str, datum: dict[str, Any], tmp_path: Path
+) -> None:
+    """Malformed result files never crash the scorer: a score, or an EvaluationError."""
+    path = tmp_path / f"{subset}.json"
+    path.write_text(json.dumps({"0": datum}), encoding="utf-8")
+    for mode in MODES:
+        try:
+            score_teval_files([path], mode, suite=TEvalSuite(_LetterEmbedder()))
+        except EvaluationError as exc:
+            assert str(path) in str(exc)
