@@ -11,13 +11,14 @@ expressions that build data from literals:
 - unary `+ - ~ not` and binary `+ - * / // % ** << >> & | ^` on such values, with Python's own
   semantics (the operators are applied to plain data, so results equal eval's).
 
-Everything else is rejected: names other than those four builtins, attribute access, subscripts,
-other calls, lambdas, comprehensions, f-strings with fields, comparisons, `and`/`or`,
+Everything else is rejected: names (but those four builtins called), attribute access,
+subscripts, other calls, lambdas, comprehensions, f-strings with fields, comparisons, `and`/`or`,
 conditionals, `%` formatting of strings. So are expressions too large to compute cheaply:
 source longer than MAX_SOURCE_CHARS, nesting deeper than MAX_DEPTH, integers wider than
 MAX_INT_BITS (checked before `**`, `*` and `<<` compute), sequences and containers longer than
-MAX_LENGTH (checked before `*` and `+` build them), and more than MAX_TOTAL built in all. A rejection is an ExpressionRejected; what
-eval would raise on the same data (1/0, {[]: 1}, dict('ab')) is one too.
+MAX_LENGTH (checked before `*` and `+` build them), and more than MAX_TOTAL built in all. A
+rejection is an ExpressionRejected; what eval would raise on the same data (1/0, {[]: 1},
+dict('ab')) is one too.
 """
 
 from __future__ import annotations
