@@ -231,10 +231,14 @@ def run(
 
 # ---- eval ------------------------------------------------------------------------------------
 def load_task_file(path: Path) -> TaskSet:
-    """A toolgym task set (JSONL of Task), or an MTU-Eval file (rows of {id, question, answer})
-    read through the MTU loader, so MTU traces can be scored against the benchmark's own file."""
+    """A toolgym task set (JSONL of Task), an MTU-Eval file (rows of {id, question, answer}) read
+    through the MTU loader, or a T-Eval data or result file (one JSON object keyed by id) read
+    through the T-Eval loader, so traces can be scored against the benchmark's own files."""
+    from toolgym.evaluation.loaders.teval import is_teval_file, load_teval_file
     from toolgym.tasks import TaskSet
 
+    if is_teval_file(path):
+        return load_teval_file(path)
     with path.open(encoding="utf-8") as fh:
         first = next((line for line in fh if line.strip()), "")
     try:
@@ -300,6 +304,19 @@ def score_mtu_pairs(
     return results, failures
 
 
+def score_teval_results(paths: Sequence[Path], mode: str) -> tuple[dict[str, SuiteResult], dict[str, str]]:
+    """T-Eval's own result files (data with `prediction`, JSON keyed by id) scored together, as
+    T-Eval's convert_results combines its subsets."""
+    from toolgym.evaluation.base import EvaluationError
+    from toolgym.evaluation.loaders.teval import score_teval_files
+
+    try:
+        result = score_teval_files(paths, "compat" if mode == "compat" else "fixed")
+    except EvaluationError as exc:
+        return {}, {"teval:results": str(exc)}
+    return {"teval:results": result}, {}
+
+
 def eval_command(
     directory: Annotated[
         Path | None, typer.Argument(help="a trace folder (a run directory, or any folder of traces)")
@@ -325,6 +342,13 @@ def eval_command(
             help="model responses to the --mtu-eval rows, one file per --mtu-eval, in the same order"
         ),
     ] = None,
+    teval_results: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="T-Eval result files (instruct_v2.json, plan_json_v2.json, ...: data with predictions, "
+            "JSON keyed by id), scored together as T-Eval does"
+        ),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="results JSON; default: DIR/eval.<mode>.json")] = None,
     strict: Annotated[
         bool,
@@ -334,15 +358,22 @@ def eval_command(
         ),
     ] = False,
 ) -> None:
-    """Score a trace folder with metric suites (and/or MTU-Eval response files); print and save."""
+    """Score a trace folder with metric suites (and/or MTU-Eval response files, T-Eval result
+    files); print and save."""
     evals, responses = list(mtu_eval or []), list(mtu_responses or [])
+    teval_files = list(teval_results or [])
     if len(evals) != len(responses):
         raise typer.BadParameter("give one --mtu-responses per --mtu-eval", param_hint="--mtu-responses")
     missing = [str(p) for p in [*evals, *responses] if not p.is_file()]
     if missing:
         raise typer.BadParameter(f"no such file: {', '.join(missing)}", param_hint="--mtu-eval")
-    if directory is None and not evals:
-        raise typer.BadParameter("give a trace folder, or MTU files with --mtu-eval/--mtu-responses")
+    missing = [str(p) for p in teval_files if not p.is_file()]
+    if missing:
+        raise typer.BadParameter(f"no such file: {', '.join(missing)}", param_hint="--teval-results")
+    if directory is None and not evals and not teval_files:
+        raise typer.BadParameter(
+            "give a trace folder, MTU files with --mtu-eval/--mtu-responses, or --teval-results files"
+        )
     if directory is not None and not directory.is_dir():
         raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
     results: dict[str, SuiteResult] = {}
@@ -362,6 +393,10 @@ def eval_command(
         mtu_results, mtu_failures = score_mtu_pairs(evals, responses, mode.value)
         results.update(mtu_results)
         failures.update(mtu_failures)
+    if teval_files:
+        teval_scores, teval_failures = score_teval_results(teval_files, mode.value)
+        results.update(teval_scores)
+        failures.update(teval_failures)
     for name, result in results.items():
         table = Table(title=f"{name} ({result.mode} mode)")
         table.add_column("metric")

@@ -25,6 +25,7 @@ from toolgym.actions import Action, FinalAnswer, NoCall, ToolCall
 from toolgym.evaluation.base import EvaluationError, Mode, SuiteResult, check_mode
 from toolgym.evaluation.metrics.teval import (
     FINISH,
+    INSTRUCT_FORMATS,
     Item,
     TEvalSuite,
     aggregate,
@@ -96,11 +97,40 @@ def _golden(dimension: str, prompt_type: str, gt: Any) -> list[GoldenStep]:
     return [GoldenStep(action=action)]
 
 
+def _meta(datum: Mapping[str, Any]) -> dict[str, Any]:
+    """The datum's `meta_data` and `meta` merged (instruct and review use the first, plan the second)."""
+    meta: dict[str, Any] = {}
+    for field in ("meta_data", "meta"):
+        if isinstance(datum.get(field), dict):
+            meta.update(datum[field])
+    return meta
+
+
+def _check_meta(dimension: str, prompt_type: str, datum: Mapping[str, Any], where: str) -> None:
+    """Settings the scorer cannot use are errors here, where T-Eval crashes or drops the item."""
+    meta = _meta(datum)
+    label = meta.get("response_format", "json")
+    if dimension == "instruct" and (not isinstance(label, str) or label not in INSTRUCT_FORMATS):
+        # T-Eval would parse it as a string and leave it out of every mean
+        raise EvaluationError(
+            f"{where}: response_format {label!r} is not one of {', '.join(sorted(INSTRUCT_FORMATS))}"
+        )
+    if dimension != "plan":
+        return
+    plan_type = meta.get("prompt_type", prompt_type)
+    if plan_type not in ("json", "str"):  # T-Eval: NotImplementedError (ReWOO is deprecated)
+        raise EvaluationError(f"{where}: plan prompt_type {plan_type!r} is not json or str")
+    api_list = meta.get("API_list", [])
+    if plan_type == "str" and not (isinstance(api_list, list) and all(isinstance(n, str) for n in api_list)):
+        raise EvaluationError(f"{where}: API_list must be a list of API names")
+
+
 def datum_to_task(subset: str, key: str, datum: Mapping[str, Any]) -> Task:
     where = f"T-Eval {subset}/{key}"
     if not isinstance(datum, Mapping) or "origin_prompt" not in datum or "ground_truth" not in datum:
         raise EvaluationError(f"{where}: a datum needs 'origin_prompt' and 'ground_truth'")
     dimension, prompt_type = subset_dimension(subset)
+    _check_meta(dimension, prompt_type, datum, where)
     messages = _messages(datum["origin_prompt"], where)
     query = next((str(m.get("content", "")) for m in reversed(messages) if m.get("role") == "user"), "")
     kept = {k: v for k, v in datum.items() if k != "prediction"}
@@ -115,20 +145,47 @@ def datum_to_task(subset: str, key: str, datum: Mapping[str, Any]) -> Task:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """A T-Eval file: one JSON object keyed by datum id (a repeated id keeps its last datum, as
+    T-Eval's json loader does), each datum an object."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
+    except OSError as exc:
+        raise EvaluationError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise EvaluationError(f"{path}: not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise EvaluationError(f"{path}: expected an object keyed by datum id")
+    for key, datum in data.items():
+        if not isinstance(datum, dict):
+            raise EvaluationError(f"{path}: datum {key!r} is not an object")
     return data
+
+
+def is_teval_file(path: Path | str) -> bool:
+    """Whether a file is one JSON object keyed by id whose values are objects: a T-Eval data or
+    result file (load_teval_file checks each datum), not a JSONL task set or MTU rows."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False  # JSONL (several documents), or not JSON at all
+    return isinstance(data, dict) and bool(data) and all(isinstance(d, dict) for d in data.values())
 
 
 def load_teval_file(path: Path | str, subset: str | None = None) -> TaskSet:
     """A T-Eval data (or result) file as a TaskSet; the subset is the file name's stem unless given."""
     path = Path(path)
     name = subset or path.stem
-    return TaskSet([datum_to_task(name, str(k), v) for k, v in _read(path).items()], base_dir=path.parent)
+    try:
+        tasks = [datum_to_task(name, str(k), v) for k, v in _read(path).items()]
+    except EvaluationError as exc:
+        raise _in_file(path, exc) from None
+    return TaskSet(tasks, base_dir=path.parent)
+
+
+def _in_file(path: Path, exc: EvaluationError) -> EvaluationError:
+    """The error with the file's path in front, unless it names the file already."""
+    message = str(exc)
+    return exc if message.startswith(str(path)) else EvaluationError(f"{path}: {message}")
 
 
 def task_to_teval_item(task: Task) -> tuple[str, dict[str, Any]]:
@@ -142,10 +199,7 @@ def item_from_task(task: Task, prediction: str) -> Item:
     _, datum = task_to_teval_item(task)
     subset = str(task.metadata["teval"]["subset"])
     dimension, prompt_type = subset_dimension(subset)
-    meta: dict[str, Any] = {}
-    for field in ("meta_data", "meta"):
-        if isinstance(datum.get(field), dict):
-            meta.update(datum[field])
+    meta = _meta(datum)
     if dimension == "plan" and isinstance(meta.get("prompt_type"), str):
         prompt_type = meta["prompt_type"]
     return Item(
@@ -181,10 +235,15 @@ def score_teval_files(
     items: list[Item] = []
     for raw_path in paths:
         path = Path(raw_path)
-        for key, datum in _read(path).items():
-            task = datum_to_task(path.stem, str(key), datum)
-            prediction = datum.get("prediction", "")
-            items.append(item_from_task(task, prediction if isinstance(prediction, str) else str(prediction)))
+        try:
+            for key, datum in _read(path).items():
+                task = datum_to_task(path.stem, str(key), datum)
+                prediction = datum.get("prediction", "")
+                items.append(
+                    item_from_task(task, prediction if isinstance(prediction, str) else str(prediction))
+                )
+        except EvaluationError as exc:
+            raise _in_file(path, exc) from None
     scores, per_task = (suite or TEvalSuite()).score_items(items, mode)
     result = aggregate(scores, mode)
     result.per_task = per_task

@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from toolgym.evaluation.base import (
     EvaluationError,
     Mode,
@@ -49,6 +51,22 @@ from toolgym.trace import Trace
 DIMENSIONS = ("instruct", "plan", "reason", "retrieve", "understand", "review")
 NAME_WEIGHT, ARGS_WEIGHT, MATCH_THRESHOLD = 0.75, 0.25, 0.8  # T-Eval's PlanningEvaluator defaults
 FINISH = "FinishAction"
+# instruct items name their response format "json" or "string" (the label T-Eval's evaluator reads;
+# its metric keys are string_format_metric ...); "str" is accepted too. Our metric names say "str".
+INSTRUCT_FORMATS = {"json": "json", "string": "str", "str": "str"}
+# T-Eval rounds these subset means to 4 decimals (np.round) before convert_results combines them;
+# plan and reason/retrieve/understand means are not rounded.
+ROUNDED_IN_TEVAL = frozenset(
+    {
+        "instruct/json_format",
+        "instruct/json_args_em",
+        "instruct/str_format",
+        "instruct/str_args_em",
+        "review/json",
+        "review/str",
+    }
+)
+TEVAL_DECIMALS = 4
 
 # ================================================================================================
 # T-Eval's parsing helpers
@@ -74,28 +92,38 @@ def format_load(raw: Any, start: str = "", end: str = "") -> Any:
     for candidate in (raw, raw.replace("'", '"')):
         try:
             return json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):  # T-Eval catches every exception here
             continue
     raise ValueError("cannot parse raw data")
 
 
 def parse_string(template: str, text: str, *, escape: bool = False) -> dict[str, Any] | None:
-    """T-Eval's `parse_string`: each `{field}` of the template becomes `(.*)`; the template's
-    literal text is used as a regex as it is (compat) or escaped (fixed)."""
+    """T-Eval's `parse_string`: each `{field}` of the template becomes `(.*)`. compat does it as
+    T-Eval does: the fields named by string.Formatter are replaced in the raw template, whose text
+    is then a regex as it is (`{{` stays two braces, a field with a format spec stays), and with a
+    single field the first match is zipped character by character. fixed: the literal text is
+    escaped and every field is a group."""
     keys: list[str] = []
     pattern = ""
-    for literal, name, _, _ in string.Formatter().parse(template):
-        pattern += re.escape(literal) if escape else literal
-        if name is not None:
-            keys.append(name)
-            pattern += "(.*)"
+    try:
+        for literal, name, _, _ in string.Formatter().parse(template):
+            pattern += re.escape(literal)
+            if name is not None:
+                keys.append(name)
+                pattern += "(.*)"
+    except ValueError:
+        return None  # an unbalanced brace in the template: T-Eval raises here too
+    if not escape:
+        pattern = template
+        for key in keys:
+            pattern = pattern.replace("{" + key + "}", "(.*)")
     try:
         found = re.findall(pattern, text, re.S)
     except re.error:
         return None  # T-Eval raises here (a template that is not a valid regex)
     if not found:
         return None
-    values = found[0] if isinstance(found[0], tuple) else (found[0],)
+    values = found[0] if isinstance(found[0], tuple) or not escape else (found[0],)
     data: dict[str, Any] = {}
     for key, value in zip(keys, values, strict=False):
         if key in data:
@@ -190,8 +218,20 @@ def subset_dimension(subset: str) -> tuple[str, str]:
     raise EvaluationError(f"T-Eval subset {subset!r}: unknown dimension (expected instruct_, plan_, ...)")
 
 
+def instruct_format(item: Item) -> str:
+    """The item's response format as our metric label: "json" or "str" ("string" in T-Eval's data)."""
+    label = item.meta.get("response_format", "json")
+    if not isinstance(label, str) or label not in INSTRUCT_FORMATS:
+        # T-Eval parses such an item as a string and then leaves it out of every mean
+        raise EvaluationError(
+            f"T-Eval {item.subset} item {item.key}: response_format {label!r} is not one of "
+            f"{', '.join(sorted(INSTRUCT_FORMATS))}"
+        )
+    return INSTRUCT_FORMATS[label]
+
+
 def score_instruct(item: Item, mode: Mode) -> dict[str, float]:
-    response_format = str(item.meta.get("response_format", "json"))
+    response_format = instruct_format(item)
     template = item.template if isinstance(item.template, dict) else {}
     gt = _dict(item.ground_truth)
     pred: dict[str, Any] | None
@@ -383,6 +423,22 @@ def understand_str_score(pred_text: str, gold_args: Any, mode: Mode) -> float:
 _OPTION = re.compile(r"(?:^|[\s:(\[（【])([A-E])(?=$|[\s).\]:,，。）】])")
 
 
+def review_json_choice(prediction: str, mode: Mode) -> Any:
+    """The parsed `is_finished` of a json review, None when it does not parse. compat keeps
+    T-Eval's shape: `{"review": value}` with any value `in [True, False]` (1 and 0.0 pass), which
+    never equals the gold answer, so T-Eval scores every json review 0; fixed: the bool itself."""
+    try:
+        data = format_load(prediction)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or "is_finished" not in data:
+        return None
+    finished = data["is_finished"]
+    if mode == "compat":
+        return {"review": finished} if finished in [True, False] else None
+    return finished if isinstance(finished, bool) else None
+
+
 def review_choice(prediction: str, mode: Mode) -> str | None:
     if mode == "compat":
         text = prediction[prediction.find(":") + 1 :].strip()
@@ -403,10 +459,6 @@ class _Scores:
 
     def add(self, metric: str, value: float) -> None:
         self.values.setdefault(metric, []).append(value)
-
-    def mean(self, metric: str) -> float | None:
-        vals = self.values.get(metric)
-        return mean(vals) if vals else None
 
 
 class TEvalSuite(EmbedderUser):
@@ -441,18 +493,14 @@ class TEvalSuite(EmbedderUser):
                     else item.ground_truth
                 )
                 if item.prompt_type == "json":
-                    try:
-                        finished = _dict(format_load(item.prediction)).get("is_finished")
-                    except ValueError:
-                        finished = None
-                    choice: Any = finished if isinstance(finished, bool) else None
+                    choice: Any = review_json_choice(item.prediction, mode)
                 else:
                     choice = review_choice(item.prediction, mode)
                 got = {
                     "review": float(choice is not None and choice == gt),
                     "review_parsed": float(choice is not None),
                 }
-                scores.add("review", got["review"])
+                scores.add(f"review/{item.prompt_type}", got["review"])
             else:  # rru (json) or reason / retrieve / understand (str)
                 gold_fields = _rru_fields(item.ground_truth, item.prompt_type)
                 if item.prompt_type == "json":
@@ -610,35 +658,48 @@ class TEvalSuite(EmbedderUser):
         return result
 
 
+def teval_mean(values: Sequence[float], metric: str, mode: Mode) -> float:
+    """A subset mean as T-Eval computes it: numpy's mean (pairwise summation), rounded to 4
+    decimals with np.round for the metrics T-Eval rounds (compat only)."""
+    value = np.mean(np.asarray(values, dtype=np.float64))
+    if mode == "compat" and metric in ROUNDED_IN_TEVAL:
+        value = np.round(value, TEVAL_DECIMALS)
+    return float(value)
+
+
 def aggregate(scores: _Scores, mode: Mode, suite: str = "teval") -> SuiteResult:
     """T-Eval's convert_results: each dimension is the mean of its formats (instruct: the mean of
-    format and argument-EM per response format); Overall is the mean of the dimensions present."""
+    format and argument-EM per response format); Overall is the mean of the dimensions present.
+    Means are taken on the 0-1 scale and multiplied by 100 last, as T-Eval prints them."""
     metrics: dict[str, float] = {}
     notes: list[str] = []
+    subset = {key: teval_mean(values, key, mode) for key, values in scores.values.items() if values}
     dims: dict[str, list[float]] = {}
     for fmt in ("json", "str"):
-        f, e = scores.mean(f"instruct/{fmt}_format"), scores.mean(f"instruct/{fmt}_args_em")
+        f, e = subset.get(f"instruct/{fmt}_format"), subset.get(f"instruct/{fmt}_args_em")
         if f is not None and e is not None:
             dims.setdefault("instruct", []).append((f + e) / 2)
     for dim in ("plan", "reason", "retrieve", "understand"):
-        for fmt in ("json", "str"):
-            v = scores.mean(f"{dim}/{fmt}")
-            if v is not None:
-                dims.setdefault(dim, []).append(v)
-    review = scores.mean("review")
-    if review is not None:
-        dims["review"] = [review]
+        for fmt in ("str", "json"):  # convert_results lists the str subset first
+            if f"{dim}/{fmt}" in subset:
+                dims.setdefault(dim, []).append(subset[f"{dim}/{fmt}"])
+    # convert_results reads review_str only (for both of its review entries); fixed averages both
+    for fmt in ("str",) if mode == "compat" else ("str", "json"):
+        if f"review/{fmt}" in subset:
+            dims.setdefault("review", []).append(subset[f"review/{fmt}"])
+    if mode == "compat" and "review/json" in subset:
+        notes.append("review/json is scored but, as in T-Eval's convert_results, not part of review")
     for dim in DIMENSIONS:
-        trace_value = scores.mean(f"{dim}/trace")
-        if trace_value is not None:
-            dims.setdefault(dim, []).append(trace_value)
+        if f"{dim}/trace" in subset:
+            dims.setdefault(dim, []).append(subset[f"{dim}/trace"])
+    present = {dim: float(np.mean(dims[dim])) for dim in DIMENSIONS if dim in dims}
     for dim in DIMENSIONS:
-        if dim in dims:
-            metrics[dim] = 100 * mean(dims[dim])
+        if dim in present:
+            metrics[dim] = 100 * present[dim]
         else:
             notes.append(f"{dim}: nothing to score")
-    if metrics:
-        metrics["overall"] = mean([metrics[d] for d in DIMENSIONS if d in metrics])
-    for key, values in scores.values.items():
-        metrics[key] = 100 * mean(values)
+    if present:
+        metrics["overall"] = 100 * float(np.mean(list(present.values())))
+    for key, value in subset.items():
+        metrics[key] = 100 * value
     return SuiteResult(suite=suite, mode=mode, metrics=metrics, notes=notes)

@@ -13,7 +13,6 @@ numbers are comparable with ToolEyes' but not byte-for-byte the same questions.
 
 from __future__ import annotations
 
-import ast
 import copy
 import re
 from collections.abc import Mapping, Sequence
@@ -30,6 +29,7 @@ from toolgym.evaluation.base import (
     mean,
     raw_text,
 )
+from toolgym.evaluation.metrics.expressions import ExpressionRejected, evaluate_literal_expression
 from toolgym.evaluation.metrics.judge import Judge, Verdict, judge_from_env
 from toolgym.tasks import Task, TaskSet
 from toolgym.trace import Trace
@@ -38,6 +38,10 @@ FAILED_ANSWER = "I cannot handle the task."
 _THOUGHT = re.compile(r"Thought:.*?Action:", re.DOTALL)
 _ACTION = re.compile(r"Action:.*?Action Input:", re.DOTALL)
 _ACTION_INPUT = re.compile(r"Action Input:.*", re.DOTALL)
+# the looser cut ToolEyes' judge prompts use (process_utils.process_message): no "Thought:" needed
+_JUDGE_THOUGHT = re.compile(r".*?Action:", re.DOTALL)
+_JUDGE_ACTION = re.compile(r"Action:.*?Input", re.DOTALL)
+_JUDGE_LABELS = (re.compile(r"Action.:*"), re.compile(r"Thought\s*:"), re.compile(r"Action\s*:"))
 
 # ---- ToolEyes' text checks (compat) --------------------------------------------------------------
 
@@ -56,14 +60,32 @@ def split_message(message: str) -> tuple[str, str, str] | None:
     )
 
 
+def judge_parts(message: str) -> tuple[str, str] | None:
+    """(thought, tool) as ToolEyes' judge prompts cut them from a reply: the thought is the text
+    before the first "Action:" with the labels removed, the tool what follows it up to "Input".
+    None when "Action:", "Input" or "Action Input:" is missing (ToolEyes crashes building the
+    questions then; compat asks with an empty thought and tool)."""
+    thought = _JUDGE_THOUGHT.search(message)
+    action = _JUDGE_ACTION.search(message)
+    if thought is None or action is None or _ACTION_INPUT.search(message) is None:
+        return None
+    any_action, thought_label, action_label = _JUDGE_LABELS
+    return (
+        thought_label.sub("", any_action.sub("", thought.group())).strip().strip("\n"),
+        action_label.sub("", action.group().replace("Action Input", "")).strip(),
+    )
+
+
 def reasoning_format_ok(message: str) -> bool:
     parts = split_message(message)
     return parts is not None and len(parts[1]) > 0
 
 
-def _literal(text: str) -> Any:
-    """The action input as a Python literal (ToolEyes eval()s it; we only read literals)."""
-    return ast.literal_eval(text)
+def action_input_value(text: str) -> Any:
+    """The action input's value as ToolEyes' `eval` gives it, for expressions that build data
+    from literals (`{'q': 'a' + 'b'}`, `dict(q='x')`, `1 + 1`); ExpressionRejected for anything
+    else, where ToolEyes' eval would fail or run code (we never eval)."""
+    return evaluate_literal_expression(text)
 
 
 def json_format_ok(message: str) -> bool:
@@ -71,8 +93,8 @@ def json_format_ok(message: str) -> bool:
     if parts is None:
         return False
     try:
-        _literal(parts[2])
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        action_input_value(parts[2])
+    except ExpressionRejected:
         return False
     return True
 
@@ -179,7 +201,7 @@ def compat_rules(ep: Episode) -> dict[str, Any]:
         ts_turns.append(n)
         parts = split_message(value)
         assert parts is not None
-        action, action_input = parts[1], _literal(parts[2])
+        action, action_input = parts[1], action_input_value(parts[2])
         tool_hallu += action not in names
         if tool_hallu:
             continue  # the original gates on the running count
@@ -328,13 +350,13 @@ class ToolEyesSuite:
     def _judged(self, ep: Episode, rules: Mapping[str, Any], mode: Mode, judge: Judge) -> dict[str, float]:
         thoughts = ep.thoughts
         if mode == "compat":
-            thoughts = [(p[0] if (p := split_message(m)) else "") for m in ep.messages]
+            thoughts = [(p[0] if (p := judge_parts(m)) else "") for m in ep.messages]
         matches = []
         for n in rules["ts_turns"]:
             tool = ""
             parts = split_message(ep.messages[n])
-            if mode == "compat" and parts is not None:
-                tool = parts[1]
+            if mode == "compat":
+                tool = cut[1] if (cut := judge_parts(ep.messages[n])) else ""
             elif ep.tool_turns[n]["calls"]:
                 tool = str(ep.tool_turns[n]["calls"][0].get("name"))
             elif parts is not None:

@@ -4,14 +4,19 @@ on 127.0.0.1 whose verdicts are cached in SQLite."""
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
+import time
+import warnings
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.evaluation.helpers import run_e2e
 from tests.shared_data import DATA
@@ -25,10 +30,16 @@ from toolgym.evaluation.loaders.tooleyes import (
     tooleyes_toolset,
     write_tooleyes_queries,
 )
+from toolgym.evaluation.metrics.expressions import (
+    MAX_INT_BITS,
+    ExpressionRejected,
+    evaluate_literal_expression,
+)
 from toolgym.evaluation.metrics.judge import JudgeError, OpenAIJudge, parse_score
 from toolgym.evaluation.metrics.tooleyes import (
     ToolEyesSuite,
     json_format_ok,
+    judge_parts,
     reasoning_format_ok,
     split_message,
 )
@@ -178,15 +189,16 @@ def test_format_alignment(tasks: TaskSet, tmp_path: Path) -> None:
     task_id = _first(tasks, "Random/Random")
     outputs = [
         "I will generate it.",  # no labels: a format error
-        'Thought: ok\nAction: generate_string\nAction Input: {"len": "8", "cnt": 1+1}',  # not a literal
+        'Thought: ok\nAction: generate_string\nAction Input: {"len": "8", "cnt": 1+1}',  # not JSON
         _finish("abcdefgh"),
     ]
     trace = _episode(tasks, task_id, outputs, tmp_path)
     compat = ToolEyesSuite().score([trace], tasks, "compat")
     fixed = ToolEyesSuite().score([trace], tasks, "fixed")
-    assert compat.metrics["IF"] == pytest.approx(100 / 3)
+    # ToolEyes' eval reads `1+1` (2), so the call is format-correct there; toolgym's parser refuses it
+    assert compat.metrics["IF"] == pytest.approx(200 / 3)
     assert fixed.metrics["IF"] == pytest.approx(100 / 3)
-    assert compat.metrics["tool_reality"] == 0.0  # no format-correct tool turn
+    assert compat.metrics["tool_reality"] == 100.0  # one format-correct tool turn, no hallucination
 
 
 # ---- judged dimensions ----------------------------------------------------------------------------
@@ -340,3 +352,218 @@ def test_judge_from_the_environment(
     result = get_suite("tooleyes").score([trace], tasks, "compat")
     assert "IU" in result.metrics and result.counts["judge_requests"] > 0
     assert (tmp_path / "env.sqlite").is_file()
+
+
+# ---- Action Input as ToolEyes' eval reads it (issue 10, item 4) -----------------------------------
+
+# the values Python's eval gives these action inputs, worked out by hand
+LITERAL_BUILDING = [
+    ("{'q': 'Par' + 'is'}", {"q": "Paris"}),
+    ("dict(q='Paris', lang='fr')", {"q": "Paris", "lang": "fr"}),
+    (
+        "{'days': 2 * 3 - 1, 'ratio': 7 / 2, 'n': -(2 ** 3) // 3, 'r': 7 % 4}",
+        {"days": 5, "ratio": 3.5, "n": -3, "r": 3},
+    ),
+    ("{'ok': True, 'none': None, 'no': not 1}", {"ok": True, "none": None, "no": False}),
+    (
+        "{'ids': [1, 2] + [3], 'pair': (1,) * 2, 'tags': {'a'} | {'b'}}",
+        {"ids": [1, 2, 3], "pair": (1, 1), "tags": {"a", "b"}},
+    ),
+    ("dict([('q', 'x')], **{'lang': 'en'})", {"q": "x", "lang": "en"}),
+    ("{**{'q': 'x'}, 'lang': 'en', 'q': 'y'}", {"q": "y", "lang": "en"}),
+    ("list('ab') + [*'cd']", ["a", "b", "c", "d"]),
+    (
+        "{'bits': 1 << 4 | 1, 'mask': ~0 & 0xff ^ 1, 'shift': 256 >> 2}",
+        {"bits": 17, "mask": 254, "shift": 64},
+    ),
+    ('  {"q": "x"}  # a comment', {"q": "x"}),
+    ("tuple([1]), set()", ((1,), set())),
+    ("{'big': 2 ** 100}", {"big": 1267650600228229401496703205376}),
+    ("{'pad': '-' * 3, 'raw': b'a' + b'b', 'z': 1j * 1j}", {"pad": "---", "raw": b"ab", "z": -1 + 0j}),
+    ("{'pattern': '\\d+'}", {"pattern": "\\d+"}),  # an invalid escape: eval warns and keeps the backslash
+]
+
+# each fails ToolEyes' eval, or runs code there; all are rejected here, quickly
+HOSTILE = [
+    "__import__('os').system('echo hi')",
+    "open('/etc/passwd').read()",
+    "().__class__.__bases__[0].__subclasses__()",
+    "{'q': 'x'}.get('q')",
+    "{'q': 'x'}['q']",
+    "lambda: 1",
+    "[x for x in range(10)]",
+    "{k: 1 for k in 'ab'}",
+    "(x := 1)",
+    "9 ** 9 ** 9",
+    "2 ** 10 ** 8",
+    "10 ** 100000",
+    "'a' * 10 ** 9",
+    "[0] * 10 ** 9",
+    "1 << 10 ** 9",
+    "'%0999999999d' % 1",
+    "123456789 ** 123456789",
+    "('a' * 10 ** 6) + ('b' * 10 ** 6)",
+    "{'q': true}",
+    "{'q': null}",
+    "print('x')",
+    "dict.fromkeys(range(10 ** 9))",
+    "list(range(10 ** 9))",
+    "f'{1}'",
+    "1 if True else 2",
+    "1 < 2",
+    "1 and 2",
+    "1 / 0",
+    "{[]: 1}",
+    "dict('ab')",
+    "dict(**{1: 2})",
+    "dict(q=1, **{'q': 2})",
+    "[*5]",
+    "{**[1]}",
+    "10.0 ** 400",
+    "-" * 150 + "1",
+    "[" * 150 + "]" * 150,
+    "1" + "+1" * 5000,
+    "(" * 300 + ")" * 300,
+    "{'q': 'x'} {'r': 'y'}",
+    # each string is under the length limit, together they are too much to build
+    "{" + ", ".join(f"'{n}': 'x' * 90000" for n in range(20)) + "}",
+    "{'q': dict}",
+    "{'q': 'x'}\nObservation: done",
+    "",
+    "\x00",
+]
+
+
+# (reasoning_format_check, json_format_check) as ToolEyes' utils.py gives them, worked out by hand
+REPLIES = [
+    ("prose without an action", "I will look up the weather in Paris.", False, False),
+    ("two calls in one reply", "Thought: t\nAction: current_weather\nAction Input: {'q': 'Paris'}\n"
+     "Thought: u\nAction: forecast\nAction Input: {'q': 'Paris'}", True, False),
+    ("JSON true", 'Thought: t\nAction: current_weather\nAction Input: {"q": "Paris", "aqi": true}', True, False),
+    ("broken brackets", "Thought: t\nAction: current_weather\nAction Input: {'q': 'Paris'", True, False),
+    ("no Thought label", "Action: current_weather\nAction Input: {'q': 'Paris'}", False, False),
+    ("empty action", "Thought: t\nAction: \nAction Input: {'q': 'Paris'}", False, True),
+    ("input then prose", "Thought: t\nAction: current_weather\nAction Input: {'q': 'Paris'}\nDone.", True, False),
+    ("a string input", "Thought: t\nAction: current_weather\nAction Input: 'Paris'", True, True),
+    ("a built input", "Thought: t\nAction: current_weather\nAction Input: dict(q='Par' + 'is')", True, True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "reply", "reasoning", "json_ok"), REPLIES)
+def test_format_checks_on_wrong_replies_equal_tooleyes(
+    name: str, reply: str, reasoning: bool, json_ok: bool
+) -> None:
+    assert (reasoning_format_ok(reply), json_format_ok(reply)) == (reasoning, json_ok), name
+
+
+@pytest.mark.parametrize(("text", "value"), LITERAL_BUILDING)
+def test_literal_building_action_inputs_evaluate_as_eval_does(text: str, value: Any) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no warning escapes
+        assert evaluate_literal_expression(text) == value
+    assert json_format_ok(f"Thought: t\nAction: get_uuid\nAction Input: {text}")
+
+
+@pytest.fixture
+def no_eval(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("eval/exec called")
+
+    monkeypatch.setattr(builtins, "eval", refuse)
+    monkeypatch.setattr(builtins, "exec", refuse)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_action_inputs_are_rejected_fast(text: str, no_eval: None) -> None:
+    start = time.perf_counter()
+    with pytest.raises(ExpressionRejected):
+        evaluate_literal_expression(text)
+    assert time.perf_counter() - start < 0.5
+    assert not json_format_ok(f"Thought: t\nAction: get_uuid\nAction Input: {text}")
+
+
+_ATOMS = st.sampled_from(
+    ["1", "0", "-1", "2", "9", "10", "99", "1.5", "'a'", "b'x'", "None", "True", "[]", "{}", "()", "set()",
+     "x", "os", "__import__", "open", "().__class__", "'%d'", "1e308", "[0]", "'ab'"]
+)  # fmt: skip
+_OPS = st.sampled_from(
+    [" + ", " - ", " * ", " / ", " // ", " % ", " ** ", " << ", " >> ", " | ", " & ", " ^ "]
+)
+
+
+@st.composite
+def _expressions(draw: st.DrawFn, depth: int = 0) -> str:
+    if depth > 3 or draw(st.booleans()):
+        return draw(_ATOMS)
+    kind = draw(st.sampled_from(["binop", "unary", "list", "dict", "call", "attr", "paren"]))
+    a, b = draw(_expressions(depth + 1)), draw(_expressions(depth + 1))
+    if kind == "binop":
+        return f"{a}{draw(_OPS)}{b}"
+    if kind == "unary":
+        return f"{draw(st.sampled_from(['-', '+', '~', 'not ']))}{a}"
+    if kind == "list":
+        return f"[{a}, *{b}]"
+    if kind == "dict":
+        return f"{{{a}: {b}, **{b}}}"
+    if kind == "call":
+        return f"{draw(st.sampled_from(['dict', 'list', 'tuple', 'set', 'len', 'eval']))}({a})"
+    if kind == "attr":
+        return f"({a}).__class__"
+    return f"({a})"
+
+
+@settings(max_examples=300, deadline=None)
+@given(_expressions())
+def test_any_expression_is_a_value_or_a_clean_rejection(text: str) -> None:
+    start = time.perf_counter()
+    try:
+        value = evaluate_literal_expression(text)
+    except ExpressionRejected:
+        value = None
+    assert time.perf_counter() - start < 0.5, text
+    if isinstance(value, int):
+        assert value.bit_length() <= MAX_INT_BITS
+
+
+def test_compat_scores_literal_building_inputs_as_tooleyes(tasks: TaskSet, tmp_path: Path) -> None:
+    task_id = _first(tasks, "Weather/weatherapi")
+    outputs = [
+        "Thought: weather in Paris\nAction: current_weather\nAction Input: {'q': 'Par' + 'is'}",
+        "Thought: in French\nAction: current_weather\nAction Input: dict(q='Paris', lang='fr')",
+        # days is no parameter of current_weather: a parameter hallucination
+        "Thought: two days\nAction: current_weather\nAction Input: {'q': 'Paris', 'days': 2 * 1}",
+        "Thought: sneaky\nAction: current_weather\nAction Input: {'q': __import__('os').getcwd()}",
+        _finish("It is sunny in Paris."),
+    ]
+    trace = _episode(tasks, task_id, outputs, tmp_path)
+    compat = ToolEyesSuite().score([trace], tasks, "compat")
+    # ToolEyes' eval accepts the first three as we do; the fourth runs code under its eval (and
+    # passes there), compat refuses to run it: a format failure (docs/evaluation.md lists this)
+    assert compat.metrics["IF"] == pytest.approx(100 * 4 / 5)
+    assert compat.per_task[task_id]["param_hallucinations"] == 1.0
+    assert compat.metrics["tool_reality"] == pytest.approx(100 * (1 - 1 / 3))
+
+
+def test_compat_judge_questions_quote_thoughts_as_tooleyes_cuts_them(
+    tasks: TaskSet, tmp_path: Path, judge_server: _JudgeServer
+) -> None:
+    """ToolEyes' judge prompts take the text before the first "Action:" as the thought, with or
+    without a "Thought:" label (its format check does need the label)."""
+    assert judge_parts("I need a UUID.\nAction: get_uuid\nAction Input: {}") == ("I need a UUID.", "get_uuid")
+    assert judge_parts("Thought: t\nAction: get_uuid\nAction Input: {}") == ("t", "get_uuid")
+    assert judge_parts("no labels at all") is None
+    task_id = _first(tasks, "Random/Random")
+    outputs = ["I need a UUID first.\nAction: get_uuid\nAction Input: {'cnt': '1'}", _finish("done")]
+    trace = _episode(tasks, task_id, outputs, tmp_path)
+    judge = OpenAIJudge(judge_server.base_url, "judge-model")
+    try:
+        compat = ToolEyesSuite(judge).score([trace], tasks, "compat")
+    finally:
+        judge.close()
+    assert compat.metrics["IF"] == 50.0  # the unlabelled reply fails the format check
+    chains = [
+        r["body"]["messages"][1]["content"]
+        for r in judge_server.requests
+        if "Thought chain" in r["body"]["messages"][1]["content"]
+    ]
+    assert chains and all("Turn 1:\nI need a UUID first." in c for c in chains)
