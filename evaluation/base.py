@@ -71,23 +71,9 @@ def is_teacher_forced(trace: Trace) -> bool:
     return isinstance(mode, str) and mode in TEACHER_FORCED_MODES
 
 
-def task_for(trace: Trace, tasks: TaskSet | None, suite: str) -> Task:
-    """The task a trace ran; a suite that needs golden data cannot score without it."""
-    if tasks is None:
-        raise EvaluationError(f"the {suite} suite needs the task set the traces were run on")
-    task_id = trace.header.task_id
-    if task_id not in tasks:
-        raise EvaluationError(f"trace of task {task_id!r}: no such task in the task set")
-    return tasks[task_id]
-
-
 def step_actions(step: TraceStep, kind: str | None = None) -> list[dict[str, Any]]:
     """The parsed actions of a trace step (JSON dicts), optionally only those of one type."""
     return [a for a in step.actions if kind is None or a.get("type") == kind]
-
-
-def step_tool_calls(step: TraceStep) -> list[dict[str, Any]]:
-    return step_actions(step, "tool_call")
 
 
 def observation_error(obs: dict[str, Any]) -> str | None:
