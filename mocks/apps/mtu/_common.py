@@ -20,7 +20,7 @@ from typing import Annotated, Any, Final, Union, get_args, get_origin
 from pydantic import BeforeValidator, ConfigDict, Field, create_model
 
 from toolgym.mocks.app import App, Query, app_apis
-from toolgym.mocks.responses import bad_request, not_found
+from toolgym.mocks.responses import bad_request, not_found, unprocessable
 from toolgym.mocks.seeding import leading_number
 
 DONTCARE: Final = "dontcare"
@@ -148,6 +148,16 @@ def parse_day(param: str, value: str, today: date) -> date:
             found = found.replace(year=found.year + 1)
         return found
     raise bad_request(f"{param!r} must be a date YYYY-MM-DD (or today/tomorrow/a weekday), got {value!r}")
+
+
+def upcoming_day(param: str, value: str, today: date, *, called: str | None = None) -> date:
+    """parse_day for something to book: a day before `today` is a 422 "<called> <day> is in the
+    past" (`called`: how the message names the day; default the parameter, "" none)."""
+    day = parse_day(param, value, today)
+    if day < today:
+        subject = param if called is None else called
+        raise unprocessable(f"{subject} {day.isoformat()} is in the past".lstrip())
+    return day
 
 
 def parse_clock(param: str, value: str) -> str:

@@ -28,7 +28,7 @@ from toolgym.mocks.apps.mtu._common import (
     flag,
     one_of,
     parse_clock,
-    parse_day,
+    upcoming_day,
 )
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import conflict, from_cents, not_found, ok, unprocessable
@@ -170,12 +170,6 @@ class BusesApp(App):
             raise not_found("bus city", value)
         return found
 
-    def _date(self, param: str, value: str) -> date:
-        day = parse_day(param, value, self.now().date())
-        if day < self.now().date():
-            raise unprocessable(f"{param} {day.isoformat()} is in the past")
-        return day
-
     @staticmethod
     def _price(d: dict[str, Any], fare_type: str, party: int, luggage: bool) -> int:
         per_seat = int(d["base_fare_cents"] * FARE_FACTOR[fare_type] / 100) * 100
@@ -256,7 +250,7 @@ class BusesApp(App):
             "FindBus destination",
         )
         _, when = one_of({"departure_date": departure_date, "leaving_date": leaving_date}, "FindBus date")
-        day = self._date("departure_date", str(when))
+        day = upcoming_day("departure_date", str(when), self.now().date())
         party = self._party(num_passengers, travelers, group_size)
         rows = self.rows(
             "SELECT * FROM mtu_buses_departures WHERE from_city = ? AND to_city = ?"
@@ -301,7 +295,7 @@ class BusesApp(App):
             {"num_passengers": num_passengers, "travelers": travelers, "group_size": group_size}, "passengers"
         )
         party = self._party(num_passengers, travelers, group_size)
-        day = self._date("departure_date", str(when))
+        day = upcoming_day("departure_date", str(when), self.now().date())
         clock_time = parse_clock("departure_time", str(at))
         luggage = bool(flag("additional_luggage", additional_luggage))
         fare = choice("fare_type", fare_type, FARE_TYPES)

@@ -35,9 +35,10 @@ from toolgym.mocks.apps.mtu._common import (
     parse_clock,
     parse_day,
     time_window,
+    upcoming_day,
 )
 from toolgym.mocks.clock import format_time
-from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
+from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
@@ -272,12 +273,6 @@ class FlightsApp(App):
             "seats_left": self._seats_left(f["flight_number"], day, cabin),
         }
 
-    def _date(self, param: str, value: str) -> date:
-        day = parse_day(param, value, self.now().date())
-        if day < self.now().date():
-            raise unprocessable(f"{param} {day.isoformat()} is in the past")
-        return day
-
     @staticmethod
     def _cabin(seating_class: str, flight_class: str) -> str:
         # two MTU variants name the cabin differently; a non-default value wins
@@ -387,7 +382,7 @@ class FlightsApp(App):
             seating_class,
             flight_class,
         )
-        day = self._date("departure_date", departure_date)
+        day = upcoming_day("departure_date", departure_date, self.now().date())
         found = self._search(origin, dest, day, airlines, refundable, cabin, party, bags)
         found.sort(key=lambda v: (v["price"], v["departure_time"]))
         for v in found:
@@ -430,8 +425,8 @@ class FlightsApp(App):
             seating_class,
             flight_class,
         )
-        out_day = self._date("departure_date", departure_date)
-        back_day = self._date("return_date", return_date)
+        out_day = upcoming_day("departure_date", departure_date, self.now().date())
+        back_day = upcoming_day("return_date", return_date, self.now().date())
         if back_day < out_day:
             raise bad_request("return_date is before departure_date")
         outs = self._search(origin, dest, out_day, airlines, refundable, cabin, party, bags)
@@ -488,7 +483,7 @@ class FlightsApp(App):
         """Reserve a one-way flight: the cheapest flight of that airline on that day with room."""
         party = count("passengers", passengers, hi=9)
         cabin = choice("seating_class", seating_class, CLASSES, CLASS_SYNONYMS)
-        day = self._date("departure_date", departure_date)
+        day = upcoming_day("departure_date", departure_date, self.now().date())
         legs = self._legs(
             self._airports("origin_city", origin_city),
             self._airports("destination_city", destination_city),
@@ -534,8 +529,8 @@ class FlightsApp(App):
         """Reserve a round-trip flight: the two flights leaving at the given times."""
         party = count("passengers", passengers, hi=9)
         cabin = choice("seating_class", seating_class, CLASSES, CLASS_SYNONYMS)
-        out_day = self._date("departure_date", departure_date)
-        back_day = self._date("return_date", return_date)
+        out_day = upcoming_day("departure_date", departure_date, self.now().date())
+        back_day = upcoming_day("return_date", return_date, self.now().date())
         if back_day < out_day:
             raise bad_request("return_date is before departure_date")
         wanted_refund = flag("refundable", refundable)

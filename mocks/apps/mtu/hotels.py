@@ -33,6 +33,7 @@ from toolgym.mocks.apps.mtu._common import (
     phone,
     select_fields,
     street_address,
+    upcoming_day,
     where_area,
     words_in,
 )
@@ -297,9 +298,7 @@ class HotelsApp(App):
 
     def _stay(self, check_in: str, nights: int | None, check_out: str | None) -> tuple[date, date]:
         today = self.now().date()
-        start = parse_day("check_in_date", check_in, today)
-        if start < today:
-            raise unprocessable(f"check-in date {start.isoformat()} is in the past")
+        start = upcoming_day("check_in_date", check_in, today, called="check-in date")
         end = (
             parse_day("check_out_date", check_out, start)
             if check_out

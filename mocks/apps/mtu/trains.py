@@ -30,9 +30,10 @@ from toolgym.mocks.apps.mtu._common import (
     parse_clock,
     parse_day,
     select_fields,
+    upcoming_day,
 )
 from toolgym.mocks.clock import format_time
-from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
+from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
@@ -336,12 +337,6 @@ class TrainsApp(App):
         )
         return CLASS_SEATS[cls] - int(taken)
 
-    def _journey_date(self, value: str) -> date:
-        day = parse_day("date_of_journey", value, self.now().date())
-        if day < self.now().date():
-            raise unprocessable(f"date_of_journey {day.isoformat()} is in the past")
-        return day
-
     @staticmethod
     def _fare(t: dict[str, Any], cls: str, adults: int, protection: bool) -> int:
         per_adult = int(t["base_fare_cents"] * CLASS_FACTOR[cls] / 100) * 100
@@ -376,7 +371,7 @@ class TrainsApp(App):
         number_of_adults: Annotated[Count, Param("number of adults")] = "1",
     ) -> dict[str, Any]:
         """Find trains to a given destination city; earliest first."""
-        day = self._journey_date(date_of_journey)
+        day = upcoming_day("date_of_journey", date_of_journey, self.now().date())
         adults = count("number_of_adults", number_of_adults, hi=20)
         trains = [self._intercity_view(t, day, class_, adults, False) for t in self._intercity(from_, to)]
         trains = [t for t in trains if t["seats_left"] >= adults]
@@ -394,7 +389,7 @@ class TrainsApp(App):
         class_: Annotated[str, Param("fare class", enum=CLASSES)] = "Value",
     ) -> dict[str, Any]:
         """Reserve tickets for a train journey."""
-        day = self._journey_date(date_of_journey)
+        day = upcoming_day("date_of_journey", date_of_journey, self.now().date())
         adults = count("number_of_adults", number_of_adults, hi=20)
         protection = flag("trip_protection", trip_protection)
         if protection is None:
