@@ -24,13 +24,13 @@ from toolgym.mocks.apps.mtu._common import (
     choice,
     city_name,
     count,
+    earlier_booking,
     finalize_tools,
     flag,
     one_of,
     parse_clock,
     upcoming_day,
 )
-from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import conflict, from_cents, not_found, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
@@ -138,19 +138,16 @@ class BusesApp(App):
         for i in range(1, 701):
             d = rng.choice(departures)
             party = SEATS if rng.random() < 0.03 else rng.randint(1, 4)
-            tickets.append(
-                {
-                    "ticket_id": format_id("BT", i),
-                    "departure_id": d["departure_id"],
-                    "departure_date": (today + timedelta(days=rng.randint(0, 21))).isoformat(),
-                    "num_passengers": party,
-                    "fare_type": "Economy",
-                    "additional_luggage": 0,
-                    "price_cents": party * d["base_fare_cents"],
-                    "status": "confirmed",
-                    "created_at": format_time(clock - timedelta(days=rng.randint(1, 30))),
-                }
-            )
+            row = {
+                "ticket_id": format_id("BT", i),
+                "departure_id": d["departure_id"],
+                "departure_date": (today + timedelta(days=rng.randint(0, 21))).isoformat(),
+                "num_passengers": party,
+                "fare_type": "Economy",
+                "additional_luggage": 0,
+                "price_cents": party * d["base_fare_cents"],
+            }
+            tickets.append(earlier_booking(row, rng, clock, days_ago=(1, 30)))
         insert_rows(db, "mtu_buses_tickets", tickets)
         set_counter(db, "BT", len(tickets))
 

@@ -28,6 +28,7 @@ from toolgym.mocks.apps.mtu._common import (
     city_name,
     clock_of,
     count,
+    earlier_booking,
     finalize_tools,
     flag,
     minutes,
@@ -37,7 +38,6 @@ from toolgym.mocks.apps.mtu._common import (
     time_window,
     upcoming_day,
 )
-from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
@@ -180,20 +180,17 @@ class FlightsApp(App):
             s = rng.choice(schedules)
             cabin = rng.choices(CLASSES, weights=(8, 2, 1, 1))[0]
             party = rng.randint(1, 4) if rng.random() < 0.9 else SEATS[cabin]
-            bookings.append(
-                {
-                    "booking_id": format_id("FB", i),
-                    "trip_id": format_id("TRIP", i),
-                    "flight_number": s["flight_number"],
-                    "departure_date": (today + timedelta(days=rng.randint(0, 30))).isoformat(),
-                    "seating_class": cabin,
-                    "passengers": party,
-                    "number_checked_bags": 0,
-                    "total_price_cents": party * s["base_fare_cents"],
-                    "status": "confirmed",
-                    "created_at": format_time(clock - timedelta(days=rng.randint(1, 60))),
-                }
-            )
+            row = {
+                "booking_id": format_id("FB", i),
+                "trip_id": format_id("TRIP", i),
+                "flight_number": s["flight_number"],
+                "departure_date": (today + timedelta(days=rng.randint(0, 30))).isoformat(),
+                "seating_class": cabin,
+                "passengers": party,
+                "number_checked_bags": 0,
+                "total_price_cents": party * s["base_fare_cents"],
+            }
+            bookings.append(earlier_booking(row, rng, clock, days_ago=(1, 60)))
         insert_rows(db, "mtu_flights_bookings", bookings)
         set_counter(db, "FB", len(bookings))
         set_counter(db, "TRIP", len(bookings))

@@ -27,6 +27,7 @@ from toolgym.mocks.apps.mtu._common import (
     choice,
     city_name,
     count,
+    earlier_booking,
     finalize_tools,
     flag,
     minutes,
@@ -37,7 +38,6 @@ from toolgym.mocks.apps.mtu._common import (
     time_window,
     words_in,
 )
-from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows, name_grid
 from toolgym.tools import Param
@@ -208,17 +208,14 @@ class MoviesApp(App):
         for i in range(1, 701):
             s = rng.choice(showtimes)
             n = SEATS_PER_SHOW if rng.random() < 0.02 else rng.randint(1, 5)
-            tickets.append(
-                {
-                    "ticket_id": format_id("MT", i),
-                    "showtime_id": s["showtime_id"],
-                    "show_date": (today + timedelta(days=rng.randint(0, 7))).isoformat(),
-                    "number_of_tickets": n,
-                    "total_cents": n * s["price_cents"],
-                    "status": "confirmed",
-                    "created_at": format_time(clock - timedelta(days=rng.randint(0, 5))),
-                }
-            )
+            row = {
+                "ticket_id": format_id("MT", i),
+                "showtime_id": s["showtime_id"],
+                "show_date": (today + timedelta(days=rng.randint(0, 7))).isoformat(),
+                "number_of_tickets": n,
+                "total_cents": n * s["price_cents"],
+            }
+            tickets.append(earlier_booking(row, rng, clock, days_ago=(0, 5)))
         insert_rows(db, "mtu_movies_tickets", tickets)
         set_counter(db, "MT", len(tickets))
         set_counter(db, "PLAY", 0)

@@ -1,12 +1,16 @@
-"""The MTU app group as a whole: every app in MTU_APPS is well formed."""
+"""The MTU app group as a whole: every app in MTU_APPS is well formed, and the group's shared checks."""
 
 from __future__ import annotations
 
+import random
+from datetime import timedelta
 from typing import Any
 
-from tests.mocks.apps.mtu import fails, make_world
+from tests.mocks.apps.mtu import CLOCK, fails, make_world
 from toolgym.mocks.app import validate_app
 from toolgym.mocks.apps.mtu import MTU_APPS
+from toolgym.mocks.apps.mtu._common import earlier_booking
+from toolgym.mocks.clock import format_time
 
 
 def test_every_app_is_well_formed() -> None:
@@ -58,3 +62,14 @@ def test_a_past_booking_date_is_a_422_naming_the_day_as_each_app_always_has() ->
     for app, api, arguments, message in calls:
         obs = fails(make_world(app), api, 422, **arguments)
         assert isinstance(obs.content, dict) and obs.content["message"] == message, (api, obs.content)
+
+
+def test_earlier_booking_is_confirmed_and_made_days_before_the_clock() -> None:
+    rng = random.Random(3)
+    booking = earlier_booking({"booking_id": "B-1"}, rng, CLOCK, days_ago=(2, 9))
+    expected_days = random.Random(3).randint(2, 9)  # the only draw, so seeded rows stay as they were
+    assert booking == {
+        "booking_id": "B-1",
+        "status": "confirmed",
+        "created_at": format_time(CLOCK - timedelta(days=expected_days)),
+    }
