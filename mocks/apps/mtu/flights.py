@@ -270,6 +270,14 @@ class FlightsApp(App):
             "seats_left": self._seats_left(f["flight_number"], day, cabin),
         }
 
+    def _round_trip_days(self, departure_date: str, return_date: str) -> tuple[date, date]:
+        """The outbound and return days of a round trip: neither in the past, in that order."""
+        out_day = upcoming_day("departure_date", departure_date, self.now().date())
+        back_day = upcoming_day("return_date", return_date, self.now().date())
+        if back_day < out_day:
+            raise bad_request("return_date is before departure_date")
+        return out_day, back_day
+
     @staticmethod
     def _cabin(seating_class: str, flight_class: str) -> str:
         # two MTU variants name the cabin differently; a non-default value wins
@@ -422,10 +430,7 @@ class FlightsApp(App):
             seating_class,
             flight_class,
         )
-        out_day = upcoming_day("departure_date", departure_date, self.now().date())
-        back_day = upcoming_day("return_date", return_date, self.now().date())
-        if back_day < out_day:
-            raise bad_request("return_date is before departure_date")
+        out_day, back_day = self._round_trip_days(departure_date, return_date)
         outs = self._search(origin, dest, out_day, airlines, refundable, cabin, party, bags)
         backs = self._search(dest, origin, back_day, airlines, refundable, cabin, party, bags)
         trips = []
@@ -526,10 +531,7 @@ class FlightsApp(App):
         """Reserve a round-trip flight: the two flights leaving at the given times."""
         party = count("passengers", passengers, hi=9)
         cabin = choice("seating_class", seating_class, CLASSES, CLASS_SYNONYMS)
-        out_day = upcoming_day("departure_date", departure_date, self.now().date())
-        back_day = upcoming_day("return_date", return_date, self.now().date())
-        if back_day < out_day:
-            raise bad_request("return_date is before departure_date")
+        out_day, back_day = self._round_trip_days(departure_date, return_date)
         wanted_refund = flag("refundable", refundable)
         origins = self._airports("origin_city", origin_city)
         dests = self._airports("destination_city", destination_city)
