@@ -278,14 +278,6 @@ class BankingApp(App):
         }
 
     @staticmethod
-    def _positive_cents(amount: float) -> int:
-        """The `amount` argument of a transfer or deposit in cents; 400 unless above zero."""
-        cents = to_cents("amount", amount)
-        if cents <= 0:
-            raise bad_request("amount must be positive")
-        return cents
-
-    @staticmethod
     def _require_active(a: dict[str, Any]) -> None:
         if a["status"] != "active":
             raise conflict(f"account {a['account_id']} is {a['status']}", account_id=a["account_id"])
@@ -364,7 +356,9 @@ class BankingApp(App):
         memo: Annotated[str, Param("a note shown on both transactions")] = "",
     ) -> dict[str, Any]:
         """Move money from one account to another. Fails without any effect if funds are insufficient."""
-        cents = self._positive_cents(amount)
+        cents = to_cents("amount", amount)
+        if cents <= 0:
+            raise bad_request("amount must be positive")
         if from_account_id == to_account_id:
             raise bad_request("cannot transfer to the same account")
         source, target = self._account(from_account_id), self._account(to_account_id)
@@ -392,7 +386,9 @@ class BankingApp(App):
         memo: Annotated[str, Param("a note on the transaction")] = "Cash deposit",
     ) -> dict[str, Any]:
         """Deposit cash into an account."""
-        cents = self._positive_cents(amount)
+        cents = to_cents("amount", amount)
+        if cents <= 0:
+            raise bad_request("amount must be positive")
         account = self._account(account_id)
         self._require_active(account)
         txn_id, balance = self._post(account, "deposit", cents, None, memo, None)
