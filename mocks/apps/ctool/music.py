@@ -379,6 +379,16 @@ class MusicApp(App):
             (iso(app_now(self)), playlist_id),
         )
 
+    def _position_in_playlist(self, playlist_id: str, track_id: str) -> int:
+        """Where the track stands in the playlist (1-based); 404 when it is not in it."""
+        position = self.scalar(
+            "SELECT position FROM music_playlist_tracks WHERE playlist_id = ? AND track_id = ?",
+            (playlist_id, track_id),
+        )
+        if position is None:
+            raise not_found("track in playlist", track_id)
+        return int(position)
+
     def _playlist_size(self, playlist_id: str) -> int:
         return int(
             self.scalar("SELECT count(*) FROM music_playlist_tracks WHERE playlist_id = ?", (playlist_id,))
@@ -607,12 +617,7 @@ class MusicApp(App):
     ) -> dict[str, Any]:
         """Remove a track from one of your playlists; later tracks move up."""
         self._own_playlist(user_id, playlist_id)
-        position = self.scalar(
-            "SELECT position FROM music_playlist_tracks WHERE playlist_id = ? AND track_id = ?",
-            (playlist_id, track_id),
-        )
-        if position is None:
-            raise not_found("track in playlist", track_id)
+        position = self._position_in_playlist(playlist_id, track_id)
         self.execute(
             "DELETE FROM music_playlist_tracks WHERE playlist_id = ? AND track_id = ?",
             (playlist_id, track_id),
@@ -634,12 +639,7 @@ class MusicApp(App):
     ) -> dict[str, Any]:
         """Reorder a playlist: move one track to a new position; the others shift around it."""
         self._own_playlist(user_id, playlist_id)
-        old = self.scalar(
-            "SELECT position FROM music_playlist_tracks WHERE playlist_id = ? AND track_id = ?",
-            (playlist_id, track_id),
-        )
-        if old is None:
-            raise not_found("track in playlist", track_id)
+        old = self._position_in_playlist(playlist_id, track_id)
         check_range("new_position", new_position, 1, self._playlist_size(playlist_id))
         if new_position < old:
             self.execute(

@@ -13,14 +13,15 @@ import dataclasses
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from types import NoneType, UnionType
 from typing import Annotated, Any, Final, Union, get_args, get_origin
 
 from pydantic import BeforeValidator, ConfigDict, Field, create_model
 
 from toolgym.mocks.app import App, Query, app_apis
-from toolgym.mocks.responses import bad_request, not_found
+from toolgym.mocks.clock import format_time
+from toolgym.mocks.responses import bad_request, not_found, unprocessable
 from toolgym.mocks.seeding import leading_number
 
 DONTCARE: Final = "dontcare"
@@ -148,6 +149,16 @@ def parse_day(param: str, value: str, today: date) -> date:
             found = found.replace(year=found.year + 1)
         return found
     raise bad_request(f"{param!r} must be a date YYYY-MM-DD (or today/tomorrow/a weekday), got {value!r}")
+
+
+def upcoming_day(param: str, value: str, today: date, *, called: str | None = None) -> date:
+    """parse_day for something to book: a day before `today` is a 422 "<called> <day> is in the
+    past" (`called`: how the message names the day; default the parameter, "" none)."""
+    day = parse_day(param, value, today)
+    if day < today:
+        subject = param if called is None else called
+        raise unprocessable(f"{subject} {day.isoformat()} is in the past".lstrip())
+    return day
 
 
 def parse_clock(param: str, value: str) -> str:
@@ -462,6 +473,16 @@ LAST_NAMES: Final = (
 
 def street_address(rng: random.Random) -> str:
     return f"{rng.randint(10, 2999)} {rng.choice(STREETS)}"
+
+
+def earlier_booking(
+    row: dict[str, Any], rng: random.Random, clock: datetime, *, days_ago: tuple[int, int]
+) -> dict[str, Any]:
+    """A seeded booking of another customer's: `row`, confirmed, made between `days_ago` days
+    before the episode. The day is drawn after the row's own draws, in the order the seeders of
+    the golden tasks have always drawn them."""
+    made = clock - timedelta(days=rng.randint(*days_ago))
+    return {**row, "status": "confirmed", "created_at": format_time(made)}
 
 
 def phone(rng: random.Random) -> str:

@@ -24,13 +24,13 @@ from toolgym.mocks.apps.mtu._common import (
     choice,
     city_name,
     count,
+    earlier_booking,
     finalize_tools,
     flag,
     one_of,
     parse_clock,
-    parse_day,
+    upcoming_day,
 )
-from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import conflict, from_cents, not_found, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
@@ -138,19 +138,16 @@ class BusesApp(App):
         for i in range(1, 701):
             d = rng.choice(departures)
             party = SEATS if rng.random() < 0.03 else rng.randint(1, 4)
-            tickets.append(
-                {
-                    "ticket_id": format_id("BT", i),
-                    "departure_id": d["departure_id"],
-                    "departure_date": (today + timedelta(days=rng.randint(0, 21))).isoformat(),
-                    "num_passengers": party,
-                    "fare_type": "Economy",
-                    "additional_luggage": 0,
-                    "price_cents": party * d["base_fare_cents"],
-                    "status": "confirmed",
-                    "created_at": format_time(clock - timedelta(days=rng.randint(1, 30))),
-                }
-            )
+            row = {
+                "ticket_id": format_id("BT", i),
+                "departure_id": d["departure_id"],
+                "departure_date": (today + timedelta(days=rng.randint(0, 21))).isoformat(),
+                "num_passengers": party,
+                "fare_type": "Economy",
+                "additional_luggage": 0,
+                "price_cents": party * d["base_fare_cents"],
+            }
+            tickets.append(earlier_booking(row, rng, clock, days_ago=(1, 30)))
         insert_rows(db, "mtu_buses_tickets", tickets)
         set_counter(db, "BT", len(tickets))
 
@@ -169,12 +166,6 @@ class BusesApp(App):
         if found is None or found not in BUS_CITIES:
             raise not_found("bus city", value)
         return found
-
-    def _date(self, param: str, value: str) -> date:
-        day = parse_day(param, value, self.now().date())
-        if day < self.now().date():
-            raise unprocessable(f"{param} {day.isoformat()} is in the past")
-        return day
 
     @staticmethod
     def _price(d: dict[str, Any], fare_type: str, party: int, luggage: bool) -> int:
@@ -256,7 +247,7 @@ class BusesApp(App):
             "FindBus destination",
         )
         _, when = one_of({"departure_date": departure_date, "leaving_date": leaving_date}, "FindBus date")
-        day = self._date("departure_date", str(when))
+        day = upcoming_day("departure_date", str(when), self.now().date())
         party = self._party(num_passengers, travelers, group_size)
         rows = self.rows(
             "SELECT * FROM mtu_buses_departures WHERE from_city = ? AND to_city = ?"
@@ -301,7 +292,7 @@ class BusesApp(App):
             {"num_passengers": num_passengers, "travelers": travelers, "group_size": group_size}, "passengers"
         )
         party = self._party(num_passengers, travelers, group_size)
-        day = self._date("departure_date", str(when))
+        day = upcoming_day("departure_date", str(when), self.now().date())
         clock_time = parse_clock("departure_time", str(at))
         luggage = bool(flag("additional_luggage", additional_luggage))
         fare = choice("fare_type", fare_type, FARE_TYPES)

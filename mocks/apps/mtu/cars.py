@@ -22,6 +22,7 @@ from toolgym.mocks.apps.mtu._common import (
     canon,
     choice,
     city_name,
+    earlier_booking,
     finalize_tools,
     flag,
     one_of,
@@ -29,7 +30,6 @@ from toolgym.mocks.apps.mtu._common import (
     parse_day,
     require_city,
 )
-from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
@@ -108,19 +108,16 @@ class CarsApp(App):
                 continue  # a car is never rented twice at once
             taken.append((start.isoformat(), end.isoformat()))
             days = (end - start).days
-            rentals.append(
-                {
-                    "rental_id": format_id("RNT", len(rentals) + 1),
-                    "car_id": car["car_id"],
-                    "start_date": start.isoformat(),
-                    "end_date": end.isoformat(),
-                    "pickup_time": f"{rng.randint(8, 18):02d}:00",
-                    "add_insurance": int(rng.random() < 0.4),
-                    "total_price_cents": days * car["price_per_day_cents"],
-                    "status": "confirmed",
-                    "created_at": format_time(clock - timedelta(days=rng.randint(5, 40))),
-                }
-            )
+            row = {
+                "rental_id": format_id("RNT", len(rentals) + 1),
+                "car_id": car["car_id"],
+                "start_date": start.isoformat(),
+                "end_date": end.isoformat(),
+                "pickup_time": f"{rng.randint(8, 18):02d}:00",
+                "add_insurance": int(rng.random() < 0.4),
+                "total_price_cents": days * car["price_per_day_cents"],
+            }
+            rentals.append(earlier_booking(row, rng, clock, days_ago=(5, 40)))
         insert_rows(db, "mtu_cars_rentals", rentals)
         set_counter(db, "RNT", len(rentals))
 

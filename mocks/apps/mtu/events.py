@@ -23,6 +23,7 @@ from toolgym.mocks.apps.mtu._common import (
     Flag,
     canon,
     count,
+    earlier_booking,
     finalize_tools,
     flag,
     parse_day,
@@ -33,7 +34,6 @@ from toolgym.mocks.apps.mtu._common import (
     where_area,
     words_in,
 )
-from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
@@ -193,16 +193,13 @@ class EventsApp(App):
         for i in range(1, 801):
             e = rng.choice(events)
             n = e["tickets_total"] // 8 if rng.random() < 0.25 else rng.randint(1, 4)
-            orders.append(
-                {
-                    "order_id": format_id("TIX", i),
-                    "event_id": e["event_id"],
-                    "number_of_tickets": n,
-                    "total_cents": n * e["price_per_ticket_cents"],
-                    "status": "confirmed",
-                    "created_at": format_time(clock - timedelta(days=rng.randint(1, 30))),
-                }
-            )
+            row = {
+                "order_id": format_id("TIX", i),
+                "event_id": e["event_id"],
+                "number_of_tickets": n,
+                "total_cents": n * e["price_per_ticket_cents"],
+            }
+            orders.append(earlier_booking(row, rng, clock, days_ago=(1, 30)))
         insert_rows(db, "mtu_events_orders", orders)
         set_counter(db, "TIX", len(orders))
         attractions: list[dict[str, Any]] = []

@@ -28,6 +28,7 @@ from toolgym.mocks.apps.mtu._common import (
     city_name,
     clock_of,
     count,
+    earlier_booking,
     finalize_tools,
     flag,
     minutes,
@@ -35,9 +36,9 @@ from toolgym.mocks.apps.mtu._common import (
     parse_clock,
     parse_day,
     time_window,
+    upcoming_day,
 )
-from toolgym.mocks.clock import format_time
-from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
+from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
@@ -179,20 +180,17 @@ class FlightsApp(App):
             s = rng.choice(schedules)
             cabin = rng.choices(CLASSES, weights=(8, 2, 1, 1))[0]
             party = rng.randint(1, 4) if rng.random() < 0.9 else SEATS[cabin]
-            bookings.append(
-                {
-                    "booking_id": format_id("FB", i),
-                    "trip_id": format_id("TRIP", i),
-                    "flight_number": s["flight_number"],
-                    "departure_date": (today + timedelta(days=rng.randint(0, 30))).isoformat(),
-                    "seating_class": cabin,
-                    "passengers": party,
-                    "number_checked_bags": 0,
-                    "total_price_cents": party * s["base_fare_cents"],
-                    "status": "confirmed",
-                    "created_at": format_time(clock - timedelta(days=rng.randint(1, 60))),
-                }
-            )
+            row = {
+                "booking_id": format_id("FB", i),
+                "trip_id": format_id("TRIP", i),
+                "flight_number": s["flight_number"],
+                "departure_date": (today + timedelta(days=rng.randint(0, 30))).isoformat(),
+                "seating_class": cabin,
+                "passengers": party,
+                "number_checked_bags": 0,
+                "total_price_cents": party * s["base_fare_cents"],
+            }
+            bookings.append(earlier_booking(row, rng, clock, days_ago=(1, 60)))
         insert_rows(db, "mtu_flights_bookings", bookings)
         set_counter(db, "FB", len(bookings))
         set_counter(db, "TRIP", len(bookings))
@@ -272,11 +270,13 @@ class FlightsApp(App):
             "seats_left": self._seats_left(f["flight_number"], day, cabin),
         }
 
-    def _date(self, param: str, value: str) -> date:
-        day = parse_day(param, value, self.now().date())
-        if day < self.now().date():
-            raise unprocessable(f"{param} {day.isoformat()} is in the past")
-        return day
+    def _round_trip_days(self, departure_date: str, return_date: str) -> tuple[date, date]:
+        """The outbound and return days of a round trip: neither in the past, in that order."""
+        out_day = upcoming_day("departure_date", departure_date, self.now().date())
+        back_day = upcoming_day("return_date", return_date, self.now().date())
+        if back_day < out_day:
+            raise bad_request("return_date is before departure_date")
+        return out_day, back_day
 
     @staticmethod
     def _cabin(seating_class: str, flight_class: str) -> str:
@@ -387,7 +387,7 @@ class FlightsApp(App):
             seating_class,
             flight_class,
         )
-        day = self._date("departure_date", departure_date)
+        day = upcoming_day("departure_date", departure_date, self.now().date())
         found = self._search(origin, dest, day, airlines, refundable, cabin, party, bags)
         found.sort(key=lambda v: (v["price"], v["departure_time"]))
         for v in found:
@@ -430,10 +430,7 @@ class FlightsApp(App):
             seating_class,
             flight_class,
         )
-        out_day = self._date("departure_date", departure_date)
-        back_day = self._date("return_date", return_date)
-        if back_day < out_day:
-            raise bad_request("return_date is before departure_date")
+        out_day, back_day = self._round_trip_days(departure_date, return_date)
         outs = self._search(origin, dest, out_day, airlines, refundable, cabin, party, bags)
         backs = self._search(dest, origin, back_day, airlines, refundable, cabin, party, bags)
         trips = []
@@ -488,7 +485,7 @@ class FlightsApp(App):
         """Reserve a one-way flight: the cheapest flight of that airline on that day with room."""
         party = count("passengers", passengers, hi=9)
         cabin = choice("seating_class", seating_class, CLASSES, CLASS_SYNONYMS)
-        day = self._date("departure_date", departure_date)
+        day = upcoming_day("departure_date", departure_date, self.now().date())
         legs = self._legs(
             self._airports("origin_city", origin_city),
             self._airports("destination_city", destination_city),
@@ -534,10 +531,7 @@ class FlightsApp(App):
         """Reserve a round-trip flight: the two flights leaving at the given times."""
         party = count("passengers", passengers, hi=9)
         cabin = choice("seating_class", seating_class, CLASSES, CLASS_SYNONYMS)
-        out_day = self._date("departure_date", departure_date)
-        back_day = self._date("return_date", return_date)
-        if back_day < out_day:
-            raise bad_request("return_date is before departure_date")
+        out_day, back_day = self._round_trip_days(departure_date, return_date)
         wanted_refund = flag("refundable", refundable)
         origins = self._airports("origin_city", origin_city)
         dests = self._airports("destination_city", destination_city)

@@ -24,11 +24,11 @@ from toolgym.mocks.apps.mtu._common import (
     count,
     finalize_tools,
     flag,
-    parse_day,
     phone,
     street_address,
+    upcoming_day,
 )
-from toolgym.mocks.responses import conflict, from_cents, not_found, ok, unprocessable
+from toolgym.mocks.responses import conflict, from_cents, not_found, ok
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
@@ -248,9 +248,7 @@ class HomesApp(App):
         )
         if p is None:
             raise not_found("property", property_name)
-        day = parse_day("visit_date", visit_date, self.now().date())
-        if day < self.now().date():
-            raise unprocessable(f"{day.isoformat()} is in the past")
+        day = upcoming_day("visit_date", visit_date, self.now().date(), called="")
         visits = self.rows(
             "SELECT visitor FROM mtu_homes_visits WHERE property_id = ? AND visit_date = ? ORDER BY visit_id",
             (p["property_id"], day.isoformat()),

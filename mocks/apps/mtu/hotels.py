@@ -26,6 +26,7 @@ from toolgym.mocks.apps.mtu._common import (
     choice,
     city_name,
     count,
+    earlier_booking,
     finalize_tools,
     flag,
     one_of,
@@ -33,10 +34,10 @@ from toolgym.mocks.apps.mtu._common import (
     phone,
     select_fields,
     street_address,
+    upcoming_day,
     where_area,
     words_in,
 )
-from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
@@ -183,37 +184,31 @@ class HotelsApp(App):
             nights = rng.randint(1, 5)
             # a few big group bookings fill small hotels for some nights
             n_rooms = h["rooms"] if rng.random() < 0.05 else rng.randint(1, 2)
-            bookings.append(
-                {
-                    "booking_id": format_id("HB", i),
-                    "hotel_id": h["hotel_id"],
-                    "check_in_date": start.isoformat(),
-                    "check_out_date": (start + timedelta(days=nights)).isoformat(),
-                    "number_of_rooms": n_rooms,
-                    "people": n_rooms * 2,
-                    "total_price_cents": n_rooms * nights * h["price_per_night_cents"],
-                    "status": "confirmed",
-                    "created_at": format_time(clock - timedelta(days=rng.randint(1, 60))),
-                }
-            )
+            row = {
+                "booking_id": format_id("HB", i),
+                "hotel_id": h["hotel_id"],
+                "check_in_date": start.isoformat(),
+                "check_out_date": (start + timedelta(days=nights)).isoformat(),
+                "number_of_rooms": n_rooms,
+                "people": n_rooms * 2,
+                "total_price_cents": n_rooms * nights * h["price_per_night_cents"],
+            }
+            bookings.append(earlier_booking(row, rng, clock, days_ago=(1, 60)))
         insert_rows(db, "mtu_hotels_bookings", bookings)
         house_bookings = []
         for i in range(1, 151):
             hs = rng.choice(houses)
             start = today + timedelta(days=rng.randint(0, 40))
             nights = rng.randint(2, 7)
-            house_bookings.append(
-                {
-                    "booking_id": format_id("HH", i),
-                    "house_id": hs["house_id"],
-                    "check_in_date": start.isoformat(),
-                    "check_out_date": (start + timedelta(days=nights)).isoformat(),
-                    "number_of_adults": min(2, hs["max_adults"]),
-                    "total_price_cents": nights * hs["price_per_night_cents"],
-                    "status": "confirmed",
-                    "created_at": format_time(clock - timedelta(days=rng.randint(1, 60))),
-                }
-            )
+            row = {
+                "booking_id": format_id("HH", i),
+                "house_id": hs["house_id"],
+                "check_in_date": start.isoformat(),
+                "check_out_date": (start + timedelta(days=nights)).isoformat(),
+                "number_of_adults": min(2, hs["max_adults"]),
+                "total_price_cents": nights * hs["price_per_night_cents"],
+            }
+            house_bookings.append(earlier_booking(row, rng, clock, days_ago=(1, 60)))
         # two stays of one house must not overlap: drop the later of any overlapping pair
         kept: list[dict[str, Any]] = []
         for b in sorted(house_bookings, key=lambda b: b["booking_id"]):
@@ -297,9 +292,7 @@ class HotelsApp(App):
 
     def _stay(self, check_in: str, nights: int | None, check_out: str | None) -> tuple[date, date]:
         today = self.now().date()
-        start = parse_day("check_in_date", check_in, today)
-        if start < today:
-            raise unprocessable(f"check-in date {start.isoformat()} is in the past")
+        start = upcoming_day("check_in_date", check_in, today, called="check-in date")
         end = (
             parse_day("check_out_date", check_out, start)
             if check_out

@@ -8,6 +8,7 @@ Theaters show movies at daily show times; each show has 120 seats per date, so t
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from datetime import date, datetime, timedelta
 from typing import Annotated, Any, ClassVar, Final
 
@@ -26,6 +27,7 @@ from toolgym.mocks.apps.mtu._common import (
     choice,
     city_name,
     count,
+    earlier_booking,
     finalize_tools,
     flag,
     minutes,
@@ -36,7 +38,6 @@ from toolgym.mocks.apps.mtu._common import (
     time_window,
     words_in,
 )
-from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows, name_grid
 from toolgym.tools import Param
@@ -207,17 +208,14 @@ class MoviesApp(App):
         for i in range(1, 701):
             s = rng.choice(showtimes)
             n = SEATS_PER_SHOW if rng.random() < 0.02 else rng.randint(1, 5)
-            tickets.append(
-                {
-                    "ticket_id": format_id("MT", i),
-                    "showtime_id": s["showtime_id"],
-                    "show_date": (today + timedelta(days=rng.randint(0, 7))).isoformat(),
-                    "number_of_tickets": n,
-                    "total_cents": n * s["price_cents"],
-                    "status": "confirmed",
-                    "created_at": format_time(clock - timedelta(days=rng.randint(0, 5))),
-                }
-            )
+            row = {
+                "ticket_id": format_id("MT", i),
+                "showtime_id": s["showtime_id"],
+                "show_date": (today + timedelta(days=rng.randint(0, 7))).isoformat(),
+                "number_of_tickets": n,
+                "total_cents": n * s["price_cents"],
+            }
+            tickets.append(earlier_booking(row, rng, clock, days_ago=(0, 5)))
         insert_rows(db, "mtu_movies_tickets", tickets)
         set_counter(db, "MT", len(tickets))
         set_counter(db, "PLAY", 0)
@@ -264,6 +262,24 @@ class MoviesApp(App):
             params,
         )
 
+    def _theater_shows(
+        self,
+        where: str,
+        params: list[Any],
+        show_type: str,
+        theater_name: str,
+        show_type_synonyms: Mapping[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """`_shows` narrowed by the optional show type and theater ("dontcare": any) that both
+        theater searches take; only FindMovies publishes spellings like "3-d" for a show type."""
+        if canon(show_type) != DONTCARE:
+            where += " AND s.show_type = ?"
+            params = [*params, choice("show_type", show_type, SHOW_TYPES, show_type_synonyms)]
+        if canon(theater_name) != DONTCARE:
+            where += " AND lower(t.theater_name) = ?"
+            params = [*params, canon(theater_name)]
+        return self._shows(where, params)
+
     def _show_view(self, s: dict[str, Any], day: date) -> dict[str, Any]:
         return {
             "movie_name": s["title"],
@@ -307,15 +323,15 @@ class MoviesApp(App):
         if location is None:
             online = [self._movie_view(m) for m in movies if m["available_online"]]
             return ok(count=len(online), movies=online[:10])
-        where, params = "t.city = ?", [require_city("location", location)]
-        if canon(show_type) != DONTCARE:
-            where += " AND s.show_type = ?"
-            params.append(choice("show_type", show_type, SHOW_TYPES, {"3-d": "3d", "imax 3d": "imax"}))
-        if canon(theater_name) != DONTCARE:
-            where += " AND lower(t.theater_name) = ?"
-            params.append(canon(theater_name))
+        in_town = self._theater_shows(
+            "t.city = ?",
+            [require_city("location", location)],
+            show_type,
+            theater_name,
+            show_type_synonyms={"3-d": "3d", "imax 3d": "imax"},
+        )
         showing: dict[str, dict[str, Any]] = {}
-        for s in self._shows(where, params):
+        for s in in_town:
             showing.setdefault(s["movie_id"], s)
         results = [
             {**self._movie_view(m), "theater_name": showing[m["movie_id"]]["theater_name"],
@@ -363,14 +379,13 @@ class MoviesApp(App):
         """Get show times for a movie at a location on a given date."""
         m = self._movie(movie_name)
         day = parse_day("show_date", show_date, self.now().date())
-        where, params = "t.city = ? AND s.movie_id = ?", [require_city("location", location), m["movie_id"]]
-        if canon(show_type) != DONTCARE:
-            where += " AND s.show_type = ?"
-            params.append(choice("show_type", show_type, SHOW_TYPES))
-        if canon(theater_name) != DONTCARE:
-            where += " AND lower(t.theater_name) = ?"
-            params.append(canon(theater_name))
-        shows = [self._show_view(s, day) for s in self._shows(where, params)]
+        found = self._theater_shows(
+            "t.city = ? AND s.movie_id = ?",
+            [require_city("location", location), m["movie_id"]],
+            show_type,
+            theater_name,
+        )
+        shows = [self._show_view(s, day) for s in found]
         return ok(count=len(shows), showtimes=shows)
 
     @write(name="BuyMovieTickets")

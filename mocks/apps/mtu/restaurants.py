@@ -25,6 +25,7 @@ from toolgym.mocks.apps.mtu._common import (
     choice,
     city_name,
     count,
+    earlier_booking,
     finalize_tools,
     flag,
     minutes,
@@ -37,7 +38,6 @@ from toolgym.mocks.apps.mtu._common import (
     where_area,
     words_in,
 )
-from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, not_found, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
@@ -225,17 +225,14 @@ class RestaurantsApp(App):
             slot = rng.choice(("18:00", "18:30", "19:00", "19:30", "20:00", "12:30", "13:00"))
             if minutes(slot) < minutes(v["opens"]):
                 slot = v["opens"]
-            reservations.append(
-                {
-                    "reservation_id": format_id("RES", i),
-                    "restaurant_id": v["restaurant_id"],
-                    "date": day.isoformat(),
-                    "time": slot,
-                    "party_size": min(v["capacity"], rng.choice((2, 2, 4, 6, 8, 12))),
-                    "status": "confirmed",
-                    "created_at": format_time(clock - timedelta(days=rng.randint(1, 30))),
-                }
-            )
+            row = {
+                "reservation_id": format_id("RES", i),
+                "restaurant_id": v["restaurant_id"],
+                "date": day.isoformat(),
+                "time": slot,
+                "party_size": min(v["capacity"], rng.choice((2, 2, 4, 6, 8, 12))),
+            }
+            reservations.append(earlier_booking(row, rng, clock, days_ago=(1, 30)))
         insert_rows(db, "mtu_restaurants_reservations", reservations)
         set_counter(db, "RES", len(reservations))
 

@@ -24,15 +24,16 @@ from toolgym.mocks.apps.mtu._common import (
     city_name,
     clock_of,
     count,
+    earlier_booking,
     finalize_tools,
     flag,
     minutes,
     parse_clock,
     parse_day,
     select_fields,
+    upcoming_day,
 )
-from toolgym.mocks.clock import format_time
-from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
+from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
 
@@ -178,36 +179,30 @@ class TrainsApp(App):
                 days=(WEEKDAYS.index(t["day"]) - today.weekday()) % 7 + 7 * rng.randint(0, 2)
             )
             party = SEATS_PER_TRAIN if rng.random() < 0.03 else rng.randint(1, 4)
-            bookings.append(
-                {
-                    "reference": format_id("TRB", i),
-                    "trainID": t["trainID"],
-                    "travel_date": run.isoformat(),
-                    "people": party,
-                    "total_cents": party * t["price_cents"],
-                    "status": "confirmed",
-                    "created_at": format_time(clock - timedelta(days=rng.randint(1, 30))),
-                }
-            )
+            row = {
+                "reference": format_id("TRB", i),
+                "trainID": t["trainID"],
+                "travel_date": run.isoformat(),
+                "people": party,
+                "total_cents": party * t["price_cents"],
+            }
+            bookings.append(earlier_booking(row, rng, clock, days_ago=(1, 30)))
         insert_rows(db, "mtu_trains_bookings", bookings)
         tickets = []
         for i in range(1, 401):
             t = rng.choice(intercity)
             cls = rng.choices(CLASSES, weights=(6, 2, 1))[0]
             party = CLASS_SEATS[cls] if rng.random() < 0.03 else rng.randint(1, 4)
-            tickets.append(
-                {
-                    "ticket_id": format_id("TT", i),
-                    "train_id": t["train_id"],
-                    "date_of_journey": (today + timedelta(days=rng.randint(0, 21))).isoformat(),
-                    "number_of_adults": party,
-                    "class": cls,
-                    "trip_protection": 0,
-                    "total_cents": party * t["base_fare_cents"],
-                    "status": "confirmed",
-                    "created_at": format_time(clock - timedelta(days=rng.randint(1, 30))),
-                }
-            )
+            row = {
+                "ticket_id": format_id("TT", i),
+                "train_id": t["train_id"],
+                "date_of_journey": (today + timedelta(days=rng.randint(0, 21))).isoformat(),
+                "number_of_adults": party,
+                "class": cls,
+                "trip_protection": 0,
+                "total_cents": party * t["base_fare_cents"],
+            }
+            tickets.append(earlier_booking(row, rng, clock, days_ago=(1, 30)))
         insert_rows(db, "mtu_trains_tickets", tickets)
         set_counter(db, "TRB", len(bookings))
         set_counter(db, "TT", len(tickets))
@@ -336,12 +331,6 @@ class TrainsApp(App):
         )
         return CLASS_SEATS[cls] - int(taken)
 
-    def _journey_date(self, value: str) -> date:
-        day = parse_day("date_of_journey", value, self.now().date())
-        if day < self.now().date():
-            raise unprocessable(f"date_of_journey {day.isoformat()} is in the past")
-        return day
-
     @staticmethod
     def _fare(t: dict[str, Any], cls: str, adults: int, protection: bool) -> int:
         per_adult = int(t["base_fare_cents"] * CLASS_FACTOR[cls] / 100) * 100
@@ -376,7 +365,7 @@ class TrainsApp(App):
         number_of_adults: Annotated[Count, Param("number of adults")] = "1",
     ) -> dict[str, Any]:
         """Find trains to a given destination city; earliest first."""
-        day = self._journey_date(date_of_journey)
+        day = upcoming_day("date_of_journey", date_of_journey, self.now().date())
         adults = count("number_of_adults", number_of_adults, hi=20)
         trains = [self._intercity_view(t, day, class_, adults, False) for t in self._intercity(from_, to)]
         trains = [t for t in trains if t["seats_left"] >= adults]
@@ -394,7 +383,7 @@ class TrainsApp(App):
         class_: Annotated[str, Param("fare class", enum=CLASSES)] = "Value",
     ) -> dict[str, Any]:
         """Reserve tickets for a train journey."""
-        day = self._journey_date(date_of_journey)
+        day = upcoming_day("date_of_journey", date_of_journey, self.now().date())
         adults = count("number_of_adults", number_of_adults, hi=20)
         protection = flag("trip_protection", trip_protection)
         if protection is None:

@@ -20,7 +20,14 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import COMPASS_EN, TevalApp, bearing_deg, compass_index, norm
+from toolgym.mocks.apps.teval.common import (
+    COMPASS_EN,
+    TevalApp,
+    bearing_deg,
+    compass_index,
+    norm,
+    places_near,
+)
 from toolgym.mocks.responses import bad_request, not_found, ok
 from toolgym.mocks.seeding import haversine_km, insert_rows, point_near
 from toolgym.tools import Param
@@ -414,20 +421,5 @@ class BINGMap(TevalApp):
         wanted = {
             c for c, (keys, _) in CATEGORIES.items() if any(k == term or k in term.split() for k in keys)
         }
-        # a box prefilter in SQL, the exact distance in Python
-        dlat = r_m / 1000 / 111.0
-        dlon = dlat / max(0.01, math.cos(math.radians(center[0])))
-        rows = self.rows(
-            "SELECT name, category, address, latitude, longitude FROM teval_bing_map_places"
-            " WHERE latitude BETWEEN ? AND ? AND longitude BETWEEN ? AND ?",
-            (center[0] - dlat, center[0] + dlat, center[1] - dlon, center[1] + dlon),
-        )
-        hits = []
-        for r in rows:
-            if r["category"] not in wanted and term not in r["name"].lower():
-                continue
-            meters = haversine_km(center[0], center[1], r["latitude"], r["longitude"]) * 1000
-            if meters <= r_m:
-                hits.append((meters, r["name"], r["address"]))
-        hits.sort()
-        return ok(places=[{"name": n, "address": a} for _, n, a in hits[:MAX_PLACES]])
+        found = places_near(self, "teval_bing_map_places", center, r_m, wanted, term, MAX_PLACES, per_km=1000)
+        return ok(places=found)

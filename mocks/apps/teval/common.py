@@ -6,12 +6,13 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from datetime import date
 from typing import Any, ClassVar, Final, TypeVar
 
 from toolgym.mocks.app import App
 from toolgym.mocks.responses import bad_request
+from toolgym.mocks.seeding import haversine_km
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -83,6 +84,42 @@ def bearing_deg(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
 
 def compass_index(bearing: float) -> int:
     return round(bearing / 45) % 8
+
+
+def places_near(
+    app: App,
+    table: str,
+    center: tuple[float, float],
+    radius: float,
+    categories: Collection[str],
+    term: str,
+    limit: int,
+    *,
+    per_km: float = 1.0,
+) -> list[dict[str, Any]]:
+    """The map search both map apps publish: the places of `table` within `radius` of the (lat,
+    lon) `center` whose category is one of `categories` or whose name contains `term`, nearest
+    first (then by name, address), as {"name", "address"}. `per_km` is the radius unit per km
+    (1000: metres), so that each app compares and sorts distances in its own unit, as it always has.
+    """
+    lat, lon = center
+    # a box prefilter in SQL, the exact distance in Python
+    dlat = radius / per_km / 111.0
+    dlon = dlat / max(0.01, math.cos(math.radians(lat)))
+    rows = app.rows(
+        f"SELECT name, category, address, latitude, longitude FROM {table}"
+        " WHERE latitude BETWEEN ? AND ? AND longitude BETWEEN ? AND ?",
+        (lat - dlat, lat + dlat, lon - dlon, lon + dlon),
+    )
+    hits = []
+    for r in rows:
+        if r["category"] not in categories and term not in r["name"].lower():
+            continue
+        distance = haversine_km(lat, lon, r["latitude"], r["longitude"]) * per_km
+        if distance <= radius:
+            hits.append((distance, r["name"], r["address"]))
+    hits.sort()
+    return [{"name": n, "address": a} for _, n, a in hits[:limit]]
 
 
 # ---- text ----------------------------------------------------------------------------------------

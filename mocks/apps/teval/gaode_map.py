@@ -20,7 +20,14 @@ from typing import Annotated, Any, ClassVar, Final
 from sqlite_utils import Database
 
 from toolgym.mocks.app import read
-from toolgym.mocks.apps.teval.common import COMPASS_ZH, TevalApp, bearing_deg, compass_index, stable_int
+from toolgym.mocks.apps.teval.common import (
+    COMPASS_ZH,
+    TevalApp,
+    bearing_deg,
+    compass_index,
+    places_near,
+    stable_int,
+)
 from toolgym.mocks.responses import bad_request, not_found, ok, unprocessable
 from toolgym.mocks.seeding import haversine_km, insert_rows, point_near
 from toolgym.tools import Param
@@ -346,19 +353,7 @@ class GaodeMap(TevalApp):
         if not key:
             raise bad_request("keywords must not be empty")
         wanted = {c for c, (keys, _) in CATEGORIES.items() if key in keys or any(k in key for k in keys)}
-        dlat = SEARCH_RADIUS_KM / 111.0
-        dlon = dlat / math.cos(math.radians(lat))
-        rows = self.rows(
-            "SELECT name, category, address, longitude, latitude FROM teval_gaode_map_places"
-            " WHERE latitude BETWEEN ? AND ? AND longitude BETWEEN ? AND ?",
-            (lat - dlat, lat + dlat, lon - dlon, lon + dlon),
+        found = places_near(
+            self, "teval_gaode_map_places", (lat, lon), SEARCH_RADIUS_KM, wanted, key, MAX_PLACES
         )
-        hits = []
-        for r in rows:
-            if r["category"] not in wanted and key not in r["name"].lower():
-                continue
-            km = haversine_km(lat, lon, r["latitude"], r["longitude"])
-            if km <= SEARCH_RADIUS_KM:
-                hits.append((km, r["name"], r["address"]))
-        hits.sort()
-        return ok(places=[{"name": n, "address": a} for _, n, a in hits[:MAX_PLACES]])
+        return ok(places=found)

@@ -104,5 +104,24 @@ def test_roundtrip_flights() -> None:
         departure_date="2024-01-09",
         return_date="2024-01-07",
     )
+    reserve = {"origin_city": "Atlanta", "destination_city": "Seattle", "airlines": t["airlines"],
+               "outbound_departure_time": t["outbound_departure_time"],
+               "inbound_departure_time": t["inbound_departure_time"]}  # fmt: skip
+    fails(
+        world,
+        "ReserveRoundtripFlights",
+        400,
+        **reserve,
+        departure_date="2024-01-09",
+        return_date="2024-01-07",
+    )
+    fails(
+        world,
+        "ReserveRoundtripFlights",
+        422,
+        **reserve,
+        departure_date="2024-01-07",
+        return_date="2023-12-30",
+    )
     details = world.call("SearchFlights", fromloc="boston", toloc="denver", depart_time="after 12:00")
     assert all(d["departure_time"] >= "12:00" for d in details["flight_details"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.mocks.apps.mtu import count_rows, fails, make_world
+from toolgym.mocks.world import MockWorld
 
 
 def test_movie_tickets_and_streaming() -> None:
@@ -52,3 +53,33 @@ def test_movie_tickets_and_streaming() -> None:
     screenings = world.call("SearchScreeningEvent", movie_type="animated movies", spatial_relation="nearest")
     events = screenings["screening_events"]
     assert all(s["genre"] == "Animation" for s in events) and len({s["theater_name"] for s in events}) <= 1
+
+
+def test_theater_searches_filter_by_show_type_and_theater() -> None:
+    world = make_world("mtu_movies")
+    shows = world.call(
+        "GetTimesForMovie", movie_name=_showing(world), location="San Jose", show_date="2024-01-02"
+    )
+    theater = shows["showtimes"][0]["theater_name"]
+    movie = shows["showtimes"][0]["movie_name"]
+    at_theater = world.call(
+        "GetTimesForMovie",
+        movie_name=movie,
+        location="San Jose",
+        show_date="2024-01-02",
+        theater_name=theater.upper(),
+    )["showtimes"]
+    assert at_theater and all(s["theater_name"] == theater for s in at_theater)
+    in_3d = world.call("FindMovies", location="San Jose", show_type="3-d")["movies"]
+    assert in_3d and all(m["show_type"] == "3d" for m in in_3d)
+    # only FindMovies takes the "3-d" spelling; GetTimesForMovie wants the enum's
+    fails(world, "GetTimesForMovie", 400, movie_name=movie, location="San Jose", show_date="2024-01-02",
+          show_type="3-d")  # fmt: skip
+    regular = world.call("GetTimesForMovie", movie_name=movie, location="San Jose", show_date="2024-01-02",
+                         show_type="Regular")["showtimes"]  # fmt: skip
+    assert regular and all(s["show_type"] == "regular" for s in regular)
+
+
+def _showing(world: MockWorld) -> str:
+    title: str = world.call("FindMovies", location="San Jose")["movies"][0]["title"]
+    return title
