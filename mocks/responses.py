@@ -105,6 +105,14 @@ def to_cents(param: str, amount: float) -> int:
     return int(cents)
 
 
+def positive_cents(param: str, amount: float) -> int:
+    """`to_cents` for an amount that must be above zero (a payment, a transfer); 400 otherwise."""
+    cents = to_cents(param, amount)
+    if cents <= 0:
+        raise bad_request(f"{param} must be positive")
+    return cents
+
+
 def from_cents(cents: int) -> float:
     return round(cents / 100, 2)
 

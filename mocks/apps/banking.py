@@ -24,7 +24,7 @@ from toolgym.mocks.responses import (
     ok,
     paginate,
     parse_date,
-    to_cents,
+    positive_cents,
     unprocessable,
 )
 from toolgym.mocks.seeding import insert_rows, pick_name
@@ -356,9 +356,7 @@ class BankingApp(App):
         memo: Annotated[str, Param("a note shown on both transactions")] = "",
     ) -> dict[str, Any]:
         """Move money from one account to another. Fails without any effect if funds are insufficient."""
-        cents = to_cents("amount", amount)
-        if cents <= 0:
-            raise bad_request("amount must be positive")
+        cents = positive_cents("amount", amount)
         if from_account_id == to_account_id:
             raise bad_request("cannot transfer to the same account")
         source, target = self._account(from_account_id), self._account(to_account_id)
@@ -386,9 +384,7 @@ class BankingApp(App):
         memo: Annotated[str, Param("a note on the transaction")] = "Cash deposit",
     ) -> dict[str, Any]:
         """Deposit cash into an account."""
-        cents = to_cents("amount", amount)
-        if cents <= 0:
-            raise bad_request("amount must be positive")
+        cents = positive_cents("amount", amount)
         account = self._account(account_id)
         self._require_active(account)
         txn_id, balance = self._post(account, "deposit", cents, None, memo, None)

@@ -136,11 +136,6 @@ def timeline(service: Service, created: datetime, distance_km: int) -> dict[str,
     }
 
 
-def _check_city(param: str, city: str) -> None:
-    if city not in CITIES:
-        raise bad_request(f"invalid value {city!r} for {param!r}; expected one of {list(CITY_NAMES)}")
-
-
 def _check_phone(param: str, phone: str) -> None:
     # mainland mobile numbers: 11 digits starting with 1
     if not (len(phone) == 11 and phone.isdigit() and phone.startswith("1")):

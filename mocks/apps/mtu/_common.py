@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from types import NoneType, UnionType
 from typing import Annotated, Any, Final, Union, get_args, get_origin
@@ -551,7 +551,3 @@ def finalize_tools(cls: type[App], renames: Mapping[str, Mapping[str, str]] | No
                 binding, spec=binding.spec.model_copy(update={"name": published})
             )
     return cls
-
-
-def distinct(values: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(values))

@@ -18,7 +18,15 @@ from sqlite_utils import Database
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import FIRST_NAMES, LAST_NAMES, Flag, canon, finalize_tools, flag
-from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, to_cents, unprocessable
+from toolgym.mocks.responses import (
+    bad_request,
+    conflict,
+    from_cents,
+    not_found,
+    ok,
+    positive_cents,
+    unprocessable,
+)
 from toolgym.mocks.seeding import insert_rows, name_grid
 from toolgym.tools import Param
 
@@ -269,10 +277,7 @@ class MtuBankingApp(App):
 
     @staticmethod
     def _amount(value: float) -> int:
-        cents = to_cents("amount", value)
-        if cents <= 0:
-            raise bad_request("amount must be positive")
-        return cents
+        return positive_cents("amount", value)
 
     @staticmethod
     def _money(cents: int) -> str:

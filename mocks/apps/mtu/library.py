@@ -19,7 +19,15 @@ from sqlite_utils import Database
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import CITIES, FIRST_NAMES, LAST_NAMES, canon, choice, finalize_tools
-from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, to_cents, unprocessable
+from toolgym.mocks.responses import (
+    bad_request,
+    conflict,
+    from_cents,
+    not_found,
+    ok,
+    positive_cents,
+    unprocessable,
+)
 from toolgym.mocks.seeding import insert_rows, person_name
 from toolgym.tools import Param
 
@@ -463,9 +471,7 @@ class LibraryApp(App):
             PAYMENT_METHODS,
             {"credit": "credit card", "debit": "debit card"},
         )
-        cents = to_cents("payment_amount", payment_amount)
-        if cents <= 0:
-            raise bad_request("payment_amount must be positive")
+        cents = positive_cents("payment_amount", payment_amount)
         owed = self._owed(member["library_number"])
         if cents > owed:
             raise unprocessable(f"the account owes {from_cents(owed)}; {from_cents(cents)} is too much")
