@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from toolgym.actions import Observation, ToolCall
-from toolgym.errors import ErrorKind, ToolgymError
+from toolgym.errors import HTTP_STATUS, ErrorKind, ToolgymError
 from toolgym.files import HANDLE_PREFIX, FileHandle, FileStore
 from toolgym.tools import DEFAULT_CLOCK, BaseTool, ToolContext, result_observation, to_json_value
 
@@ -29,16 +29,8 @@ from .providers import ToolProvider
 
 T = TypeVar("T")
 
-# HTTP status of each outcome; the body always carries the kind as well
-STATUS_BY_KIND: dict[ErrorKind | None, int] = {
-    None: 200,
-    ErrorKind.TOOL_ERROR: 400,
-    ErrorKind.FORMAT_ERROR: 400,
-    ErrorKind.UNKNOWN_TOOL: 404,
-    ErrorKind.TIMEOUT: 408,
-    ErrorKind.ARGUMENT_ERROR: 422,
-    ErrorKind.INFRA_ERROR: 503,
-}
+# HTTP status of each outcome (the one table in toolgym.errors); the body always carries the kind
+STATUS_BY_KIND: dict[ErrorKind | None, int] = {None: 200, **{k: v for k, v in HTTP_STATUS.items()}}
 
 
 @dataclass(frozen=True)
