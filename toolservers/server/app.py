@@ -15,15 +15,19 @@ from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from toolgym import http
+from toolgym.errors import ErrorKind
 from toolgym.tools import BaseTool, ToolSet
 
 from .agentlego import agentlego_router, agentlego_routes
 from .config import ServerConfig, is_loopback
-from .http import BearerAuth, BodyLimit, BodyTimeout
+from .http import BearerAuth, BodyLimit, BodyTimeout, error_body, json_response
 from .mcp_face import build_mcp
 from .native import call_route, native_router, toolgym_version
 from .providers import ToolProvider, from_toolset
@@ -41,6 +45,15 @@ def _providers(tools: ToolSet | Iterable[BaseTool] | Sequence[ToolProvider]) -> 
     if any(isinstance(i, ToolProvider) for i in items):
         raise TypeError("pass tools or providers, not a mix")
     return from_toolset(items)  # type: ignore[arg-type]
+
+
+async def _http_error(_: Request, exc: HTTPException) -> Response:
+    """Errors the framework raises itself (no such route, a broken multipart body) in the native
+    envelope, with FastAPI's `detail` kept for clients that read it."""
+    kind = ErrorKind.ARGUMENT_ERROR if exc.status_code < 500 else ErrorKind.INFRA_ERROR
+    detail = str(exc.detail)
+    headers = dict(exc.headers) if exc.headers else None
+    return json_response({**error_body(kind.value, detail), "detail": detail}, exc.status_code, headers)
 
 
 def create_app(
@@ -79,6 +92,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     # the call endpoints first: routing is a linear scan and calls are the traffic
     app.router.routes.append(call_route(runtime))
     if config.agentlego:
