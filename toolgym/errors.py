@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -102,3 +103,13 @@ def error_for_kind(
     except ValueError:
         cls = default
     return cls(message, data=data)
+
+
+# an absolute path of two or more segments, not inside a word or a URL ("km/h", "http://h/a/b")
+_ABSOLUTE_PATH = re.compile(r"(?<![\w:/.~-])(?:/[\w.@+~-]+){2,}/?")
+
+
+def redact_paths(text: str) -> str:
+    """`text` without the absolute paths in it: what a server tells a client must never name its
+    own directories (the file store, temporary files, tracebacks' source files)."""
+    return _ABSOLUTE_PATH.sub("<server path>", text)

@@ -46,6 +46,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from toolgym.actions import ToolCall
+from toolgym.errors import redact_paths
 from toolgym.http import (
     DEFAULT_BODY_TIMEOUT_S,
     DEFAULT_HEADER_TIMEOUT_S,
@@ -284,7 +285,8 @@ def render_error(problem: HttpProblem, message: str) -> dict[str, Any]:
 
 
 def _error_response(exc: ServiceError) -> JSONResponse:
-    return JSONResponse({"error": {"kind": exc.kind, "message": exc.message}}, status_code=exc.status)
+    message = redact_paths(exc.message)  # never a server path in what a client reads
+    return JSONResponse({"error": {"kind": exc.kind, "message": message}}, status_code=exc.status)
 
 
 def _problems(errors: Any, skip: int) -> str:

@@ -55,3 +55,22 @@ def test_the_servers_answer_with_the_table() -> None:
     served = dict(STATUS_BY_KIND)
     assert served.pop(None) == 200 and served == HTTP_STATUS
     assert isinstance(error_for_kind(ErrorKind.TIMEOUT, "slow"), ToolTimeout)
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            "UnidentifiedImageError: cannot identify image file '/tmp/toolgym-files-x1/ab/abcd'",
+            "UnidentifiedImageError: cannot identify image file '<server path>'",
+        ),
+        ('File "/usr/lib/python3.11/json/decoder.py", line 3', 'File "<server path>", line 3'),
+        ("OSError: /home/me/.cache/model.onnx missing", "OSError: <server path> missing"),
+        ("speed in km/h, ratio 1/0, see http://host/a/b", "speed in km/h, ratio 1/0, see http://host/a/b"),
+        ("no file 'file:abc' on this server", "no file 'file:abc' on this server"),
+    ],
+)
+def test_redact_paths(text: str, redacted: str) -> None:
+    from toolgym.errors import redact_paths
+
+    assert redact_paths(text) == redacted
