@@ -111,27 +111,25 @@ def _closed(sock: socket.socket) -> bool:
         return True
 
 
-def trickle_headers(url: str, path: str, every_s: float = 0.2) -> tuple[bool, bytes]:
-    """Send a request's headers one byte at a time and never finish them. Returns (closed by the
+def _trickle(url: str, prefix: bytes, drip: bytes, every_s: float) -> tuple[bool, bytes]:
+    """Send `prefix` at once, then `drip` a byte every `every_s` seconds, reading what the server
+    answers, until it closes the connection or CLOSE_WITHIN_S passes. Returns (closed by the
     server, what it answered)."""
     sock = _connect(url)
+    sock.sendall(prefix)
     sock.settimeout(every_s)
-    head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n".encode()
     answer = b""
     deadline = time.monotonic() + CLOSE_WITHIN_S
     try:
-        for i in range(10_000):
+        for i in range(1_000_000):
             if time.monotonic() > deadline:
-                return False, answer
+                break
             try:
-                sock.send(head[i % len(head) : i % len(head) + 1] if i < len(head) else b"X")
-            except (BrokenPipeError, ConnectionResetError):
-                return True, answer
-            try:
+                sock.send(drip[i % len(drip) : i % len(drip) + 1])
                 chunk = sock.recv(65536)
             except TimeoutError:
                 continue
-            except ConnectionResetError:
+            except (BrokenPipeError, ConnectionResetError):
                 return True, answer
             if chunk == b"":
                 return True, answer
@@ -139,6 +137,12 @@ def trickle_headers(url: str, path: str, every_s: float = 0.2) -> tuple[bool, by
         return False, answer
     finally:
         sock.close()
+
+
+def trickle_headers(url: str, path: str, every_s: float = 0.2) -> tuple[bool, bytes]:
+    """Send a request's headers one byte at a time and never finish them."""
+    head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-Pad: "
+    return _trickle(url, b"", head.encode() + b"x" * 10_000, every_s)
 
 
 def idle_connection(url: str) -> bool:
@@ -153,30 +157,7 @@ def idle_connection(url: str) -> bool:
 
 
 def trickle_body(url: str, path: str, headers: dict[str, str], every_s: float = 0.2) -> tuple[bool, bytes]:
-    """Send complete headers announcing a 1000-byte body, then the body a byte at a time. Returns
-    (closed by the server, what it answered before closing)."""
-    sock = _connect(url)
+    """Send complete headers announcing a 1000-byte body, then the body a byte at a time."""
     lines = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", "Content-Length: 1000"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
-    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
-    sock.settimeout(every_s)
-    answer = b""
-    deadline = time.monotonic() + CLOSE_WITHIN_S
-    try:
-        while time.monotonic() < deadline:
-            try:
-                sock.send(b" ")
-            except (BrokenPipeError, ConnectionResetError):
-                return True, answer
-            try:
-                chunk = sock.recv(65536)
-            except TimeoutError:
-                continue
-            except ConnectionResetError:
-                return True, answer
-            if chunk == b"":
-                return True, answer
-            answer += chunk
-        return False, answer
-    finally:
-        sock.close()
+    return _trickle(url, ("\r\n".join(lines) + "\r\n\r\n").encode(), b" ", every_s)
