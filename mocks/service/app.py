@@ -20,8 +20,10 @@
 An API's own failure (a 404 from the app, bad arguments) is a normal 200 answer whose observation
 carries the typed error, exactly as in-process. Service failures are HTTP errors with a typed body
 `{"error": {"kind": ..., "message": ...}}`: unknown session (404 `unknown_session`), bad request
-(400/422 `bad_request`), too many sessions (429 `too_many_sessions`), token (401 `unauthorized`),
-body too large (413 `too_large`).
+(400/422 `bad_request`, any body that is not strict JSON included), too many sessions (429
+`too_many_sessions`), token (401 `unauthorized`), body too large (413 `too_large`), body too slow
+(408 `timeout`), no such route (404 `not_found`, 405 `method_not_allowed`). The HTTP plumbing is
+the shared toolkit of `toolgym.http`.
 
 Endpoints are `async` and run the (sub-millisecond) SQLite work inline on the event loop: one
 session is never touched by two requests at once, and no thread hop is paid per call.

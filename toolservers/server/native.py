@@ -13,9 +13,11 @@
 
 A call answers `{"ok": true, "type": "tool_result", "text", "content", "files", "error": null,
 "latency_ms"}` or `{"ok": false, "error": {"kind", "message"}, ...}` with a status that matches
-the kind: 400 tool_error, 404 unknown_tool, 408 timeout, 409 missing files (re-upload, retry),
-413 too large, 422 argument_error, 503 infra_error (overloaded, a tool that failed to load).
-File arguments are handles (`file:<sha256>`) of files uploaded before.
+the kind: 400 tool_error, 404 unknown_tool, 408 timeout (also a request body that arrives too
+slowly), 409 missing files (re-upload, retry), 413 too large, 422 argument_error (also any body
+that is not strict JSON: see `toolgym.http.parse_json`), 503 infra_error (overloaded, a tool that
+failed to load). File arguments are handles (`file:<sha256>`) of files uploaded before, or the
+exact names they were uploaded under.
 """
 
 from __future__ import annotations
