@@ -20,8 +20,10 @@
 An API's own failure (a 404 from the app, bad arguments) is a normal 200 answer whose observation
 carries the typed error, exactly as in-process. Service failures are HTTP errors with a typed body
 `{"error": {"kind": ..., "message": ...}}`: unknown session (404 `unknown_session`), bad request
-(400/422 `bad_request`), too many sessions (429 `too_many_sessions`), token (401 `unauthorized`),
-body too large (413 `too_large`).
+(400/422 `bad_request`, any body that is not strict JSON included), too many sessions (429
+`too_many_sessions`), token (401 `unauthorized`), body too large (413 `too_large`), body too slow
+(408 `timeout`), no such route (404 `not_found`, 405 `method_not_allowed`). The HTTP plumbing is
+the shared toolkit of `toolgym.http`.
 
 Endpoints are `async` and run the (sub-millisecond) SQLite work inline on the event loop: one
 session is never touched by two requests at once, and no thread hop is paid per call.
@@ -31,21 +33,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from toolgym.actions import ToolCall
+from toolgym.errors import redact_paths
+from toolgym.http import (
+    DEFAULT_BODY_TIMEOUT_S,
+    DEFAULT_HEADER_TIMEOUT_S,
+    BearerAuth,
+    BodyError,
+    BodyLimit,
+    BodyTimeout,
+    HttpProblem,
+    StrictJSONRoute,
+    parse_json,
+)
 from toolgym.mocks.world import MockWorld
 from toolgym.tasks import GoldenStep
 from toolgym.tools import DEFAULT_CLOCK, BaseTool
@@ -53,11 +67,7 @@ from toolgym.tools import DEFAULT_CLOCK, BaseTool
 SERVICE_NAME = "toolgym-mocks"
 API_VERSION = "1"
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+PUBLIC_PATHS = frozenset({"/health"})
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,8 @@ class ServiceConfig:
     max_checkpoints: int = 64  # per session
     max_body_bytes: int = 1 << 20
     token: str | None = None
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S  # to send a request's headers, else closed
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S  # to send a body after its headers, else 408
 
     @property
     def reap_every_s(self) -> float:
@@ -259,48 +271,36 @@ def tool_schema(t: BaseTool) -> dict[str, Any]:
 
 
 # ---- the ASGI app ------------------------------------------------------------------------------
-class BodyLimit:
-    """Refuses request bodies over `limit` bytes, declared or streamed, with a typed 413."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await _too_large(self.limit)(scope, receive, send)
-            return
-        seen = 0
-
-        async def counted() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _BodyTooLarge
-            return message
-
-        try:
-            await self.app(scope, counted, send)
-        except _BodyTooLarge:
-            await _too_large(self.limit)(scope, receive, send)
+# the service's kind for each request the HTTP toolkit refuses
+_PROBLEM_KINDS: dict[HttpProblem, str] = {
+    HttpProblem.UNAUTHORIZED: "unauthorized",
+    HttpProblem.TOO_LARGE: "too_large",
+    HttpProblem.SLOW_BODY: "timeout",
+    HttpProblem.MALFORMED: "bad_request",
+}
+# the kind of an HTTP error the framework raises itself (no such route, wrong method)
+_STATUS_KINDS: dict[int, str] = {404: "not_found", 405: "method_not_allowed"}
 
 
-class _BodyTooLarge(BaseException):
-    """Raised from inside the app's body read; a BaseException, so that FastAPI's body parsing
-    (which turns any Exception into a 400) lets it through to BodyLimit."""
-
-
-def _too_large(limit: int) -> JSONResponse:
-    return _error_response(ServiceError(413, "too_large", f"request body over {limit} bytes"))
+def render_error(problem: HttpProblem, message: str) -> dict[str, Any]:
+    return {"error": {"kind": _PROBLEM_KINDS[problem], "message": message}}
 
 
 def _error_response(exc: ServiceError) -> JSONResponse:
-    return JSONResponse({"error": {"kind": exc.kind, "message": exc.message}}, status_code=exc.status)
+    message = redact_paths(exc.message)  # never a server path in what a client reads
+    return JSONResponse({"error": {"kind": exc.kind, "message": message}}, status_code=exc.status)
+
+
+def _problems(errors: Any, skip: int) -> str:
+    """Validation errors as one line: `field.path: message; ...` (never the input's values)."""
+    parts = []
+    for err in errors:
+        if err.get("type") == "json_invalid":
+            parts.append(str(err.get("ctx", {}).get("error") or err["msg"]))
+            continue
+        where = ".".join(str(p) for p in err["loc"][skip:]) or "(body)"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
 
 
 def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] = time.monotonic) -> FastAPI:
@@ -324,15 +324,8 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
                 await task
             manager.close_all()
 
-    def authorize(request: Request) -> None:
-        if config.token is None:
-            return
-        given = request.headers.get("authorization", "")
-        scheme, _, value = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.encode(), config.token.encode()):
-            raise ServiceError(401, "unauthorized", "missing or wrong bearer token")
-
     app = FastAPI(title="toolgym mock apps", version=API_VERSION, lifespan=lifespan)
+    app.router.route_class = StrictJSONRoute  # JSON bodies parse strictly: a typed 422, never a 500
     app.state.sessions = manager
     app.state.config = config
 
@@ -342,10 +335,12 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'][1:]) or '(body)'}: {err['msg']}" for err in exc.errors()
-        )
-        return _error_response(ServiceError(422, "bad_request", problems))
+        return _error_response(ServiceError(422, "bad_request", _problems(exc.errors(), 1)))
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(_: Request, exc: HTTPException) -> JSONResponse:
+        kind = _STATUS_KINDS.get(exc.status_code, "bad_request")
+        return _error_response(ServiceError(exc.status_code, kind, str(exc.detail)))
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
@@ -357,9 +352,7 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
             "max_sessions": config.max_sessions,
         }
 
-    guarded = [Depends(authorize)]
-
-    @app.get("/apps", dependencies=guarded)
+    @app.get("/apps")
     async def apps() -> dict[str, Any]:
         from toolgym.mocks.apps import ALL_APPS
 
@@ -370,26 +363,26 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
             ]
         }
 
-    @app.post("/sessions", status_code=201, dependencies=guarded)
+    @app.post("/sessions", status_code=201)
     async def create_session(body: CreateSession) -> dict[str, Any]:
         session = manager.create(body.apps, body.seed, body.clock, body.prefixes)
         return session.info(manager.now())
 
-    @app.get("/sessions", dependencies=guarded)
+    @app.get("/sessions")
     async def list_sessions() -> dict[str, Any]:
         now = manager.now()
         return {"sessions": [s.info(now) for s in manager.list()]}
 
-    @app.get("/sessions/{sid}", dependencies=guarded)
+    @app.get("/sessions/{sid}")
     async def get_session(sid: str) -> dict[str, Any]:
         return manager.get(sid).info(manager.now())
 
-    @app.delete("/sessions/{sid}", dependencies=guarded)
+    @app.delete("/sessions/{sid}")
     async def delete_session(sid: str) -> dict[str, Any]:
         manager.delete(sid)
         return {"deleted": sid}
 
-    @app.get("/sessions/{sid}/tools", dependencies=guarded)
+    @app.get("/sessions/{sid}/tools")
     async def tools(sid: str) -> dict[str, Any]:
         return {"tools": [tool_schema(t) for t in manager.get(sid).world.tools]}
 
@@ -399,26 +392,24 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
         session.calls += 1
         return f'{{"observation":{obs.model_dump_json()},"state_hash":"{session.world.state_hash()}"}}'
 
-    @app.post("/sessions/{sid}/call", dependencies=guarded)
+    @app.post("/sessions/{sid}/call")
     async def call(sid: str, body: CallBody) -> Response:
         return Response(run_call(sid, body), media_type="application/json")
 
     async def fast_call(request: Request) -> Response:
         """The same endpoint as a plain Starlette route: the per-call path skips FastAPI's
         dependency and response machinery (about a third of a call's server time)."""
-        authorize(request)
         try:
-            body = CallBody.model_validate_json(await request.body())
+            body = CallBody.model_validate(parse_json(await request.body()))
+        except BodyError as exc:
+            raise ServiceError(422, "bad_request", str(exc)) from None
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(body)'}: {e['msg']}" for e in exc.errors()
-            )
-            raise ServiceError(422, "bad_request", problems) from None
+            raise ServiceError(422, "bad_request", _problems(exc.errors(), 0)) from None
         return Response(run_call(request.path_params["sid"], body), media_type="application/json")
 
     app.router.routes.insert(0, Route("/sessions/{sid}/call", fast_call, methods=["POST"]))
 
-    @app.post("/sessions/{sid}/reset", dependencies=guarded)
+    @app.post("/sessions/{sid}/reset")
     async def reset(sid: str, body: ResetBody | None = None) -> dict[str, Any]:
         session = manager.get(sid)
         world = session.world
@@ -429,7 +420,7 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
         )
         return {"state_hash": world.state_hash()}
 
-    @app.post("/sessions/{sid}/checkpoint", dependencies=guarded)
+    @app.post("/sessions/{sid}/checkpoint")
     async def checkpoint(sid: str, body: NameBody) -> dict[str, Any]:
         world = manager.get(sid).world
         held = world.store.checkpoints
@@ -440,7 +431,7 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
         world.checkpoint(body.name)
         return {"checkpoint": body.name, "state_hash": world.state_hash()}
 
-    @app.post("/sessions/{sid}/restore", dependencies=guarded)
+    @app.post("/sessions/{sid}/restore")
     async def restore(sid: str, body: NameBody) -> dict[str, Any]:
         world = manager.get(sid).world
         try:
@@ -449,19 +440,19 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
             raise ServiceError(404, "unknown_checkpoint", str(exc).strip("\"'")) from None
         return {"state_hash": world.state_hash()}
 
-    @app.post("/sessions/{sid}/fork", status_code=201, dependencies=guarded)
+    @app.post("/sessions/{sid}/fork", status_code=201)
     async def fork(sid: str) -> dict[str, Any]:
         return manager.fork(sid).info(manager.now())
 
-    @app.get("/sessions/{sid}/state_hash", dependencies=guarded)
+    @app.get("/sessions/{sid}/state_hash")
     async def state_hash(sid: str) -> dict[str, Any]:
         return {"state_hash": manager.get(sid).world.state_hash()}
 
-    @app.post("/sessions/{sid}/diff", dependencies=guarded)
+    @app.post("/sessions/{sid}/diff")
     async def diff(sid: str) -> dict[str, Any]:
         return {"diff": manager.get(sid).world.take_diff()}
 
-    @app.post("/sessions/{sid}/rows", dependencies=guarded)
+    @app.post("/sessions/{sid}/rows")
     async def rows(sid: str, body: RowsBody) -> dict[str, Any]:
         world = manager.get(sid).world
         try:
@@ -472,12 +463,16 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
 
         return {"rows": [{k: jsonable(v) for k, v in r.items()} for r in found]}
 
-    @app.post("/sessions/{sid}/score", dependencies=guarded)
+    @app.post("/sessions/{sid}/score")
     async def score(sid: str, body: ScoreBody) -> dict[str, Any]:
         return {"scores": _state_scores(manager.get(sid), body)}
 
-    # the limit wraps everything, so even a request the router would refuse is cut off early
-    app.add_middleware(BodyLimit, limit=config.max_body_bytes)
+    # innermost first: the body's time limit, its size limit, then the token (checked before any
+    # read), so even a request the router would refuse is cut off early
+    app.add_middleware(BodyTimeout, timeout_s=config.body_timeout_s, render=render_error)
+    app.add_middleware(BodyLimit, limit=config.max_body_bytes, render=render_error)
+    if config.token is not None:
+        app.add_middleware(BearerAuth, token=config.token, public_paths=PUBLIC_PATHS, render=render_error)
     return app
 
 

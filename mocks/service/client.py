@@ -26,30 +26,12 @@ from typing import Any, Literal
 import httpx
 
 from toolgym.actions import Observation, ToolCall
-from toolgym.errors import (
-    ArgumentError,
-    ErrorKind,
-    FormatError,
-    InfraError,
-    ToolError,
-    ToolgymError,
-    ToolTimeout,
-    UnknownToolError,
-)
+from toolgym.errors import ArgumentError, InfraError, error_for_kind
 from toolgym.files import FileStore
 from toolgym.tasks import Task
 from toolgym.tools import DEFAULT_CLOCK, ReturnSpec, SchemaTool, ToolContext, ToolSet
 
 DEFAULT_TIMEOUT_S = 30.0
-
-_ERRORS: dict[ErrorKind, type[ToolgymError]] = {
-    ErrorKind.FORMAT_ERROR: FormatError,
-    ErrorKind.UNKNOWN_TOOL: UnknownToolError,
-    ErrorKind.ARGUMENT_ERROR: ArgumentError,
-    ErrorKind.TOOL_ERROR: ToolError,
-    ErrorKind.TIMEOUT: ToolTimeout,
-    ErrorKind.INFRA_ERROR: InfraError,
-}
 
 
 class MockServiceError(RuntimeError):
@@ -344,7 +326,7 @@ class RemoteMockWorld:
         self._hash = answer["state_hash"]
         obs = Observation.model_validate(answer["observation"])
         if obs.error is not None:
-            raise _ERRORS[obs.error.kind](obs.error.message, data=obs.content)
+            raise error_for_kind(obs.error.kind, obs.error.message, data=obs.content)
         return obs.content
 
     # ---- the World protocol ------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 import httpx
 
-from toolgym.errors import ArgumentError, InfraError, ToolError, ToolgymError, ToolTimeout
+from toolgym.errors import ArgumentError, ErrorKind, InfraError, ToolgymError, error_for_kind, kind_for_status
 from toolgym.files import FileHandle
 from toolgym.tools import BaseTool, ToolContext
 
@@ -25,13 +25,10 @@ def error_for_status(what: str, status: int, message: str, data: Any = None) -> 
     request itself (auth, limits, overload, crashes) are infra errors; what the tool or its
     argument checks reported keeps its kind."""
     text = f"{what}: {message}" if message else f"{what}: HTTP {status}"
-    if status in (408, 504):
-        return ToolTimeout(text, data=data)
-    if status in (401, 403, 407, 429) or status >= 500:
-        return InfraError(f"{text} (HTTP {status})", data=data)
-    if status == 422:
-        return ArgumentError(text, data=data)
-    return ToolError(text, data=data)
+    kind = kind_for_status(status)
+    if kind is ErrorKind.INFRA_ERROR:
+        text = f"{text} (HTTP {status})"
+    return error_for_kind(kind, text, data=data)
 
 
 def store_bytes(

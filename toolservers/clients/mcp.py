@@ -27,19 +27,13 @@ import mcp.types as types
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from toolgym.errors import ArgumentError, ErrorKind, InfraError, ToolError, ToolTimeout
+from toolgym.errors import ErrorKind, InfraError, ToolError, error_for_kind
 from toolgym.files import FileHandle, StoredFile
 from toolgym.tools import ReturnSpec, SchemaTool, ToolContext, ToolSet
 
 from ._common import bearer, store_bytes, with_handles
 
 T = TypeVar("T")
-
-_KINDS: dict[str, type[Exception]] = {
-    ErrorKind.ARGUMENT_ERROR.value: ArgumentError,
-    ErrorKind.TIMEOUT.value: ToolTimeout,
-    ErrorKind.INFRA_ERROR.value: InfraError,
-}
 
 
 class MCPToolSet(ToolSet):
@@ -190,7 +184,7 @@ class MCPToolSet(ToolSet):
             error = structured.get("error") if isinstance(structured, Mapping) else None
             kind = str(error.get("kind")) if isinstance(error, Mapping) else ErrorKind.TOOL_ERROR.value
             message = str(error.get("message")) if isinstance(error, Mapping) else "\n".join(texts)
-            raise _KINDS.get(kind, ToolError)(message)
+            raise error_for_kind(kind, message)
         if isinstance(structured, Mapping) and set(structured) == {"result"}:
             # toolgym's server: the JSON result, whose file handles name the files sent along
             return with_handles(structured["result"], {h.sha256: h for h in files})

@@ -20,14 +20,7 @@ from typing import Any
 
 import httpx
 
-from toolgym.errors import (
-    ArgumentError,
-    ErrorKind,
-    InfraError,
-    ToolError,
-    ToolgymError,
-    ToolTimeout,
-)
+from toolgym.errors import ArgumentError, ErrorKind, InfraError, error_for_kind
 from toolgym.files import FileHandle, StoredFile
 from toolgym.tools import ReturnSpec, SchemaTool, ToolContext, ToolSet
 
@@ -43,11 +36,9 @@ from ._common import (
 # how long past the server's own tool timeout the client waits before calling the server dead
 TIMEOUT_MARGIN_S = 10.0
 
-_KIND_ERRORS: dict[str, type[ToolgymError]] = {
-    ErrorKind.ARGUMENT_ERROR.value: ArgumentError,
-    ErrorKind.TOOL_ERROR.value: ToolError,
-    ErrorKind.TIMEOUT.value: ToolTimeout,
-}
+# the kinds a server passes on from the tool; any other (unknown tool, overload, a tool that
+# cannot load) is the server's trouble, an infra error for the agent
+_TOOL_KINDS = frozenset({ErrorKind.ARGUMENT_ERROR.value, ErrorKind.TOOL_ERROR.value, ErrorKind.TIMEOUT.value})
 
 
 class RemoteTool(SchemaTool):
@@ -211,10 +202,10 @@ class RemoteToolSet(ToolSet):
         if not isinstance(error, dict):
             raise error_for_status(what, status, str(payload.get("detail", ""))[:500])
         kind, message = str(error.get("kind")), str(error.get("message", ""))
-        if status in (401, 403) or status >= 500 or kind not in _KIND_ERRORS:
+        if status in (401, 403) or status >= 500 or kind not in _TOOL_KINDS:
             # the server's own trouble (overload, a tool that cannot load, auth): infra
             raise InfraError(f"{what}: {message}", data=payload.get("content"))
-        raise _KIND_ERRORS[kind](message, data=payload.get("content"))
+        raise error_for_kind(kind, message, data=payload.get("content"))
 
     def close(self) -> None:
         self._http.close()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl
@@ -32,9 +31,10 @@ from starlette.routing import Route
 from toolgym.canonical import canonical_json
 from toolgym.errors import ErrorKind
 from toolgym.files import FileHandle
+from toolgym.http import BodyError
 from toolgym.tools import BaseTool, ParamSpec, ParamType, ReturnSpec
 
-from .http import json_bytes, json_response, read_body
+from .http import json_bytes, json_response, parse_json, read_body
 from .runtime import ToolEntry, ToolRuntime
 
 _FORM_TYPES: dict[ParamType, Any] = {
@@ -285,9 +285,9 @@ async def _call(runtime: ToolRuntime, entry: ToolEntry, model: type[BaseModel], 
             return json_response({"detail": f"request larger than {limit} bytes"}, 413)
         if content_type.startswith("application/json"):
             try:
-                parsed = json.loads(body) if body else {}
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                return _detail([{"type": "json_invalid", "loc": ["body"], "msg": "JSON decode error"}])
+                parsed = parse_json(body) if body else {}
+            except BodyError as exc:
+                return _detail([{"type": "json_invalid", "loc": ["body"], "msg": str(exc)}])
             if not isinstance(parsed, dict):
                 return _detail(
                     [{"type": "model_attributes_type", "loc": ["body"], "msg": "Input should be an object"}]

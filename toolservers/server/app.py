@@ -10,22 +10,24 @@
 from __future__ import annotations
 
 import contextlib
-import socket
-import threading
-import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from toolgym import http
+from toolgym.errors import ErrorKind
 from toolgym.tools import BaseTool, ToolSet
 
 from .agentlego import agentlego_router, agentlego_routes
 from .config import ServerConfig, is_loopback
-from .http import BearerAuth, BodyLimit
+from .http import BearerAuth, BodyLimit, BodyTimeout, error_body, json_response
 from .mcp_face import build_mcp
 from .native import call_route, native_router, toolgym_version
 from .providers import ToolProvider, from_toolset
@@ -43,6 +45,15 @@ def _providers(tools: ToolSet | Iterable[BaseTool] | Sequence[ToolProvider]) -> 
     if any(isinstance(i, ToolProvider) for i in items):
         raise TypeError("pass tools or providers, not a mix")
     return from_toolset(items)  # type: ignore[arg-type]
+
+
+async def _http_error(_: Request, exc: HTTPException) -> Response:
+    """Errors the framework raises itself (no such route, a broken multipart body) in the native
+    envelope, with FastAPI's `detail` kept for clients that read it."""
+    kind = ErrorKind.ARGUMENT_ERROR if exc.status_code < 500 else ErrorKind.INFRA_ERROR
+    detail = str(exc.detail)
+    headers = dict(exc.headers) if exc.headers else None
+    return json_response({**error_body(kind.value, detail), "detail": detail}, exc.status_code, headers)
 
 
 def create_app(
@@ -81,6 +92,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     # the call endpoints first: routing is a linear scan and calls are the traffic
     app.router.routes.append(call_route(runtime))
     if config.agentlego:
@@ -91,84 +103,43 @@ def create_app(
     if config.agentlego:
         app.include_router(agentlego_router(runtime, config.title))
     limit = max((e.config.max_request_bytes for e in runtime.entries.values()), default=1 << 20)
+    # innermost first: the timeout, then the size limit, then the token (checked before any read)
+    app.add_middleware(BodyTimeout, timeout_s=config.body_timeout_s)
     app.add_middleware(BodyLimit, limit=limit + BODY_SLACK)
     if config.token is not None:
         app.add_middleware(BearerAuth, token=config.token.get_secret_value(), public_paths=PUBLIC_PATHS)
     return app
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto must say TCP: asyncio only sets TCP_NODELAY on such sockets, and without it every
-    # keep-alive response waits ~40 ms for a delayed ACK
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host.strip("[]"), port))
-    sock.set_inheritable(True)
-    return sock
+def _header_timeout(app: ASGIApp) -> float:
+    """The app's own header deadline when it is a tool server app, else the toolkit's."""
+    config = getattr(getattr(getattr(app, "state", None), "runtime", None), "config", None)
+    return float(getattr(config, "header_timeout_s", http.DEFAULT_HEADER_TIMEOUT_S))
 
 
 def uvicorn_config(app: ASGIApp, **kwargs: Any) -> uvicorn.Config:
-    return uvicorn.Config(
-        app,
-        log_level=kwargs.pop("log_level", "warning"),
-        access_log=False,
-        lifespan="on",
-        timeout_keep_alive=kwargs.pop("timeout_keep_alive", 30),
-        **kwargs,
-    )
+    """The toolkit's uvicorn settings (the header deadline included) for a tool server app."""
+    kwargs.setdefault("header_timeout_s", _header_timeout(app))
+    return http.uvicorn_config(app, **kwargs)
 
 
-class ServerThread:
+class ServerThread(http.ServerThread):
     """Run an app with uvicorn in a background thread (tests, benchmarks, embedding a server in a
     process). Binds `host:port` (port 0: an ephemeral one) before starting; `url` is known as
     soon as the object exists and the server answers once `start()` returns."""
 
+    what = "tool server"
+
     def __init__(
         self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0, *, startup_timeout_s: float = 60
     ) -> None:
-        self.app = app
-        self.host = host
-        self.sock = _bind(host, port)
-        self.port: int = self.sock.getsockname()[1]
-        shown = f"[{host}]" if ":" in host else host
-        self.url = f"http://{shown}:{self.port}"
-        self.startup_timeout_s = startup_timeout_s
-        self.server = uvicorn.Server(uvicorn_config(app))
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
+        super().__init__(
+            app, host, port, startup_timeout_s=startup_timeout_s, header_timeout_s=_header_timeout(app)
+        )
 
-    def _run(self) -> None:
-        try:
-            self.server.run(sockets=[self.sock])  # uvloop when installed, as `serve` gets
-        except BaseException as exc:  # reported to the thread that waits in start()
-            self._error = exc
-
-    def start(self) -> str:
-        self._thread = threading.Thread(target=self._run, name=f"toolgym-server-{self.port}", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + self.startup_timeout_s
-        while not self.server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                runtime = getattr(getattr(self.app, "state", None), "runtime", None)
-                reason = getattr(runtime, "startup_error", None) or self._error or "startup timed out"
-                self.stop()
-                raise RuntimeError(f"tool server did not start: {reason}")
-            time.sleep(0.005)
-        return self.url
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-            self._thread = None
-        self.sock.close()
-
-    def __enter__(self) -> str:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def failure(self) -> str:
+        runtime = getattr(getattr(self.app, "state", None), "runtime", None)
+        return getattr(runtime, "startup_error", None) or super().failure()
 
 
 def serve(
@@ -178,5 +149,5 @@ def serve(
     if not is_loopback(config.host) and config.token is None:  # ServerConfig checks too; never skip it
         raise ValueError("a server bound beyond loopback needs a bearer token")
     app = create_app(tools, config)
-    sock = _bind(config.host, config.port)
+    sock = http.bind_socket(config.host, config.port)
     uvicorn.Server(uvicorn_config(app, **uvicorn_kwargs)).run(sockets=[sock])

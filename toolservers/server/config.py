@@ -20,13 +20,15 @@ A config is plain data (pydantic), read from JSON or TOML or built in code:
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+from toolgym.http import DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S
+from toolgym.http import is_loopback as is_loopback  # its home was here
 
 LoadMode = Literal["eager", "lazy"]
 
@@ -92,15 +94,6 @@ DEFAULT_TOOL_CONFIG = ToolConfig(
 )
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost may resolve anywhere
-
-
 class ServerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -124,6 +117,11 @@ class ServerConfig(BaseModel):
     """run mock-app tools (category "app") one at a time: they share one world's database"""
     mcp: bool = True
     agentlego: bool = True
+    header_timeout_s: float = Field(DEFAULT_HEADER_TIMEOUT_S, gt=0, le=3600)
+    """a connection that has not sent a request's headers this long after opening (or after its
+    request's first bytes) is closed: slow clients cannot hold connections"""
+    body_timeout_s: float = Field(DEFAULT_BODY_TIMEOUT_S, gt=0, le=86_400)
+    """a request body must arrive within this many seconds of its headers (else 408)"""
 
     @model_validator(mode="after")
     def _check(self) -> ServerConfig:

@@ -4,7 +4,8 @@ Every served tool is an MCP tool with its JSON Schema as `inputSchema`. A result
 text content (what an agent would see), the JSON result as `structuredContent` (`{"result": ...}`)
 and produced images as image content. A failed call is a result with `isError` and the typed
 error in `structuredContent` (`{"error": {"kind", "message"}}`), as MCP asks tools to report
-failures. File parameters take a handle of a file uploaded through the native API
+failures (argument errors included, so a model can correct them). An unknown tool is a protocol
+error, as the spec says: JSON-RPC -32602 "Unknown tool: <name>". File parameters take a handle of a file uploaded through the native API
 (`file:<sha256>`) or a `data:<media type>;base64,...` URI.
 
 The session manager is stateless and answers with JSON (no SSE stream): each request stands alone,
@@ -19,6 +20,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import mcp.types as types
+from mcp import MCPError
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
@@ -84,7 +86,13 @@ def build_mcp(
     ) -> types.CallToolResult:
         entry = runtime.entries.get(params.name)
         if entry is None:
-            return _error_result(ErrorKind.UNKNOWN_TOOL, f"unknown tool {params.name!r}")
+            # the MCP spec (tools, error handling) makes an unknown tool a protocol error, JSON-RPC
+            # -32602, not a tool result with isError; `data` carries toolgym's kind as well
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"Unknown tool: {params.name}",
+                data={"kind": ErrorKind.UNKNOWN_TOOL.value, "tool": params.name},
+            )
         arguments = dict(params.arguments or {})
         for pname in entry.tool.file_params:
             value = arguments.get(pname)

@@ -13,15 +13,16 @@
 
 A call answers `{"ok": true, "type": "tool_result", "text", "content", "files", "error": null,
 "latency_ms"}` or `{"ok": false, "error": {"kind", "message"}, ...}` with a status that matches
-the kind: 400 tool_error, 404 unknown_tool, 408 timeout, 409 missing files (re-upload, retry),
-413 too large, 422 argument_error, 503 infra_error (overloaded, a tool that failed to load).
-File arguments are handles (`file:<sha256>`) of files uploaded before.
+the kind: 400 tool_error, 404 unknown_tool, 408 timeout (also a request body that arrives too
+slowly), 409 missing files (re-upload, retry), 413 too large, 422 argument_error (also any body
+that is not strict JSON: see `toolgym.http.parse_json`), 503 infra_error (overloaded, a tool that
+failed to load). File arguments are handles (`file:<sha256>`) of files uploaded before, or the
+exact names they were uploaded under.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -30,9 +31,10 @@ from fastapi import APIRouter, Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
+from toolgym.http import BodyError
 from toolgym.tools import DEFAULT_CLOCK
 
-from .http import error_body, json_response, read_body
+from .http import error_body, json_response, parse_json, read_body
 from .runtime import ToolRuntime
 
 API_VERSION = "1"
@@ -48,9 +50,9 @@ def toolgym_version() -> str:
 def _parse_call(body: bytes) -> tuple[dict[str, Any], int, datetime, str | None] | str:
     """The call envelope's parts, or a message saying what is wrong with it."""
     try:
-        data = json.loads(body) if body else {}
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return f"request body is not JSON: {exc}"
+        data = parse_json(body) if body else {}
+    except BodyError as exc:
+        return str(exc)
     if not isinstance(data, dict):
         return "request body must be a JSON object"
     unknown = sorted(set(data) - {"arguments", "seed", "clock", "task_id"})

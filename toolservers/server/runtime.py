@@ -18,8 +18,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from toolgym.actions import Observation, ToolCall
-from toolgym.errors import ErrorKind, ToolgymError
-from toolgym.files import HANDLE_PREFIX, FileHandle, FileStore
+from toolgym.errors import HTTP_STATUS, ErrorKind, ToolgymError, redact_paths
+from toolgym.files import HANDLE_PREFIX, FileHandle, FileStore, StoredFile, UnknownFileError
 from toolgym.tools import DEFAULT_CLOCK, BaseTool, ToolContext, result_observation, to_json_value
 
 from .batching import Batcher, BatchInvocable, QueueFull
@@ -29,16 +29,8 @@ from .providers import ToolProvider
 
 T = TypeVar("T")
 
-# HTTP status of each outcome; the body always carries the kind as well
-STATUS_BY_KIND: dict[ErrorKind | None, int] = {
-    None: 200,
-    ErrorKind.TOOL_ERROR: 400,
-    ErrorKind.FORMAT_ERROR: 400,
-    ErrorKind.UNKNOWN_TOOL: 404,
-    ErrorKind.TIMEOUT: 408,
-    ErrorKind.ARGUMENT_ERROR: 422,
-    ErrorKind.INFRA_ERROR: 503,
-}
+# HTTP status of each outcome (the one table in toolgym.errors); the body always carries the kind
+STATUS_BY_KIND: dict[ErrorKind | None, int] = {None: 200, **{k: v for k, v in HTTP_STATUS.items()}}
 
 
 @dataclass(frozen=True)
@@ -92,7 +84,27 @@ class ToolEntry:
 
 
 def _error(kind: ErrorKind, message: str, name: str, data: Any = None) -> Observation:
-    return Observation.from_error(kind, message, tool=name, content=to_json_value(data))
+    # every failure a client sees passes here: no server path may reach it
+    return Observation.from_error(kind, redact_paths(message), tool=name, content=to_json_value(data))
+
+
+class ServerFileStore(FileStore):
+    """The server's file store, shared by all its clients. A file argument is the handle
+    (`file:<sha256>`) of an uploaded file or the exact name it was uploaded under; no basename
+    guessing, and a miss names nothing but the reference the client sent (never the store's
+    other files or its directory)."""
+
+    def resolve(self, ref: str) -> StoredFile:
+        key = ref.strip()
+        sha = key[len(HANDLE_PREFIX) :] if key.startswith(HANDLE_PREFIX) else key
+        if sha not in self._handles:
+            sha = self._aliases.get(key, "")
+        if sha not in self._handles:
+            shown = key if len(key) <= 80 else key[:77] + "..."
+            raise UnknownFileError(
+                f"no file {shown!r} on this server: pass the handle (file:<sha256>) of a file uploaded to it"
+            )
+        return super().resolve(HANDLE_PREFIX + sha)
 
 
 def execute(t: BaseTool, arguments: Mapping[str, Any], ctx: ToolContext) -> Observation:
@@ -122,7 +134,7 @@ class ToolRuntime:
         self, providers: Sequence[ToolProvider], config: ServerConfig, files: FileStore | None = None
     ) -> None:
         self.config = config
-        self.files = files or FileStore(config.files_dir)
+        self.files = files or ServerFileStore(config.files_dir)
         by_name: dict[str, ToolProvider] = {}
         for p in providers:
             if p.name in by_name:
@@ -199,7 +211,7 @@ class ToolRuntime:
             try:
                 await asyncio.get_running_loop().run_in_executor(self.executor, warmup, entry.tool)
             except Exception as exc:
-                entry.metrics.load_error = f"{type(exc).__name__}: {exc}"
+                entry.metrics.load_error = redact_paths(f"{type(exc).__name__}: {exc}")
                 return entry.metrics.load_error
             entry.metrics.load_s = time.perf_counter() - started
             entry.metrics.load_error = None

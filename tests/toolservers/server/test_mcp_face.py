@@ -63,10 +63,9 @@ def test_calls_results_errors_and_images(server: str) -> None:
                 await client.call_tool("Size", {"image": data_uri}),
                 await client.call_tool("Flip", {"image": data_uri}),
                 await client.call_tool("Size", {"image": "data:image/png;base64,%%%"}),
-                await client.call_tool("Missing", {}),
             ]
 
-    ok, div, bad_args, failed, sized, flipped, bad_uri, unknown = run(main())
+    ok, div, bad_args, failed, sized, flipped, bad_uri = run(main())
     assert not ok.is_error
     assert ok.content == [types.TextContent(text="1024")]
     assert ok.structured_content == {"result": "1024"}
@@ -84,7 +83,36 @@ def test_calls_results_errors_and_images(server: str) -> None:
     assert hashlib.sha256(produced).hexdigest() == handle["sha256"]
     assert text == types.TextContent(text=f"image file:{handle['sha256']}")
     assert bad_uri.is_error and "malformed data: URI" in bad_uri.structured_content["error"]["message"]
-    assert unknown.is_error and unknown.structured_content["error"]["kind"] == "unknown_tool"
+
+
+def test_an_unknown_tool_is_a_protocol_error(server: str) -> None:
+    """The MCP spec (server/tools, error handling): unknown tools are JSON-RPC errors, not
+    results with isError; the session stays usable."""
+
+    async def main() -> tuple[MCPError, types.CallToolResult]:
+        async with Client(f"{server}/mcp") as client:
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("Missing", {})
+            return refused.value, await client.call_tool("Calculator", {"expression": "1+1"})
+
+    error, after = run(main())
+    assert error.code == types.INVALID_PARAMS == -32602
+    assert error.message == "Unknown tool: Missing"
+    assert error.data == {"kind": "unknown_tool", "tool": "Missing"}
+    assert after.structured_content == {"result": "2"}
+    # on the wire: a JSON-RPC error object, no result
+    raw = httpx.post(
+        f"{server}/mcp",
+        json={
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "Missing", "arguments": {}},
+        },
+        headers={"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"},
+    )
+    body = raw.json()
+    assert "result" not in body and body["id"] == 7 and body["error"]["code"] == -32602
 
 
 def test_token_protected_mcp() -> None:

@@ -452,3 +452,51 @@ def test_blocking_calls_do_not_block_other_tools() -> None:
         finally:
             gate.release()
         assert held.result().json()["content"] == "done x"
+
+
+def _no_server_path(text: str, *dirs: object) -> None:
+    for d in dirs:
+        assert str(d) not in text, text
+    assert "/tmp/" not in text and "toolgym-files-" not in text and 'File "' not in text, text
+
+
+def test_errors_never_name_server_paths_or_other_clients_files(tmp_path: Any) -> None:
+    store = tmp_path / "files"
+    with running([size, flip], ServerConfig(files_dir=store)) as url:
+        secret = png_bytes(8, 8, "blue")
+        sha = hashlib.sha256(secret).hexdigest()
+        # client A uploads a file under a telling name
+        a = httpx.put(
+            f"{url}/v1/files/{sha}?name=secret-plan.png",
+            content=secret,
+            headers={"content-type": "image/png"},
+        )
+        assert a.status_code == 201
+        # client B guesses: a generic miss that names nothing it did not send (no listing of the
+        # store's files, no basename matching, no directory)
+        for guess in ("images/secret-plan.png", "nope.png", "secret", str(store / sha[:2] / sha)):
+            r = httpx.post(f"{url}/v1/tools/Size/call", json={"arguments": {"image": guess}})
+            assert r.status_code == 422 and r.json()["error"]["kind"] == "argument_error"
+            message = r.json()["error"]["message"]
+            assert "no file" in message and "pass the handle" in message
+            assert "secret-plan" not in message.replace(guess, "") and sha not in message.replace(guess, "")
+            _no_server_path(message.replace(guess, ""), store)
+        # the handle itself (knowing the content) still works
+        ok = httpx.post(f"{url}/v1/tools/Size/call", json={"arguments": {"image": f"file:{sha}"}})
+        assert ok.status_code == 200 and ok.json()["content"] == [8, 8]
+        # a tool failing on a stored file (PIL names the blob's path in its message): no path
+        junk = b"not an image at all"
+        junk_sha = hashlib.sha256(junk).hexdigest()
+        httpx.put(f"{url}/v1/files/{junk_sha}", content=junk, headers={"content-type": "image/png"})
+        for face in (f"{url}/v1/tools/Size/call", f"{url}/v1/tools/Flip/call"):
+            r = httpx.post(face, json={"arguments": {"image": f"file:{junk_sha}"}})
+            assert r.status_code == 400 and r.json()["error"]["kind"] == "tool_error"
+            _no_server_path(r.json()["error"]["message"], store)
+            _no_server_path(r.json()["text"], store)
+        legacy = httpx.post(f"{url}/Size", data={"image": f"file:{junk_sha}"})
+        assert legacy.status_code == 400
+        _no_server_path(legacy.text, store)
+        for missing in (f"{url}/v1/files/{'0' * 64}", f"{url}/v1/files/../../etc/passwd", f"{url}/v1/nope"):
+            r = httpx.get(missing)
+            assert r.status_code == 404
+            _no_server_path(r.text, store)
