@@ -56,7 +56,7 @@ def canonical_hash(value: Any) -> str:
     return sha256_hex(canonical_json(value))
 
 
-def _int_fits(value: int) -> bool:
+def int_fits_json(value: int) -> bool:
     """Whether str(value) stays under Python's int->str digit limit (json.dumps needs it)."""
     limit = sys.get_int_max_str_digits()
     # bit_length * log10(2) over-estimates the digits by < 1; no str() of a huge int needed
@@ -91,7 +91,9 @@ def _safe(value: Any, depth: int, max_depth: int) -> Any:
         return value
     if isinstance(value, int):
         return (
-            int(value) if _int_fits(value) else f"<int of about {int(value.bit_length() * 0.30103)} digits>"
+            int(value)
+            if int_fits_json(value)
+            else f"<int of about {int(value.bit_length() * 0.30103)} digits>"
         )
     if isinstance(value, float):
         if math.isfinite(value):
@@ -120,6 +122,6 @@ def _safe(value: Any, depth: int, max_depth: int) -> Any:
 
 
 def _safe_key(key: Any) -> str:
-    if key is None or isinstance(key, (bool, float)) or (isinstance(key, int) and _int_fits(key)):
+    if key is None or isinstance(key, (bool, float)) or (isinstance(key, int) and int_fits_json(key)):
         return json.dumps(key)  # what json.dumps itself does with such keys: null, true, 1, 1.5
     return _marker(type(key).__name__, key)
