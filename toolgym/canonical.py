@@ -37,13 +37,18 @@ def _escape_surrogate(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
+def escape_surrogates(json_text: str) -> str:
+    """JSON text with every lone surrogate written as its `\\uXXXX` escape, so it encodes as
+    UTF-8 and decodes to the same value (surrogates can only stand inside JSON strings)."""
+    return _SURROGATE_RE.sub(_escape_surrogate, json_text)
+
+
 def canonical_json(value: Any) -> str:
     """Sorted keys, no whitespace, UTF-8 kept as is (lone surrogates escaped): equal values give
     equal strings. Raises ValueError/TypeError/RecursionError on what JSON cannot hold (NaN,
     sets, objects, nesting past the recursion limit); `json_safe` first for such values."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    # surrogates can only stand inside JSON strings, where \uXXXX is their escape
-    return _SURROGATE_RE.sub(_escape_surrogate, text)
+    return escape_surrogates(text)
 
 
 def sha256_hex(data: bytes | str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -299,3 +299,77 @@ def test_close_releases_the_file_store_and_can_be_called_twice() -> None:
     env.close()
     assert mine.root.exists()  # a store passed in stays its owner's
     mine.close()
+
+
+# ---- the commands: `toolgym record` and `toolgym run` ------------------------------------------
+CALC = Task(id="calc", query="What is 2+2?", tools=["Calculator"], answer=AnswerSpec(whitelist=[["done"]]))
+HOSTILE_REACT: list[Any] = [
+    'Thought: \ud800\nAction: Calculator\nAction Input: {"expression": "\udfff"}',
+    f"Action: Calculator\nAction Input: {nested_text(500)}",
+    f"Action: Calculator\nAction Input: {nested_text(5000)}",
+    ToolCall(name="Calculator", arguments={"expression": nested(5000)}),
+    "z" * 1_000_000,
+    "Final Answer: done \ud800",
+]
+
+
+def hostile_agent(protocol: Any) -> Script:
+    """`--agent tests.envs.test_hostile:hostile_agent`: surrogates, deep nesting, 1 MB of text."""
+    return Script(HOSTILE_REACT)
+
+
+def _task_file(tmp_path: Path) -> Path:
+    path = tmp_path / "hostile-tasks.jsonl"
+    path.write_text("".join(t.model_dump_json() + "\n" for t in (BANKING, CALC)), encoding="utf-8")
+    return path
+
+
+def _check_traces(folder: Path, count: int) -> None:
+    paths = sorted(folder.rglob("*.jsonl"))
+    paths = [p for p in paths if p.name != "hostile-tasks.jsonl"]
+    assert len(paths) == count, paths
+    for path in paths:
+        path.read_bytes().decode("utf-8")
+        trace = read_trace(path)
+        assert trace.complete and trace.end is not None
+        assert all(s.error_kinds for s in trace.steps[:-1])  # every hostile step is a typed error
+        assert trace.end.final_answer == "done \ud800"
+
+
+def test_toolgym_record_with_a_hostile_agent_completes_and_leaves_readable_traces(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from toolgym.cli import app
+
+    out = tmp_path / "golden"
+    args = ["record", "--out", str(out), "--tasks", str(_task_file(tmp_path))]
+    result = CliRunner().invoke(app, [*args, "--agent", "tests.envs.test_hostile:hostile_agent"])
+    assert result.exit_code == 0, result.output
+    _check_traces(out, 2)
+
+
+def test_toolgym_run_with_a_hostile_model_completes_and_leaves_readable_traces(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tests.evaluation.fake_openai import FakeOpenAI, Reply, calls, serve, text
+    from toolgym.cli import app
+
+    def script(body: Mapping[str, Any]) -> Reply:
+        turn = sum(1 for m in body["messages"] if m.get("role") == "assistant")
+        replies = [
+            calls(("Calculator", nested_text(500))),
+            calls(("Calculator", nested_text(5000)), content="\ud800"),
+            calls(("Calculator", '{"expression": "\\udfff"}')),
+            text("\ud800" + "y" * 1_000_000),
+            text("done \ud800"),
+        ]
+        return replies[min(turn, len(replies) - 1)]
+
+    out = tmp_path / "run"
+    with serve(FakeOpenAI(script)) as fake:
+        args = ["run", "--agent", "llm", "--base-url", fake.base_url, "--model", "m", "--max-retries", "0"]
+        result = CliRunner().invoke(
+            app, [*args, "--out", str(out), "--tasks", str(_task_file(tmp_path)), "--max-steps", "8"]
+        )
+    assert result.exit_code == 0, result.output
+    _check_traces(out, 2)
