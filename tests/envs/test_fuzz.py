@@ -186,7 +186,7 @@ def _task_strategies(task: Task, tool_names: list[str], env: ToolEnv) -> st.Sear
         for g in task.golden
         if isinstance(g.action, ToolCall)
         for v in g.action.arguments.values()
-        if v not in files
+        if not (isinstance(v, str) and v in files)
     ]
     params = sorted({p.name for t in env.offered for p in t.params})
     names = st.sampled_from([*tool_names, "FinishAction", "ask_user", "no_call", "nope"]) | st.text(
