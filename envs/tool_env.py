@@ -2,7 +2,9 @@
 
 Observations and actions are text (`AnyText` spaces): the agent's raw output goes in, the
 rendered observation comes out. Structured data (parsed actions, typed errors, file handles,
-state hash and diff) is in `info`. `step` never raises on agent input.
+state hash and diff) is in `info`. `step` never raises on agent input (arguments that are not JSON
+data are an `argument_error`) nor on a remote world or tool server that dies mid-episode (an
+`infra_error` observation; a state hash out of reach is None).
 
 How behaviour is added to an episode (ARCHITECTURE.md):
 - env wrappers (`gymnasium.Wrapper`): teacher forcing (`toolgym.envs.teacher.TeacherForcedEnv`),
@@ -79,7 +81,7 @@ class Timing:
 
 def _argument_problem(call: ToolCall) -> str | None:
     """Why a ToolCall's arguments are not JSON data a tool can take (nested past the protocols'
-    depth limit, NaN, huge ints, bytes, sets, objects), or None. Protocols check what they parse;
+    depth limit, NaN, huge ints, bytes, sets, objects, text with a lone surrogate), or None. Protocols check what they parse;
     a structured ToolCall from the agent is checked here."""
     try:
         check_arguments(call.arguments, f"{call.name}: arguments")
