@@ -79,7 +79,7 @@ class Timing:
     tool_latency_s: float = field(compare=False)
 
 
-def _argument_problem(call: ToolCall) -> str | None:
+def argument_problem(call: ToolCall) -> str | None:
     """Why a ToolCall's arguments are not JSON data a tool can take (nested past the protocols'
     depth limit, NaN, huge ints, bytes, sets, objects, text with a lone surrogate), or None. Protocols check what they parse;
     a structured ToolCall from the agent is checked here."""
@@ -90,11 +90,11 @@ def _argument_problem(call: ToolCall) -> str | None:
     return None
 
 
-def _record(model: BaseModel) -> dict[str, Any]:
+def json_record(model: BaseModel) -> dict[str, Any]:
     """An action or observation as JSON data for info and traces. What pydantic cannot dump
     (arguments nested too deep, bytes, objects, keys with lone surrogates) is kept as
     `json_safe` replaces it: the call itself was refused with an argument_error."""
-    if not (isinstance(model, ToolCall) and _argument_problem(model) is not None):
+    if not (isinstance(model, ToolCall) and argument_problem(model) is not None):
         try:
             return model.model_dump(mode="json")
         except (ValueError, TypeError, RecursionError):
@@ -292,7 +292,7 @@ class ToolEnv(gym.Env[str, Any]):
                     tool=action.name,
                     call_id=action.call_id,
                 )
-            problem = _argument_problem(action)
+            problem = argument_problem(action)
             if problem is not None:
                 return Observation.from_error(
                     ErrorKind.ARGUMENT_ERROR, problem, tool=action.name, call_id=action.call_id
@@ -355,8 +355,8 @@ class ToolEnv(gym.Env[str, Any]):
         self.error_counts.update(kinds)
         info: dict[str, Any] = {
             "step": index,
-            "actions": [_record(a) for a in actions],
-            "observations": [_record(o) for o in observations],
+            "actions": [json_record(a) for a in actions],
+            "observations": [json_record(o) for o in observations],
             "error_kind": kinds[0] if kinds else None,
             "error_kinds": kinds,
             "error_counts": dict(self.error_counts),
