@@ -346,6 +346,10 @@ def test_toolgym_record_with_a_hostile_agent_completes_and_leaves_readable_trace
     result = CliRunner().invoke(app, [*args, "--agent", "tests.envs.test_hostile:hostile_agent"])
     assert result.exit_code == 0, result.output
     _check_traces(out, 2)
+    # the escaped traces replay as they were recorded
+    replayed = CliRunner().invoke(app, ["replay", str(out), "--out", str(tmp_path / "replayed")])
+    assert replayed.exit_code == 0, replayed.output
+    assert "2/2 byte-identical" in replayed.output
 
 
 def test_toolgym_run_with_a_hostile_model_completes_and_leaves_readable_traces(tmp_path: Path) -> None:
