@@ -73,9 +73,9 @@ def strip_code_fence(text: str) -> str:
 class ArgumentValueError(FormatError):
     """Arguments that decoded but are not JSON data a tool can take: nested too deep, NaN or
     infinite, an int past Python's digit limit, non-string keys, bytes, sets, objects, text with
-    a lone surrogate (which no UTF-8 store or wire can carry). The reply
-    itself parsed, so `ToolEnv` counts the step as an `argument_error`; callers of `parse` still
-    catch it as the FormatError it is."""
+    a lone surrogate (which no UTF-8 store or wire can carry). The reply itself parsed, so
+    `ToolEnv` counts the step as an `argument_error`; callers of `parse` still catch it as the
+    FormatError it is."""
 
     kind = ErrorKind.ARGUMENT_ERROR
 
