@@ -47,7 +47,7 @@ from toolgym.actions import ACTION_ADAPTER, Action, FinalAnswer, ToolCall
 from toolgym.canonical import canonical_json
 from toolgym.envs.agents import Agent
 from toolgym.envs.rewards import score_answer
-from toolgym.envs.tool_env import ToolEnv
+from toolgym.envs.tool_env import ToolEnv, argument_problem, json_record
 from toolgym.protocols.base import RawOutput
 from toolgym.tasks import Task
 from toolgym.trace import Trace
@@ -118,8 +118,9 @@ def score_step(
     args_match: bool | None = None
     if golden_calls:
         tool_match = [c.name for c in got_calls] == [c.name for c in golden_calls]
+        # arguments that are not JSON data (deep, NaN, bytes, lone surrogates) match nothing
         args_match = tool_match and all(
-            canonical_json(g.arguments) == canonical_json(w.arguments)
+            argument_problem(g) is None and canonical_json(g.arguments) == canonical_json(w.arguments)
             for g, w in zip(got_calls, golden_calls, strict=True)
         )
     answer_score: float | None = None
@@ -135,7 +136,7 @@ def score_step(
     return StepScore(
         index=index,
         golden=[a.model_dump(mode="json") for a in wanted],
-        predicted=[a.model_dump(mode="json") for a in got],
+        predicted=[json_record(a) for a in got],
         parsed=predicted is not None and bool(got),
         type_match=type_match,
         tool_match=tool_match,

@@ -2,7 +2,9 @@
 
 Observations and actions are text (`AnyText` spaces): the agent's raw output goes in, the
 rendered observation comes out. Structured data (parsed actions, typed errors, file handles,
-state hash and diff) is in `info`. `step` never raises on agent input.
+state hash and diff) is in `info`. `step` never raises on agent input (arguments that are not JSON
+data are an `argument_error`) nor on a remote world or tool server that dies mid-episode (an
+`infra_error` observation; a state hash out of reach is None).
 
 How behaviour is added to an episode (ARCHITECTURE.md):
 - env wrappers (`gymnasium.Wrapper`): teacher forcing (`toolgym.envs.teacher.TeacherForcedEnv`),
@@ -24,16 +26,19 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, SupportsFloat, runtime_checkable
 
 import gymnasium as gym
+from pydantic import BaseModel
 
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
+from toolgym.canonical import json_safe
 from toolgym.envs.rewards import Episode, EpisodeStep, RewardFn, reward_value, task_scores
 from toolgym.envs.spaces import AnyText
-from toolgym.errors import ErrorKind, FormatError
+from toolgym.errors import ErrorKind, FormatError, InfraError
 from toolgym.files import FileStore
 from toolgym.protocols import get_protocol
 from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol
+from toolgym.protocols.json_protocol import check_arguments
 from toolgym.tasks import Task, TaskSet
-from toolgym.tools import ToolContext, ToolSet
+from toolgym.tools import ToolContext, ToolSet, to_json_value
 from toolgym.world import World
 
 MAX_OBSERVATION_CHARS = 100_000
@@ -74,11 +79,41 @@ class Timing:
     tool_latency_s: float = field(compare=False)
 
 
+def argument_problem(call: ToolCall) -> str | None:
+    """Why a ToolCall's arguments are not JSON data a tool can take (nested past the protocols'
+    depth limit, NaN, huge ints, bytes, sets, objects, text with a lone surrogate), or None. Protocols check what they parse;
+    a structured ToolCall from the agent is checked here."""
+    try:
+        check_arguments(call.arguments, f"{call.name}: arguments")
+    except FormatError as exc:
+        return exc.message
+    return None
+
+
+def json_record(model: BaseModel) -> dict[str, Any]:
+    """An action or observation as JSON data for info and traces. What pydantic cannot dump
+    (arguments nested too deep, bytes, objects, keys with lone surrogates) is kept as
+    `json_safe` replaces it: the call itself was refused with an argument_error."""
+    if not (isinstance(model, ToolCall) and argument_problem(model) is not None):
+        try:
+            return model.model_dump(mode="json")
+        except (ValueError, TypeError, RecursionError):
+            pass
+    safe: dict[str, Any] = json_safe({name: getattr(model, name) for name in type(model).model_fields})
+    return safe
+
+
 def _clip(text: str, limit: int = MAX_OBSERVATION_CHARS) -> str:
     if len(text) <= limit:
         return text
     marker = f"\n[... {len(text) - limit} characters cut]"
     return text[: limit - len(marker)] + marker
+
+
+def _infra_observation(what: str, exc: InfraError) -> Observation:
+    return Observation.from_error(
+        ErrorKind.INFRA_ERROR, f"{what}: {exc.message}", content=to_json_value(exc.data)
+    )
 
 
 class ToolEnv(gym.Env[str, Any]):
@@ -113,6 +148,7 @@ class ToolEnv(gym.Env[str, Any]):
         self.world = world
         self._fixed_world = world is not None
         self._worlds: dict[tuple[str, ...], World] = {}
+        self._owns_files = files is None  # close() releases a store the env made itself
         self.files = files or FileStore()
         self.render_mode = render_mode
         self.observation_space = AnyText(MAX_OBSERVATION_CHARS)
@@ -238,7 +274,8 @@ class ToolEnv(gym.Env[str, Any]):
                 raise FormatError("no action found in the model output")
             return actions
         except FormatError as exc:
-            return Observation.from_error(ErrorKind.FORMAT_ERROR, exc.message)
+            # kind: arguments that parsed but are not JSON data are an argument_error
+            return Observation.from_error(exc.kind, exc.message)
         except Exception as exc:  # a protocol bug must not take the episode down
             return Observation.from_error(
                 ErrorKind.FORMAT_ERROR, f"unparseable output ({type(exc).__name__}: {exc})"
@@ -254,6 +291,11 @@ class ToolEnv(gym.Env[str, Any]):
                     f"available tools: {', '.join(self.offered.names)}",
                     tool=action.name,
                     call_id=action.call_id,
+                )
+            problem = argument_problem(action)
+            if problem is not None:
+                return Observation.from_error(
+                    ErrorKind.ARGUMENT_ERROR, problem, tool=action.name, call_id=action.call_id
                 )
             return self.offered.call(action, self._ctx)
         if isinstance(action, FinalAnswer):
@@ -290,29 +332,39 @@ class ToolEnv(gym.Env[str, Any]):
             actions=actions,
             observations=observations,
         )
+        if self.world is not None:
+            try:
+                step.state_hash = self.world.state_hash()
+                step.state_diff = self.world.take_diff()
+            except InfraError as exc:  # a remote world that died: this step says so, never raises
+                observations.append(_infra_observation("the world's state is unavailable", exc))
+        self.episode.steps.append(step)
+        limit = self.task.max_steps or self.max_steps
+        truncated = not terminated and index >= limit
+        reward = 0.0
+        result: float | Mapping[str, float] | None = None
+        if terminated or truncated:
+            self._done = True
+            try:
+                result = self.reward_fn(self.task, self.episode)
+            except InfraError as exc:  # a remote world that scores itself is gone
+                observations.append(_infra_observation("the episode could not be scored", exc))
+                result = 0.0
+            reward = reward_value(result)
         kinds = [o.error.kind.value for o in observations if o.error is not None]
         self.error_counts.update(kinds)
         info: dict[str, Any] = {
             "step": index,
-            "actions": [a.model_dump(mode="json") for a in actions],
-            "observations": [o.model_dump(mode="json") for o in observations],
+            "actions": [json_record(a) for a in actions],
+            "observations": [json_record(o) for o in observations],
             "error_kind": kinds[0] if kinds else None,
             "error_kinds": kinds,
             "error_counts": dict(self.error_counts),
         }
         if self.world is not None:
-            step.state_hash = self.world.state_hash()
-            step.state_diff = self.world.take_diff()
             info["state_hash"] = step.state_hash
             info["state_diff"] = step.state_diff
-        self.episode.steps.append(step)
-        limit = self.task.max_steps or self.max_steps
-        truncated = not terminated and index >= limit
-        reward = 0.0
-        if terminated or truncated:
-            self._done = True
-            result = self.reward_fn(self.task, self.episode)
-            reward = reward_value(result)
+        if result is not None:
             info["scores"] = dict(result) if isinstance(result, Mapping) else {"reward": reward}
             info["final_answer"] = self.episode.final_answer
         info["timing"] = Timing(latency_s=time.perf_counter() - started, tool_latency_s=tool_time)
@@ -334,9 +386,13 @@ class ToolEnv(gym.Env[str, Any]):
         return self._last_render if self.render_mode == "ansi" else None
 
     def close(self) -> None:
+        """Close the worlds and release the file store the env made (its temporary directory);
+        a store passed in as `files=` stays its owner's. Calling it twice is harmless."""
         if self._fixed_world and self.world is not None:
             self.world.close()
         for world in self._worlds.values():
             world.close()
         self._worlds.clear()
+        if self._owns_files:
+            self.files.close()
         super().close()

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 
 from toolgym.actions import Observation
+from toolgym.canonical import escape_surrogates
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.protocols.json_protocol import content_of_message
 from toolgym.protocols.openai import OpenAIProtocol
@@ -235,6 +236,11 @@ class ChatClient:
     ) -> ChatResult:
         """One chat completion; raises LLMRequestError, LLMUnavailable or LLMResponseError."""
         body = self.request_body(messages, tools=tools, seed=seed, stop=stop)
+        # encoded here, as httpx would, but with lone surrogates (a model's own output echoed in
+        # the history) escaped: httpx's UTF-8 encoding would raise on them
+        content = escape_surrogates(
+            json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        ).encode("utf-8")
         started = time.perf_counter()
         retries = 0
         last = "no attempt made"
@@ -243,7 +249,9 @@ class ChatClient:
             response: httpx.Response | None = None
             try:
                 with self._slots:
-                    response = self._http.post(self.config.endpoint, json=body)
+                    response = self._http.post(
+                        self.config.endpoint, content=content, headers={"Content-Type": "application/json"}
+                    )
             except httpx.TimeoutException as exc:
                 last, last_status = (
                     f"timed out after {self.config.timeout_s:g} s ({type(exc).__name__})",

@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from toolgym.actions import Observation, ToolCall
+from toolgym.canonical import json_safe
 from toolgym.errors import ArgumentError, ErrorKind, ToolgymError, UnknownToolError
 from toolgym.files import FileHandle, FileKind, FileStore, StoredFile, UnknownFileError
 
@@ -553,6 +554,13 @@ def to_json_value(value: Any) -> Any:
     return str(value)
 
 
+def _error_content(data: Any) -> Any:
+    try:
+        return to_json_value(data)
+    except RecursionError:  # an error payload nested past the recursion limit, or a cycle
+        return json_safe(data)
+
+
 def _collect_files(value: Any) -> list[FileHandle]:
     if isinstance(value, StoredFile):
         return [value.handle]
@@ -645,13 +653,18 @@ class ToolSet:
             value = t.invoke(call.arguments, ctx)
         except ToolgymError as exc:
             return Observation.from_error(
-                exc.kind, exc.message, tool=call.name, call_id=call.call_id, content=to_json_value(exc.data)
+                exc.kind, exc.message, tool=call.name, call_id=call.call_id, content=_error_content(exc.data)
             )
         except Exception as exc:  # the tool's own failure: the agent sees it, the env survives
             return Observation.from_error(
                 ErrorKind.TOOL_ERROR, f"{type(exc).__name__}: {exc}", tool=call.name, call_id=call.call_id
             )
-        return result_observation(call, value)
+        try:
+            return result_observation(call, value)
+        except (RecursionError, ValueError, TypeError):
+            # a result JSON cannot hold as it is (nested past the recursion limit, a cycle, an
+            # infinity, a huge int): the agent sees it, escaped as json_safe says
+            return result_observation(call, json_safe(value))
 
     # ---- exports ----------------------------------------------------------------------------
     def to_openai(self) -> list[dict[str, Any]]:

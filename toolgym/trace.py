@@ -4,7 +4,9 @@ Each line is flushed as the episode runs, so a crash leaves a readable trace who
 not an `end` record (read_trace reports it as incomplete). The file is written under a
 `.partial` name and renamed when the episode ends, so a finished trace appears atomically.
 Lines are canonical JSON: the same task, seed and actions give a byte-identical file (wall-clock
-latencies are left out unless `timing=True`).
+latencies are left out unless `timing=True`). A trace records anything `step` accepted: lone
+surrogates are written as JSON `\\uXXXX` escapes (toolgym.canonical), and values JSON cannot hold
+(NaN, bytes, objects, huge ints, nesting past 100 levels) as `json_safe` replaces them.
 
 Schema versions: 1.0 (first release); 1.1 adds `task_hash` to the header (canonical hash of the
 task definition, so `toolgym verify` can tell a changed task from a changed tool). Readers accept
@@ -24,7 +26,7 @@ from typing import IO, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
-from toolgym.canonical import canonical_json
+from toolgym.canonical import canonical_json, json_safe
 
 TRACE_SCHEMA_VERSION = "1.1"
 SUPPORTED_MAJOR = "1"
@@ -132,6 +134,17 @@ def trace_json_schema() -> dict[str, Any]:
     }
 
 
+def record_json(record: BaseModel) -> str:
+    """A trace line: the record's canonical JSON. A record holding what JSON cannot (a raw output
+    nested past the depth limit, NaN, bytes, objects, huge ints) is written with those values
+    replaced as `json_safe` says, so anything `step` accepted is recorded and reads back."""
+    try:
+        return canonical_json(record.model_dump(mode="json"))
+    except (ValueError, TypeError, RecursionError):  # pydantic's serialisation errors included
+        fields = {name: getattr(record, name) for name in type(record).model_fields}
+        return canonical_json(json_safe(fields))
+
+
 class TraceWriter:
     """Writes one episode. Use as a context manager; `finish` renames the file into place."""
 
@@ -144,7 +157,7 @@ class TraceWriter:
 
     def _write(self, record: BaseModel) -> None:
         assert self._fh is not None, "trace already finished"
-        self._fh.write(canonical_json(record.model_dump(mode="json")) + "\n")
+        self._fh.write(record_json(record) + "\n")
         self._fh.flush()
 
     def step(self, step: TraceStep) -> None:
@@ -184,7 +197,9 @@ def read_trace(path: Path | str) -> Trace:
                 break  # torn write
             if header is None:
                 try:
-                    header = TraceHeader.model_validate_json(line)
+                    # json.loads, not pydantic's parser: that refuses the \uXXXX escapes of lone
+                    # surrogates, which canonical JSON writes
+                    header = TraceHeader.model_validate(json.loads(line))
                 except ValueError as exc:
                     raise TraceFormatError(f"{path}: first line is not a trace header: {exc}") from None
                 major = header.schema_version.split(".", 1)[0]

@@ -3,6 +3,7 @@ golden action (not the agent's) runs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +224,31 @@ def test_teacher_forcing_is_a_gymnasium_wrapper_with_the_env_parse() -> None:
     assert info["score"]["error"] == refusal.error.message
     with pytest.raises(TypeError, match="wraps a ToolEnv"):
         TeacherForcedEnv(gym.make("CartPole-v1"))
+
+
+def test_hostile_predictions_are_scored_not_raised() -> None:
+    """Predictions with arguments JSON cannot hold (deep, NaN, bytes, lone surrogates) score as
+    wrong arguments; the golden chain goes on."""
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(5000):
+        node["a"] = {}
+        node = node["a"]
+    e = env()
+    agent = Recorder(
+        [
+            ToolCall(name="add", arguments={"a": deep, "b": float("nan")}),
+            ToolCall(name="add", arguments={"a": b"\xff", "b": "\ud800"}),
+            "Final Answer: 7 \ud800",
+        ]
+    )
+    result = run_teacher_forced(e, agent, TASK)
+    first, second, third = result.steps
+    assert (first.tool_match, first.args_match, second.tool_match, second.args_match) == (
+        True,
+        False,
+        True,
+        False,
+    )
+    assert third.answer_score == 1.0
+    json.dumps(first.predicted) and json.dumps(second.predicted)

@@ -781,3 +781,20 @@ def test_tooleyes_control_actions() -> None:
     assert react.parse(finish) == [FinalAnswer(text="42", thought="done")]
     ask = 'Thought: ask\nAction: ask_to_user\nAction Input: {"question": "which city?"}'
     assert react.parse(ask) == [AskUser(text="which city?", thought="ask")]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [10**5000, float("nan"), "\ud800", {"\udfff": 1}, b"x", {1, 2}],
+    ids=["huge-int", "nan", "surrogate", "surrogate-key", "bytes", "set"],
+)
+def test_argument_values_json_cannot_hold_are_argument_errors(value: Any) -> None:
+    """The reply parses; its arguments are no JSON data: a FormatError of kind argument_error."""
+    from toolgym.errors import ErrorKind
+    from toolgym.protocols.json_protocol import ArgumentValueError
+
+    with pytest.raises(ArgumentValueError) as caught:
+        oai(_call_message({"name": "x", "arguments": {"v": value}}))
+    assert caught.value.kind is ErrorKind.ARGUMENT_ERROR
+    with pytest.raises(ArgumentValueError):
+        jsonp({"name": "x", "args": {"v": value}})

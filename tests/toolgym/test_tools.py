@@ -227,3 +227,38 @@ def test_param_alias_publishes_names_python_cannot_spell() -> None:
     obs = ts.call(ToolCall(name="trains", arguments={"from_": "Paris"}), ctx)
     assert obs.error is not None and obs.error.kind is ErrorKind.ARGUMENT_ERROR
     assert [p["name"] for p in ts.to_teval_api_list()[0]["required_parameters"]] == ["from"]
+
+
+def test_results_json_cannot_hold_are_escaped_not_raised() -> None:
+    """A tool's result nested past the recursion limit, cyclic, infinite or a huge int: the call
+    still gives a tool_result, with the parts JSON cannot hold as `json_safe` escapes them."""
+    from toolgym.canonical import canonical_json
+
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(5000):
+        node["a"] = {}
+        node = node["a"]
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    results: dict[str, Any] = {"deep": deep, "cyclic": cyclic, "inf": float("inf"), "huge": 10**5000}
+
+    @tool
+    def odd(which: str) -> dict[str, Any]:
+        """Returns something JSON cannot hold."""
+        return {"value": results[which]}
+
+    @tool
+    def odd_failure(which: str) -> str:
+        """Fails with a payload JSON cannot hold."""
+        raise ToolError("no", data=results[which])
+
+    ctx = ToolContext(files=FileStore())
+    tools = ToolSet([odd, odd_failure])
+    for which in results:
+        obs = tools.call(ToolCall(name="odd", arguments={"which": which}), ctx)
+        assert obs.type == "tool_result" and obs.error is None, (which, obs.text)
+        json.loads(canonical_json(obs.model_dump(mode="json")))
+        json.loads(obs.text)
+        failed = tools.call(ToolCall(name="odd_failure", arguments={"which": which}), ctx)
+        assert failed.error_kind is ErrorKind.TOOL_ERROR

@@ -17,6 +17,7 @@ from toolgym.envs.agents import ScriptedAgent
 from toolgym.envs.runner import run_episode
 from toolgym.trace import (
     TRACE_SCHEMA_VERSION,
+    TraceEnd,
     TraceFormatError,
     TraceHeader,
     TraceStep,
@@ -185,3 +186,39 @@ def test_process_killed_mid_episode_leaves_a_readable_partial_trace(tmp_path: Pa
     trace = read_trace(tmp_path / "doomed.seed0.jsonl.partial")
     assert not trace.complete and trace.header.task_id == "doomed"
     assert [s.observations[0]["content"] for s in trace.steps] == [3, 7]
+
+
+def test_hostile_records_are_written_escaped_and_read_back(tmp_path: Path) -> None:
+    """Surrogates, deep raw output, NaN, bytes, huge ints: the line is still written, readable
+    UTF-8 JSON, with the documented replacements (toolgym.canonical.json_safe)."""
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(3000):
+        node["a"] = {}
+        node = node["a"]
+    header = TraceHeader(
+        task_id="t\ud800", seed=None, clock="2024-01-01T00:00:00Z", protocol="react", agent="a", tools=[]
+    )
+    path = tmp_path / "hostile.jsonl"
+    with TraceWriter(path, header) as writer:
+        writer.step(TraceStep(index=1, raw="Final Answer: \ud800 \udfff", actions=[], observations=[]))
+        writer.step(
+            TraceStep(
+                index=2,
+                raw={"role": "assistant", "tool_calls": [{"function": {"arguments": deep}}]},
+                actions=[
+                    {"type": "tool_call", "arguments": {"x": float("nan"), "b": b"\xff", "n": 10**5000}}
+                ],
+                observations=[],
+            )
+        )
+        writer.finish(TraceEnd(status="terminated", steps=2, final_answer="\ud800", reward=0.0))
+    path.read_bytes().decode("utf-8")  # strict UTF-8: every surrogate was escaped
+    trace = read_trace(path)
+    assert trace.complete and trace.header.task_id == "t\ud800"
+    assert trace.steps[0].raw == "Final Answer: \ud800 \udfff"
+    assert trace.end is not None and trace.end.final_answer == "\ud800"
+    assert trace.steps[1].actions[0]["arguments"]["x"] == "NaN"
+    assert trace.steps[1].actions[0]["arguments"]["b"] == "<bytes: b'\\xff'>"
+    assert trace.steps[1].actions[0]["arguments"]["n"].startswith("<int of about")
+    assert "nested deeper than" in json.dumps(trace.steps[1].raw)

@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, ToolCall
-from toolgym.errors import FormatError
+from toolgym.canonical import int_fits_json
+from toolgym.errors import ErrorKind, FormatError
 from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol, RawOutput
 from toolgym.tools import ToolSet
 
@@ -69,29 +70,60 @@ def strip_code_fence(text: str) -> str:
     return match.group(1).strip() if match else stripped
 
 
+class ArgumentValueError(FormatError):
+    """Arguments that decoded but are not JSON data a tool can take: nested too deep, NaN or
+    infinite, an int past Python's digit limit, non-string keys, bytes, sets, objects, text with
+    a lone surrogate (which no UTF-8 store or wire can carry). The reply itself parsed, so
+    `ToolEnv` counts the step as an `argument_error`; callers of `parse` still catch it as the
+    FormatError it is."""
+
+    kind = ErrorKind.ARGUMENT_ERROR
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def _check_text(text: str, where: str) -> None:
+    # a lone surrogate is no Unicode text: SQLite, HTTP bodies and files cannot encode it
+    found = _SURROGATE_RE.search(text)
+    if found is not None:
+        raise ArgumentValueError(
+            f"{where}: text with a lone surrogate U+{ord(found.group()):04X} is not valid Unicode"
+        )
+
+
 def json_value(value: Any, where: str, depth: int = 0) -> Any:
     """`value` as plain JSON data (dict with str keys, list, str, finite number, bool, null).
 
     `ast.literal_eval` can produce tuples, sets, bytes or complex numbers and callers may
-    hand in arbitrary objects, so everything is checked before it becomes tool arguments."""
+    hand in arbitrary objects, so everything is checked before it becomes tool arguments.
+    Failures are ArgumentValueError."""
     if depth > MAX_ARGUMENT_DEPTH:
-        raise FormatError(f"{where}: nested deeper than {MAX_ARGUMENT_DEPTH} levels")
-    if value is None or isinstance(value, (str, bool, int)):
+        raise ArgumentValueError(f"{where}: nested deeper than {MAX_ARGUMENT_DEPTH} levels")
+    if isinstance(value, str):
+        _check_text(value, where)
+        return value
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if not int_fits_json(value):
+            raise ArgumentValueError(f"{where}: an integer of {value.bit_length()} bits is not a JSON number")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise FormatError(f"{where}: {value} is not a JSON number")
+            raise ArgumentValueError(f"{where}: {value} is not a JSON number")
         return value
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise FormatError(f"{where}: object keys must be strings, got {describe_type(key)}")
+                raise ArgumentValueError(f"{where}: object keys must be strings, got {describe_type(key)}")
+            _check_text(key, where)
             out[key] = json_value(item, where, depth + 1)
         return out
     if isinstance(value, (list, tuple)):
         return [json_value(item, where, depth + 1) for item in value]
-    raise FormatError(f"{where}: {describe_type(value)} is not a JSON value")
+    raise ArgumentValueError(f"{where}: {describe_type(value)} is not a JSON value")
 
 
 def check_arguments(value: Any, where: str) -> dict[str, Any]:

@@ -1,0 +1,80 @@
+"""Canonical JSON: byte-stable, always encodable UTF-8; json_safe keeps what JSON cannot hold."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from toolgym.canonical import MAX_SAFE_DEPTH, canonical_hash, canonical_json, json_safe
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    node = root
+    for _ in range(levels):
+        node["a"] = {}
+        node = node["a"]
+    return root
+
+
+def test_plain_data_is_unchanged_and_utf8_stays_as_is() -> None:
+    value = {"b": [1, 2.5, None, True], "a": "héllo ✓ 😀"}
+    assert canonical_json(value) == '{"a":"héllo ✓ 😀","b":[1,2.5,null,true]}'
+    assert json_safe(value) == value
+
+
+@pytest.mark.parametrize("text", ["\ud800", "a\udfffb", "\udc00\ud800", "x" * 10 + "\ud83d"])
+def test_lone_surrogates_are_escaped_and_read_back(text: str) -> None:
+    line = canonical_json({"raw": text})
+    line.encode("utf-8")  # encodable: no surrogate left in the text
+    assert json.loads(line) == {"raw": text}
+    assert canonical_hash({"raw": text}) == canonical_hash({"raw": text})
+
+
+def test_a_surrogate_pair_reads_back_as_its_character() -> None:
+    # the documented edge: high then low surrogate are one character to every JSON reader
+    assert json.loads(canonical_json("\ud83d\ude00")) == "😀"
+
+
+def test_json_safe_replaces_what_json_cannot_hold() -> None:
+    class Opaque:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    safe = json_safe(
+        {
+            "nan": math.nan,
+            "inf": -math.inf,
+            "huge": 10**5000,
+            "bytes": b"\xff\x00",
+            "set": {3, 1, 2},
+            "tuple": (1, "x"),
+            "obj": Opaque(),
+            1: "int key",
+            (1, 2): "tuple key",
+        }
+    )
+    assert safe["nan"] == "NaN" and safe["inf"] == "-Infinity"
+    assert safe["huge"].startswith("<int of about 500")
+    assert safe["bytes"] == "<bytes: b'\\xff\\x00'>"
+    assert safe["set"] == [1, 2, 3] and safe["tuple"] == [1, "x"]
+    assert safe["obj"] == "<Opaque: <Opaque instance>>"  # no memory address: traces stay stable
+    assert safe["1"] == "int key" and safe["<tuple: (1, 2)>"] == "tuple key"
+    json.loads(canonical_json(safe))
+
+
+def test_json_safe_cuts_deep_and_cyclic_nesting() -> None:
+    deep = _deep(5000)
+    with pytest.raises((ValueError, RecursionError)):
+        canonical_json(deep)
+    safe = json_safe(deep)
+    node = safe
+    for _ in range(MAX_SAFE_DEPTH):
+        node = node["a"]
+    assert node == "<dict nested deeper than 100 levels>"
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    assert json.loads(canonical_json(json_safe(cyclic)))
