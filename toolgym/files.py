@@ -62,9 +62,14 @@ def _media_type(name: str | None, default: str = "application/octet-stream") -> 
 
 class FileStore:
     """Files keyed by sha256 under one directory, plus aliases (task file names such as
-    `image/astronaut.jpg`) so agents can name files the way the task announced them."""
+    `image/astronaut.jpg`) so agents can name files the way the task announced them.
 
-    def __init__(self, root: Path | str | None = None) -> None:
+    A store private to one episode is lenient: a name matches by its basename too, and a miss
+    lists the files it knows. A store shared by several clients (`shared=True`, the tool server's)
+    takes handles and exact names only, and a miss names nothing but the reference it was given."""
+
+    def __init__(self, root: Path | str | None = None, *, shared: bool = False) -> None:
+        self.shared = shared
         if root is None:
             self._tmp: tempfile.TemporaryDirectory[str] | None = tempfile.TemporaryDirectory(
                 prefix="toolgym-files-"
@@ -111,11 +116,16 @@ class FileStore:
         sha = key[len(HANDLE_PREFIX) :] if key.startswith(HANDLE_PREFIX) else key
         if sha not in self._handles:
             sha = self._aliases.get(key, "")
-            if not sha:
+            if not sha and not self.shared:
                 # agents often echo a file with another directory (GTA announces absolute paths)
                 sha = self._basenames.get(Path(key).name, "")
         handle = self._handles.get(sha)
         if handle is None:
+            if self.shared:
+                shown = key if len(key) <= 80 else key[:77] + "..."
+                raise UnknownFileError(
+                    f"no file {shown!r} on this server: pass the handle (file:<sha256>) of a file uploaded to it"
+                )
             known = sorted(self._aliases)[:10]
             raise UnknownFileError(f"no file {ref!r} in the file store; known files: {known}")
         return StoredFile(handle, self._blob_path(sha))

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from toolgym.actions import Observation, ToolCall
 from toolgym.errors import HTTP_STATUS, ErrorKind, ToolgymError, redact_paths
-from toolgym.files import HANDLE_PREFIX, FileHandle, FileStore, StoredFile, UnknownFileError
+from toolgym.files import HANDLE_PREFIX, FileHandle, FileStore
 from toolgym.tools import DEFAULT_CLOCK, BaseTool, ToolContext, result_observation, to_json_value
 
 from .batching import Batcher, BatchInvocable, QueueFull
@@ -88,25 +88,6 @@ def _error(kind: ErrorKind, message: str, name: str, data: Any = None) -> Observ
     return Observation.from_error(kind, redact_paths(message), tool=name, content=to_json_value(data))
 
 
-class ServerFileStore(FileStore):
-    """The server's file store, shared by all its clients. A file argument is the handle
-    (`file:<sha256>`) of an uploaded file or the exact name it was uploaded under; no basename
-    guessing, and a miss names nothing but the reference the client sent (never the store's
-    other files or its directory)."""
-
-    def resolve(self, ref: str) -> StoredFile:
-        key = ref.strip()
-        sha = key[len(HANDLE_PREFIX) :] if key.startswith(HANDLE_PREFIX) else key
-        if sha not in self._handles:
-            sha = self._aliases.get(key, "")
-        if sha not in self._handles:
-            shown = key if len(key) <= 80 else key[:77] + "..."
-            raise UnknownFileError(
-                f"no file {shown!r} on this server: pass the handle (file:<sha256>) of a file uploaded to it"
-            )
-        return super().resolve(HANDLE_PREFIX + sha)
-
-
 def execute(t: BaseTool, arguments: Mapping[str, Any], ctx: ToolContext) -> Observation:
     """One call, exactly as `ToolSet.call` does it: every failure becomes a typed observation."""
     try:
@@ -134,7 +115,7 @@ class ToolRuntime:
         self, providers: Sequence[ToolProvider], config: ServerConfig, files: FileStore | None = None
     ) -> None:
         self.config = config
-        self.files = files or ServerFileStore(config.files_dir)
+        self.files = files or FileStore(config.files_dir, shared=True)
         by_name: dict[str, ToolProvider] = {}
         for p in providers:
             if p.name in by_name:
