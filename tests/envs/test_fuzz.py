@@ -26,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.hostile import REPLY_FRAGMENTS
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, ToolCall
 from toolgym.envs.demo import demo_tasks_path, mock_task_paths
 from toolgym.envs.runner import run_episode
@@ -110,38 +111,7 @@ _INITIAL: dict[tuple[str, str, str], str | None] = {}
 
 
 # ---- strategies ------------------------------------------------------------------------------
-_LABELS = [
-    "Thought: ",
-    "Action: ",
-    "Action Input: ",
-    "Final Answer: ",
-    "Ask User: ",
-    "Observation: ",
-    "Action: none",
-    "Action: ask_user",
-    "Action: FinishAction",
-    "```json\n",
-    "```",
-    "{",
-    "}",
-    "[",
-    "]",
-    '"',
-    "'",
-    "\n",
-    ":",
-    ",",
-    '{"name": ',
-    '"args": ',
-    '{"role": "assistant", "tool_calls": [',
-    '{"function": {"name": ',
-    '"arguments": ',
-    "NaN",
-    "1e999",
-    "\ud800",
-    "\udfff",
-    '"\\ud800"',
-]
+_LABELS = REPLY_FRAGMENTS
 # long fragments, built on draw so that strategy reprs stay short
 _LONG_LABELS = ("9" * 5000, '{"a":' * 200, '{"a":' * 3000)
 _ODD_VALUES: list[Any] = [

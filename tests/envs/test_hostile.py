@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.hostile import nested_dict
 from toolgym.actions import FinalAnswer, NoCall, ToolCall
 from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
@@ -36,15 +37,6 @@ BANKING = Task(
     ],  # a write: the reward scores the world's state
     max_steps=8,
 )
-
-
-def nested(levels: int) -> dict[str, Any]:
-    root: dict[str, Any] = {}
-    node = root
-    for _ in range(levels):
-        node["a"] = {}
-        node = node["a"]
-    return root
 
 
 def nested_text(levels: int) -> str:
@@ -81,8 +73,8 @@ class Opaque:
 
 
 STRUCTURED: dict[str, Any] = {
-    "nested-500": nested(500),
-    "nested-5000": nested(5000),
+    "nested-500": nested_dict(500),
+    "nested-5000": nested_dict(5000),
     "cyclic": _cyclic(),
     "nan": math.nan,
     "infinity": math.inf,
@@ -128,10 +120,10 @@ HOSTILE_TEXT: dict[str, list[Any]] = {
         "Final Answer: " + "x" * 1_000_000,
     ],
     "json": [
-        json.dumps({"name": "get_balance", "args": nested(500)}),
+        json.dumps({"name": "get_balance", "args": nested_dict(500)}),
         '{"name": "get_balance", "args": ' + nested_text(5000) + "}",
         '{"name": "get_balance", "args": {"account_id": "\ud800"}}',
-        {"name": "get_balance", "args": {"account_id": nested(600)}},
+        {"name": "get_balance", "args": {"account_id": nested_dict(600)}},
         "x" * 1_000_000,
     ],
     "openai": [
@@ -145,7 +137,7 @@ HOSTILE_TEXT: dict[str, list[Any]] = {
         },
         {
             "role": "assistant",
-            "tool_calls": [{"function": {"name": "get_balance", "arguments": nested(5000)}}],
+            "tool_calls": [{"function": {"name": "get_balance", "arguments": nested_dict(5000)}}],
         },
         {
             "role": "assistant",
@@ -307,7 +299,7 @@ HOSTILE_REACT: list[Any] = [
     'Thought: \ud800\nAction: Calculator\nAction Input: {"expression": "\udfff"}',
     f"Action: Calculator\nAction Input: {nested_text(500)}",
     f"Action: Calculator\nAction Input: {nested_text(5000)}",
-    ToolCall(name="Calculator", arguments={"expression": nested(5000)}),
+    ToolCall(name="Calculator", arguments={"expression": nested_dict(5000)}),
     "z" * 1_000_000,
     "Final Answer: done \ud800",
 ]

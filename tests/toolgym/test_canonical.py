@@ -8,16 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests.hostile import nested_dict
 from toolgym.canonical import MAX_SAFE_DEPTH, canonical_hash, canonical_json, json_safe
-
-
-def _deep(levels: int) -> dict[str, Any]:
-    root: dict[str, Any] = {}
-    node = root
-    for _ in range(levels):
-        node["a"] = {}
-        node = node["a"]
-    return root
 
 
 def test_plain_data_is_unchanged_and_utf8_stays_as_is() -> None:
@@ -67,7 +59,7 @@ def test_json_safe_replaces_what_json_cannot_hold() -> None:
 
 
 def test_json_safe_cuts_deep_and_cyclic_nesting() -> None:
-    deep = _deep(5000)
+    deep = nested_dict(5000)
     with pytest.raises((ValueError, RecursionError)):
         canonical_json(deep)
     safe = json_safe(deep)

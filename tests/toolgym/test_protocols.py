@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.hostile import REPLY_FRAGMENTS
 from tests.shared_data import MTU_DIR
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
 from toolgym.errors import FormatError
@@ -568,34 +569,7 @@ def test_deeply_nested_or_cyclic_argument_objects_are_format_errors() -> None:
 
 
 # ---- fuzzing: only FormatError ever escapes --------------------------------------------------
-_LABELS = [
-    "Thought: ",
-    "Action: ",
-    "Action Input: ",
-    "Final Answer: ",
-    "Ask User: ",
-    "Observation: ",
-    "Action: none",
-    "Action: ask_user",
-    "Action: FinishAction",
-    "```json\n",
-    "```",
-    "{",
-    "}",
-    "[",
-    "'",
-    '"',
-    "\n",
-    '{"name": "x", "args": ',
-    '{"role": "assistant", "tool_calls": [',
-    '{"function": {"name": "x", "arguments": ',
-    "get_weather",
-    '{"city": "Paris"}',
-    "{'a': (1, 2)}",
-    "NaN",
-    "1e999",
-    "9" * 5000,
-]
+_LABELS = [*REPLY_FRAGMENTS, "9" * 5000]
 _FRAGMENTS = st.lists(st.sampled_from(_LABELS) | st.text(max_size=12), max_size=14).map("".join)
 _ANY_TEXT = st.text(max_size=300) | _FRAGMENTS | st.binary(max_size=64).map(lambda b: b.decode("latin-1"))
 _ANY_VALUE = st.recursive(
