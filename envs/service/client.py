@@ -116,6 +116,7 @@ class RemoteToolEnv(gym.Env[str, Any]):
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
         )
         self._ws: ClientConnection | None = None
+        self._connections = contextlib.ExitStack()
         self._live = False  # a session holds an episode the server will step
 
     # ---- gymnasium ---------------------------------------------------------------------------
@@ -216,11 +217,14 @@ class RemoteToolEnv(gym.Env[str, Any]):
     def _ws_call(self, message: dict[str, Any]) -> dict[str, Any]:
         try:
             if self._ws is None:
-                self._ws = connect(
-                    _ws_url(self.url),
-                    additional_headers=self._headers,
-                    open_timeout=self.connect_timeout_s,
-                    max_size=None,
+                # entered as a context manager: the only form websockets >= 17.1 keeps undeprecated
+                self._ws = self._connections.enter_context(
+                    connect(
+                        _ws_url(self.url),
+                        additional_headers=self._headers,
+                        open_timeout=self.connect_timeout_s,
+                        max_size=None,
+                    )
                 )
             self._ws.send(json.dumps(message))
             raw = self._ws.recv(timeout=self.timeout_s)
@@ -256,11 +260,10 @@ class RemoteToolEnv(gym.Env[str, Any]):
 
     def _disconnect(self) -> None:
         if self._ws is not None:
-            try:
+            with contextlib.suppress(OSError, WebSocketException):  # a dead connection has nothing to close
                 self._ws.send(json.dumps({"type": "close"}))
-                self._ws.close()
-            except (OSError, WebSocketException):
-                pass  # a dead connection has nothing to close
+            with contextlib.suppress(OSError, WebSocketException):
+                self._connections.close()
             self._ws = None
 
     def _info(self, observation: Mapping[str, Any]) -> dict[str, Any]:

@@ -52,14 +52,14 @@ def env_server(
     unchanged), server-side traces; needs `pip install 'toolgym[service]'`."""
     from rich.console import Console
 
+    from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig
     from toolgym.mocks.service.server import InsecureBindError, check_bind
     from toolgym.toolservers.commands import names_option
 
     console = Console(stderr=True)
     try:
         check_bind(host, token)
-        from toolgym.envs.service.app import create_app
-        from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig
+        from toolgym.envs.service.app import create_app  # openenv-core: an ImportError names the extra
 
         catalog = Catalog.build(
             task_files=tasks or (),
