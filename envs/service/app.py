@@ -26,6 +26,7 @@ the limit), `capacity` (503), `infra_error`
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hmac
 import json
@@ -36,6 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocketDisconnect
 
 from toolgym.envs.service import OPENENV_MISSING
 from toolgym.envs.service.catalog import Catalog, ServiceError
@@ -221,6 +223,22 @@ class _WebSocketBearer:
         await self.app(scope, receive, send)
 
 
+class _QuietDisconnect:
+    """openenv's `/ws` handler closes the socket after the client has gone and lets starlette's
+    WebSocketDisconnect escape (it catches RuntimeError only); the session is already destroyed
+    by then, so the exception is noise in the server log, not a fault."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        with contextlib.suppress(WebSocketDisconnect):
+            await self.app(scope, receive, send)
+
+
 def create_app(
     catalog: Catalog,
     *,
@@ -260,7 +278,7 @@ def create_app(
 
     _add_session_routes(app, _Sessions(server), catalog, trace_dir)
     server.register_routes(app, mode=ServerMode.PRODUCTION)
-    wrapped: ASGIApp = BodyLimit(app, max_body_bytes)
+    wrapped: ASGIApp = BodyLimit(_QuietDisconnect(app), max_body_bytes)
     if token:
         wrapped = BearerAuth(_WebSocketBearer(wrapped, token), token, PUBLIC_PATHS)
     return wrapped
