@@ -51,6 +51,7 @@ def env_server(
     """Serve ToolEnv sessions: OpenEnv's /reset, /step, /state, /schema and /ws (GenericEnvClient works
     unchanged), server-side traces; needs `pip install 'toolgym[service]'`."""
     from rich.console import Console
+    from rich.markup import escape
 
     from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig
     from toolgym.mocks.service.server import InsecureBindError, check_bind
@@ -59,7 +60,6 @@ def env_server(
     console = Console(stderr=True)
     try:
         check_bind(host, token)
-        from toolgym.envs.service.app import create_app  # openenv-core: an ImportError names the extra
 
         catalog = Catalog.build(
             task_files=tasks or (),
@@ -68,8 +68,9 @@ def env_server(
             token=token,
             defaults=SessionConfig(tasks=default_tasks, protocol=protocol, reward=reward),
         )
+        from toolgym.envs.service.app import create_app  # openenv-core: an ImportError names the extra
     except (InsecureBindError, ImportError, ServiceError, ValueError, OSError) as exc:
-        console.print(f"[red]cannot start the env service:[/red] {exc}")
+        console.print(f"[red]cannot start the env service:[/red] {escape(str(exc))}")
         raise typer.Exit(code=2) from None
     import uvicorn
 

@@ -248,7 +248,6 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
             name="toolgym",
             description="toolgym ToolEnv sessions: tasks, real tools and deterministic mock apps",
             version=toolgym_version(),
-            documentation_url="https://github.com/toolgym/toolgym#env-service",
         )
 
     def close(self) -> None:

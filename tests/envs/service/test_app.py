@@ -23,7 +23,13 @@ from toolgym.envs.agents import OracleAgent
 from toolgym.envs.runner import run_episode
 from toolgym.envs.service.app import create_app
 from toolgym.envs.service.catalog import Catalog
+from toolgym.envs.tool_env import ToolEnv
 from toolgym.protocols.base import MAX_OUTPUT_CHARS
+from toolgym.tasks import TaskSet
+from toolgym.tools import ToolSet
+from toolgym.toolservers.gta.calculator import calculator
+from toolgym.toolservers.server import ServerConfig, ServerThread
+from toolgym.toolservers.server import create_app as create_tool_server
 from toolgym.trace import read_trace
 
 from .support import (
@@ -361,3 +367,25 @@ def test_idle_sessions_are_reaped(catalog: Catalog, tmp_path: Path) -> None:
         assert end is not None and end.status == "aborted"
     finally:
         server.stop()
+
+
+def test_tools_of_a_remote_tool_server(tmp_path: Path) -> None:
+    """A session's tools may live on a `toolgym serve` server (the operator's --tool-server)."""
+    tasks = tmp_path / "calc.jsonl"
+    tasks.write_text('{"id": "calc-1", "query": "290 // 5?", "tools": ["Calculator"]}\n')
+    call = 'Thought: divide\nAction: Calculator\nAction Input: {"expression": "290 // 5"}'
+    with ServerThread(create_tool_server([calculator], ServerConfig(mcp=False))) as tool_url:
+        catalog = Catalog.build(task_files=[tasks], tools=ToolSet(), tool_servers=[tool_url])
+        assert catalog.tools.names == ["Calculator"]
+        server = serve(create_app(catalog, trace_dir=tmp_path / "traces"))
+        try:
+            with GenericEnvClient(base_url=server.url).sync() as remote:
+                remote.reset(task_id="calc-1", config={"tasks": "calc"})
+                result = remote.step({"text": call})
+        finally:
+            server.stop()
+    env = ToolEnv(ToolSet([calculator]), TaskSet.load(tasks))
+    env.reset(options={"task": "calc-1"})
+    obs, *_ = env.step(call)
+    env.close()
+    assert result.observation["text"] == obs and "58" in obs

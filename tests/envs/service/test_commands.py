@@ -16,6 +16,17 @@ def test_no_token_beyond_loopback() -> None:
     assert "token" in result.output
 
 
+def test_without_openenv_the_command_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['openenv'] = None\n"
+        "from typer.testing import CliRunner\n"
+        "from toolgym.cli import app\n"
+        "print(CliRunner().invoke(app, ['env-server']).output)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "pip install 'toolgym[service]'" in " ".join(out.split())
+
+
 def test_bad_default_task_set() -> None:
     result = CliRunner().invoke(app, ["env-server", "--default-tasks", "nope"])
     assert result.exit_code == 2
