@@ -7,7 +7,7 @@
 It speaks the service's wire protocol itself (OpenEnv's, over a WebSocket by default, or the
 stateful HTTP routes with `transport="http"`), so it needs no openenv-core install, and vector
 envs and RL loops take it like any env. Observations, rewards and `info` are the server-side
-ToolEnv's (`info["timing"]` as plain numbers; `info["session_id"]` added).
+ToolEnv's (`info["timing"]` the server's `Timing`; `info["session_id"]` added).
 
 A server that cannot be reached, dies or answers garbage is an `infra_error` observation, never an
 exception: reset returns it as the observation, step returns it with `truncated=True` (the
@@ -30,7 +30,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from toolgym.actions import AskUser, FinalAnswer, NoCall, Observation, ToolCall
 from toolgym.envs.spaces import AnyText
-from toolgym.envs.tool_env import MAX_OBSERVATION_CHARS
+from toolgym.envs.tool_env import MAX_OBSERVATION_CHARS, Timing
 from toolgym.errors import ErrorKind
 from toolgym.protocols.base import MAX_OUTPUT_CHARS
 
@@ -268,6 +268,12 @@ class RemoteToolEnv(gym.Env[str, Any]):
 
     def _info(self, observation: Mapping[str, Any]) -> dict[str, Any]:
         info = dict(observation.get("info") or {})
+        timing = info.get("timing")
+        if isinstance(timing, Mapping):  # ToolEnv's own type: equal infos compare equal, as in-process
+            info["timing"] = Timing(
+                latency_s=float(timing.get("latency_s", 0.0)),
+                tool_latency_s=float(timing.get("tool_latency_s", 0.0)),
+            )
         info["session_id"] = observation.get("session_id")
         return info
 

@@ -68,6 +68,16 @@ def read_trace_bytes(data: bytes) -> list[dict[str, Any]]:
     return [json.loads(line) for line in data.decode().splitlines()]
 
 
+def test_gymnasium_env_checker(served: Served) -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    env = RemoteToolEnv(served.url, config=CONFIG)
+    try:
+        check_env(env, skip_render_check=True)
+    finally:
+        env.close()
+
+
 def test_vector_env_of_remote_envs(served: Served, catalog: Catalog) -> None:
     local = local_env(catalog)
     raws = golden_outputs(local)
