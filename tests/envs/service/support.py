@@ -3,6 +3,7 @@ task set, an in-process ToolEnv on the same tools as the reference, a tool that 
 
 from __future__ import annotations
 
+import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,13 @@ class Served:
     url: str
     trace_dir: Path
     server: ThreadedServer
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
 
 
 def serve(app: Any, ws_max_size: int | None = None) -> ThreadedServer:

@@ -5,32 +5,20 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import httpx
 import pytest
 
 from toolgym.envs.service.catalog import Catalog
 from toolgym.envs.service.client import RemoteEnvError, RemoteToolEnv, step_body
 from toolgym.trace import read_trace
 
-from .support import TASK_ID, TASK_SET, Served, golden_outputs, local_env, without_timing
+from .support import TASK_ID, TASK_SET, Served, free_port, golden_outputs, local_env, without_timing
 
 CONFIG = {"tasks": TASK_SET}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.mark.parametrize("transport", ["ws", "http"])
@@ -129,49 +117,6 @@ def test_wrong_token_is_an_infra_error(served: Served) -> None:
         assert not env.reset(seed=0, options={"task": TASK_ID})[0].startswith("infra_error")
     finally:
         env.close()
-
-
-@pytest.fixture
-def server_process(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
-    """`toolgym env-server` in its own process, to be killed by the test."""
-    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
-    port = free_port()
-    trace_dir = tmp_path / "traces"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "toolgym.cli",
-            "env-server",
-            "--port",
-            str(port),
-            "--trace-dir",
-            str(trace_dir),
-        ],
-        env={
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(Path.cwd()), os.environ.get("PYTHONPATH", "")]),
-        },
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, "the env server exited"
-            assert time.monotonic() < deadline, "the env server did not start"
-            time.sleep(0.2)
-        yield url, proc, trace_dir
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(30)
 
 
 @pytest.mark.parametrize("transport", ["ws", "http"])
