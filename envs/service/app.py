@@ -18,10 +18,10 @@ those three out) and serves them here with the same bodies and responses plus a 
 HTTP sessions live in openenv's session table (through `_Sessions`, the one place that touches
 its private methods; openenv-core is pinned below 0.4), so the capacity limit and the reaper
 count both kinds. Errors are typed: `{"ok": false, "error": {"kind", "message"}}` with
-`unknown_session` (404), `not_reset`, `episode_over`, `session_busy` (409), `session_closed`
-(410), `not_found` (404, a path the service has not), `argument_error` (422, 413 for a body over
-the limit), `capacity` (503), `infra_error`
-(500). Over the WebSocket, openenv's error message starts with `[kind]`.
+`unknown_session`, `unknown_trace`, `not_found` (404), `not_reset`, `episode_over`,
+`session_busy` (409), `session_closed` (410), `argument_error` (422; 413 for a body over the
+limit), `capacity` (503), `infra_error` (500). Over the WebSocket, openenv's error message starts
+with `[kind]`.
 """
 
 from __future__ import annotations
