@@ -9,9 +9,10 @@ stateful HTTP routes with `transport="http"`), so it needs no openenv-core insta
 envs and RL loops take it like any env. Observations, rewards and `info` are the server-side
 ToolEnv's (`info["timing"]` the server's `Timing`; `info["session_id"]` added).
 
-A server that cannot be reached, dies or answers garbage is an `infra_error` observation, never an
-exception: reset returns it as the observation, step returns it with `truncated=True` (the
-session is gone with the connection), and the next reset opens a new session. A request the
+A server that cannot be reached, dies, answers garbage, is full or has lost the session (reaped
+when idle) is an `infra_error` observation, never an exception: reset returns it as the
+observation, step returns it with `truncated=True` (the session is gone), and the next reset
+opens a new session. A request the
 server refuses (step after the episode ended, an unknown task) raises `RemoteEnvError`, as the
 same misuse raises in-process.
 """
@@ -21,11 +22,11 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Mapping
-from typing import Any, Literal, SupportsFloat
+from typing import Any, Literal, NoReturn, SupportsFloat
 
 import gymnasium as gym
 import httpx
-from websockets.exceptions import WebSocketException
+from websockets.exceptions import ConnectionClosed, WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
 from toolgym.actions import AskUser, FinalAnswer, NoCall, Observation, ToolCall
@@ -48,7 +49,17 @@ class RemoteEnvError(RuntimeError):
 
 
 class _Unreachable(Exception):
-    """The transport failed: no server, a dropped connection, a torn or non-JSON answer."""
+    """The transport failed: no server, a dropped connection, a torn or non-JSON answer, a
+    server that cannot take a session (full, or its env factory failed)."""
+
+
+class _SessionLost(_Unreachable):
+    """The server no longer has the session (reaped when idle, closed): not the agent's doing."""
+
+
+# refusals that are the infrastructure's, not the caller's: an infra_error, never an exception
+_LOST_KINDS = frozenset({"session_closed", "unknown_session"})
+_SERVER_KINDS = frozenset({"capacity", "capacity_reached", "factory_error", "session_error", "infra_error"})
 
 
 def _ws_url(url: str) -> str:
@@ -137,10 +148,8 @@ class RemoteToolEnv(gym.Env[str, Any]):
         try:
             try:
                 payload = self._call("reset", data)
-            except RemoteEnvError as exc:
-                if exc.kind != "unknown_session":
-                    raise
-                self._live = False  # the server reaped or lost the session: open a new one
+            except _SessionLost:
+                self._live = False  # the server reaped or closed the session: open a new one
                 payload = self._call("reset", data)
         except _Unreachable as exc:
             self._live = False
@@ -208,8 +217,13 @@ class RemoteToolEnv(gym.Env[str, Any]):
     def _call(self, kind: Literal["reset", "step"], data: dict[str, Any]) -> dict[str, Any]:
         if self.transport == "ws":
             return self._ws_call({"type": kind, "data": data})
-        if kind == "reset" and self.session_id is not None and self._live:
-            data = {**data, "session_id": self.session_id}
+        if kind == "reset" and self.session_id is not None:
+            if self._live:
+                data = {**data, "session_id": self.session_id}
+            else:  # an episode lost to the infrastructure: leave nothing behind on the server
+                with contextlib.suppress(httpx.HTTPError):
+                    self._http.post("/close", json={"session_id": self.session_id})
+                self.session_id = None
         elif kind == "step":
             data = {"session_id": self.session_id, "action": data}
         return self._http_call("POST", f"/{kind}", json=data)
@@ -226,7 +240,9 @@ class RemoteToolEnv(gym.Env[str, Any]):
                         max_size=None,
                     )
                 )
-            self._ws.send(json.dumps(message))
+            # a server that refuses a session says why, then closes: a failed send reads it below
+            with contextlib.suppress(ConnectionClosed):
+                self._ws.send(json.dumps(message))
             raw = self._ws.recv(timeout=self.timeout_s)
             reply = json.loads(raw)
         except (OSError, TimeoutError, WebSocketException, ValueError) as exc:
@@ -242,9 +258,18 @@ class RemoteToolEnv(gym.Env[str, Any]):
             said = str(data.get("message", "unknown error"))
             kind, _, text = said.partition("] ")
             if kind.startswith("[") and text:
-                raise RemoteEnvError(kind[1:], text)
-            raise RemoteEnvError(str(data.get("code", "error")).lower(), said)
+                kind = kind[1:]
+            else:
+                kind, text = str(data.get("code", "error")).lower(), said
+            self._refused(kind, text)
         return data
+
+    def _refused(self, kind: str, message: str) -> NoReturn:
+        """A refusal: the infrastructure's (lost session, full server) or the caller's."""
+        if kind in _LOST_KINDS or kind in _SERVER_KINDS:
+            self._disconnect()  # a WebSocket's session is its connection: the next call opens another
+            raise (_SessionLost if kind in _LOST_KINDS else _Unreachable)(f"{kind}: {message}")
+        raise RemoteEnvError(kind, message)
 
     def _http_call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         try:
@@ -255,7 +280,7 @@ class RemoteToolEnv(gym.Env[str, Any]):
         if response.status_code >= 500 or not isinstance(body, dict):
             raise _Unreachable(f"HTTP {response.status_code}: {response.text[:200]}")
         if response.status_code != 200:
-            raise RemoteEnvError(*_error_of(response))
+            self._refused(*_error_of(response))
         return body
 
     def _disconnect(self) -> None:

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import httpx
 import pytest
 
 from toolgym.envs.service.catalog import Catalog
 from toolgym.envs.service.client import RemoteEnvError, RemoteToolEnv, step_body
 from toolgym.trace import read_trace
 
-from .support import TASK_ID, TASK_SET, Served, free_port, golden_outputs, local_env, without_timing
+from .support import TASK_ID, TASK_SET, Served, free_port, golden_outputs, local_env, serve, without_timing
 
 CONFIG = {"tasks": TASK_SET}
 
@@ -96,6 +97,42 @@ def test_structured_actions_and_messages_on_the_wire() -> None:
     }
     with pytest.raises(TypeError):
         step_body(3)
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_a_full_server_is_an_infra_error(catalog: Catalog, tmp_path: Path, transport: Any) -> None:
+    from toolgym.envs.service.app import create_app
+
+    server = serve(create_app(catalog, trace_dir=tmp_path, max_sessions=1))
+    first = RemoteToolEnv(server.url, config=CONFIG, transport=transport)
+    second = RemoteToolEnv(server.url, config=CONFIG, transport=transport)
+    try:
+        assert not first.reset(seed=0)[0].startswith("infra_error")
+        obs, info = second.reset(seed=0)
+        assert obs.startswith("infra_error:") and "capacity" in obs and info["error_kinds"] == ["infra_error"]
+        first.close()  # a slot frees up: the next reset gets a session
+        assert not second.reset(seed=0)[0].startswith("infra_error")
+    finally:
+        first.close()
+        second.close()
+        server.stop()
+
+
+def test_a_session_lost_on_the_server_is_an_infra_error(served: Served, catalog: Catalog) -> None:
+    local = local_env(catalog)
+    env = RemoteToolEnv(served.url, config=CONFIG, transport="http")
+    try:
+        env.reset(seed=0, options={"task": TASK_ID})
+        lost = env.session_id
+        httpx.post(f"{served.url}/close", json={"session_id": lost})  # as the idle reaper would
+        obs, reward, terminated, truncated, info = env.step(golden_outputs(local)[0])
+        assert obs.startswith("infra_error:") and (reward, terminated, truncated) == (0.0, False, True)
+        obs, info = env.reset(seed=0, options={"task": TASK_ID})  # a new session, the episode again
+        assert "error_kinds" not in info  # a reset's info, not an infra error's
+        assert env.session_id not in (None, lost) and obs == local.reset(seed=0, options={"task": TASK_ID})[0]
+    finally:
+        env.close()
+        local.close()
 
 
 @pytest.mark.parametrize("transport", ["ws", "http"])
