@@ -49,11 +49,12 @@ def env_server(
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
 ) -> None:
     """Serve ToolEnv sessions: OpenEnv's /reset, /step, /state, /schema and /ws (GenericEnvClient works
-    unchanged), server-side traces; needs `pip install 'toolgym[service]'`."""
+    unchanged), server-side traces; needs toolgym's `service` extra (openenv-core)."""
     from rich.console import Console
     from rich.markup import escape
 
     from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig
+    from toolgym.errors import ToolgymError
     from toolgym.mocks.service.server import InsecureBindError, check_bind
     from toolgym.toolservers.commands import names_option
 
@@ -69,7 +70,7 @@ def env_server(
             defaults=SessionConfig(tasks=default_tasks, protocol=protocol, reward=reward),
         )
         from toolgym.envs.service.app import create_app  # openenv-core: an ImportError names the extra
-    except (InsecureBindError, ImportError, ServiceError, ValueError, OSError) as exc:
+    except (InsecureBindError, ImportError, ServiceError, ToolgymError, ValueError, OSError) as exc:
         console.print(f"[red]cannot start the env service:[/red] {escape(str(exc))}")
         raise typer.Exit(code=2) from None
     import uvicorn

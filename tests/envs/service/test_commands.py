@@ -58,6 +58,12 @@ def test_without_openenv_the_command_names_the_extra() -> None:
     assert "pip install 'toolgym[service]'" in " ".join(out.split())
 
 
+def test_unreachable_tool_server() -> None:
+    result = CliRunner().invoke(app, ["env-server", "--tool-server", "http://127.0.0.1:1"])
+    assert result.exit_code == 2
+    assert "cannot start the env service" in result.output
+
+
 def test_bad_default_task_set() -> None:
     result = CliRunner().invoke(app, ["env-server", "--default-tasks", "nope"])
     assert result.exit_code == 2
