@@ -1,7 +1,7 @@
 """The env service's ASGI app: openenv-core's `HTTPEnvServer` plus stateful HTTP sessions.
 
 What comes from openenv-core unchanged: `/ws` (a session per connection: reset, step, state,
-close messages), `/schema`, `/health`, `/metadata`, the session table with its capacity limit,
+close messages), `/health`, `/metadata`, the session table with its capacity limit,
 per-session executor threads and idle reaper. openenv's own HTTP `/reset`, `/step` and `/state`
 are stateless (each request builds and closes a fresh env), which cannot hold a multi-step
 toolgym episode, so the server registers openenv's routes in its "production" mode (which leaves
@@ -12,7 +12,8 @@ those three out) and serves them here with the same bodies and responses plus a 
   `observation.session_id` names the session;
 - `POST /step` `{session_id, action: {text | message | action}}`, `GET /state?session_id=`,
   `POST /close {session_id}`;
-- `GET /sessions`, `GET /catalog`, `GET /sessions/{id}/traces[/{file}]` (a session's traces,
+- `GET /schema` (openenv's answer, with the session state's own schema), `GET /sessions`,
+  `GET /catalog`, `GET /sessions/{id}/traces[/{file}]` (a session's traces,
   WebSocket sessions' included, also after the session closed).
 
 HTTP sessions live in openenv's session table (through `_Sessions`, the one place that touches
@@ -47,6 +48,7 @@ from toolgym.envs.service.environment import (
     ToolgymAction,
     ToolgymEnvironment,
     ToolgymObservation,
+    ToolgymState,
 )
 from toolgym.toolservers.server.http import BearerAuth, BodyLimit, error_body, json_response
 
@@ -184,6 +186,17 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
             for sid, info in list(server._session_info.items())
         ]
         return json_response({"sessions": rows, "max_sessions": server.max_concurrent_envs})
+
+    @app.get("/schema")
+    async def schema() -> Response:
+        # openenv's own /schema (registered after this one) gives the base State's schema
+        return json_response(
+            {
+                "action": ToolgymAction.model_json_schema(),
+                "observation": ToolgymObservation.model_json_schema(),
+                "state": ToolgymState.model_json_schema(),
+            }
+        )
 
     @app.get("/catalog")
     async def get_catalog() -> Response:

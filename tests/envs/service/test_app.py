@@ -148,6 +148,7 @@ def test_http_sessions_speak_openenv_bodies(served: Served, catalog: Catalog, tm
         assert TASK_SET in catalog_view["task_sets"] and "task" in catalog_view["rewards"]
         schema = http.get("/schema").json()
         assert {"text", "message", "action"} <= set(schema["action"]["properties"])
+        assert {"state_hash", "error_counts", "trace"} <= set(schema["state"]["properties"])
     local.close()
     assert fetch_trace(served.url, session_id, state["trace"]) == reference_trace(catalog, tmp_path)
 
