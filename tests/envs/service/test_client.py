@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,30 @@ def test_a_session_lost_on_the_server_is_an_infra_error(served: Served, catalog:
     finally:
         env.close()
         local.close()
+
+
+def test_a_websocket_session_reaped_while_idle(catalog: Catalog, tmp_path: Path) -> None:
+    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
+    from toolgym.envs.service.app import create_app
+
+    local = local_env(catalog)
+    server = serve(create_app(catalog, trace_dir=tmp_path, idle_timeout_s=0.5))
+    env = RemoteToolEnv(server.url, config=CONFIG)
+    try:
+        env.reset(seed=0, options={"task": TASK_ID})
+        reaped = env.session_id
+        deadline = time.monotonic() + 30  # openenv's reaper wakes every max(timeout / 4, 5) s
+        while httpx.get(f"{server.url}/sessions").json()["sessions"]:
+            assert time.monotonic() < deadline, "the session was not reaped"
+            time.sleep(0.05)
+        obs, _, _, truncated, _ = env.step(golden_outputs(local)[0])
+        assert obs.startswith("infra_error:") and "session_closed" in obs and truncated
+        obs, _ = env.reset(seed=0, options={"task": TASK_ID})  # a new connection, a new session
+        assert env.session_id != reaped and obs == local.reset(seed=0, options={"task": TASK_ID})[0]
+    finally:
+        env.close()
+        local.close()
+        server.stop()
 
 
 @pytest.mark.parametrize("transport", ["ws", "http"])
