@@ -132,6 +132,10 @@ from toolgym.recorder.commands import register as register_recorder  # noqa: E40
 
 register_recorder(app)
 register_evaluation(app)
+# env service (env-server)             -- envs/service/commands.py
+from toolgym.envs.service.commands import env_server  # noqa: E402
+
+app.command(name="env-server")(env_server)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,171 @@
+"""What an env-service session may be made of: the server's catalog (task sets, tools, rewards)
+and a session's choice among them (`SessionConfig`).
+
+A client never names a file path or a URL the server did not offer: task sets are bundled names
+or files the operator passed at start (`--tasks`), remote tool servers are the operator's
+(`--tool-server`). Otherwise a client could make the server read any file or call any address.
+No openenv import here: the catalog is plain toolgym.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolgym.envs.demo import demo_tasks_path, mock_task_paths
+from toolgym.envs.rewards import RewardFn, answer_reward, state_scores, task_scores
+from toolgym.protocols import get_protocol
+from toolgym.tasks import TaskSet
+from toolgym.tools import ToolSet
+
+REWARDS: dict[str, RewardFn] = {"task": task_scores, "answer": answer_reward, "state": state_scores}
+
+
+class ServiceError(Exception):
+    """A request the service refuses, with the kind clients branch on (HTTP: the `error.kind` of
+    the body; WebSocket: the message, which starts with `[kind]`)."""
+
+    status = 400
+
+    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
+        super().__init__(f"[{kind}] {message}")
+        self.kind = kind
+        self.message = message
+        if status is not None:
+            self.status = status
+
+
+class SessionConfig(BaseModel):
+    """A session's episode set-up, chosen by the client at reset (`config`); what it leaves
+    unset takes the server's defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tasks: str | None = Field(None, description="a task set the server offers, by name")
+    tools: list[str] | None = Field(
+        None, description="a subset of the server's tools (default: all; a task narrows it further)"
+    )
+    protocol: str | None = Field(None, description="action protocol: react, json, openai")
+    reward: str | None = Field(None, description=f"reward function: {', '.join(REWARDS)}")
+    seed: int | None = Field(None, ge=0, description="episode seed when reset names none")
+    max_steps: int | None = Field(None, ge=1, le=10_000)
+
+
+def bundled_task_sets() -> dict[str, Path]:
+    """The task sets shipped with toolgym by name: `demo` and each mock-app set (`ctool`, `mtu`, `teval`)."""
+    return {"demo": demo_tasks_path(), **{p.stem: p for p in mock_task_paths()}}
+
+
+@dataclass
+class Catalog:
+    """What the server offers. Task sets load once and are shared read-only by sessions; so are
+    tool objects (as `toolgym demo` shares them between envs); each session builds its own
+    ToolEnv and so its own mock-app world."""
+
+    task_paths: dict[str, Path]
+    tools: ToolSet
+    defaults: SessionConfig = field(default_factory=SessionConfig)
+    _loaded: dict[str, TaskSet] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        task_files: Sequence[Path] = (),
+        tools: ToolSet | None = None,
+        tool_names: Sequence[str] | None = None,
+        tool_servers: Sequence[str] = (),
+        token: str | None = None,
+        defaults: SessionConfig | None = None,
+    ) -> Catalog:
+        """Bundled task sets plus `task_files` (named by stem); the built-in tools (or `tools`,
+        narrowed to `tool_names`) merged with the tools of each server in `tool_servers`."""
+        paths = bundled_task_sets()
+        for path in task_files:
+            paths[Path(path).stem] = Path(path)
+        if tools is None:
+            from toolgym.toolservers.registry import default_toolset
+
+            tools = default_toolset()
+        if tool_names is not None:
+            tools = tools.subset(tool_names)
+        for url in tool_servers:
+            from toolgym.toolservers.clients import RemoteToolSet
+
+            tools = tools.merged(RemoteToolSet(url, token=token))
+        catalog = cls(paths, tools, defaults or SessionConfig())
+        catalog.resolve(catalog.defaults)  # a bad default fails at start, not at the first reset
+        return catalog
+
+    def task_set(self, name: str) -> TaskSet:
+        if name not in self.task_paths:
+            raise ServiceError(
+                "argument_error",
+                f"no task set {name!r}; this server offers {sorted(self.task_paths)}",
+                422,
+            )
+        if name not in self._loaded:
+            self._loaded[name] = TaskSet.load(self.task_paths[name])
+        return self._loaded[name]
+
+    def resolve(self, config: SessionConfig) -> ResolvedConfig:
+        """`config` over the server's defaults, checked against the catalog."""
+        merged = {**self.defaults.model_dump(exclude_none=True), **config.model_dump(exclude_none=True)}
+        chosen = SessionConfig.model_validate(merged)
+        tasks = chosen.tasks or "demo"
+        protocol = chosen.protocol or "react"
+        reward = chosen.reward or "task"
+        if reward not in REWARDS:
+            raise ServiceError(
+                "argument_error", f"no reward {reward!r}; choose one of {sorted(REWARDS)}", 422
+            )
+        try:
+            get_protocol(protocol)
+        except (KeyError, ValueError) as exc:
+            raise ServiceError("argument_error", f"no protocol {protocol!r}: {exc}", 422) from None
+        if chosen.tools is not None:
+            unknown = sorted(set(chosen.tools) - set(self.tools.names))
+            if unknown:
+                raise ServiceError("argument_error", f"this server has no tools {unknown}", 422)
+        self.task_set(tasks)
+        return ResolvedConfig(
+            tasks=tasks,
+            tools=tuple(chosen.tools) if chosen.tools is not None else None,
+            protocol=protocol,
+            reward=reward,
+            seed=chosen.seed,
+            max_steps=chosen.max_steps or 10,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """What a client may choose (GET /catalog)."""
+        return {
+            "task_sets": sorted(self.task_paths),
+            "tools": self.tools.names,
+            "rewards": sorted(REWARDS),
+            "defaults": self.defaults.model_dump(exclude_none=True),
+        }
+
+
+@dataclass(frozen=True)
+class ResolvedConfig:
+    tasks: str
+    tools: tuple[str, ...] | None
+    protocol: str
+    reward: str
+    seed: int | None
+    max_steps: int
+
+    def as_dict(self) -> Mapping[str, Any]:
+        return {
+            "tasks": self.tasks,
+            "tools": list(self.tools) if self.tools is not None else None,
+            "protocol": self.protocol,
+            "reward": self.reward,
+            "seed": self.seed,
+            "max_steps": self.max_steps,
+        }

@@ -1,0 +1,323 @@
+"""`RemoteToolEnv`: a `gymnasium.Env` on a session of `toolgym env-server`.
+
+    env = RemoteToolEnv("http://127.0.0.1:8100", config={"tasks": "ctool", "protocol": "react"})
+    obs, info = env.reset(seed=0, options={"task": "ctool-express-track-001"})
+    obs, reward, terminated, truncated, info = env.step("Thought: ...\nAction: ...")
+
+It speaks the service's wire protocol itself (OpenEnv's, over a WebSocket by default, or the
+stateful HTTP routes with `transport="http"`), so it needs no openenv-core install, and vector
+envs and RL loops take it like any env. Observations, rewards and `info` are the server-side
+ToolEnv's (`info["timing"]` the server's `Timing`; `info["session_id"]` added).
+
+A server that cannot be reached, dies, answers garbage, is full or has lost the session (reaped
+when idle) is an `infra_error` observation, never an exception: reset returns it as the
+observation, step returns it with `truncated=True` (the session is gone), and the next reset
+opens a new session. A request the
+server refuses (step after the episode ended, an unknown task) raises `RemoteEnvError`, as the
+same misuse raises in-process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping
+from typing import Any, Literal, NoReturn, SupportsFloat
+
+import gymnasium as gym
+import httpx
+from websockets.exceptions import ConnectionClosed, WebSocketException
+from websockets.sync.client import ClientConnection, connect
+
+from toolgym.actions import AskUser, FinalAnswer, NoCall, Observation, ToolCall
+from toolgym.envs.spaces import AnyText
+from toolgym.envs.tool_env import MAX_OBSERVATION_CHARS, Timing
+from toolgym.errors import ErrorKind
+from toolgym.protocols.base import MAX_OUTPUT_CHARS
+
+Transport = Literal["ws", "http"]
+_ACTION_TYPES = (ToolCall, FinalAnswer, NoCall, AskUser)
+
+
+class RemoteEnvError(RuntimeError):
+    """The server refused a request (`kind`: episode_over, not_reset, argument_error, ...)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+class _Unreachable(Exception):
+    """The transport failed: no server, a dropped connection, a torn or non-JSON answer, a
+    server that cannot take a session (full, or its env factory failed)."""
+
+
+class _SessionLost(_Unreachable):
+    """The server no longer has the session (reaped when idle, closed): not the agent's doing."""
+
+
+# refusals that are the infrastructure's, not the caller's: an infra_error, never an exception
+_LOST_KINDS = frozenset({"session_closed", "unknown_session"})
+_SERVER_KINDS = frozenset({"capacity", "capacity_reached", "factory_error", "session_error", "infra_error"})
+
+
+def _ws_url(url: str) -> str:
+    base = url.rstrip("/")
+    for http, ws in (("http://", "ws://"), ("https://", "wss://")):
+        if base.startswith(http):
+            return ws + base[len(http) :] + "/ws"
+    return base + "/ws"
+
+
+def _http_url(url: str) -> str:
+    base = url.rstrip("/")
+    for ws, http in (("ws://", "http://"), ("wss://", "https://")):
+        if base.startswith(ws):
+            return http + base[len(ws) :]
+    return base
+
+
+def step_body(action: Any) -> dict[str, Any]:
+    """The wire form of a step's input: raw text, an OpenAI-style message, or action(s)."""
+    if isinstance(action, str):
+        return {"text": action}
+    if isinstance(action, _ACTION_TYPES):
+        return {"action": action.model_dump(mode="json")}
+    if isinstance(action, list) and action and all(isinstance(a, _ACTION_TYPES) for a in action):
+        return {"action": [a.model_dump(mode="json") for a in action]}
+    if isinstance(action, Mapping):
+        return {"message": dict(action)}
+    raise TypeError(f"expected model output text, a message or toolgym actions, got {type(action).__name__}")
+
+
+class RemoteToolEnv(gym.Env[str, Any]):
+    """A ToolEnv session on a server, as a Gymnasium env (see the module docstring)."""
+
+    metadata = {"render_modes": []}  # noqa: RUF012 - gymnasium's convention
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        config: Mapping[str, Any] | None = None,
+        token: str | None = None,
+        transport: Transport = "ws",
+        agent: str = "remote",
+        timeout_s: float = 60.0,
+        connect_timeout_s: float = 5.0,
+    ) -> None:
+        """`config`: the session's `SessionConfig` fields (tasks, tools, protocol, reward, seed,
+        max_steps), sent with every reset; `agent` names the agent in the server-side traces."""
+        if transport not in ("ws", "http"):
+            raise ValueError(f"transport is 'ws' or 'http', not {transport!r}")
+        self.url = _http_url(url)
+        self.config = dict(config) if config is not None else None
+        self.transport = transport
+        self.agent = agent
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self.observation_space = AnyText(MAX_OBSERVATION_CHARS)
+        self.action_space = AnyText(MAX_OUTPUT_CHARS)
+        self.session_id: str | None = None
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers=self._headers,
+            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
+        )
+        self._ws: ClientConnection | None = None
+        self._connections = contextlib.ExitStack()
+        self._live = False  # a session holds an episode the server will step
+
+    # ---- gymnasium ---------------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        task = (options or {}).get("task")
+        if task is not None and not isinstance(task, str):
+            raise TypeError("a remote env takes options['task'] as a task id of the server's task set")
+        data: dict[str, Any] = {"agent": self.agent}
+        if seed is not None:
+            data["seed"] = seed
+        if task is not None:
+            data["task_id"] = task
+        if self.config is not None:
+            data["config"] = self.config
+        try:
+            try:
+                payload = self._call("reset", data)
+            except _SessionLost:
+                self._live = False  # the server reaped or closed the session: open a new one
+                payload = self._call("reset", data)
+        except _Unreachable as exc:
+            self._live = False
+            text, info = self._infra(exc)
+            return text, info
+        self._live = True
+        observation = payload.get("observation", {})
+        self.session_id = observation.get("session_id") or self.session_id
+        return str(observation.get("text", "")), self._info(observation)
+
+    def step(self, action: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        body = step_body(action)
+        if not self._live:
+            text, info = self._infra(_Unreachable("no live session: the last reset met an infra error"))
+            return text, 0.0, False, True, info
+        try:
+            payload = self._call("step", body)
+        except _Unreachable as exc:
+            self._live = False
+            text, info = self._infra(exc)
+            return text, 0.0, False, True, info
+        observation = payload.get("observation", {})
+        reward = payload.get("reward")
+        return (
+            str(observation.get("text", "")),
+            float(reward) if reward is not None else 0.0,
+            bool(observation.get("terminated", False)),
+            bool(observation.get("truncated", False)),
+            self._info(observation),
+        )
+
+    def close(self) -> None:
+        if self.transport == "http" and self.session_id is not None:
+            with contextlib.suppress(httpx.HTTPError):  # a dead server took the session with it
+                self._http.post("/close", json={"session_id": self.session_id})
+            self.session_id = None
+        self._disconnect()
+        self._http.close()
+        super().close()
+
+    # ---- beyond gymnasium -----------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """The session's state: task, step index, state hash and diff, error counts, trace name."""
+        try:
+            if self.transport == "ws":
+                return dict(self._ws_call({"type": "state"}))
+            return dict(self._http_call("GET", "/state", params={"session_id": self.session_id or ""}))
+        except _Unreachable as exc:
+            raise RemoteEnvError(ErrorKind.INFRA_ERROR.value, str(exc)) from None
+
+    def trace(self, name: str | None = None) -> bytes:
+        """A trace file of this session from the server (default: the current episode's)."""
+        name = name or self.state().get("trace")
+        if not name or not self.session_id:
+            raise RemoteEnvError("unknown_trace", "this session has no trace")
+        try:
+            response = self._http.get(f"/sessions/{self.session_id}/traces/{name}")
+        except httpx.HTTPError as exc:
+            raise RemoteEnvError(ErrorKind.INFRA_ERROR.value, str(exc)) from None
+        if response.status_code != 200:
+            raise RemoteEnvError(*_error_of(response))
+        return response.content
+
+    # ---- transport ------------------------------------------------------------------------------
+    def _call(self, kind: Literal["reset", "step"], data: dict[str, Any]) -> dict[str, Any]:
+        if self.transport == "ws":
+            return self._ws_call({"type": kind, "data": data})
+        if kind == "reset" and self.session_id is not None:
+            if self._live:
+                data = {**data, "session_id": self.session_id}
+            else:  # an episode lost to the infrastructure: leave nothing behind on the server
+                with contextlib.suppress(httpx.HTTPError):
+                    self._http.post("/close", json={"session_id": self.session_id})
+                self.session_id = None
+        elif kind == "step":
+            data = {"session_id": self.session_id, "action": data}
+        return self._http_call("POST", f"/{kind}", json=data)
+
+    def _ws_call(self, message: dict[str, Any]) -> dict[str, Any]:
+        try:
+            if self._ws is None:
+                # entered as a context manager: the only form websockets >= 17.1 keeps undeprecated
+                self._ws = self._connections.enter_context(
+                    connect(
+                        _ws_url(self.url),
+                        additional_headers=self._headers,
+                        open_timeout=self.connect_timeout_s,
+                        max_size=None,
+                    )
+                )
+            # a server that refuses a session says why, then closes: a failed send reads it below
+            with contextlib.suppress(ConnectionClosed):
+                self._ws.send(json.dumps(message))
+            raw = self._ws.recv(timeout=self.timeout_s)
+            reply = json.loads(raw)
+        except (OSError, TimeoutError, WebSocketException, ValueError) as exc:
+            self._disconnect()
+            raise _Unreachable(f"{type(exc).__name__}: {exc}") from None
+        if not isinstance(reply, dict):
+            self._disconnect()
+            raise _Unreachable(f"the server answered {type(reply).__name__}, not an object")
+        data = reply.get("data", {})
+        if not isinstance(data, dict):
+            raise _Unreachable("the server's answer has no data object")
+        if reply.get("type") == "error":
+            said = str(data.get("message", "unknown error"))
+            kind, _, text = said.partition("] ")
+            if kind.startswith("[") and text:
+                kind = kind[1:]
+            else:
+                kind, text = str(data.get("code", "error")).lower(), said
+            self._refused(kind, text)
+        return data
+
+    def _refused(self, kind: str, message: str) -> NoReturn:
+        """A refusal: the infrastructure's (lost session, full server) or the caller's."""
+        if kind in _LOST_KINDS or kind in _SERVER_KINDS:
+            self._disconnect()  # a WebSocket's session is its connection: the next call opens another
+            raise (_SessionLost if kind in _LOST_KINDS else _Unreachable)(f"{kind}: {message}")
+        raise RemoteEnvError(kind, message)
+
+    def _http_call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        try:
+            response = self._http.request(method, path, **kwargs)
+            body = response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise _Unreachable(f"{type(exc).__name__}: {exc}") from None
+        if response.status_code >= 500 or not isinstance(body, dict):
+            raise _Unreachable(f"HTTP {response.status_code}: {response.text[:200]}")
+        if response.status_code != 200:
+            self._refused(*_error_of(response))
+        return body
+
+    def _disconnect(self) -> None:
+        if self._ws is not None:
+            with contextlib.suppress(OSError, WebSocketException):  # a dead connection has nothing to close
+                self._ws.send(json.dumps({"type": "close"}))
+            with contextlib.suppress(OSError, WebSocketException):
+                self._connections.close()
+            self._ws = None
+
+    def _info(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+        info = dict(observation.get("info") or {})
+        timing = info.get("timing")
+        if isinstance(timing, Mapping):  # ToolEnv's own type: equal infos compare equal, as in-process
+            info["timing"] = Timing(
+                latency_s=float(timing.get("latency_s", 0.0)),
+                tool_latency_s=float(timing.get("tool_latency_s", 0.0)),
+            )
+        info["session_id"] = observation.get("session_id")
+        return info
+
+    def _infra(self, exc: Exception) -> tuple[str, dict[str, Any]]:
+        obs = Observation.from_error(ErrorKind.INFRA_ERROR, f"env server {self.url}: {exc}")
+        kind = ErrorKind.INFRA_ERROR.value
+        info = {
+            "observations": [obs.model_dump(mode="json")],
+            "actions": [],
+            "error_kind": kind,
+            "error_kinds": [kind],
+            "session_id": self.session_id,
+        }
+        return obs.text, info
+
+
+def _error_of(response: httpx.Response) -> tuple[str, str]:
+    try:
+        error = response.json().get("error", {})
+        return str(error.get("kind", "error")), str(error.get("message", response.text))
+    except (ValueError, AttributeError):
+        return "error", f"HTTP {response.status_code}: {response.text[:200]}"

@@ -1,0 +1,334 @@
+"""One env-service session as an openenv-core `Environment`: a ToolEnv, its trace writer and the
+wire types (`ToolgymAction`, `ToolgymObservation`, `ToolgymState`).
+
+openenv-core's `HTTPEnvServer` drives this class unchanged over `/ws` (one session per
+connection, each in its own executor thread); the service's stateful HTTP routes (app.py) drive
+it the same way. The session writes one trace per episode with the runner's pieces, so a
+session's trace is byte-identical to `run_episode`'s for the same task, seed and actions.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+from typing import Any, SupportsFloat
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from toolgym.actions import ACTION_ADAPTER, Action
+from toolgym.envs.agents import Agent
+from toolgym.envs.runner import trace_header, trace_name
+from toolgym.envs.service import OPENENV_MISSING
+from toolgym.envs.service.catalog import REWARDS, Catalog, ResolvedConfig, ServiceError, SessionConfig
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.protocols.base import RawOutput
+from toolgym.tasks import Task
+from toolgym.trace import TraceEnd, TraceStep, TraceWriter
+
+try:
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import Action as OpenEnvAction
+    from openenv.core.env_server.types import EnvironmentMetadata, State
+    from openenv.core.env_server.types import Observation as OpenEnvObservation
+except ImportError as exc:  # the default install has no openenv-core
+    raise ImportError(OPENENV_MISSING) from exc
+
+SESSION_ID = re.compile(r"^[A-Za-z0-9-]{8,64}$")
+TRACE_FILE = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
+
+
+class ToolgymAction(OpenEnvAction):
+    """One step's input, exactly one of: `text` (raw model output, parsed by the session's
+    protocol), `message` (an OpenAI-style assistant message) or `action` (a structured toolgym
+    action, `{"type": "tool_call", "name": ..., "arguments": {...}}`, or a list of them)."""
+
+    text: str | None = None
+    message: dict[str, Any] | None = None
+    action: dict[str, Any] | list[dict[str, Any]] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ToolgymAction:
+        given = [n for n in ("text", "message", "action") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError(f"a step needs exactly one of text, message, action; got {given or 'none'}")
+        if self.action is not None:  # a malformed structured action is a request error: nothing ran
+            items = self.action if isinstance(self.action, list) else [self.action]
+            if not items:
+                raise ValueError("action: an empty list")
+            for item in items:
+                ACTION_ADAPTER.validate_python(item)
+        return self
+
+    def payload(self) -> RawOutput | Action | list[Action]:
+        """What `ToolEnv.step` gets: the text, the message, or the parsed action(s)."""
+        if self.text is not None:
+            return self.text
+        if self.message is not None:
+            return self.message
+        assert self.action is not None
+        if isinstance(self.action, list):
+            return [ACTION_ADAPTER.validate_python(a) for a in self.action]
+        return ACTION_ADAPTER.validate_python(self.action)
+
+
+class ToolgymObservation(OpenEnvObservation):
+    """What reset and step return: `text` is ToolEnv's observation, `info` its info (JSON; the
+    wall-clock `timing` as plain numbers), `reward` and `done` as openenv has them."""
+
+    text: str = ""
+    info: dict[str, Any] = Field(default_factory=dict)
+    terminated: bool = False
+    truncated: bool = False
+    session_id: str | None = None
+
+
+class ToolgymState(State):
+    """A session's state (`/state`, the WebSocket `state` message)."""
+
+    session_id: str | None = None
+    task_id: str | None = None
+    state_hash: str | None = None
+    state_diff: dict[str, Any] | None = None
+    error_counts: dict[str, int] = Field(default_factory=dict)
+    done: bool = False
+    trace: str | None = Field(None, description="file name of the episode's trace on the server")
+    config: dict[str, Any] | None = None
+
+
+class ResetOptions(BaseModel):
+    """The keys a reset may carry besides openenv's `seed` and `episode_id`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str | None = Field(None, description="the task to run; default: a seeded pick from the set")
+    config: SessionConfig | None = None
+    agent: str = Field("remote", max_length=200, description="the agent's name in the trace header")
+
+
+class _NamedAgent:
+    """The trace header names the agent; the agent itself runs on the client."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        raise NotImplementedError("the agent of a service session runs on the client")
+
+    def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
+        raise NotImplementedError("the agent of a service session runs on the client")
+
+
+def wire_info(info: dict[str, Any]) -> dict[str, Any]:
+    """ToolEnv's info as JSON: `timing` (a dataclass) becomes numbers."""
+    out = dict(info)
+    timing = out.pop("timing", None)
+    if timing is not None:
+        out["timing"] = {"latency_s": timing.latency_s, "tool_latency_s": timing.tool_latency_s}
+    return out
+
+
+class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymState]):
+    """A session: builds its ToolEnv from the catalog at the first reset (and again when a reset
+    changes the config), writes each episode's trace under `trace_dir/<session id>/`."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True  # each session has its own ToolEnv and world
+
+    def __init__(
+        self, catalog: Catalog, trace_dir: Path | None = None, session_id: str | None = None
+    ) -> None:
+        super().__init__()
+        self.catalog = catalog
+        self.trace_dir = trace_dir
+        self.session_id = session_id or uuid.uuid4().hex
+        self._env: ToolEnv | None = None
+        self._config: ResolvedConfig | None = None
+        self._writer: TraceWriter | None = None
+        self._episodes = 0
+        self._closed = False
+        self._done = False
+        self._seed: int | None = None
+        self._hash_before: str | None = None
+        self._last: dict[str, Any] = {}
+        self._state = ToolgymState(session_id=self.session_id)
+
+    # ---- openenv's Environment -----------------------------------------------------------
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> ToolgymObservation:
+        self._check_open()
+        try:
+            options = ResetOptions.model_validate(kwargs)
+        except ValueError as exc:
+            raise ServiceError("argument_error", f"bad reset options: {exc}", 422) from None
+        if seed is not None and (not isinstance(seed, int) or seed < 0):
+            raise ServiceError("argument_error", f"seed must be an integer >= 0, got {seed!r}", 422)
+        if options.config is None and self._config is not None:
+            config = self._config  # a session keeps its config until a reset names another
+        else:
+            config = self.catalog.resolve(options.config or SessionConfig())
+        if options.task_id is not None and options.task_id not in self.catalog.task_set(config.tasks):
+            raise ServiceError(
+                "argument_error", f"no task {options.task_id!r} in the task set {config.tasks!r}", 422
+            )
+        if self._config is not None and config != self._config:
+            self._abort_episode()
+            assert self._env is not None
+            self._env.close()
+            self._env = None
+        if self._env is None:
+            self._env = ToolEnv(
+                self.catalog.tools.subset(config.tools) if config.tools is not None else self.catalog.tools,
+                self.catalog.task_set(config.tasks),
+                protocol=config.protocol,
+                reward_fn=REWARDS[config.reward],
+                max_steps=config.max_steps,
+            )
+        self._config = config
+        env = self._env
+        self._abort_episode()
+        seed = config.seed if seed is None else seed
+        obs, info = env.reset(seed=seed, options={"task": options.task_id} if options.task_id else None)
+        assert env.task is not None
+        self._episodes += 1
+        self._seed, self._done = seed, False
+        self._hash_before = info.get("state_hash")
+        trace: str | None = None
+        if self.trace_dir is not None:
+            agent: Agent = _NamedAgent(options.agent)
+            header = trace_header(
+                env, agent, env.task, seed, {"max_steps": env.task.max_steps or env.max_steps}
+            )
+            trace = f"ep{self._episodes}.{trace_name(env.task.id, seed)}"
+            self._writer = TraceWriter(self.trace_dir / self.session_id / trace, header)
+        self._last = info
+        self._state = ToolgymState(
+            session_id=self.session_id,
+            episode_id=episode_id or f"{self.session_id}:{self._episodes}",
+            step_count=0,
+            task_id=env.task.id,
+            state_hash=info.get("state_hash"),
+            trace=trace,
+            config=dict(config.as_dict()),
+        )
+        return ToolgymObservation(text=obs, info=wire_info(info), session_id=self.session_id, reward=None)
+
+    def step(
+        self, action: ToolgymAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> ToolgymObservation:
+        self._check_open()
+        env = self._env
+        if env is None or env.task is None:
+            raise ServiceError("not_reset", "call reset before step", 409)
+        if self._done:
+            raise ServiceError("episode_over", "the episode is over: call reset", 409)
+        raw = action.payload()
+        obs, reward, terminated, truncated, info = env.step(raw)
+        self._record(raw, reward, terminated, truncated, info)
+        return ToolgymObservation(
+            text=obs,
+            info=wire_info(info),
+            terminated=terminated,
+            truncated=truncated,
+            done=terminated or truncated,
+            reward=float(reward),
+            session_id=self.session_id,
+        )
+
+    @property
+    def state(self) -> ToolgymState:
+        # cached at reset and step: openenv reads it on the event loop's thread, and the world's
+        # SQLite connection belongs to the session's thread
+        return self._state
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        from toolgym.trace import toolgym_version
+
+        return EnvironmentMetadata(
+            name="toolgym",
+            description="toolgym ToolEnv sessions: tasks, real tools and deterministic mock apps",
+            version=toolgym_version(),
+        )
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._abort_episode()
+        if self._env is not None:
+            self._env.close()
+            self._env = None
+
+    # ---- plumbing ------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ServiceError("session_closed", f"session {self.session_id} is closed", 410)
+
+    def _record(
+        self,
+        raw: RawOutput | Action | list[Action],
+        reward: SupportsFloat,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> None:
+        """The trace lines `run_episode` writes for the same step, and the cached state."""
+        env = self._env
+        assert env is not None
+        if self._writer is not None:
+            self._writer.step(
+                TraceStep(
+                    index=info["step"],
+                    raw=raw if isinstance(raw, (str, dict)) else None,
+                    actions=info["actions"],
+                    observations=info["observations"],
+                    error_kinds=info["error_kinds"],
+                    state_hash_before=self._hash_before,
+                    state_hash_after=info.get("state_hash"),
+                    state_diff=info.get("state_diff"),
+                    latency_ms=None,
+                )
+            )
+        self._hash_before = info.get("state_hash")
+        self._done = terminated or truncated
+        if self._done and self._writer is not None:
+            self._writer.finish(
+                TraceEnd(
+                    status="terminated" if terminated else "truncated",
+                    steps=info["step"],
+                    final_answer=info.get("final_answer"),
+                    reward=float(reward),
+                    error_counts=dict(env.error_counts),
+                    scores=info.get("scores", {}),
+                )
+            )
+            self._writer = None
+        self._state = self._state.model_copy(
+            update={
+                "step_count": info["step"],
+                "state_hash": info.get("state_hash"),
+                "state_diff": info.get("state_diff"),
+                "error_counts": dict(env.error_counts),
+                "done": self._done,
+            }
+        )
+
+    def _abort_episode(self) -> None:
+        """An unfinished episode (reset again, session closed or reaped) ends `aborted`."""
+        if self._writer is None or self._env is None:
+            return
+        env = self._env
+        try:
+            self._writer.finish(
+                TraceEnd(
+                    status="aborted",
+                    steps=self._state.step_count,
+                    final_answer=None,
+                    reward=0.0,
+                    error_counts=dict(env.error_counts),
+                    scores={},
+                )
+            )
+        finally:
+            self._writer.close()
+            self._writer = None

@@ -1,0 +1,78 @@
+"""Fixtures of the env-service tests: the catalog (built once) and a served app per test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from toolgym.envs.service.catalog import Catalog
+
+from .support import Served, free_port, serve
+
+
+@pytest.fixture(scope="session")
+def catalog() -> Catalog:
+    return Catalog.build()
+
+
+@pytest.fixture
+def served(catalog: Catalog, tmp_path: Path) -> Iterator[Served]:
+    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
+    from toolgym.envs.service.app import create_app
+
+    trace_dir = tmp_path / "traces"
+    server = serve(create_app(catalog, trace_dir=trace_dir))
+    try:
+        yield Served(server.url, trace_dir, server)
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def server_process(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+    """`toolgym env-server` in its own process, to be killed by the test."""
+    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
+    port = free_port()
+    trace_dir = tmp_path / "traces"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "toolgym.cli",
+            "env-server",
+            "--port",
+            str(port),
+            "--trace-dir",
+            str(trace_dir),
+        ],
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(Path.cwd()), os.environ.get("PYTHONPATH", "")]),
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None, "the env server exited"
+            assert time.monotonic() < deadline, "the env server did not start"
+            time.sleep(0.2)
+        yield url, proc, trace_dir
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)

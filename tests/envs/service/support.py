@@ -1,0 +1,74 @@
+"""Helpers of the env-service tests: real uvicorn servers on loopback ports, the bundled mock-app
+task set, an in-process ToolEnv on the same tools as the reference, a tool that blocks on demand."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolgym.envs.service.catalog import Catalog
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.mocks.service.server import ThreadedServer
+from toolgym.tasks import Task
+from toolgym.tools import ToolSet, tool
+
+TASK_SET = "ctool"
+TASK_ID = "ctool-express-cancel-002"  # a write: state hash, diff and a state-scored reward
+
+
+@dataclass
+class Served:
+    url: str
+    trace_dir: Path
+    server: ThreadedServer
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def serve(app: Any, ws_max_size: int | None = None) -> ThreadedServer:
+    server = ThreadedServer(app)
+    if ws_max_size is not None:
+        server.server.config.ws_max_size = ws_max_size  # read when uvicorn starts
+    server.start()
+    return server
+
+
+def local_env(catalog: Catalog, protocol: str = "react") -> ToolEnv:
+    return ToolEnv(catalog.tools, catalog.task_set(TASK_SET), protocol=protocol)
+
+
+def golden_outputs(env: ToolEnv, task_id: str = TASK_ID) -> list[Any]:
+    """The oracle's raw outputs for a task, in the env's protocol (what OracleAgent sends)."""
+    task: Task = env.tasks[task_id]
+    return [env.protocol.format_action(step.action) for step in task.golden]
+
+
+def without_timing(info: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in info.items() if k not in ("timing", "session_id")}
+
+
+class Gate:
+    """A tool that blocks until released: makes "a step still running" a fact, not a race."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+        @tool(name="Wait", description="Waits until the test releases it.")
+        def wait(note: str) -> str:
+            self.entered.set()
+            self.release.wait(30)
+            return note
+
+        self.tools = ToolSet([wait])
+
+
+GATE_TASKS = '{"id": "wait-1", "query": "wait, then answer", "tools": ["Wait"]}\n'

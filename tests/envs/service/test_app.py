@@ -1,0 +1,392 @@
+"""The env service through openenv-core's own clients and plain HTTP: a mock-app episode gives the
+same observations, reward and trace bytes as in-process; bad input gets typed errors and changes
+nothing; the service stays up."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
+
+from openenv.core.generic_client import GenericEnvClient
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import connect
+
+from toolgym.envs.agents import OracleAgent
+from toolgym.envs.runner import run_episode
+from toolgym.envs.service.app import create_app
+from toolgym.envs.service.catalog import Catalog
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.protocols.base import MAX_OUTPUT_CHARS
+from toolgym.tasks import TaskSet
+from toolgym.tools import ToolSet
+from toolgym.toolservers.gta.calculator import calculator
+from toolgym.toolservers.server import ServerConfig, ServerThread
+from toolgym.toolservers.server import create_app as create_tool_server
+from toolgym.trace import read_trace
+
+from .support import (
+    GATE_TASKS,
+    TASK_ID,
+    TASK_SET,
+    Gate,
+    Served,
+    golden_outputs,
+    local_env,
+    serve,
+    without_timing,
+)
+
+RESET = {"task_id": TASK_ID, "config": {"tasks": TASK_SET}, "seed": 0, "agent": "oracle"}
+
+
+def reference_trace(catalog: Catalog, tmp_path: Path, protocol: str = "react") -> bytes:
+    env = local_env(catalog, protocol)
+    result = run_episode(
+        env, OracleAgent(env.protocol), env.tasks[TASK_ID], seed=0, trace_dir=tmp_path / "local"
+    )
+    env.close()
+    assert result.trace_path is not None
+    return result.trace_path.read_bytes()
+
+
+def fetch_trace(url: str, session_id: str, name: str) -> bytes:
+    response = httpx.get(f"{url}/sessions/{session_id}/traces/{name}")
+    assert response.status_code == 200, response.text
+    return response.content
+
+
+def test_generic_env_client_sync_matches_in_process(served: Served, catalog: Catalog, tmp_path: Path) -> None:
+    local = local_env(catalog)
+    obs, info = local.reset(seed=0, options={"task": TASK_ID})
+    with GenericEnvClient(base_url=served.url).sync() as remote:
+        result = remote.reset(**RESET)
+        assert result.observation["text"] == obs
+        assert without_timing(result.observation["info"]) == without_timing(info)
+        assert result.done is False
+        for raw in golden_outputs(local):
+            obs, reward, terminated, truncated, info = local.step(raw)
+            result = remote.step({"text": raw})
+            assert result.observation["text"] == obs
+            assert result.reward == reward
+            assert result.done == (terminated or truncated)
+            assert result.observation["terminated"] == terminated
+            assert without_timing(result.observation["info"]) == without_timing(info)
+        assert result.reward == 1.0  # the oracle solved it, state included
+        state = remote.state()
+        assert state["task_id"] == TASK_ID and state["step_count"] == 2 and state["done"] is True
+        assert state["state_hash"] == info["state_hash"]
+        assert state["error_counts"] == {}
+        session_id, trace = state["session_id"], state["trace"]
+    local.close()
+    # the trace the service wrote is the runner's, byte for byte, and stays fetchable after close
+    assert fetch_trace(served.url, session_id, trace) == reference_trace(catalog, tmp_path)
+
+
+def test_generic_env_client_async_with_openai_messages(served: Served, catalog: Catalog) -> None:
+    local = local_env(catalog, "openai")
+
+    async def episode() -> list[tuple[str, Any, bool]]:
+        seen = []
+        async with GenericEnvClient(base_url=served.url) as remote:
+            await remote.reset(**{**RESET, "config": {"tasks": TASK_SET, "protocol": "openai"}})
+            for message in golden_outputs(local):
+                result = await remote.step({"message": message})
+                seen.append((result.observation["text"], result.reward, result.done))
+        return seen
+
+    seen = asyncio.run(episode())
+    local.reset(seed=0, options={"task": TASK_ID})
+    expected = []
+    for message in golden_outputs(local):
+        obs, reward, terminated, truncated, _ = local.step(message)
+        expected.append((obs, reward, terminated or truncated))
+    local.close()
+    assert seen == expected
+
+
+def test_structured_actions_and_seeded_pick(served: Served, catalog: Catalog) -> None:
+    local = local_env(catalog)
+    task = local.tasks[TASK_ID]
+    with GenericEnvClient(base_url=served.url).sync() as remote:
+        first = remote.reset(config={"tasks": TASK_SET}, seed=7)
+        again = remote.reset(seed=7)  # the session keeps its config; same seed, same pick
+        assert first.observation["info"]["task_id"] == again.observation["info"]["task_id"]
+        remote.reset(task_id=TASK_ID, seed=0)
+        for step in task.golden:
+            result = remote.step({"action": step.action.model_dump(mode="json")})
+        assert result.done and result.reward == 1.0
+    local.close()
+
+
+def test_http_sessions_speak_openenv_bodies(served: Served, catalog: Catalog, tmp_path: Path) -> None:
+    local = local_env(catalog)
+    with httpx.Client(base_url=served.url) as http:
+        reset = http.post("/reset", json=RESET).json()
+        assert set(reset) == {"observation", "reward", "done"}  # openenv's ResetResponse
+        session_id = reset["observation"]["session_id"]
+        for raw in golden_outputs(local):
+            response = http.post("/step", json={"session_id": session_id, "action": {"text": raw}})
+            assert response.status_code == 200, response.text
+            body = response.json()
+            assert set(body) == {"observation", "reward", "done"}
+        assert body["done"] is True and body["reward"] == 1.0
+        state = http.get("/state", params={"session_id": session_id}).json()
+        assert state["step_count"] == 2
+        listing = http.get(f"/sessions/{session_id}/traces").json()
+        assert listing["traces"] == [state["trace"]]
+        assert http.post("/close", json={"session_id": session_id}).json()["closed"] is True
+        assert http.get("/sessions").json()["sessions"] == []
+        catalog_view = http.get("/catalog").json()
+        assert TASK_SET in catalog_view["task_sets"] and "task" in catalog_view["rewards"]
+        schema = http.get("/schema").json()
+        assert {"text", "message", "action"} <= set(schema["action"]["properties"])
+        assert {"state_hash", "error_counts", "trace"} <= set(schema["state"]["properties"])
+    local.close()
+    assert fetch_trace(served.url, session_id, state["trace"]) == reference_trace(catalog, tmp_path)
+
+
+def test_many_sessions_are_isolated(served: Served, catalog: Catalog) -> None:
+    """Two sessions on the same task: a write in one leaves the other's world untouched."""
+    local = local_env(catalog)
+    write = golden_outputs(local)[0]
+    with GenericEnvClient(base_url=served.url).sync() as a, GenericEnvClient(base_url=served.url).sync() as b:
+        a.reset(**RESET)
+        b.reset(**RESET)
+        before = b.state()["state_hash"]
+        a.step({"text": write})
+        assert a.state()["state_hash"] != before
+        assert b.state()["state_hash"] == before
+        assert a.state()["session_id"] != b.state()["session_id"]
+    local.close()
+
+
+# ---- bad input ----------------------------------------------------------------------------------
+def error_of(response: httpx.Response) -> tuple[int, str]:
+    return response.status_code, response.json()["error"]["kind"]
+
+
+def test_bad_http_input_is_typed_and_changes_nothing(
+    served: Served, catalog: Catalog, tmp_path: Path
+) -> None:
+    local = local_env(catalog)
+    raws = golden_outputs(local)
+    with httpx.Client(base_url=served.url) as http:
+        session_id = http.post("/reset", json=RESET).json()["observation"]["session_id"]
+        state = http.get("/state", params={"session_id": session_id}).json()
+        bad_steps: list[Any] = [
+            {"session_id": session_id},  # no action
+            {"session_id": session_id, "action": "text"},  # not an object
+            {"session_id": session_id, "action": {}},  # none of text, message, action
+            {"session_id": session_id, "action": {"text": "a", "message": {"role": "assistant"}}},
+            {"session_id": session_id, "action": {"action": {"type": "tool_call"}}},  # no name
+            {"session_id": session_id, "action": {"action": []}},
+            {"session_id": session_id, "action": {"text": "a", "bogus": 1}},
+            {"session_id": session_id, "action": {"text": "a"}, "bogus": 1},
+            {"action": {"text": "a"}},  # no session
+            [1, 2],
+        ]
+        for body in bad_steps:
+            assert error_of(http.post("/step", json=body)) == (422, "argument_error"), body
+        assert error_of(http.post("/step", content=b"{not json")) == (422, "argument_error")
+        assert error_of(http.post("/step", json={"session_id": "nope-nope", "action": {"text": "a"}})) == (
+            404,
+            "unknown_session",
+        )
+        assert error_of(http.get("/state")) == (422, "argument_error")
+        assert error_of(http.post("/reset", json={"session_id": session_id, "task_id": "no-such-task"})) == (
+            422,
+            "argument_error",
+        )
+        assert error_of(
+            http.post("/reset", json={"session_id": session_id, "config": {"tasks": "/etc"}})
+        ) == (
+            422,
+            "argument_error",
+        )
+        assert error_of(http.post("/reset", json={"session_id": session_id, "seed": -1})) == (
+            422,
+            "argument_error",
+        )
+        assert error_of(http.get(f"/sessions/{session_id}/traces/..%2F..%2Fetc"))[0] == 404
+        assert error_of(http.get("/sessions/..%2F..%2Fetc/traces"))[0] == 404
+        assert error_of(http.get(f"/sessions/{session_id}/traces/.."))[0] == 404
+        assert http.get("/state", params={"session_id": session_id}).json() == state  # nothing ran
+        for raw in raws:  # the episode goes on and its trace holds only the real steps
+            assert (
+                http.post("/step", json={"session_id": session_id, "action": {"text": raw}}).status_code
+                == 200
+            )
+        done_state = http.get("/state", params={"session_id": session_id}).json()
+        assert error_of(http.post("/step", json={"session_id": session_id, "action": {"text": raws[0]}})) == (
+            409,
+            "episode_over",
+        )
+        assert http.get("/state", params={"session_id": session_id}).json() == done_state
+        http.post("/close", json={"session_id": session_id})
+        assert error_of(http.post("/step", json={"session_id": session_id, "action": {"text": "a"}})) == (
+            404,
+            "unknown_session",
+        )
+        assert http.get("/health").json()["status"] == "healthy"
+    local.close()
+    trace = fetch_trace(served.url, session_id, state["trace"])
+    assert trace == reference_trace(catalog, tmp_path)
+
+
+def test_bad_websocket_input_is_typed_and_changes_nothing(served: Served, catalog: Catalog) -> None:
+    local = local_env(catalog)
+    with connect(served.url.replace("http://", "ws://") + "/ws") as ws:
+
+        def ask(message: Any) -> dict[str, Any]:
+            ws.send(message if isinstance(message, str) else json.dumps(message))
+            reply: dict[str, Any] = json.loads(ws.recv(timeout=30))
+            return reply
+
+        assert "[not_reset]" in ask({"type": "step", "data": {"text": "a"}})["data"]["message"]
+        assert ask({"type": "reset", "data": RESET})["type"] == "observation"
+        state = ask({"type": "state"})
+        for bad in ("{not json", {"type": "step", "data": {"bogus": 1}}, {"type": "step"}, {"type": "fly"}):
+            reply = ask(bad)
+            assert reply["type"] == "error", bad
+            assert reply["data"]["code"] in {"INVALID_JSON", "VALIDATION_ERROR", "UNKNOWN_TYPE"}
+        assert ask({"type": "state"}) == state
+        # an oversized model output is the agent's format_error, as in-process; the world is untouched
+        reply = ask({"type": "step", "data": {"text": "x" * (MAX_OUTPUT_CHARS + 1)}})
+        assert reply["data"]["observation"]["info"]["error_kinds"] == ["format_error"]
+        assert ask({"type": "state"})["data"]["state_hash"] == state["data"]["state_hash"]
+    local.close()
+
+
+def test_websocket_message_over_the_limit_closes_only_that_session(catalog: Catalog, tmp_path: Path) -> None:
+    server = serve(create_app(catalog, trace_dir=tmp_path), ws_max_size=64 * 1024)
+    try:
+        ws_url = server.url.replace("http://", "ws://") + "/ws"
+        with connect(ws_url) as ws:
+            ws.send(json.dumps({"type": "reset", "data": RESET}))
+            ws.recv(timeout=30)
+            ws.send(json.dumps({"type": "step", "data": {"text": "x" * 100_000}}))
+            with pytest.raises(ConnectionClosed):
+                ws.recv(timeout=30)
+        with GenericEnvClient(base_url=server.url).sync() as other:  # the service is alive
+            assert other.reset(**RESET).done is False
+    finally:
+        server.stop()
+
+
+def test_http_body_over_the_limit_is_413(catalog: Catalog, tmp_path: Path) -> None:
+    server = serve(create_app(catalog, trace_dir=tmp_path, max_body_bytes=4096))
+    try:
+        with httpx.Client(base_url=server.url) as http:
+            session_id = http.post("/reset", json=RESET).json()["observation"]["session_id"]
+            state = http.get("/state", params={"session_id": session_id}).json()
+            big = {"session_id": session_id, "action": {"text": "x" * 10_000}}
+            assert http.post("/step", json=big).status_code == 413
+            assert http.get("/state", params={"session_id": session_id}).json() == state
+    finally:
+        server.stop()
+
+
+def test_concurrent_steps_on_one_session(tmp_path: Path) -> None:
+    gate = Gate()
+    tasks = tmp_path / "gate.jsonl"
+    tasks.write_text(GATE_TASKS)
+    catalog = Catalog.build(task_files=[tasks], tools=gate.tools)
+    server = serve(create_app(catalog, trace_dir=tmp_path / "traces"))
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            reset = http.post("/reset", json={"config": {"tasks": "gate"}, "task_id": "wait-1"}).json()
+            session_id = reset["observation"]["session_id"]
+            call = 'Thought: wait\nAction: Wait\nAction Input: {"note": "hi"}'
+            first: list[httpx.Response] = []
+            runner = threading.Thread(
+                target=lambda: first.append(
+                    http.post("/step", json={"session_id": session_id, "action": {"text": call}})
+                )
+            )
+            runner.start()
+            assert gate.entered.wait(30)  # the first step is inside the tool now
+            second = http.post("/step", json={"session_id": session_id, "action": {"text": call}})
+            assert error_of(second) == (409, "session_busy")
+            gate.release.set()
+            runner.join(30)
+            assert first[0].status_code == 200
+            state = http.get("/state", params={"session_id": session_id}).json()
+            assert state["step_count"] == 1  # only the first step ran
+    finally:
+        gate.release.set()
+        server.stop()
+
+
+def test_session_limit_and_bearer_token(catalog: Catalog, tmp_path: Path) -> None:
+    token = "s3cret-token-0123456789"
+    server = serve(create_app(catalog, trace_dir=tmp_path, token=token, max_sessions=1))
+    auth = {"Authorization": f"Bearer {token}"}
+    try:
+        with httpx.Client(base_url=server.url) as http:
+            assert http.get("/health").status_code == 200  # public
+            assert http.post("/reset", json=RESET).status_code == 401
+            opened = http.post("/reset", json=RESET, headers=auth)
+            assert opened.status_code == 200
+            assert error_of(http.post("/reset", json=RESET, headers=auth)) == (503, "capacity")
+            ws_url = server.url.replace("http://", "ws://") + "/ws"
+            with pytest.raises(InvalidStatus):
+                connect(ws_url)
+            with connect(ws_url, additional_headers=auth) as ws:  # authorised, but the one slot is taken
+                assert json.loads(ws.recv(timeout=30))["data"]["code"] == "CAPACITY_REACHED"
+            session_id = opened.json()["observation"]["session_id"]
+            http.post("/close", json={"session_id": session_id}, headers=auth)
+            assert http.post("/reset", json=RESET, headers=auth).status_code == 200
+    finally:
+        server.stop()
+
+
+def test_idle_sessions_are_reaped(catalog: Catalog, tmp_path: Path) -> None:
+    server = serve(create_app(catalog, trace_dir=tmp_path, idle_timeout_s=0.5))
+    try:
+        with httpx.Client(base_url=server.url) as http:
+            session_id = http.post("/reset", json=RESET).json()["observation"]["session_id"]
+            # openenv's reaper wakes every max(timeout / 4, 5) seconds
+            for _ in range(300):
+                if not http.get("/sessions").json()["sessions"]:
+                    break
+                threading.Event().wait(0.05)
+            assert http.get("/sessions").json()["sessions"] == []
+            assert error_of(http.post("/step", json={"session_id": session_id, "action": {"text": "a"}})) == (
+                404,
+                "unknown_session",
+            )
+        trace = next((tmp_path / session_id).iterdir())
+        end = read_trace(trace).end
+        assert end is not None and end.status == "aborted"
+    finally:
+        server.stop()
+
+
+def test_tools_of_a_remote_tool_server(tmp_path: Path) -> None:
+    """A session's tools may live on a `toolgym serve` server (the operator's --tool-server)."""
+    tasks = tmp_path / "calc.jsonl"
+    tasks.write_text('{"id": "calc-1", "query": "290 // 5?", "tools": ["Calculator"]}\n')
+    call = 'Thought: divide\nAction: Calculator\nAction Input: {"expression": "290 // 5"}'
+    with ServerThread(create_tool_server([calculator], ServerConfig(mcp=False))) as tool_url:
+        catalog = Catalog.build(task_files=[tasks], tools=ToolSet(), tool_servers=[tool_url])
+        assert catalog.tools.names == ["Calculator"]
+        server = serve(create_app(catalog, trace_dir=tmp_path / "traces"))
+        try:
+            with GenericEnvClient(base_url=server.url).sync() as remote:
+                remote.reset(task_id="calc-1", config={"tasks": "calc"})
+                result = remote.step({"text": call})
+        finally:
+            server.stop()
+    env = ToolEnv(ToolSet([calculator]), TaskSet.load(tasks))
+    env.reset(options={"task": "calc-1"})
+    obs, *_ = env.step(call)
+    env.close()
+    assert result.observation["text"] == obs and "58" in obs

@@ -1,0 +1,53 @@
+"""The catalog: what a session may choose, and refusals of what the server does not offer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig, bundled_task_sets
+from toolgym.tools import ToolSet, tool
+
+
+@tool(name="Echo", description="Says it back.")
+def echo(text: str) -> str:
+    return text
+
+
+def test_bundled_sets() -> None:
+    assert {"demo", "ctool", "mtu", "teval"} <= set(bundled_task_sets())
+
+
+def test_resolve_over_defaults(tmp_path: Path) -> None:
+    tasks = tmp_path / "mine.jsonl"
+    tasks.write_text('{"id": "t1", "query": "say hi", "tools": ["Echo"]}\n')
+    catalog = Catalog.build(
+        task_files=[tasks], tools=ToolSet([echo]), defaults=SessionConfig(tasks="mine", seed=4)
+    )
+    resolved = catalog.resolve(SessionConfig(protocol="json"))
+    assert (resolved.tasks, resolved.protocol, resolved.seed, resolved.reward) == ("mine", "json", 4, "task")
+    assert catalog.describe()["tools"] == ["Echo"]
+    assert "mine" in catalog.describe()["task_sets"]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        SessionConfig(tasks="/etc/passwd"),
+        SessionConfig(tasks="nope"),
+        SessionConfig(protocol="smoke"),
+        SessionConfig(reward="money"),
+        SessionConfig(tools=["Echo", "Nope"]),
+    ],
+)
+def test_refusals(config: SessionConfig) -> None:
+    catalog = Catalog.build(tools=ToolSet([echo]))
+    with pytest.raises(ServiceError) as refused:
+        catalog.resolve(config)
+    assert refused.value.kind == "argument_error" and refused.value.status == 422
+
+
+def test_a_bad_default_fails_at_start() -> None:
+    with pytest.raises(ServiceError):
+        Catalog.build(tools=ToolSet([echo]), defaults=SessionConfig(tasks="nope"))

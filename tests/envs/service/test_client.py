@@ -1,0 +1,210 @@
+"""RemoteToolEnv: a gymnasium.Env on a service session, over WebSocket or HTTP; same episode as
+in-process; vector envs take it; a dead or killed server is an infra_error, never an exception."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import httpx
+import pytest
+
+from toolgym.envs.service.catalog import Catalog
+from toolgym.envs.service.client import RemoteEnvError, RemoteToolEnv, step_body
+from toolgym.trace import read_trace
+
+from .support import TASK_ID, TASK_SET, Served, free_port, golden_outputs, local_env, serve, without_timing
+
+CONFIG = {"tasks": TASK_SET}
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_remote_env_matches_in_process(served: Served, catalog: Catalog, transport: Any) -> None:
+    local = local_env(catalog)
+    remote = RemoteToolEnv(served.url, config=CONFIG, transport=transport, agent="oracle")
+    assert isinstance(remote, gym.Env)
+    try:
+        for seed in (0, 3):  # two episodes on one session
+            obs, info = local.reset(seed=seed, options={"task": TASK_ID})
+            r_obs, r_info = remote.reset(seed=seed, options={"task": TASK_ID})
+            assert r_obs == obs and without_timing(r_info) == without_timing(info)
+            assert r_info["session_id"] == remote.session_id
+            for raw in golden_outputs(local):
+                expected = local.step(raw)
+                got = remote.step(raw)
+                assert got[:4] == expected[:4]
+                assert without_timing(got[4]) == without_timing(expected[4])
+            assert got[1] == 1.0 and got[2] is True
+            with pytest.raises(RemoteEnvError) as refused:  # as in-process, a step after the end is refused
+                remote.step(golden_outputs(local)[0])
+            assert refused.value.kind == "episode_over"
+        state = remote.state()
+        assert state["step_count"] == 2 and state["task_id"] == TASK_ID
+        trace = read_trace_bytes(remote.trace())
+        assert trace[0]["agent"] == "oracle" and trace[-1]["record"] == "end"
+    finally:
+        remote.close()
+        local.close()
+
+
+def read_trace_bytes(data: bytes) -> list[dict[str, Any]]:
+    import json
+
+    return [json.loads(line) for line in data.decode().splitlines()]
+
+
+def test_gymnasium_env_checker(served: Served) -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    env = RemoteToolEnv(served.url, config=CONFIG)
+    try:
+        check_env(env, skip_render_check=True)
+    finally:
+        env.close()
+
+
+def test_vector_env_of_remote_envs(served: Served, catalog: Catalog) -> None:
+    local = local_env(catalog)
+    raws = golden_outputs(local)
+    vec = gym.vector.SyncVectorEnv(
+        [lambda: RemoteToolEnv(served.url, config=CONFIG) for _ in range(2)],
+        autoreset_mode=gym.vector.AutoresetMode.DISABLED,
+    )
+    try:
+        obs, _ = vec.reset(seed=0, options={"task": TASK_ID})
+        assert list(obs) == [local.reset(seed=0, options={"task": TASK_ID})[0]] * 2
+        for raw in raws:
+            obs, rewards, terminated, _, _ = vec.step((raw, raw))
+        assert list(rewards) == [1.0, 1.0] and list(terminated) == [True, True]
+    finally:
+        vec.close()
+        local.close()
+
+
+def test_structured_actions_and_messages_on_the_wire() -> None:
+    from toolgym.actions import FinalAnswer, ToolCall
+
+    call = ToolCall(name="x", arguments={"a": 1})
+    assert step_body("text") == {"text": "text"}
+    assert step_body(call) == {"action": call.model_dump(mode="json")}
+    assert step_body([call, FinalAnswer(text="y")])["action"][1]["type"] == "final_answer"
+    assert step_body({"role": "assistant", "content": "hi"}) == {
+        "message": {"role": "assistant", "content": "hi"}
+    }
+    with pytest.raises(TypeError):
+        step_body(3)
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_a_full_server_is_an_infra_error(catalog: Catalog, tmp_path: Path, transport: Any) -> None:
+    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
+    from toolgym.envs.service.app import create_app
+
+    server = serve(create_app(catalog, trace_dir=tmp_path, max_sessions=1))
+    first = RemoteToolEnv(server.url, config=CONFIG, transport=transport)
+    second = RemoteToolEnv(server.url, config=CONFIG, transport=transport)
+    try:
+        assert not first.reset(seed=0)[0].startswith("infra_error")
+        obs, info = second.reset(seed=0)
+        assert obs.startswith("infra_error:") and "capacity" in obs and info["error_kinds"] == ["infra_error"]
+        first.close()  # a slot frees up: the next reset gets a session
+        assert not second.reset(seed=0)[0].startswith("infra_error")
+    finally:
+        first.close()
+        second.close()
+        server.stop()
+
+
+def test_a_session_lost_on_the_server_is_an_infra_error(served: Served, catalog: Catalog) -> None:
+    local = local_env(catalog)
+    env = RemoteToolEnv(served.url, config=CONFIG, transport="http")
+    try:
+        env.reset(seed=0, options={"task": TASK_ID})
+        lost = env.session_id
+        httpx.post(f"{served.url}/close", json={"session_id": lost})  # as the idle reaper would
+        obs, reward, terminated, truncated, info = env.step(golden_outputs(local)[0])
+        assert obs.startswith("infra_error:") and (reward, terminated, truncated) == (0.0, False, True)
+        obs, info = env.reset(seed=0, options={"task": TASK_ID})  # a new session, the episode again
+        assert "error_kinds" not in info  # a reset's info, not an infra error's
+        assert env.session_id not in (None, lost) and obs == local.reset(seed=0, options={"task": TASK_ID})[0]
+    finally:
+        env.close()
+        local.close()
+
+
+def test_a_websocket_session_reaped_while_idle(catalog: Catalog, tmp_path: Path) -> None:
+    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
+    from toolgym.envs.service.app import create_app
+
+    local = local_env(catalog)
+    server = serve(create_app(catalog, trace_dir=tmp_path, idle_timeout_s=0.5))
+    env = RemoteToolEnv(server.url, config=CONFIG)
+    try:
+        env.reset(seed=0, options={"task": TASK_ID})
+        reaped = env.session_id
+        deadline = time.monotonic() + 30  # openenv's reaper wakes every max(timeout / 4, 5) s
+        while httpx.get(f"{server.url}/sessions").json()["sessions"]:
+            assert time.monotonic() < deadline, "the session was not reaped"
+            time.sleep(0.05)
+        obs, _, _, truncated, _ = env.step(golden_outputs(local)[0])
+        assert obs.startswith("infra_error:") and "session_closed" in obs and truncated
+        obs, _ = env.reset(seed=0, options={"task": TASK_ID})  # a new connection, a new session
+        assert env.session_id != reaped and obs == local.reset(seed=0, options={"task": TASK_ID})[0]
+    finally:
+        env.close()
+        local.close()
+        server.stop()
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_no_server_is_an_infra_error(transport: Any) -> None:
+    env = RemoteToolEnv(f"http://127.0.0.1:{free_port()}", transport=transport, connect_timeout_s=2)
+    try:
+        obs, info = env.reset(seed=0)
+        assert obs.startswith("infra_error:") and info["error_kinds"] == ["infra_error"]
+        obs, reward, terminated, truncated, info = env.step("Thought: hi\nFinal Answer: 1")
+        assert obs.startswith("infra_error:") and (reward, terminated, truncated) == (0.0, False, True)
+    finally:
+        env.close()
+
+
+def test_wrong_token_is_an_infra_error(served: Served) -> None:
+    # the test server has no token: a token it does not ask for is harmless
+    env = RemoteToolEnv(served.url, config=CONFIG, token="unused-token-0123456789")
+    try:
+        assert not env.reset(seed=0, options={"task": TASK_ID})[0].startswith("infra_error")
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_server_killed_mid_episode(
+    server_process: tuple[str, subprocess.Popen[bytes], Path], catalog: Catalog, transport: Any
+) -> None:
+    url, proc, trace_dir = server_process
+    local = local_env(catalog)
+    raws = golden_outputs(local)
+    env = RemoteToolEnv(url, config=CONFIG, transport=transport, agent="oracle")
+    try:
+        env.reset(seed=0, options={"task": TASK_ID})
+        obs, _, _, _, info = env.step(raws[0])
+        assert info["error_kinds"] == []
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        obs, reward, terminated, truncated, info = env.step(raws[1])
+        assert obs.startswith("infra_error:") and info["error_kinds"] == ["infra_error"]
+        assert (reward, terminated, truncated) == (0.0, False, True)
+        obs, info = env.reset(seed=0, options={"task": TASK_ID})  # still no exception
+        assert info["error_kinds"] == ["infra_error"]
+    finally:
+        env.close()
+        local.close()
+    # the server-side trace of the killed episode is readable up to the last step it ran
+    (partial,) = list(trace_dir.glob("*/*.partial"))
+    trace = read_trace(partial)
+    assert trace.header.task_id == TASK_ID and len(trace.steps) == 1 and trace.end is None
