@@ -172,8 +172,8 @@ async def send_error(
 
 
 class BearerAuth:
-    """Every request needs `Authorization: Bearer <token>` (the scheme in any case) except the
-    public paths."""
+    """Every request and WebSocket handshake needs `Authorization: Bearer <token>` (the scheme in
+    any case) except the public paths."""
 
     def __init__(self, app: ASGIApp, token: str, public_paths: frozenset[str], render: ErrorRenderer) -> None:
         self.app = app
@@ -182,12 +182,17 @@ class BearerAuth:
         self.render = render
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.public_paths:
+        if scope["type"] not in ("http", "websocket") or scope["path"] in self.public_paths:
             await self.app(scope, receive, send)
             return
         given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
         scheme, _, value = given.partition(b" ")
-        if scheme.lower() != b"bearer" or not hmac.compare_digest(value.strip(), self.expected):
+        authorized = scheme.lower() == b"bearer" and hmac.compare_digest(value.strip(), self.expected)
+        if not authorized and scope["type"] == "websocket":
+            # refused before the app accepts the handshake (the client sees HTTP 403)
+            await send({"type": "websocket.close", "code": 1008, "reason": "missing or wrong bearer token"})
+            return
+        if not authorized:
             await send_error(
                 send,
                 self.render,
@@ -324,6 +329,25 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False  # a host name other than localhost may resolve anywhere
+
+
+MIN_TOKEN_CHARS = 16
+
+
+class InsecureBindError(ValueError):
+    """A server asked to listen beyond loopback without a (long enough) bearer token."""
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Servers bind 127.0.0.1 by default; an address beyond loopback needs a bearer token of at
+    least MIN_TOKEN_CHARS characters (every toolgym server applies this one rule)."""
+    if not is_loopback(host) and not token:
+        raise InsecureBindError(
+            f"{host} is beyond loopback: refusing to serve without a token; set a bearer token "
+            "(--token or TOOLGYM_TOKEN), loopback addresses need none"
+        )
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise InsecureBindError(f"the bearer token must be at least {MIN_TOKEN_CHARS} characters")
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hmac
 import json
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,7 @@ from toolgym.envs.service.environment import (
     ToolgymObservation,
     ToolgymState,
 )
+from toolgym.errors import redact_paths
 from toolgym.toolservers.server.http import BearerAuth, BodyLimit, error_body, json_response
 
 try:
@@ -217,25 +217,6 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
         return Response(files[name].read_bytes(), media_type="application/x-ndjson")
 
 
-class _WebSocketBearer:
-    """`Authorization: Bearer` for WebSocket handshakes (the shared BearerAuth covers HTTP only):
-    a handshake without the token is refused before the app accepts it (HTTP 403)."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "websocket":
-            given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
-            if not hmac.compare_digest(given, self.expected):
-                await send(
-                    {"type": "websocket.close", "code": 1008, "reason": "missing or wrong bearer token"}
-                )
-                return
-        await self.app(scope, receive, send)
-
-
 class _QuietDisconnect:
     """openenv's `/ws` handler closes the socket after the client has gone and lets starlette's
     WebSocketDisconnect escape (it catches RuntimeError only); the session is already destroyed
@@ -287,11 +268,11 @@ def create_app(
 
     @app.exception_handler(Exception)
     async def server_fault(request: Request, exc: Exception) -> Response:
-        return json_response(error_body("infra_error", f"{type(exc).__name__}: {exc}"), 500)
+        return json_response(error_body("infra_error", redact_paths(f"{type(exc).__name__}: {exc}")), 500)
 
     _add_session_routes(app, _Sessions(server), catalog, trace_dir)
     server.register_routes(app, mode=ServerMode.PRODUCTION)
     wrapped: ASGIApp = BodyLimit(_QuietDisconnect(app), max_body_bytes)
     if token:
-        wrapped = BearerAuth(_WebSocketBearer(wrapped, token), token, PUBLIC_PATHS)
+        wrapped = BearerAuth(wrapped, token, PUBLIC_PATHS)
     return wrapped

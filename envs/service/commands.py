@@ -55,7 +55,7 @@ def env_server(
 
     from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig
     from toolgym.errors import ToolgymError
-    from toolgym.mocks.service.server import InsecureBindError, check_bind
+    from toolgym.http import InsecureBindError, check_bind
     from toolgym.toolservers.commands import names_option
 
     console = Console(stderr=True)

@@ -10,6 +10,7 @@ checkpoint, restore, fork, hash, diff, scores; an idle reaper; limits), and a cl
 Run a server: `toolgym lab mock-server --port 8100` (or `python -m toolgym.mocks.service`).
 """
 
+from toolgym.http import InsecureBindError, check_bind
 from toolgym.mocks.service.app import ServiceConfig, ServiceError, SessionManager, create_app
 from toolgym.mocks.service.client import (
     MockServiceClient,
@@ -17,7 +18,7 @@ from toolgym.mocks.service.client import (
     RemoteMockWorld,
     SessionLost,
 )
-from toolgym.mocks.service.server import InsecureBindError, ThreadedServer, check_bind, serve
+from toolgym.mocks.service.server import ThreadedServer, serve
 
 __all__ = [
     "InsecureBindError",

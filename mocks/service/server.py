@@ -4,30 +4,19 @@ loopback port (tests, benchmarks, notebooks)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import uvicorn
 
-from toolgym.http import DEFAULT_HEADER_TIMEOUT_S, ServerThread, uvicorn_config
-from toolgym.http import is_loopback as is_loopback  # its home was here
+from toolgym.http import DEFAULT_HEADER_TIMEOUT_S, ServerThread, check_bind, uvicorn_config
+
+# their home was here
+from toolgym.http import InsecureBindError as InsecureBindError
+from toolgym.http import is_loopback as is_loopback
 from toolgym.mocks.service.app import ServiceConfig, create_app
 
 TOKEN_ENV = "TOOLGYM_TOKEN"
-
-
-class InsecureBindError(ValueError):
-    """A bind address other than loopback without a token."""
-
-
-def check_bind(host: str, token: str | None) -> None:
-    """Servers bind 127.0.0.1 by default; anything reachable from outside needs a token."""
-    if not is_loopback(host) and not token:
-        raise InsecureBindError(
-            f"refusing to serve on {host} without a token: set {TOKEN_ENV} or pass --token "
-            "(loopback addresses need none)"
-        )
 
 
 def serve(
@@ -72,7 +61,3 @@ class ThreadedServer(ServerThread):
             header_timeout_s=header_timeout_s,
             timeout_graceful_shutdown=2,
         )
-
-
-def token_from_env() -> str | None:
-    return os.environ.get(TOKEN_ENV) or None

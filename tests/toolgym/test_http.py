@@ -75,3 +75,15 @@ def test_mock_service_answers_framework_errors_in_its_envelope() -> None:
         assert missing.status_code == 404 and missing.json()["error"]["kind"] == "not_found"
         wrong = httpx.put(f"{url}/sessions", headers=auth)
         assert wrong.status_code == 405 and wrong.json()["error"]["kind"] == "method_not_allowed"
+
+
+def test_one_bind_rule_for_every_server() -> None:
+    from toolgym.http import MIN_TOKEN_CHARS, InsecureBindError, check_bind
+
+    check_bind("127.0.0.1", None)
+    check_bind("::1", None)
+    check_bind("0.0.0.0", "t" * MIN_TOKEN_CHARS)
+    with pytest.raises(InsecureBindError, match="beyond loopback"):
+        check_bind("0.0.0.0", None)
+    with pytest.raises(InsecureBindError, match="at least 16"):
+        check_bind("0.0.0.0", "short")

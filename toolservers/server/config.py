@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from toolgym.http import DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S
+from toolgym.http import DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S, check_bind
 from toolgym.http import is_loopback as is_loopback  # its home was here
 
 LoadMode = Literal["eager", "lazy"]
@@ -125,12 +125,7 @@ class ServerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> ServerConfig:
-        if not is_loopback(self.host) and self.token is None:
-            raise ValueError(
-                f"host {self.host!r} is beyond loopback: set a bearer token (--token or TOOLGYM_TOKEN)"
-            )
-        if self.token is not None and len(self.token.get_secret_value()) < 16:
-            raise ValueError("the bearer token must be at least 16 characters")
+        check_bind(self.host, None if self.token is None else self.token.get_secret_value())
         return self
 
     def tool_config(self, name: str, base: ToolConfig | None = None) -> ResolvedToolConfig:
