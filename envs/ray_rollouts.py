@@ -157,7 +157,10 @@ class RayExecutor:
         ray = import_ray()
         started = False
         if not ray.is_initialized():
-            options = {"include_dashboard": False, "log_to_driver": False, **self.init_options}
+            options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+            if self.address is None:
+                options["_node_ip_address"] = "127.0.0.1"  # a local instance stays on loopback
+            options.update(self.init_options)
             ray.init(address=self.address, **options)
             started = True
         self.stats = RayStats()
