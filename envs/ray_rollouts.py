@@ -6,10 +6,11 @@ Ray is an optional extra (`pip install 'toolgym[ray]'`) and is imported only whe
 The driver keeps every actor at most `per_actor` batches ahead and the whole run at most
 `max_in_flight` episodes ahead (back-pressure: results and specs never pile up in the object
 store). An actor that dies takes its unfinished batches with it; their episodes go back to the
-queue one by one (so an episode that kills its worker takes down nobody else's), a fresh actor
-replaces the dead one, and an episode whose workers died `max_attempts` times is recorded as
-aborted with a `WorkerLost` error. Actors return trace bytes and the driver writes each trace once
-(`rollout`), so a re-run never leaves a duplicate or a half-written trace.
+queue one by one, to run alone on an idle actor (so an episode that kills its worker takes down
+nobody else's), a fresh actor replaces the dead one, and an episode whose actor died
+`max_attempts` times while it ran alone is recorded as aborted with a `WorkerLost` error. Actors
+return trace bytes and the driver writes each trace once (`rollout`), so a re-run never leaves a
+duplicate or a half-written trace.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ class ToolServerActor:
         """The accelerator ids Ray assigned to this actor (`{"GPU": ["0"]}`)."""
         import ray
 
-        return {k: [str(i) for i in v] for k, v in ray.get_runtime_context().get_accelerator_ids().items()}
+        ids = ray.get_runtime_context().get_accelerator_ids().items()
+        return {kind: [str(i) for i in found] for kind, found in ids if found}  # only kinds it holds
 
     def stop(self) -> None:
         self.thread.stop()
@@ -114,6 +116,7 @@ class RayStats:
     actors_lost: int = 0
     resubmitted: int = 0  # episodes sent again after their actor died
     peak_in_flight: int = 0  # episodes submitted and not yet back, at most
+    server_accelerators: dict[str, list[str]] = field(default_factory=dict)  # the tool server's GPUs
 
 
 class RayExecutor:
@@ -134,7 +137,7 @@ class RayExecutor:
         batch_size: int | None = None,
         per_actor: int = 2,
         max_in_flight: int | None = None,
-        max_attempts: int = 3,
+        max_attempts: int = 2,
         tool_server: ToolServerSpec | None = None,
         init_options: Mapping[str, Any] | None = None,
     ) -> None:
@@ -172,6 +175,7 @@ class RayExecutor:
                     num_gpus=spec.num_gpus, num_cpus=spec.num_cpus, resources=dict(spec.resources) or None
                 ).remote(spec)
                 url = ray.get(self.server.url.remote())
+                self.stats.server_accelerators = ray.get(self.server.accelerators.remote())
                 tools_env = replace(context.env, tool_url=url, tool_token=spec.token)
                 context = replace(context, env=tools_env)
             self._drive(ray, specs, context, deliver)
@@ -201,34 +205,40 @@ class RayExecutor:
             slots.append(slot)
             self.live.append(slot.handle)
 
-        queue: deque[list[EpisodeSpec]] = deque(batches(specs, actors, self.batch_size))
-        size = max((len(b) for b in queue), default=1)
+        # (batch, alone): a batch whose actor died comes back as single episodes that run alone on
+        # an idle actor with nothing queued behind them, so a death is pinned on the one episode
+        queue: deque[tuple[list[EpisodeSpec], bool]] = deque(
+            (batch, False) for batch in batches(specs, actors, self.batch_size)
+        )
+        size = max((len(b) for b, _ in queue), default=1)
         limit = self.max_in_flight or actors * self.per_actor * size
-        attempts: dict[int, int] = {}
-        in_flight: dict[Any, tuple[_Slot, list[EpisodeSpec]]] = {}  # ObjectRef -> (actor, batch)
+        deaths: dict[int, int] = {}  # episode index -> its actor died while it ran alone
+        in_flight: dict[Any, tuple[_Slot, list[EpisodeSpec], bool]] = {}  # ObjectRef -> ...
         episodes_in_flight = 0
         for _ in range(actors):
             start_actor()
-        max_started = actors * (self.max_attempts + 1)  # replacements must not loop forever
+        max_started = actors * (self.max_attempts + 1) + len(specs)  # no endless replacement loop
 
         while queue or in_flight:
             while queue and slots:
-                batch = queue[0]
+                batch, alone = queue[0]
                 if in_flight and episodes_in_flight + len(batch) > limit:
                     break  # back-pressure: wait for results before sending more
-                slot = min(slots, key=lambda s: s.load)
-                if slot.load >= self.per_actor:
+                open_slots = [s for s in slots if not s.alone and s.load < (1 if alone else self.per_actor)]
+                if not open_slots:
                     break
+                slot = min(open_slots, key=lambda s: s.load)
                 queue.popleft()
-                in_flight[slot.handle.run_batch.remote(batch)] = (slot, batch)
+                in_flight[slot.handle.run_batch.remote(batch)] = (slot, batch, alone)
                 slot.load += 1
+                slot.alone = alone
                 episodes_in_flight += len(batch)
                 self.stats.peak_in_flight = max(self.stats.peak_in_flight, episodes_in_flight)
             if not in_flight:
                 raise RolloutError("no rollout actor is left to run the remaining episodes")
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:
-                slot, batch = in_flight.pop(ref)
+                slot, batch, alone = in_flight.pop(ref)
                 episodes_in_flight -= len(batch)
                 try:
                     results = ray.get(ref)
@@ -244,14 +254,16 @@ class RayExecutor:
                         if self.stats.actors_started < max_started:
                             start_actor()
                     for spec in reversed(batch):
-                        attempts[spec.index] = attempts.get(spec.index, 0) + 1
-                        if attempts[spec.index] >= self.max_attempts:
-                            deliver(_lost_outcome(spec, attempts[spec.index], exc), None)
+                        if alone:
+                            deaths[spec.index] = deaths.get(spec.index, 0) + 1
+                        if deaths.get(spec.index, 0) >= self.max_attempts:
+                            deliver(_lost_outcome(spec, deaths[spec.index], exc), None)
                         else:
                             self.stats.resubmitted += 1
-                            queue.appendleft([spec])  # alone: a poison episode takes only itself down
+                            queue.appendleft(([spec], True))
                     continue
                 slot.load -= 1
+                slot.alone = False
                 for outcome, data in results:
                     deliver(outcome, data)
 
@@ -260,11 +272,12 @@ class RayExecutor:
 class _Slot:
     handle: Any
     load: int = 0  # batches in flight on this actor
+    alone: bool = False  # it runs a suspect episode: nothing else goes to it meanwhile
 
 
 def _lost_outcome(spec: EpisodeSpec, attempts: int, cause: BaseException) -> EpisodeOutcome:
     why = str(cause).strip().splitlines()[0][:200] if str(cause).strip() else type(cause).__name__
-    error = WorkerLost(f"the worker running this episode died {attempts} times (last: {why})")
+    error = WorkerLost(f"the worker running this episode alone died {attempts} times (last: {why})")
     return EpisodeOutcome(
         index=spec.index,
         trial=spec.trial,
