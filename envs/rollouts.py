@@ -176,10 +176,7 @@ class EpisodeWorker:
             load_object(name, "abort exception") for name in context.abort_on
         )
         self._envs: dict[str, ToolEnv] = {}
-        # tmpfs where there is one: the staged copy is read back at once, its fsync is wasted on disk
-        self._staging = tempfile.mkdtemp(
-            prefix="toolgym-rollout-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None
-        )
+        self._staging: str | None = None
 
     def env_for(self, task_set: str) -> ToolEnv:
         env = self._envs.get(task_set)
@@ -198,6 +195,10 @@ class EpisodeWorker:
         rel = Path(spec.trace_path)
         if self.out is not None:
             return self._run(env, agent, task, spec, self.out / rel.parent), None
+        if self._staging is None:
+            # tmpfs where there is one: the staged copy is read back at once, a disk fsync is wasted
+            shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+            self._staging = tempfile.mkdtemp(prefix="toolgym-rollout-", dir=shm)
         folder = Path(tempfile.mkdtemp(dir=self._staging))
         try:
             outcome = self._run(env, agent, task, spec, folder)
@@ -253,7 +254,8 @@ class EpisodeWorker:
         close = getattr(self.make_agent, "close", None)
         if callable(close):
             close()
-        shutil.rmtree(self._staging, ignore_errors=True)
+        if self._staging is not None:
+            shutil.rmtree(self._staging, ignore_errors=True)
 
 
 def _usage_of(agent: Agent) -> dict[str, int | float] | None:
