@@ -31,6 +31,7 @@ from typing import Any, Literal, Protocol
 from toolgym.envs.agents import Agent, OracleAgent
 from toolgym.envs.runner import run_episode, trace_name
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.files import FileStore
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 
@@ -191,6 +192,11 @@ class EpisodeWorker:
         when this worker does not write in place."""
         env = self.env_for(spec.task_set)
         task = self.tasks[spec.task_set][spec.task_id]
+        if env.episode is not None:
+            # a fresh file store, as a fresh env has: a file an earlier task announced must neither
+            # resolve nor be listed in an error message in this episode (its trace would differ)
+            used, env.files = env.files, FileStore()
+            used.close()
         agent = self.make_agent(env, spec.trial)
         rel = Path(spec.trace_path)
         if self.out is not None:

@@ -225,3 +225,18 @@ def test_a_worker_reuses_one_env_per_task_set(tmp_path: Path) -> None:
         assert sorted(worker._envs) == sorted(name for name, _ in sets)
     finally:
         worker.close()
+
+
+def test_a_reused_env_starts_each_episode_with_a_fresh_file_store(tmp_path: Path) -> None:
+    """A file an earlier task announced is unknown to the next one, as in a fresh env (an agent that
+    names it gets the same error, listing the same known files, either way)."""
+    sets = bundled_sets()[:1]
+    worker = EpisodeWorker(WorkerContext(sets))
+    try:
+        fish, solve = episode_specs(sets, trials=1, seed=0)
+        worker.run(fish)
+        assert "image/fish_oil.png" in worker.env_for("demo").files
+        worker.run(solve)
+        assert "image/fish_oil.png" not in worker.env_for("demo").files
+    finally:
+        worker.close()
