@@ -2,13 +2,20 @@
 with 1, 2 and 4 workers, on the bundled mock-app task sets with the oracle (traces written).
 
     /work/venv-ray/bin/python bench/bench_rollouts.py            # 3 rounds
-    /work/venv-ray/bin/python bench/bench_rollouts.py --quick    # 1 round, fewer episodes
+    /work/venv-ray/bin/python bench/bench_rollouts.py --quick    # 1 round, 4 trials per task
 
-Each configuration runs twice per round, a short and a long rollout (N and 4N episodes); the
-marginal rate, (steps_long - steps_short) / (t_long - t_short), is the steady throughput without
-the start-up (worker processes, actors, imports), and the start-up is what the short run took
-beyond it. Rounds interleave the configurations so that noise from other work on the machine falls
-on all of them; medians over rounds are printed. Wall-clock on a shared machine: read the ratios.
+Each configuration runs once per round; its rates are taken over the steady part of the run, from
+the outcome that completes the first fifth of the episodes (every worker has started by then) to
+the last outcome, so the start-up (worker processes, a Ray instance and its actors, imports) is
+left out and printed apart (time to the first result). Rounds interleave the configurations so
+that noise from other work on the machine falls on all of them; medians over rounds are printed.
+
+Beside wall-clock rates, the CPU time of every process a run uses (the driver, pool workers, the
+local Ray instance's daemons and actors: all descendants of this process, read from /proc) is
+measured the same way. On a shared machine the wall-clock rates swing with other people's work;
+CPU per episode hardly does, and when the cores are saturated (the regime that matters at scale)
+throughput is cores / CPU per episode, so the CPU ratio is the steadier Ray-vs-processes figure.
+Linux only (/proc).
 """
 
 from __future__ import annotations
@@ -20,14 +27,19 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-
-import ray
 
 from toolgym.envs.demo import mock_task_paths
 from toolgym.envs.ray_rollouts import RayExecutor
-from toolgym.envs.rollouts import Executor, InProcessExecutor, ProcessExecutor, episode_specs, rollout
+from toolgym.envs.rollouts import (
+    EpisodeOutcome,
+    Executor,
+    InProcessExecutor,
+    ProcessExecutor,
+    episode_specs,
+    rollout,
+)
 from toolgym.evaluation.runs import set_name
 from toolgym.tasks import TaskSet
 
@@ -35,23 +47,73 @@ SETS = [(set_name(p), TaskSet.load(p)) for p in mock_task_paths()]
 TASKS = sum(len(s) for _, s in SETS)
 
 
+def tree_cpu_s() -> float:
+    """CPU seconds (user + system) of this process and every process below it, live or reaped:
+    the driver, pool workers, and a local Ray instance with its daemons and actors (ray.init
+    starts them as our descendants). Linux /proc only."""
+    stats: dict[int, tuple[int, int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        fields = text[text.rindex(")") + 2 :].split()  # fields 3.. of proc(5)'s stat
+        stats[int(entry)] = (int(fields[1]), sum(int(f) for f in fields[11:15]))  # ppid; utime..cstime
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        total += stats.get(pid, (0, 0))[1]
+        todo.extend(children.get(pid, []))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class Measure:
-    steps: int
-    episodes: int
-    seconds: float
-    driver_cpu_s: float  # CPU time of this process (the driver: scheduling, trace writes)
+    """The steady part of one rollout: from the outcome that completes its first fifth (every
+    worker has started by then) to the last one."""
+
+    steps: int = 0
+    episodes: int = 0
+    seconds: float = 0.0
+    driver_cpu_s: float = 0.0  # CPU time of this process (the driver: scheduling, trace writes)
+    total_cpu_s: float = 0.0  # CPU time of every process the run uses
+    startup_s: float = 0.0  # until the first outcome came back
 
 
 def measure(make: Callable[[], Executor], trials: int) -> Measure:
     out = Path(tempfile.mkdtemp(prefix="bench-rollouts-"))
+    specs = episode_specs(SETS, trials=trials, seed=0)
+    skip = len(specs) // 5
+    m = Measure()
+    marks: dict[str, float] = {}
+    seen = 0
+
+    def on_outcome(outcome: EpisodeOutcome) -> None:
+        nonlocal seen
+        seen += 1
+        if seen == 1:
+            m.startup_s = time.perf_counter() - marks["start"]
+        if seen > skip:
+            m.steps += outcome.steps
+            m.episodes += 1
+        if seen == skip or seen == len(specs):
+            now = (time.perf_counter(), time.process_time(), tree_cpu_s())
+            if seen == skip:
+                marks.update(t=now[0], cpu=now[1], total=now[2])
+            else:
+                m.seconds = now[0] - marks["t"]
+                m.driver_cpu_s, m.total_cpu_s = now[1] - marks["cpu"], now[2] - marks["total"]
+
     try:
-        specs = episode_specs(SETS, trials=trials, seed=0)
-        start, cpu = time.perf_counter(), time.process_time()
-        outcomes = rollout(SETS, specs, out=out, executor=make())
-        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        marks["start"] = time.perf_counter()
+        outcomes = rollout(SETS, specs, out=out, executor=make(), on_outcome=on_outcome)
         assert all(o.reward == 1.0 for o in outcomes), "the oracle failed a task"
-        return Measure(sum(o.steps for o in outcomes), len(outcomes), seconds, cpu)
+        return m
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -60,85 +122,85 @@ def measure(make: Callable[[], Executor], trials: int) -> Measure:
 class Row:
     kind: str
     workers: int
-    rates: list[float]  # marginal steps/s per round
-    episode_ms: list[float]  # marginal wall time per episode
-    startup_s: list[float]
-    driver_ms: list[float]  # marginal driver CPU per episode
+    rates: list[float] = field(default_factory=list)  # marginal steps/s per round
+    episode_ms: list[float] = field(default_factory=list)  # marginal wall time per episode
+    startup_s: list[float] = field(default_factory=list)
+    driver_ms: list[float] = field(default_factory=list)  # marginal driver CPU per episode
+    cpu_ms: list[float] = field(default_factory=list)  # marginal CPU of all processes per episode
 
     @property
     def rate(self) -> float:
         return statistics.median(self.rates)
+
+    @property
+    def cpu(self) -> float:
+        return statistics.median(self.cpu_ms)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one round, fewer episodes")
     parser.add_argument("--rounds", type=int, default=None)
-    parser.add_argument("--trials", type=int, default=None, help="trials in the short run (long: 4x)")
+    parser.add_argument("--trials", type=int, default=None, help="trials per task (default 16, quick 4)")
     parser.add_argument("--workers", default="1,2,4")
     args = parser.parse_args()
     rounds = args.rounds or (1 if args.quick else 3)
-    short = args.trials or (2 if args.quick else 4)
+    trials = args.trials or (4 if args.quick else 16)
     counts = [int(n) for n in args.workers.split(",")]
-    # one local Ray instance for the whole run, on loopback, with a CPU slot per actor asked for
-    ray.init(
-        num_cpus=max(counts),
-        include_dashboard=False,
-        log_to_driver=False,
-        _node_ip_address="127.0.0.1",
-    )
     configs: list[tuple[str, int, Callable[[], Executor]]] = []
     for n in counts:
         configs.append(("in-process (threads)", n, lambda n=n: InProcessExecutor(n)))  # type: ignore[misc]
         configs.append(("processes", n, lambda n=n: ProcessExecutor(n)))  # type: ignore[misc]
-        configs.append(("ray actors", n, lambda n=n: RayExecutor(n)))  # type: ignore[misc]
-    rows = {(kind, n): Row(kind, n, [], [], [], []) for kind, n, _ in configs}
-    print(f"{os.cpu_count()} CPUs; {TASKS} mock-app tasks; short run {short} trials, long run {4 * short}")
+        # each Ray run starts its own local instance, as `toolgym run --ray` does, so its daemons'
+        # CPU is counted in its own runs only; a CPU slot per actor even where cores are fewer
+        ray_init = {"num_cpus": max(n, 2)}
+        configs.append(("ray actors", n, lambda n=n, o=ray_init: RayExecutor(n, init_options=o)))  # type: ignore[misc]
+    rows = {(kind, n): Row(kind, n) for kind, n, _ in configs}
+    print(
+        f"{os.cpu_count()} CPUs; {TASKS} mock-app tasks x {trials} trials = {TASKS * trials} episodes per run"
+    )
     print(f"load average at the start: {os.getloadavg()[0]:.1f}")
     measure(InProcessExecutor, 1)  # warm this process's caches (seeded world templates, imports)
     for r in range(rounds):
         for kind, n, make in configs:
-            a = measure(make, short)
-            b = measure(make, 4 * short)
-            rate = (b.steps - a.steps) / (b.seconds - a.seconds)
-            per_episode = (b.seconds - a.seconds) / (b.episodes - a.episodes)
+            m = measure(make, trials)
             row = rows[(kind, n)]
-            row.rates.append(rate)
-            row.episode_ms.append(per_episode * 1000)
-            row.startup_s.append(max(0.0, a.seconds - a.episodes * per_episode))
-            row.driver_ms.append((b.driver_cpu_s - a.driver_cpu_s) / (b.episodes - a.episodes) * 1000)
+            row.rates.append(m.steps / m.seconds)
+            row.episode_ms.append(m.seconds / m.episodes * 1000)
+            row.startup_s.append(m.startup_s)
+            row.driver_ms.append(m.driver_cpu_s / m.episodes * 1000)
+            row.cpu_ms.append(m.total_cpu_s / m.episodes * 1000)
             print(
-                f"round {r + 1}: {kind:22} x{n}: {rate:7.0f} steps/s, {per_episode * 1000:6.2f} ms/episode, "
-                f"start-up {row.startup_s[-1]:5.2f} s, driver CPU {row.driver_ms[-1]:.2f} ms/episode "
-                f"({b.episodes} episodes in {b.seconds:.2f} s)",
+                f"round {r + 1}: {kind:22} x{n}: {row.rates[-1]:7.0f} steps/s, "
+                f"{row.episode_ms[-1]:6.2f} ms/episode, CPU {row.cpu_ms[-1]:.2f} ms/episode "
+                f"(driver {row.driver_ms[-1]:.2f}), first result after {m.startup_s:5.2f} s",
                 flush=True,
             )
-    ray.shutdown()
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
-    base = rows[("in-process (threads)", counts[0])].rate
+    base = rows[("in-process (threads)", counts[0])]
     print()
     print(
-        "| executor | workers | steps/s (median) | ms per episode | driver CPU per episode | start-up "
-        "| vs in-process x1 | Ray / processes |"
+        "| executor | workers | steps/s (wall, median) | CPU per episode (all processes) | driver CPU "
+        "per episode | first result after | Ray / processes: steps/s | Ray / processes: episodes per CPU-second |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for kind, n, _ in configs:
         row = rows[(kind, n)]
-        vs_proc = ""
+        wall = cpu = ""
         if kind == "ray actors":
-            vs_proc = f"{row.rate / rows[('processes', n)].rate:.0%}"
+            procs = rows[("processes", n)]
+            wall, cpu = f"{row.rate / procs.rate:.0%}", f"{procs.cpu / row.cpu:.0%}"
         print(
-            f"| {kind} | {n} | {row.rate:.0f} | {statistics.median(row.episode_ms):.2f} ms | "
-            f"{statistics.median(row.driver_ms):.2f} ms | {statistics.median(row.startup_s):.1f} s | "
-            f"{row.rate / base:.2f}x | {vs_proc} |"
+            f"| {kind} | {n} | {row.rate:.0f} | {row.cpu:.2f} ms | {statistics.median(row.driver_ms):.2f} ms "
+            f"| {statistics.median(row.startup_s):.1f} s | {wall} | {cpu} |"
         )
-    one_proc = statistics.median(rows[("in-process (threads)", counts[0])].episode_ms)
-    one_ray = statistics.median(rows[("ray actors", counts[0])].episode_ms)
-    one_pool = statistics.median(rows[("processes", counts[0])].episode_ms)
+    ray1, proc1 = rows[("ray actors", counts[0])], rows[("processes", counts[0])]
     print()
     print(
-        f"per-episode overhead over in-process with 1 worker: Ray {one_ray - one_proc:+.2f} ms, "
-        f"processes {one_pool - one_proc:+.2f} ms (in-process {one_proc:.2f} ms per episode)"
+        f"CPU per episode over in-process with {counts[0]} worker(s): Ray {ray1.cpu - base.cpu:+.2f} ms, "
+        f"processes {proc1.cpu - base.cpu:+.2f} ms (in-process {base.cpu:.2f} ms); wall: Ray "
+        f"{statistics.median(ray1.episode_ms) - statistics.median(base.episode_ms):+.2f} ms, processes "
+        f"{statistics.median(proc1.episode_ms) - statistics.median(base.episode_ms):+.2f} ms per episode"
     )
 
 
