@@ -47,10 +47,10 @@ SETS = [(set_name(p), TaskSet.load(p)) for p in mock_task_paths()]
 TASKS = sum(len(s) for _, s in SETS)
 
 
-def tree_cpu_s() -> float:
-    """CPU seconds (user + system) of this process and every process below it, live or reaped:
-    the driver, pool workers, and a local Ray instance with its daemons and actors (ray.init
-    starts them as our descendants). Linux /proc only."""
+def tree_cpu() -> dict[int, int]:
+    """CPU ticks (user + system) of this process and each process below it, by pid: the driver,
+    pool workers, and a local Ray instance with its daemons and actors (ray.init starts them as
+    our descendants). Linux /proc only."""
     stats: dict[int, tuple[int, int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -60,16 +60,24 @@ def tree_cpu_s() -> float:
         except OSError:
             continue  # gone meanwhile
         fields = text[text.rindex(")") + 2 :].split()  # fields 3.. of proc(5)'s stat
-        stats[int(entry)] = (int(fields[1]), sum(int(f) for f in fields[11:15]))  # ppid; utime..cstime
+        stats[int(entry)] = (int(fields[1]), int(fields[11]) + int(fields[12]))  # ppid; utime + stime
     children: dict[int, list[int]] = {}
     for pid, (ppid, _) in stats.items():
         children.setdefault(ppid, []).append(pid)
-    total, todo = 0, [os.getpid()]
+    found, todo = {}, [os.getpid()]
     while todo:
         pid = todo.pop()
-        total += stats.get(pid, (0, 0))[1]
+        found[pid] = stats.get(pid, (0, 0))[1]
         todo.extend(children.get(pid, []))
-    return total / os.sysconf("SC_CLK_TCK")
+    return found
+
+
+def cpu_between(before: dict[int, int], after: dict[int, int]) -> float:
+    """CPU seconds the processes alive at `after` spent since `before` (each process's own time:
+    children reaped meanwhile are not counted twice, and a process that exited meanwhile, such as an
+    idle Ray worker the raylet retired, does not make the sum go down)."""
+    ticks = sum(t - before.get(pid, 0) for pid, t in after.items())
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -91,6 +99,7 @@ def measure(make: Callable[[], Executor], trials: int) -> Measure:
     skip = len(specs) // 5
     m = Measure()
     marks: dict[str, float] = {}
+    cpu_at_skip: dict[int, int] = {}
     seen = 0
 
     def on_outcome(outcome: EpisodeOutcome) -> None:
@@ -102,12 +111,13 @@ def measure(make: Callable[[], Executor], trials: int) -> Measure:
             m.steps += outcome.steps
             m.episodes += 1
         if seen == skip or seen == len(specs):
-            now = (time.perf_counter(), time.process_time(), tree_cpu_s())
+            now, cpu, tree = time.perf_counter(), time.process_time(), tree_cpu()
             if seen == skip:
-                marks.update(t=now[0], cpu=now[1], total=now[2])
+                marks.update(t=now, cpu=cpu)
+                cpu_at_skip.update(tree)
             else:
-                m.seconds = now[0] - marks["t"]
-                m.driver_cpu_s, m.total_cpu_s = now[1] - marks["cpu"], now[2] - marks["total"]
+                m.seconds, m.driver_cpu_s = now - marks["t"], cpu - marks["cpu"]
+                m.total_cpu_s = cpu_between(cpu_at_skip, tree)
 
     try:
         marks["start"] = time.perf_counter()

@@ -287,4 +287,5 @@ def _lost_outcome(spec: EpisodeSpec, attempts: int, cause: BaseException) -> Epi
         reward=0.0,
         steps=0,
         error=f"WorkerLost: {error}",
+        agent=spec.agent,
     )

@@ -75,19 +75,22 @@ class EnvConfig:
 
 @dataclass(frozen=True)
 class EpisodeSpec:
-    """One episode: the task (by task set name and id), the trial and the seed. `index` is its
-    place in the run, the order records come back in."""
+    """One episode: the task (by task set name and id), the trial, the seed and the agent (a name
+    from the rollout's agents; "" for its one agent). `index` is its place in the run, the order
+    outcomes come back in."""
 
     index: int
     trial: int
     task_set: str
     task_id: str
     seed: int | None
+    agent: str = ""
 
     @property
     def trace_path(self) -> str:
-        """The trace's path relative to the run directory."""
-        return f"trial-{self.trial}/{self.task_set}/{trace_name(self.task_id, self.seed)}"
+        """The trace's path relative to the run directory (under the agent's name when named)."""
+        path = f"trial-{self.trial}/{self.task_set}/{trace_name(self.task_id, self.seed)}"
+        return f"{self.agent}/{path}" if self.agent else path
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,7 @@ class EpisodeOutcome:
     usage: dict[str, int | float] | None = None
     trace: str | None = None  # relative to the run directory
     error: str | None = None  # why an aborted episode stopped
+    agent: str = ""
 
 
 @dataclass(frozen=True)
@@ -115,20 +119,24 @@ class WorkerContext:
     env: EnvConfig = EnvConfig()
     agent: AgentSpec = AgentSpec()
     abort_on: tuple[str, ...] = ()  # `module:Class` exceptions that abort an episode, not the run
+    agents: Mapping[str, AgentSpec] = field(default_factory=dict)  # named agents (specs' `agent`)
 
 
 def episode_specs(
-    task_sets: Sequence[tuple[str, TaskSet]], *, trials: int, seed: int | None
+    task_sets: Sequence[tuple[str, TaskSet]], *, trials: int, seed: int | None, agents: Sequence[str] = ("",)
 ) -> list[EpisodeSpec]:
-    """Every task of every set, `trials` times, in (trial, set, task) order."""
+    """Every task of every set, `trials` times, for each agent, in (agent, trial, set, task) order."""
     names = [name for name, _ in task_sets]
     if len(set(names)) != len(names):
         raise ValueError(f"task set names must be distinct, got {names}")
+    if len(set(agents)) != len(agents):
+        raise ValueError(f"agent names must be distinct, got {list(agents)}")
     specs: list[EpisodeSpec] = []
-    for trial in range(trials):
-        for name, task_set in task_sets:
-            for task in task_set:
-                specs.append(EpisodeSpec(len(specs), trial, name, task.id, seed))
+    for agent in agents:
+        for trial in range(trials):
+            for name, task_set in task_sets:
+                for task in task_set:
+                    specs.append(EpisodeSpec(len(specs), trial, name, task.id, seed, agent))
     return specs
 
 
@@ -166,13 +174,8 @@ class EpisodeWorker:
         self.out = out
         self.tasks: dict[str, TaskSet] = dict(context.task_sets)
         self.toolset = toolset if toolset is not None else build_toolset(context.env)
-        if make_agent is None:
-            spec = context.agent
-            builder = (
-                _oracle_agents if spec.builder == "oracle" else load_object(spec.builder, "agent builder")
-            )
-            make_agent = builder(**spec.kwargs)
-        self.make_agent: AgentFactory = make_agent
+        # agent factories by name, each built once, when its first episode comes
+        self._agents: dict[str, AgentFactory] = {} if make_agent is None else {"": make_agent}
         self.abort_types: tuple[type[BaseException], ...] = tuple(
             load_object(name, "abort exception") for name in context.abort_on
         )
@@ -187,6 +190,16 @@ class EpisodeWorker:
             self._envs[task_set] = env
         return env
 
+    def agents(self, name: str) -> AgentFactory:
+        found = self._agents.get(name)
+        if found is None:
+            spec = self.context.agents[name] if name else self.context.agent
+            builder = (
+                _oracle_agents if spec.builder == "oracle" else load_object(spec.builder, "agent builder")
+            )
+            found = self._agents[name] = builder(**spec.kwargs)
+        return found
+
     def run(self, spec: EpisodeSpec) -> tuple[EpisodeOutcome, bytes | None]:
         """Run one episode; the bytes of its trace (finished, or partial when aborted) come back
         when this worker does not write in place."""
@@ -197,7 +210,7 @@ class EpisodeWorker:
             # resolve nor be listed in an error message in this episode (its trace would differ)
             used, env.files = env.files, FileStore()
             used.close()
-        agent = self.make_agent(env, spec.trial)
+        agent = self.agents(spec.agent)(env, spec.trial)
         rel = Path(spec.trace_path)
         if self.out is not None:
             return self._run(env, agent, task, spec, self.out / rel.parent), None
@@ -223,6 +236,7 @@ class EpisodeWorker:
             "task_set": spec.task_set,
             "task_id": spec.task_id,
             "category": task.category,
+            "agent": spec.agent,
         }
         try:
             result = run_episode(env, agent, task, seed=spec.seed, trace_dir=folder)
@@ -257,9 +271,10 @@ class EpisodeWorker:
         for env in self._envs.values():
             env.close()
         self._envs.clear()
-        close = getattr(self.make_agent, "close", None)
-        if callable(close):
-            close()
+        for factory in self._agents.values():
+            close = getattr(factory, "close", None)
+            if callable(close):
+                close()
         if self._staging is not None:
             shutil.rmtree(self._staging, ignore_errors=True)
 
@@ -312,27 +327,30 @@ def rollout(
     out: Path,
     executor: Executor | None = None,
     env: EnvConfig = EnvConfig(),
-    agent: AgentSpec | AgentFactory = AgentSpec(),
+    agent: AgentSpec | AgentFactory | Mapping[str, AgentSpec] = AgentSpec(),
     toolset: ToolSet | None = None,
     abort_on: tuple[str, ...] = (),
     on_outcome: Callable[[EpisodeOutcome], None] | None = None,
 ) -> list[EpisodeOutcome]:
     """Run `specs` with `executor` (default: in process, one at a time), write each trace once under
-    `out`, and return the outcomes in spec order. An agent factory (a closure) or a ToolSet object
-    only run in process; other executors need an `AgentSpec` and `env.toolset`."""
+    `out`, and return the outcomes in spec order. `agent` is the one agent, or agents by the names
+    the specs carry. An agent factory (a closure) or a ToolSet object only run in process; other
+    executors need an `AgentSpec` and `env.toolset`."""
     executor = executor or InProcessExecutor()
+    named = dict(agent) if isinstance(agent, Mapping) else {}
+    closure = None if isinstance(agent, (AgentSpec, Mapping)) else agent
     if isinstance(executor, InProcessExecutor):
-        executor = executor.bind(
-            toolset=toolset, make_agent=None if isinstance(agent, AgentSpec) else agent, out=out
-        )
-    elif not isinstance(agent, AgentSpec) or toolset is not None:
+        executor = executor.bind(toolset=toolset, make_agent=closure, out=out)
+    elif closure is not None or toolset is not None:
         raise TypeError(
             f"{type(executor).__name__} builds agents and tools in its workers: pass an AgentSpec "
             "and name the toolset in EnvConfig, not objects"
         )
-    context = WorkerContext(
-        task_sets, env, agent if isinstance(agent, AgentSpec) else AgentSpec(), tuple(abort_on)
-    )
+    unknown = sorted({s.agent for s in specs if s.agent and s.agent not in named})
+    if unknown or (named and any(not s.agent for s in specs)):
+        raise ValueError(f"specs name agents {unknown or ['']} that are not among {sorted(named)}")
+    one = agent if isinstance(agent, AgentSpec) else AgentSpec()
+    context = WorkerContext(task_sets, env, one, tuple(abort_on), named)
     outcomes: dict[int, EpisodeOutcome] = {}
     claimed: set[int] = set()
     wanted = {spec.index for spec in specs}

@@ -212,7 +212,7 @@ def run_trials(
 
     def record(outcome: EpisodeOutcome) -> EpisodeRecord:
         fields = asdict(outcome)
-        del fields["index"]
+        del fields["index"], fields["agent"]  # one agent per run here
         return EpisodeRecord(**fields)
 
     outcomes = rollout(

@@ -240,3 +240,33 @@ def test_a_reused_env_starts_each_episode_with_a_fresh_file_store(tmp_path: Path
         assert "image/fish_oil.png" not in worker.env_for("demo").files
     finally:
         worker.close()
+
+
+def test_one_rollout_runs_several_agents(tmp_path: Path, baseline: Path) -> None:
+    """Episodes are tasks x trials x agents: each agent's traces go under its name, and the
+    oracle's are the one-process oracle run's bytes."""
+    sets = bundled_sets()[1:2]
+    name = sets[0][0]
+    ids = [t.id for t in sets[0][1]]
+    agents = {
+        "oracle": AgentSpec(),
+        "quitter": AgentSpec(HOSTILE, {"targets": ids, "what": "abort", "at": 0}),
+    }
+    specs = episode_specs(sets, trials=1, seed=0, agents=list(agents))
+    outcomes = rollout(
+        sets,
+        specs,
+        out=tmp_path,
+        executor=ProcessExecutor(2),
+        agent=agents,
+        abort_on=("tests.envs.rollout_agents:Abort",),
+    )
+    assert [o.agent for o in outcomes] == ["oracle"] * len(ids) + ["quitter"] * len(ids)
+    assert all(o.status == "terminated" for o in outcomes[: len(ids)])
+    assert all(
+        o.status == "aborted" and o.trace and o.trace.startswith("quitter/") for o in outcomes[len(ids) :]
+    )
+    expected = {k: v for k, v in tree(baseline).items() if k.startswith(f"trial-0/{name}/")}
+    assert tree(tmp_path / "oracle") == expected
+    with pytest.raises(ValueError, match="not among"):
+        rollout(sets, specs, out=tmp_path / "x", agent={"oracle": AgentSpec()})
