@@ -6,15 +6,20 @@ with 1, 2 and 4 workers, on the bundled mock-app task sets with the oracle (trac
 
 Each configuration runs once per round; its rates are taken over the steady part of the run, from
 the outcome that completes the first fifth of the episodes (every worker has started by then) to
-the last outcome, so the start-up (worker processes, a Ray instance and its actors, imports) is
-left out and printed apart (time to the first result). Rounds interleave the configurations so
-that noise from other work on the machine falls on all of them; medians over rounds are printed.
+the one that completes 95%, so the start-up (worker processes, a Ray instance and its actors,
+imports) is left out and printed apart (time to the first result). Rounds interleave the
+configurations so that noise from other work on the machine falls on all of them; medians over
+rounds are printed.
 
-Beside wall-clock rates, the CPU time of every process a run uses (the driver, pool workers, the
-local Ray instance's daemons and actors: all descendants of this process, read from /proc) is
-measured the same way. On a shared machine the wall-clock rates swing with other people's work;
-CPU per episode hardly does, and when the cores are saturated (the regime that matters at scale)
-throughput is cores / CPU per episode, so the CPU ratio is the steadier Ray-vs-processes figure.
+Beside wall-clock rates, the CPU time of every process a run uses (all descendants of this
+process, read from /proc) is measured over the same window, in three parts: the driver (this
+process: scheduling, unpickling results, writing traces), the workers (pool processes or Ray
+rollout actors: the episodes) and the daemons (a local Ray instance's raylet, GCS, agents and
+monitors; the pool's fork server). On a shared machine the wall-clock rates swing with other
+people's work; CPU per episode hardly does, and when the cores are saturated (the regime that
+matters at scale) throughput is cores / CPU per episode, so the CPU ratios are the steadier
+Ray-vs-processes figures. The daemons cost a roughly fixed share of a core per node whatever the
+node's size, so the driver + workers ratio is what carries over to a cluster.
 Linux only (/proc).
 """
 
@@ -47,10 +52,18 @@ SETS = [(set_name(p), TaskSet.load(p)) for p in mock_task_paths()]
 TASKS = sum(len(s) for _, s in SETS)
 
 
-def tree_cpu() -> dict[int, int]:
-    """CPU ticks (user + system) of this process and each process below it, by pid: the driver,
-    pool workers, and a local Ray instance with its daemons and actors (ray.init starts them as
-    our descendants). Linux /proc only."""
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def tree_cpu() -> dict[int, tuple[int, str]]:
+    """CPU ticks (user + system) of this process and each process below it, by pid, with its part:
+    `driver` (this process), `workers` (process-pool workers, Ray rollout actors) or `daemons`
+    (everything else: a local Ray instance's raylet, GCS, agents, monitors and idle workers; the
+    pool's fork server). ray.init starts its processes as our descendants. Linux /proc only."""
     stats: dict[int, tuple[int, int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -64,42 +77,53 @@ def tree_cpu() -> dict[int, int]:
     children: dict[int, list[int]] = {}
     for pid, (ppid, _) in stats.items():
         children.setdefault(ppid, []).append(pid)
-    found, todo = {}, [os.getpid()]
+    me = os.getpid()
+    found: dict[int, tuple[int, str]] = {}
+    todo: list[tuple[int, bool]] = [(me, False)]  # (pid, its parent is the fork server)
     while todo:
-        pid = todo.pop()
-        found[pid] = stats.get(pid, (0, 0))[1]
-        todo.extend(children.get(pid, []))
+        pid, forked = todo.pop()
+        cmd = _cmdline(pid)
+        server = "multiprocessing.forkserver" in cmd
+        part = "driver" if pid == me else "daemons"
+        if forked or cmd.startswith("ray::RolloutActor"):
+            part = "workers"
+        found[pid] = (stats.get(pid, (0, 0))[1], part)
+        todo.extend((child, server) for child in children.get(pid, []))
     return found
 
 
-def cpu_between(before: dict[int, int], after: dict[int, int]) -> float:
-    """CPU seconds the processes alive at `after` spent since `before` (each process's own time:
-    children reaped meanwhile are not counted twice, and a process that exited meanwhile, such as an
-    idle Ray worker the raylet retired, does not make the sum go down)."""
-    ticks = sum(t - before.get(pid, 0) for pid, t in after.items())
-    return ticks / os.sysconf("SC_CLK_TCK")
+def cpu_between(before: dict[int, tuple[int, str]], after: dict[int, tuple[int, str]]) -> dict[str, float]:
+    """CPU seconds by part that the processes alive at `after` spent since `before` (each process's
+    own time: children reaped meanwhile are not counted twice, and a process that exited meanwhile,
+    such as an idle Ray worker the raylet retired, does not make the sum go down)."""
+    parts = {"driver": 0.0, "workers": 0.0, "daemons": 0.0}
+    for pid, (ticks, part) in after.items():
+        parts[part] += (ticks - before.get(pid, (0, part))[0]) / os.sysconf("SC_CLK_TCK")
+    return parts
 
 
 @dataclass
 class Measure:
     """The steady part of one rollout: from the outcome that completes its first fifth (every
-    worker has started by then) to the last one."""
+    worker has started by then) to the one that completes 95% (every worker still runs: at the very
+    end, pool processes and actors are gone before the last trace is written)."""
 
     steps: int = 0
     episodes: int = 0
     seconds: float = 0.0
     driver_cpu_s: float = 0.0  # CPU time of this process (the driver: scheduling, trace writes)
-    total_cpu_s: float = 0.0  # CPU time of every process the run uses
+    worker_cpu_s: float = 0.0  # of the pool's worker processes or the Ray rollout actors
+    daemon_cpu_s: float = 0.0  # of the rest (Ray's raylet, GCS, agents, monitors; the fork server)
     startup_s: float = 0.0  # until the first outcome came back
 
 
 def measure(make: Callable[[], Executor], trials: int) -> Measure:
     out = Path(tempfile.mkdtemp(prefix="bench-rollouts-"))
     specs = episode_specs(SETS, trials=trials, seed=0)
-    skip = len(specs) // 5
+    skip, last = len(specs) // 5, len(specs) * 19 // 20
     m = Measure()
     marks: dict[str, float] = {}
-    cpu_at_skip: dict[int, int] = {}
+    cpu_at_skip: dict[int, tuple[int, str]] = {}
     seen = 0
 
     def on_outcome(outcome: EpisodeOutcome) -> None:
@@ -107,17 +131,22 @@ def measure(make: Callable[[], Executor], trials: int) -> Measure:
         seen += 1
         if seen == 1:
             m.startup_s = time.perf_counter() - marks["start"]
-        if seen > skip:
+        if skip < seen <= last:
             m.steps += outcome.steps
             m.episodes += 1
-        if seen == skip or seen == len(specs):
-            now, cpu, tree = time.perf_counter(), time.process_time(), tree_cpu()
+        if seen in (skip, last):
+            now, tree = time.perf_counter(), tree_cpu()
             if seen == skip:
-                marks.update(t=now, cpu=cpu)
+                marks.update(t=now)
                 cpu_at_skip.update(tree)
             else:
-                m.seconds, m.driver_cpu_s = now - marks["t"], cpu - marks["cpu"]
-                m.total_cpu_s = cpu_between(cpu_at_skip, tree)
+                m.seconds = now - marks["t"]
+                parts = cpu_between(cpu_at_skip, tree)
+                m.driver_cpu_s, m.worker_cpu_s, m.daemon_cpu_s = (
+                    parts["driver"],
+                    parts["workers"],
+                    parts["daemons"],
+                )
 
     try:
         marks["start"] = time.perf_counter()
@@ -132,19 +161,27 @@ def measure(make: Callable[[], Executor], trials: int) -> Measure:
 class Row:
     kind: str
     workers: int
-    rates: list[float] = field(default_factory=list)  # marginal steps/s per round
-    episode_ms: list[float] = field(default_factory=list)  # marginal wall time per episode
+    rates: list[float] = field(default_factory=list)  # steady steps/s per round
+    episode_ms: list[float] = field(default_factory=list)  # steady wall time per episode
     startup_s: list[float] = field(default_factory=list)
-    driver_ms: list[float] = field(default_factory=list)  # marginal driver CPU per episode
-    cpu_ms: list[float] = field(default_factory=list)  # marginal CPU of all processes per episode
+    driver_ms: list[float] = field(default_factory=list)  # CPU per episode, by part
+    worker_ms: list[float] = field(default_factory=list)
+    daemon_ms: list[float] = field(default_factory=list)
 
     @property
     def rate(self) -> float:
         return statistics.median(self.rates)
 
     @property
+    def episode_cpu(self) -> float:
+        """CPU per episode of the driver and the workers: what grows with the episodes."""
+        return statistics.median(d + w for d, w in zip(self.driver_ms, self.worker_ms, strict=True))
+
+    @property
     def cpu(self) -> float:
-        return statistics.median(self.cpu_ms)
+        return statistics.median(
+            d + w + x for d, w, x in zip(self.driver_ms, self.worker_ms, self.daemon_ms, strict=True)
+        )
 
 
 def main() -> None:
@@ -179,36 +216,45 @@ def main() -> None:
             row.episode_ms.append(m.seconds / m.episodes * 1000)
             row.startup_s.append(m.startup_s)
             row.driver_ms.append(m.driver_cpu_s / m.episodes * 1000)
-            row.cpu_ms.append(m.total_cpu_s / m.episodes * 1000)
+            row.worker_ms.append(m.worker_cpu_s / m.episodes * 1000)
+            row.daemon_ms.append(m.daemon_cpu_s / m.episodes * 1000)
             print(
                 f"round {r + 1}: {kind:22} x{n}: {row.rates[-1]:7.0f} steps/s, "
-                f"{row.episode_ms[-1]:6.2f} ms/episode, CPU {row.cpu_ms[-1]:.2f} ms/episode "
-                f"(driver {row.driver_ms[-1]:.2f}), first result after {m.startup_s:5.2f} s",
+                f"{row.episode_ms[-1]:6.2f} ms/episode; CPU per episode: driver {row.driver_ms[-1]:.2f} ms, "
+                f"workers {row.worker_ms[-1]:.2f} ms, daemons {row.daemon_ms[-1]:.2f} ms "
+                f"({m.daemon_cpu_s / m.seconds:.0%} of a core); first result after {m.startup_s:5.2f} s",
                 flush=True,
             )
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     base = rows[("in-process (threads)", counts[0])]
     print()
     print(
-        "| executor | workers | steps/s (wall, median) | CPU per episode (all processes) | driver CPU "
-        "per episode | first result after | Ray / processes: steps/s | Ray / processes: episodes per CPU-second |"
+        "| executor | workers | steps/s (wall) | CPU per episode: driver + workers | + daemons "
+        "| first result after | Ray / processes: steps/s | Ray / processes: episodes per CPU-second "
+        "(driver + workers) | (all processes) |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for kind, n, _ in configs:
         row = rows[(kind, n)]
-        wall = cpu = ""
+        ratios = ["", "", ""]
         if kind == "ray actors":
             procs = rows[("processes", n)]
-            wall, cpu = f"{row.rate / procs.rate:.0%}", f"{procs.cpu / row.cpu:.0%}"
+            ratios = [
+                f"{row.rate / procs.rate:.0%}",
+                f"{procs.episode_cpu / row.episode_cpu:.0%}",
+                f"{procs.cpu / row.cpu:.0%}",
+            ]
         print(
-            f"| {kind} | {n} | {row.rate:.0f} | {row.cpu:.2f} ms | {statistics.median(row.driver_ms):.2f} ms "
-            f"| {statistics.median(row.startup_s):.1f} s | {wall} | {cpu} |"
+            f"| {kind} | {n} | {row.rate:.0f} | {row.episode_cpu:.2f} ms | {row.cpu:.2f} ms "
+            f"| {statistics.median(row.startup_s):.1f} s | {' | '.join(ratios)} |"
         )
     ray1, proc1 = rows[("ray actors", counts[0])], rows[("processes", counts[0])]
     print()
     print(
-        f"CPU per episode over in-process with {counts[0]} worker(s): Ray {ray1.cpu - base.cpu:+.2f} ms, "
-        f"processes {proc1.cpu - base.cpu:+.2f} ms (in-process {base.cpu:.2f} ms); wall: Ray "
+        f"CPU per episode (driver + workers) over in-process, {counts[0]} worker(s): Ray "
+        f"{ray1.episode_cpu - base.episode_cpu:+.2f} ms, processes {proc1.episode_cpu - base.episode_cpu:+.2f} ms "
+        f"(in-process {base.episode_cpu:.2f} ms); with daemons: Ray {ray1.cpu - base.cpu:+.2f} ms, processes "
+        f"{proc1.cpu - base.cpu:+.2f} ms; wall: Ray "
         f"{statistics.median(ray1.episode_ms) - statistics.median(base.episode_ms):+.2f} ms, processes "
         f"{statistics.median(proc1.episode_ms) - statistics.median(base.episode_ms):+.2f} ms per episode"
     )
