@@ -127,7 +127,7 @@ def run(
         typer.Option(min=1, help="episodes on N local processes (no Ray needed); with --ray, N Ray actors"),
     ] = 1,
     ray: Annotated[
-        bool, typer.Option("--ray", help="spread episodes over Ray actors (pip install 'toolgym[ray]')")
+        bool, typer.Option("--ray", help="spread episodes over Ray actors (pip install 'toolgym\\[ray]')")
     ] = False,
     ray_address: Annotated[
         str | None,
