@@ -123,9 +123,13 @@ def run(
     ] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="episodes (and model requests) at once")] = 1,
     workers: Annotated[
-        int,
-        typer.Option(min=1, help="episodes on N local processes (no Ray needed); with --ray, N Ray actors"),
-    ] = 1,
+        int | None,
+        typer.Option(
+            min=1,
+            help="episodes on N local processes (no Ray needed); with --ray, N Ray actors "
+            "(default: one per CPU of the Ray cluster)",
+        ),
+    ] = None,
     ray: Annotated[
         bool, typer.Option("--ray", help="spread episodes over Ray actors (pip install 'toolgym\\[ray]')")
     ] = False,
@@ -252,9 +256,9 @@ def run(
         raise typer.Exit(code=1)
 
 
-def _executor(workers: int, ray: bool, address: str | None, concurrency: int) -> Executor | None:
+def _executor(workers: int | None, ray: bool, address: str | None, concurrency: int) -> Executor | None:
     """The rollout executor the options ask for; None: in this process (threads)."""
-    if not ray and workers == 1:
+    if not ray and (workers or 1) == 1:
         return None
     if concurrency > 1:
         raise typer.BadParameter(
@@ -265,7 +269,7 @@ def _executor(workers: int, ray: bool, address: str | None, concurrency: int) ->
     if not ray:
         from toolgym.envs.rollouts import ProcessExecutor
 
-        return ProcessExecutor(workers)
+        return ProcessExecutor(workers or 1)
     from toolgym.envs.ray_rollouts import RayExecutor, import_ray
     from toolgym.envs.rollouts import RolloutError
 
@@ -273,8 +277,7 @@ def _executor(workers: int, ray: bool, address: str | None, concurrency: int) ->
         import_ray()
     except RolloutError as exc:
         raise typer.BadParameter(str(exc), param_hint="--ray") from None
-    # one actor per CPU of the cluster unless --workers says how many
-    return RayExecutor(workers if workers > 1 else None, address=address)
+    return RayExecutor(workers, address=address)  # None: one actor per CPU of the cluster
 
 
 # ---- eval ------------------------------------------------------------------------------------
