@@ -4,7 +4,7 @@ folders with metric suites, and write an HTML report. `register(app)` adds them 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -15,6 +15,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from toolgym.envs.rollouts import Executor
     from toolgym.evaluation.base import SuiteResult
     from toolgym.evaluation.runs import EpisodeRecord, RunSummary
     from toolgym.tasks import Task, TaskSet
@@ -121,6 +122,21 @@ def run(
         int, typer.Option(min=1, help="trials per task (pass@k / pass^k need k <= trials)")
     ] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="episodes (and model requests) at once")] = 1,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="episodes on N local processes (no Ray needed); with --ray, N Ray actors "
+            "(default: one per CPU of the Ray cluster)",
+        ),
+    ] = None,
+    ray: Annotated[
+        bool, typer.Option("--ray", help="spread episodes over Ray actors (pip install 'toolgym\\[ray]')")
+    ] = False,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="join this Ray cluster (auto, ray://head:10001); implies --ray; default: local"),
+    ] = None,
     seed: Annotated[int, typer.Option(help="episode seed (the same for every trial)")] = 0,
     max_steps: Annotated[int, typer.Option(min=1, help="step limit of tasks that set none")] = 10,
     base_url: Annotated[
@@ -145,6 +161,7 @@ def run(
 ) -> None:
     """Run an agent over task sets, k trials per task, n episodes at once; write traces and run.json."""
     from toolgym.envs.agents import OracleAgent
+    from toolgym.envs.rollouts import AgentSpec
     from toolgym.envs.tool_env import ToolEnv
     from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig, LLMError, api_key_from_env
     from toolgym.evaluation.runs import run_trials, set_name
@@ -191,6 +208,15 @@ def run(
             return OracleAgent(env.protocol)
         return LLMAgent(client, env, seed=None if llm_seed is None else llm_seed + trial)
 
+    executor = _executor(workers, ray or ray_address is not None, ray_address, concurrency)
+    agents: AgentSpec | Callable[[ToolEnv, int], Any] = make_agent
+    if executor is not None:  # workers build their own agents from a picklable spec
+        agents = AgentSpec()
+        if client is not None:
+            agents = AgentSpec(
+                "toolgym.evaluation.rollout_agents:LLMAgents", {"config": client.config, "llm_seed": llm_seed}
+            )
+
     settings: dict[str, Any] = {"max_steps": max_steps}
     if client is not None:
         settings.update(
@@ -206,9 +232,9 @@ def run(
             bar = progress.add_task("episodes", total=total)
             summary = run_trials(
                 sets,
-                make_agent,
+                agents,
                 out=out,
-                toolset=default_toolset(),
+                toolset=default_toolset() if executor is None else None,
                 protocol=chosen,
                 trials=trials,
                 concurrency=concurrency,
@@ -218,6 +244,7 @@ def run(
                 model=model if client is not None else None,
                 settings=settings,
                 on_episode=lambda record: progress.advance(bar),
+                executor=executor,
             )
     finally:
         if client is not None:
@@ -227,6 +254,30 @@ def run(
     if summary.aborted:
         console.print(f"[red]{len(summary.aborted)} episodes aborted: the results are incomplete[/red]")
         raise typer.Exit(code=1)
+
+
+def _executor(workers: int | None, ray: bool, address: str | None, concurrency: int) -> Executor | None:
+    """The rollout executor the options ask for; None: in this process (threads)."""
+    if not ray and (workers or 1) == 1:
+        return None
+    if concurrency > 1:
+        raise typer.BadParameter(
+            "--concurrency runs threads in this process; with --workers or --ray, each worker runs "
+            "one episode at a time: give one or the other",
+            param_hint="--concurrency",
+        )
+    if not ray:
+        from toolgym.envs.rollouts import ProcessExecutor
+
+        return ProcessExecutor(workers or 1)
+    from toolgym.envs.ray_rollouts import RayExecutor, import_ray
+    from toolgym.envs.rollouts import RolloutError
+
+    try:
+        import_ray()
+    except RolloutError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--ray") from None
+    return RayExecutor(workers, address=address)  # None: one actor per CPU of the cluster
 
 
 # ---- eval ------------------------------------------------------------------------------------

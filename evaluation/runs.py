@@ -5,8 +5,9 @@ Layout of a run directory:
     OUT/run.json                              the run summary (agent, settings, one record per episode)
     OUT/trial-<t>/<set>/<task>.seed<s>.jsonl  one trace per episode
 
-Each episode gets its own ToolEnv (and mock world), so parallel episodes never share state; the
-tools themselves are shared. An episode whose model server fails (LLMError: retries exhausted, a
+Episodes run through `toolgym.envs.rollouts`: in this process (each thread with its own ToolEnv
+and mock worlds, reset every episode, so parallel episodes never share state; the tools themselves
+are shared), on local processes or on Ray actors. An episode whose model server fails (LLMError: retries exhausted, a
 refused request) is recorded as `aborted` with the reason and its partial trace; aborted episodes
 are not agent failures and are left out of success rates and pass@k / pass^k (they are counted
 apart, as infra errors are everywhere in toolgym).
@@ -20,19 +21,25 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from math import comb
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from toolgym.canonical import canonical_json
-from toolgym.envs.agents import Agent
-from toolgym.envs.runner import run_episode, trace_name
-from toolgym.envs.tool_env import ToolEnv
-from toolgym.evaluation.llm import LLMError, Usage
+from toolgym.envs.rollouts import (
+    AgentFactory,
+    AgentSpec,
+    EnvConfig,
+    EpisodeOutcome,
+    Executor,
+    InProcessExecutor,
+    Status,
+    episode_specs,
+    rollout,
+)
+from toolgym.evaluation.llm import Usage
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 from toolgym.trace import Trace, read_trace
@@ -40,9 +47,6 @@ from toolgym.trace import Trace, read_trace
 SUMMARY_FILE = "run.json"
 SUCCESS_THRESHOLD = 1.0 - 1e-9  # tau-bench: an episode succeeds when its reward is 1
 _TRIAL_RE = re.compile(r"^trial-(\d+)$")
-
-Status = Literal["terminated", "truncated", "aborted"]
-AgentFactory = Callable[[ToolEnv, int], Agent]  # (the episode's env, trial index) -> a fresh agent
 
 
 def set_name(path: Path) -> str:
@@ -176,72 +180,16 @@ def pass_k_table(episodes: Iterable[EpisodeRecord], ks: Sequence[int] | None = N
 
 
 # ---- running ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Job:
-    trial: int
-    set_name: str
-    task_set: TaskSet
-    task: Task
-
-
-def _usage_of(agent: Agent) -> dict[str, int | float] | None:
-    usage = getattr(agent, "usage", None)
-    return usage.as_dict() if isinstance(usage, Usage) else None
-
-
-def _run_job(
-    job: _Job,
-    make_agent: AgentFactory,
-    *,
-    toolset: ToolSet,
-    protocol: str,
-    out: Path,
-    seed: int | None,
-    max_steps: int,
-) -> EpisodeRecord:
-    trace_dir = out / f"trial-{job.trial}" / job.set_name
-    env = ToolEnv(toolset, job.task_set, protocol=protocol, max_steps=max_steps)
-    agent = make_agent(env, job.trial)
-    try:
-        result = run_episode(env, agent, job.task, seed=seed, trace_dir=trace_dir)
-    except LLMError as exc:
-        partial = trace_dir / (trace_name(job.task.id, seed) + ".partial")
-        return EpisodeRecord(
-            trial=job.trial,
-            task_set=job.set_name,
-            task_id=job.task.id,
-            status="aborted",
-            reward=0.0,
-            steps=len(env.episode.steps) if env.episode is not None else 0,
-            category=job.task.category,
-            error_counts=dict(env.error_counts),
-            usage=_usage_of(agent),
-            trace=partial.relative_to(out).as_posix() if partial.exists() else None,
-            error=f"{type(exc).__name__}: {exc.message}",
-        )
-    finally:
-        env.close()
-    return EpisodeRecord(
-        trial=job.trial,
-        task_set=job.set_name,
-        task_id=job.task.id,
-        status="terminated" if result.terminated else "truncated",
-        reward=result.reward,
-        steps=result.steps,
-        category=job.task.category,
-        error_counts=result.error_counts,
-        scores=result.scores,
-        usage=_usage_of(agent),
-        trace=result.trace_path.relative_to(out).as_posix() if result.trace_path else None,
-    )
+# LLMError (retries exhausted, a refused request) aborts the episode, not the run
+ABORT_ON = ("toolgym.evaluation.llm:LLMError",)
 
 
 def run_trials(
     task_sets: Sequence[tuple[str, TaskSet]],
-    make_agent: AgentFactory,
+    make_agent: AgentFactory | AgentSpec,
     *,
     out: Path,
-    toolset: ToolSet,
+    toolset: ToolSet | None = None,
     protocol: str = "react",
     trials: int = 1,
     concurrency: int = 1,
@@ -251,49 +199,39 @@ def run_trials(
     model: str | None = None,
     settings: Mapping[str, Any] | None = None,
     on_episode: Callable[[EpisodeRecord], None] | None = None,
+    executor: Executor | None = None,
 ) -> RunSummary:
-    """Run every task `trials` times with up to `concurrency` episodes at once; write traces and
-    OUT/run.json. Records come back in (trial, task set, task) order whatever the finishing order."""
+    """Run every task `trials` times and write traces and OUT/run.json. By default episodes run in
+    this process, up to `concurrency` at once; `executor` spreads them over processes or Ray actors
+    (`toolgym.envs.rollouts`), which need an `AgentSpec` and the default tools. Records come back in
+    (trial, task set, task) order whatever the finishing order, and the traces are the same bytes
+    whichever executor ran them."""
     if trials < 1 or concurrency < 1:
         raise ValueError("trials and concurrency must be at least 1")
-    names = [name for name, _ in task_sets]
-    if len(set(names)) != len(names):
-        raise ValueError(f"task set names must be distinct, got {names}")
-    jobs = [
-        _Job(trial, name, task_set, task)
-        for trial in range(trials)
-        for name, task_set in task_sets
-        for task in task_set
-    ]
-    lock = threading.Lock()
+    specs = episode_specs(task_sets, trials=trials, seed=seed)
 
-    def run(job: _Job) -> EpisodeRecord:
-        record = _run_job(
-            job, make_agent, toolset=toolset, protocol=protocol, out=out, seed=seed, max_steps=max_steps
-        )
-        if on_episode is not None:
-            with lock:
-                on_episode(record)
-        return record
+    def record(outcome: EpisodeOutcome) -> EpisodeRecord:
+        fields = asdict(outcome)
+        del fields["index"], fields["agent"]  # one agent per run here
+        return EpisodeRecord(**fields)
 
-    if concurrency == 1:
-        records = [run(job) for job in jobs]
-    else:
-        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="episode") as pool:
-            futures: list[Future[EpisodeRecord]] = [pool.submit(run, job) for job in jobs]
-            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            failed = next((f.exception() for f in done if f.exception() is not None), None)
-            if failed is not None:
-                for other in futures:
-                    other.cancel()  # a bug in an episode stops the run instead of hiding in a log
-                raise failed
-            records = [f.result() for f in futures]
+    outcomes = rollout(
+        task_sets,
+        specs,
+        out=out,
+        executor=executor or InProcessExecutor(concurrency),
+        env=EnvConfig(protocol=protocol, max_steps=max_steps),
+        agent=make_agent,
+        toolset=toolset,
+        abort_on=ABORT_ON,
+        on_outcome=None if on_episode is None else lambda outcome: on_episode(record(outcome)),
+    )
     summary = RunSummary(
         agent=agent_name,
         protocol=protocol,
         trials=trials,
         seed=seed,
-        episodes=records,
+        episodes=[record(o) for o in outcomes],
         model=model,
         concurrency=concurrency,
         settings=dict(settings or {}),

@@ -1,0 +1,22 @@
+"""Agent builders for rollout workers (`AgentSpec` names them): a worker process or Ray actor calls
+one once and gets the factory that makes each episode's agent."""
+
+from __future__ import annotations
+
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig
+
+
+class LLMAgents:
+    """LLM agents on an OpenAI-compatible server: one ChatClient per worker, shared by its episodes;
+    trial t samples with `llm_seed + t`, as in one process."""
+
+    def __init__(self, config: LLMConfig, llm_seed: int | None = None) -> None:
+        self.client = ChatClient(config)
+        self.llm_seed = llm_seed
+
+    def __call__(self, env: ToolEnv, trial: int) -> LLMAgent:
+        return LLMAgent(self.client, env, seed=None if self.llm_seed is None else self.llm_seed + trial)
+
+    def close(self) -> None:
+        self.client.close()

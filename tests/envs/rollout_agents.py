@@ -1,0 +1,77 @@
+"""Agent builders for rollout tests (named in `AgentSpec`s, so workers import them): oracles that
+kill their worker process, abort or fail on chosen tasks. Each plays as `oracle`, so the traces of
+the episodes it does finish are the oracle's."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from toolgym.actions import Action
+from toolgym.envs.agents import OracleAgent
+from toolgym.envs.rollouts import AgentFactory
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.protocols.base import ActionProtocol, RawOutput
+from toolgym.tasks import Task
+
+
+class Abort(Exception):
+    """An abort of the kind `abort_on` names (as an LLMError is): the episode stops, the run goes on."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Bug(Exception):
+    """Any other exception from an episode: it stops the run."""
+
+
+class HostileOracle(OracleAgent):
+    """The oracle, until it reaches step `at` of a target task; then it does `what`:
+    `exit` kills the worker process (the first time only, when `marker_dir` is given: a file there
+    remembers it), `abort` raises Abort, `bug` raises Bug."""
+
+    def __init__(
+        self, protocol: ActionProtocol, targets: Sequence[str], what: str, at: int, marker_dir: str | None
+    ) -> None:
+        super().__init__(protocol)
+        self.targets, self.what, self.at, self.marker_dir = set(targets), what, at, marker_dir
+        self.task: Task | None = None
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        super().start(task, observation, info)
+        self.task = task
+
+    def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
+        assert self.task is not None
+        if self.task.id in self.targets and self._next == self.at:
+            if self.what == "abort":
+                raise Abort(f"stopped {self.task.id} at step {self.at}")
+            if self.what == "bug":
+                raise Bug(f"bug in {self.task.id}")
+            if self.marker_dir is None:
+                os._exit(3)
+            marker = Path(self.marker_dir) / self.task.id
+            if not marker.exists():
+                marker.touch()
+                os._exit(3)  # mid-episode: the env has stepped, the trace is half written
+        return super().act(observation, info)
+
+
+def hostile(
+    targets: Sequence[str], what: str = "exit", at: int = 1, marker_dir: str | None = None
+) -> AgentFactory:
+    def make(env: ToolEnv, trial: int) -> HostileOracle:
+        return HostileOracle(env.protocol, targets, what, at, marker_dir)
+
+    return make
+
+
+def pid_oracle(pid_file: str) -> AgentFactory:
+    """The oracle; each worker that builds one appends its process id to `pid_file`."""
+    with open(pid_file, "a", encoding="utf-8") as fh:
+        fh.write(f"{os.getpid()}\n")
+    return lambda env, trial: OracleAgent(env.protocol)

@@ -1,0 +1,272 @@
+"""The rollout API without Ray: episode specs, batches, the in-process and process executors, and
+`toolgym run --workers N`, whose traces and run.json are the same bytes as a one-process run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.envs.rollout_agents import Bug
+from toolgym.cli import app
+from toolgym.envs.agents import OracleAgent
+from toolgym.envs.demo import default_task_paths, demo_tasks_path, mock_task_paths
+from toolgym.envs.rollouts import (
+    AgentSpec,
+    Deliver,
+    EnvConfig,
+    EpisodeSpec,
+    EpisodeWorker,
+    InProcessExecutor,
+    ProcessExecutor,
+    RolloutError,
+    WorkerContext,
+    batches,
+    episode_specs,
+    rollout,
+)
+from toolgym.evaluation.runs import RunSummary, run_trials, set_name
+from toolgym.tasks import TaskSet
+from toolgym.trace import read_trace
+
+# cheap demo tasks (no OCR model to load in every worker) beside the mock-app sets
+DEMO_IDS = ["fish-oil-days", "solve-system"]
+HOSTILE = "tests.envs.rollout_agents:hostile"
+
+
+def bundled_sets() -> list[tuple[str, TaskSet]]:
+    demo = TaskSet.load(demo_tasks_path())
+    sets = [("demo", TaskSet([t for t in demo if t.id in DEMO_IDS], base_dir=demo.base_dir))]
+    return sets + [(set_name(p), TaskSet.load(p)) for p in mock_task_paths()]
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under root (relative path -> bytes)."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def oracle_run(out: Path, sets: Sequence[tuple[str, TaskSet]], **kwargs: object) -> RunSummary:
+    return run_trials(sets, AgentSpec(), out=out, trials=2, agent_name="oracle", **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled mock-app sets and two demo tasks, two trials, in one process, one at a time."""
+    out = tmp_path_factory.mktemp("one-process")
+    oracle_run(out, bundled_sets())
+    return out
+
+
+# ---- specs and batches -----------------------------------------------------------------------
+def test_episode_specs_are_trials_times_tasks_in_order() -> None:
+    sets = bundled_sets()
+    specs = episode_specs(sets, trials=2, seed=7)
+    total = sum(len(s) for _, s in sets)
+    assert len(specs) == 2 * total and [s.index for s in specs] == list(range(2 * total))
+    assert [(s.trial, s.task_set) for s in specs[:1]] == [(0, "demo")] and specs[total].trial == 1
+    assert specs[0].trace_path == "trial-0/demo/fish-oil-days.seed7.jsonl"
+    with pytest.raises(ValueError, match="distinct"):
+        episode_specs([sets[0], sets[0]], trials=1, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("n", "workers", "size", "expected"), [(100, 2, None, 8), (10, 2, None, 1), (7, 4, 3, 3)]
+)
+def test_batches_cover_every_spec_once(n: int, workers: int, size: int | None, expected: int) -> None:
+    specs = [EpisodeSpec(i, 0, "s", f"t{i}", 0) for i in range(n)]
+    got = batches(specs, workers, size)
+    assert max(len(b) for b in got) == expected
+    assert [s.index for b in got for s in b] == list(range(n))
+
+
+# ---- byte-identical runs ---------------------------------------------------------------------
+def test_threads_and_processes_write_the_same_bytes_as_one_process(baseline: Path, tmp_path: Path) -> None:
+    threads = tmp_path / "threads"
+    oracle_run(threads, bundled_sets(), concurrency=3)
+    procs = tmp_path / "processes"
+    summary = oracle_run(procs, bundled_sets(), executor=ProcessExecutor(2, batch_size=3))
+    expected = tree(baseline)
+    assert len(expected) == 2 * sum(len(s) for _, s in bundled_sets()) + 1  # traces and run.json
+    assert all(e.success for e in summary.episodes)
+    assert tree(procs) == expected  # no staging files or partial traces left beside them
+    # run.json records the thread count; its episodes (scores, traces, pass@k) are the same
+    assert tree(threads).keys() == expected.keys()
+    assert {k: v for k, v in tree(threads).items() if k != "run.json"} == {
+        k: v for k, v in expected.items() if k != "run.json"
+    }
+    assert RunSummary.load(threads).episodes == RunSummary.load(baseline).episodes
+
+
+def test_toolgym_run_with_workers_writes_the_same_traces_and_run_json(tmp_path: Path) -> None:
+    """The command in one process and on 2, over tasks of every bundled set (an OCR task too;
+    tests/envs/test_ray_rollouts.py runs every bundled task)."""
+    ids = [t.id for p in default_task_paths() for t in list(TaskSet.load(p))[:4]] + ["receipt-total"]
+    picked = [arg for task_id in ids for arg in ("--task-id", task_id)]
+    runner = CliRunner()
+    one, two = tmp_path / "one", tmp_path / "two"
+    first = runner.invoke(app, ["run", "--out", str(one), "--trials", "2", *picked])
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(app, ["run", "--out", str(two), "--trials", "2", "--workers", "2", *picked])
+    assert second.exit_code == 0, second.output
+    expected = tree(one)
+    assert len(expected) == 2 * len(set(ids)) + 1
+    assert tree(two) == expected
+    clash = runner.invoke(app, ["run", "--out", str(tmp_path / "x"), "--workers", "2", "--concurrency", "2"])
+    assert clash.exit_code == 2 and "concurrency" in clash.output and not (tmp_path / "x").exists()
+
+
+# ---- agents, aborts, bugs --------------------------------------------------------------------
+def test_workers_build_agents_once_from_the_spec(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    sets = bundled_sets()[1:2]
+    spec = AgentSpec("tests.envs.rollout_agents:pid_oracle", {"pid_file": str(pids)})
+    outcomes = rollout(
+        sets,
+        episode_specs(sets, trials=1, seed=0),
+        out=tmp_path / "run",
+        executor=ProcessExecutor(2),
+        agent=spec,
+    )
+    assert all(o.status == "terminated" and o.reward == 1.0 for o in outcomes)
+    assert len(pids.read_text().split()) == 2  # one builder call per worker process, not per episode
+
+
+def test_an_aborted_episode_keeps_its_partial_trace_and_the_run_goes_on(tmp_path: Path) -> None:
+    """An abort_on exception (as LLMError is for LLM runs) records the episode as aborted; its
+    partial trace is the same bytes whether it ran in process or on a worker."""
+    sets = bundled_sets()[2:3]
+    target = sets[0][1].tasks[3].id
+    spec = AgentSpec(HOSTILE, {"targets": [target], "what": "abort", "at": 1})
+    abort_on = ("tests.envs.rollout_agents:Abort",)
+    runs = {}
+    for name, executor in (("local", InProcessExecutor()), ("procs", ProcessExecutor(2))):
+        out = tmp_path / name
+        outcomes = rollout(
+            sets,
+            episode_specs(sets, trials=1, seed=0),
+            out=out,
+            executor=executor,
+            agent=spec,
+            abort_on=abort_on,
+        )
+        aborted = [o for o in outcomes if o.status == "aborted"]
+        assert [o.task_id for o in aborted] == [target]
+        assert aborted[0].error == f"Abort: stopped {target} at step 1" and aborted[0].steps == 1
+        assert aborted[0].trace is not None and aborted[0].trace.endswith(".jsonl.partial")
+        partial = read_trace(out / aborted[0].trace)
+        assert partial.end is None and len(partial.steps) == 1
+        runs[name] = tree(out)
+    assert runs["local"] == runs["procs"]
+
+
+def test_a_bug_in_a_worker_stops_the_run(tmp_path: Path) -> None:
+    sets = bundled_sets()[1:2]
+    spec = AgentSpec(HOSTILE, {"targets": [sets[0][1].tasks[0].id], "what": "bug"})
+    with pytest.raises(Bug, match="bug in"):
+        rollout(
+            sets, episode_specs(sets, trials=1, seed=0), out=tmp_path, executor=ProcessExecutor(2), agent=spec
+        )
+
+
+def test_objects_only_run_in_process(tmp_path: Path) -> None:
+    sets = bundled_sets()[1:2]
+    with pytest.raises(TypeError, match="AgentSpec"):
+        rollout(
+            sets,
+            episode_specs(sets, trials=1, seed=0),
+            out=tmp_path,
+            executor=ProcessExecutor(2),
+            agent=lambda env, trial: OracleAgent(env.protocol),
+        )
+
+
+class Repeating:
+    """An executor that reports every episode twice (a worker thought lost that came back)."""
+
+    def run(self, specs: Sequence[EpisodeSpec], context: WorkerContext, deliver: Deliver) -> None:
+        worker = EpisodeWorker(context)
+        try:
+            for spec in specs:
+                outcome, data = worker.run(spec)
+                deliver(outcome, data)
+                deliver(outcome, b"not the trace\n")
+        finally:
+            worker.close()
+
+
+class Silent:
+    def run(self, specs: Sequence[EpisodeSpec], context: WorkerContext, deliver: Deliver) -> None:
+        return None
+
+
+def test_each_trace_is_written_once_and_every_episode_must_report(tmp_path: Path) -> None:
+    sets = bundled_sets()[1:2]
+    specs = episode_specs(sets, trials=1, seed=0)
+    seen: list[int] = []
+    outcomes = rollout(
+        sets, specs, out=tmp_path / "a", executor=Repeating(), on_outcome=lambda o: seen.append(o.index)
+    )
+    assert sorted(seen) == [s.index for s in specs] and len(outcomes) == len(specs)
+    for o in outcomes:
+        assert o.trace is not None and read_trace(tmp_path / "a" / o.trace).end is not None
+    with pytest.raises(RolloutError, match=f"{len(specs)} episodes never reported"):
+        rollout(sets, specs, out=tmp_path / "b", executor=Silent())
+
+
+def test_a_worker_reuses_one_env_per_task_set(tmp_path: Path) -> None:
+    sets = bundled_sets()[1:3]
+    worker = EpisodeWorker(WorkerContext(sets, EnvConfig(max_steps=10)))
+    try:
+        for spec in episode_specs(sets, trials=2, seed=0):
+            outcome, data = worker.run(spec)
+            assert outcome.reward == 1.0 and data is not None and data.endswith(b"\n")
+        assert sorted(worker._envs) == sorted(name for name, _ in sets)
+    finally:
+        worker.close()
+
+
+def test_a_reused_env_starts_each_episode_with_a_fresh_file_store(tmp_path: Path) -> None:
+    """A file an earlier task announced is unknown to the next one, as in a fresh env (an agent that
+    names it gets the same error, listing the same known files, either way)."""
+    sets = bundled_sets()[:1]
+    worker = EpisodeWorker(WorkerContext(sets))
+    try:
+        fish, solve = episode_specs(sets, trials=1, seed=0)
+        worker.run(fish)
+        assert "image/fish_oil.png" in worker.env_for("demo").files
+        worker.run(solve)
+        assert "image/fish_oil.png" not in worker.env_for("demo").files
+    finally:
+        worker.close()
+
+
+def test_one_rollout_runs_several_agents(tmp_path: Path, baseline: Path) -> None:
+    """Episodes are tasks x trials x agents: each agent's traces go under its name, and the
+    oracle's are the one-process oracle run's bytes."""
+    sets = bundled_sets()[1:2]
+    name = sets[0][0]
+    ids = [t.id for t in sets[0][1]]
+    agents = {
+        "oracle": AgentSpec(),
+        "quitter": AgentSpec(HOSTILE, {"targets": ids, "what": "abort", "at": 0}),
+    }
+    specs = episode_specs(sets, trials=1, seed=0, agents=list(agents))
+    outcomes = rollout(
+        sets,
+        specs,
+        out=tmp_path,
+        executor=ProcessExecutor(2),
+        agent=agents,
+        abort_on=("tests.envs.rollout_agents:Abort",),
+    )
+    assert [o.agent for o in outcomes] == ["oracle"] * len(ids) + ["quitter"] * len(ids)
+    assert all(o.status == "terminated" for o in outcomes[: len(ids)])
+    assert all(
+        o.status == "aborted" and o.trace and o.trace.startswith("quitter/") for o in outcomes[len(ids) :]
+    )
+    expected = {k: v for k, v in tree(baseline).items() if k.startswith(f"trial-0/{name}/")}
+    assert tree(tmp_path / "oracle") == expected
+    with pytest.raises(ValueError, match="not among"):
+        rollout(sets, specs, out=tmp_path / "x", agent={"oracle": AgentSpec()})
