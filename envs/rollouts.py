@@ -94,8 +94,9 @@ class EpisodeSpec:
 
 
 @dataclass(frozen=True)
-class EpisodeOutcome:
-    index: int
+class EpisodeResult:
+    """What one episode gave, as run.json records it (`toolgym.evaluation.runs.EpisodeRecord`)."""
+
     trial: int
     task_set: str
     task_id: str
@@ -108,7 +109,14 @@ class EpisodeOutcome:
     usage: dict[str, int | float] | None = None
     trace: str | None = None  # relative to the run directory
     error: str | None = None  # why an aborted episode stopped
-    agent: str = ""
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome(EpisodeResult):
+    """An episode's result as a rollout reports it: which spec it ran, and for which agent."""
+
+    index: int = field(kw_only=True)
+    agent: str = field(default="", kw_only=True)
 
 
 @dataclass(frozen=True)

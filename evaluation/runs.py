@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from math import comb
 from pathlib import Path
 from typing import Any
@@ -32,10 +32,9 @@ from toolgym.envs.rollouts import (
     AgentFactory,
     AgentSpec,
     EnvConfig,
-    EpisodeOutcome,
+    EpisodeResult,
     Executor,
     InProcessExecutor,
-    Status,
     episode_specs,
     rollout,
 )
@@ -55,19 +54,12 @@ def set_name(path: Path) -> str:
 
 
 @dataclass(frozen=True)
-class EpisodeRecord:
-    trial: int
-    task_set: str
-    task_id: str
-    status: Status
-    reward: float
-    steps: int
-    category: str | None = None
-    error_counts: dict[str, int] = field(default_factory=dict)
-    scores: dict[str, float] = field(default_factory=dict)
-    usage: dict[str, int | float] | None = None
-    trace: str | None = None  # relative to the run directory
-    error: str | None = None  # why an aborted episode stopped
+class EpisodeRecord(EpisodeResult):
+    """One episode in run.json: the rollout's result (one agent per run)."""
+
+    @classmethod
+    def of(cls, result: EpisodeResult) -> EpisodeRecord:
+        return cls(**{f.name: getattr(result, f.name) for f in fields(EpisodeResult)})
 
     @property
     def success(self) -> bool:
@@ -210,10 +202,7 @@ def run_trials(
         raise ValueError("trials and concurrency must be at least 1")
     specs = episode_specs(task_sets, trials=trials, seed=seed)
 
-    def record(outcome: EpisodeOutcome) -> EpisodeRecord:
-        fields = asdict(outcome)
-        del fields["index"], fields["agent"]  # one agent per run here
-        return EpisodeRecord(**fields)
+    record = EpisodeRecord.of
 
     outcomes = rollout(
         task_sets,
