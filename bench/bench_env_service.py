@@ -42,6 +42,8 @@ from typing import Any
 import httpx
 from websockets.sync.client import connect
 
+from toolgym.toolservers.hosting.base import wait_healthy
+
 ROOT = Path(__file__).resolve().parent.parent
 TASK_SET = "ctool"
 
@@ -115,16 +117,9 @@ def server(code: str, *args: str) -> Iterator[str]:
     proc = subprocess.Popen([sys.executable, "-c", code, str(port), *args], env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"server did not start: {code.splitlines()[1]}")
-            time.sleep(0.1)
+        wait_healthy(
+            url, timeout_s=120, alive=lambda: proc.poll() is None, logs=lambda: "", what=code.splitlines()[1]
+        )
         yield url
     finally:
         proc.terminate()

@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from toolgym.envs.service.catalog import Catalog
+from toolgym.toolservers.hosting.base import wait_healthy
 
 from .support import Served, free_port, serve
 
@@ -61,16 +60,9 @@ def server_process(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, "the env server exited"
-            assert time.monotonic() < deadline, "the env server did not start"
-            time.sleep(0.2)
+        wait_healthy(
+            url, timeout_s=120, alive=lambda: proc.poll() is None, logs=lambda: "", what="env-server"
+        )
         yield url, proc, trace_dir
     finally:
         if proc.poll() is None:
