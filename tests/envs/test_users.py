@@ -159,8 +159,20 @@ def test_the_user_stopping_ends_the_episode() -> None:
     env.reset(options={"task": "chat"})
     obs, reward, terminated, truncated, info = env.step(NoCall(thought="Done: moved $150 to savings."))
     assert terminated and not truncated and obs == f"Observation: {SATISFIED_REPLY}"
-    assert info["user"]["ended"] == "stop" and info["scores"] == {"answer": 0.0, "reward": 0.0}
-    assert reward == 0.0  # the user left before any final answer
+    assert info["user"]["ended"] == "stop"
+    # the user left satisfied, but before any final answer: the reward is the answer's
+    assert info["scores"] == {"answer": 0.0, "reward": 0.0, "user_turns": 1.0, "user_satisfied": 1.0}
+    assert reward == 0.0
+
+
+def test_user_scores_count_turns_and_satisfaction_beside_the_reward() -> None:
+    env = ToolEnv(ToolSet(), [chat_task()])
+    env.reset(options={"task": "chat"})
+    env.step(AskUser(text="How much?"))
+    _, reward, terminated, _, info = env.step(FinalAnswer(text="I sent 150 euros."))
+    assert terminated and reward == 1.0
+    # "moved" was never said: the answer is right, the user is not (yet) satisfied
+    assert info["scores"] == {"answer": 1.0, "reward": 1.0, "user_turns": 1.0, "user_satisfied": 0.0}
 
 
 def test_turn_limit_truncates_the_episode_and_says_why() -> None:
@@ -256,6 +268,8 @@ def oracle_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
             result = run_episode(env, OracleAgent(env.protocol), task, trace_dir=out)
             assert result.terminated and result.reward == 1.0, (task.id, result.scores)
             assert result.scores["state"] == 1.0 and result.error_counts == {}
+            asks = sum(isinstance(g.action, AskUser) for g in task.golden)
+            assert result.scores["user_turns"] == asks and result.scores["user_satisfied"] == 1.0
     finally:
         env.close()
     return out
