@@ -14,9 +14,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
     ValidationError,
-    model_serializer,
     model_validator,
 )
 
@@ -110,8 +108,9 @@ class Task(BaseModel):
     max_steps: int | None = None
     # scripted user: the replies AskUser actions get, in order (multi-turn tasks)
     user_replies: list[str] = Field(default_factory=list)
-    # a simulated user (toolgym.envs.users); takes precedence over user_replies when set
-    user: UserScenario | None = None
+    # a simulated user (toolgym.envs.users); takes precedence over user_replies when set. Left
+    # out of dumps when absent, so older tasks dump and hash (trace headers' task_hash) as before
+    user: UserScenario | None = Field(default=None, exclude_if=lambda v: v is None)
     # mock apps the task's world needs (names in toolgym.mocks.apps), and the expected final
     # state: state assertions as JSON (toolgym.mocks.rewards.StateAssertion); the golden chain
     # replayed on a fresh world gives the expected state hash
@@ -131,15 +130,6 @@ class Task(BaseModel):
                     f"{'.'.join(str(p) for p in e['loc']) or 'scenario'}: {e['msg']}" for e in exc.errors()
                 )
                 raise ScenarioError(str(data.get("id", "?")), problems) from None
-        return data
-
-    @model_serializer(mode="wrap")
-    def _without_absent_user(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # tasks without a scenario dump (and hash: trace headers' task_hash) as they did before
-        # the field existed
-        data = handler(self)
-        if isinstance(data, dict) and data.get("user", ...) is None:
-            del data["user"]
         return data
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gymnasium.utils.env_checker import check_env
 from pydantic import ValidationError
 
 from toolgym.actions import AskUser, FinalAnswer, NoCall, ToolCall
@@ -95,6 +96,7 @@ def test_tasks_without_a_scenario_dump_and_hash_as_before() -> None:
     assert set(dumped) == set(Task.model_fields) - {"user"}
     with_user = chat_task()
     assert Task.model_validate_json(with_user.model_dump_json()) == with_user
+    assert "user" in Task.model_json_schema(mode="serialization")["properties"]
 
 
 # ---- the simulators ----------------------------------------------------------------------------
@@ -136,6 +138,10 @@ def test_scripted_user_plays_the_replies_then_has_nothing_to_add() -> None:
 
 
 # ---- the seam in ToolEnv -----------------------------------------------------------------------
+def test_gymnasium_env_checker_passes_with_a_simulated_user() -> None:
+    check_env(ToolEnv(ToolSet(), [chat_task(), TASKS["multiturn-lock-013"]]), skip_render_check=True)
+
+
 def test_env_routes_questions_and_plain_messages_to_the_scenario_user() -> None:
     env = ToolEnv(ToolSet(), [chat_task()])
     _, info = env.reset(options={"task": "chat"})
