@@ -291,6 +291,7 @@ def test_oracle_with_the_rule_based_user_solves_every_task(oracle_run: Path) -> 
         ]
         assert user_turns and all(u["simulator"] == "rule_based" and not u["stop"] for u in user_turns)
         assert trace.end is not None and trace.end.status == "terminated"
+        assert trace.header.env_config == {"max_steps": 10, "user": "rule_based"}
 
 
 def test_multiturn_traces_are_byte_identical_across_runs(oracle_run: Path, tmp_path: Path) -> None:

@@ -80,6 +80,7 @@ def test_the_llm_user_answers_the_oracle_and_the_episode_is_solved(tmp_path: Pat
     assert question["role"] == "user" and "account number" in question["content"]
     assert result.trace_path is not None
     trace = read_trace(result.trace_path)
+    assert trace.header.env_config["user"] == "llm:user-model"
     observation = trace.steps[0].observations[0]
     assert (
         observation["type"] == "user" and observation["text"] == "It's account 123456, and please move $150."
