@@ -504,8 +504,12 @@ class Cassette:
                 miss = CassetteMiss(key=key, nearest=self.nearest_keys(key))
                 self.misses.append(miss)
                 raise InfraError("cassette miss in strict replay: " + miss.describe())
-        text = live()  # an InfraError (the endpoint failed) propagates and nothing is recorded
         self.stats.live_calls += 1
+        try:
+            text = live()
+        except InfraError:  # the endpoint failed: not an answer, nothing is recorded
+            self.stats.not_recorded += 1
+            raise
         obs = Observation(type="user", text=text)
         payload = self.secrets.scrub(obs.model_dump(mode="json"), secrets)
         self._write(key, key_hash, {"observation": payload, "files": [], "seed": seed})
