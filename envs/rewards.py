@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
-from toolgym.actions import Action, FinalAnswer, Observation, ToolCall
+from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
 from toolgym.tasks import AnswerSpec, Task
 from toolgym.world import World
 
@@ -178,9 +178,39 @@ def state_scores(task: Task, episode: Episode) -> dict[str, float]:
     }
 
 
+def user_scores(task: Task, episode: Episode) -> dict[str, float]:
+    """For tasks with a user scenario: `user_turns` (the user's replies) and, where the scenario
+    has satisfied_phrases, `user_satisfied` (1.0 when the final answer or a message the agent
+    sent the user meets them)."""
+    scenario = task.user
+    if scenario is None:
+        return {}
+    turns = sum(
+        1
+        for step in episode.steps
+        for obs in step.observations
+        if obs.type == "user"
+        and isinstance(obs.content, dict)
+        and "turn" in obs.content.get("user", {})
+        and obs.content["user"]["turn"] is not None
+    )
+    scores = {"user_turns": float(turns)}
+    if scenario.satisfied_phrases:
+        spec = AnswerSpec(whitelist=scenario.satisfied_phrases)
+        told = [
+            a.text if isinstance(a, (FinalAnswer, AskUser)) else a.thought
+            for step in episode.steps
+            for a in step.actions
+            if isinstance(a, (FinalAnswer, AskUser, NoCall))
+        ]
+        scores["user_satisfied"] = float(any(answer_matches(t, spec) for t in told if t))
+    return scores
+
+
 def task_scores(task: Task, episode: Episode) -> dict[str, float]:
     """The default reward: the answer score where the task has an answer spec, times the state
-    score where the task changes state (mock apps); the parts are reported beside "reward"."""
+    score where the task changes state (mock apps); the parts are reported beside "reward", and
+    for tasks with a user scenario the user's scores too (`user_scores`, not in the reward)."""
     scores: dict[str, float] = {}
     reward = 1.0
     if task.answer is not None:
@@ -190,6 +220,7 @@ def task_scores(task: Task, episode: Episode) -> dict[str, float]:
         scores.update(state_scores(task, episode))
         reward *= scores.get("state", 0.0)
     scores["reward"] = reward if scores else 0.0
+    scores.update(user_scores(task, episode))
     return scores
 
 

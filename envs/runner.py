@@ -71,9 +71,10 @@ def run_episode(
     agent.start(task, obs, info)
     writer: TraceWriter | None = None
     if trace_dir is not None:
-        header = trace_header(
-            env, agent, task, seed, {"max_steps": task.max_steps or env.max_steps}, golden=golden
-        )
+        config: dict[str, Any] = {"max_steps": task.max_steps or env.max_steps}
+        if task.user is not None:
+            config["user"] = env.user.name  # which simulator played the user (docs/users.md)
+        header = trace_header(env, agent, task, seed, config, golden=golden)
         writer = TraceWriter(trace_dir / trace_name(task.id, seed), header)
     hash_before: str | None = info.get("state_hash")
     reward, terminated, truncated, steps, latency = 0.0, False, False, 0, 0.0

@@ -12,6 +12,8 @@ How behaviour is added to an episode (ARCHITECTURE.md):
 - one hook inside the env for what must sit between the agent's call and the tool: **tool
   layers** (`ToolLayer`: `wrap(tools, world) -> ToolSet` and `start_episode()`), applied in order
   to the tools offered each episode: cassettes (record/replay), and fault plans;
+- `user`: the simulated user of tasks with a user scenario (`toolgym.envs.users`; rule-based by
+  default); tasks without one get their scripted `user_replies`;
 - `world_factory`: where a task's world comes from (an in-process `MockWorld` by default, a
   session of a mock service for `toolgym.envs.lab`);
 - agent wrappers (`InfraRetry`) and reward wrappers (`infra_aware`) wrap their own kind.
@@ -32,6 +34,8 @@ from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, T
 from toolgym.canonical import json_safe
 from toolgym.envs.rewards import Episode, EpisodeStep, RewardFn, reward_value, task_scores
 from toolgym.envs.spaces import AnyText
+from toolgym.envs.users import NO_MORE_USER_INPUT as NO_MORE_USER_INPUT  # its old home
+from toolgym.envs.users import RuleBasedUser, ScriptedUser, UserSimulator
 from toolgym.errors import ErrorKind, FormatError, InfraError
 from toolgym.files import FileStore
 from toolgym.protocols import get_protocol
@@ -42,7 +46,6 @@ from toolgym.tools import ToolContext, ToolSet, to_json_value
 from toolgym.world import World
 
 MAX_OBSERVATION_CHARS = 100_000
-NO_MORE_USER_INPUT = "The user has nothing to add."
 
 
 @runtime_checkable
@@ -135,11 +138,13 @@ class ToolEnv(gym.Env[str, Any]):
         tool_layers: Sequence[ToolLayer] = (),
         cassette: ToolLayer | None = None,
         world_factory: WorldFactory = default_world_factory,
+        user: UserSimulator | None = None,
     ) -> None:
         """`tool_layers` wrap the offered tools every episode, first innermost (see the module
         docstring); `cassette=c` is short for `tool_layers=[c]`. `world_factory(task)` builds the
         world of a task with apps, once per app set (then reset per episode); a fixed `world`
-        serves every task instead."""
+        serves every task instead. `user` plays the user of tasks with a scenario (`task.user`;
+        default a `RuleBasedUser`); tasks without one get a `ScriptedUser` of their replies."""
         self.tools = tools or ToolSet()
         self.tasks = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks or [])
         self.protocol = get_protocol(protocol) if isinstance(protocol, str) else protocol
@@ -159,6 +164,10 @@ class ToolEnv(gym.Env[str, Any]):
         self.error_counts: Counter[str] = Counter()
         self._done = False
         self._user_turn = 0
+        self.scenario_user: UserSimulator = user if user is not None else RuleBasedUser()
+        self._scripted_user = ScriptedUser()
+        self.user: UserSimulator = self._scripted_user  # this episode's user
+        self._user_ended: str | None = None  # "stop" (the user is done) or "turn_limit"
         self._ctx: ToolContext | None = None
         self._last_render = ""
         self._listeners: list[Callable[[str, dict[str, Any]], None]] = []
@@ -225,7 +234,10 @@ class ToolEnv(gym.Env[str, Any]):
         self.error_counts = Counter()
         self._done = False
         self._user_turn = 0
+        self._user_ended = None
         episode_seed = task.seed if seed is None else seed
+        self.user = self.scenario_user if task.user is not None else self._scripted_user
+        self.user.start(task, episode_seed)
         self._ctx = ToolContext(files=self.files, seed=episode_seed, clock=task.clock, task_id=task.id)
         files = self._load_files(task)
         if self.world is not None:
@@ -245,6 +257,8 @@ class ToolEnv(gym.Env[str, Any]):
         if self.world is not None:
             info["state_hash"] = self.world.state_hash()
             self.world.take_diff()  # start the per-step diffs from the reset state
+        if task.user is not None:
+            info["user"] = self._user_info()
         self._last_render = prompt
         self._emit("reset", info)
         return _clip(prompt), info
@@ -301,11 +315,56 @@ class ToolEnv(gym.Env[str, Any]):
         if isinstance(action, FinalAnswer):
             return Observation(type="final", text=action.text)
         if isinstance(action, AskUser):
-            replies = self.task.user_replies
-            reply = replies[self._user_turn] if self._user_turn < len(replies) else NO_MORE_USER_INPUT
-            self._user_turn += 1
-            return Observation(type="user", text=reply)
+            return self._ask_user(action.text, asked=True)
+        if self.task.user is not None and action.thought.strip():
+            # with a simulated user, a turn with no call and some text is a message to the user
+            return self._ask_user(action.thought, asked=False)
         return Observation(type="note", text="No tool was called.")
+
+    def _user_info(self) -> dict[str, Any]:
+        scenario = self.task.user if self.task is not None else None
+        return {
+            "simulator": self.user.name,
+            "turns": self._user_turn,
+            "max_turns": scenario.max_turns if scenario is not None else None,
+            "ended": self._user_ended,
+        }
+
+    def _ask_user(self, message: str, *, asked: bool) -> Observation:
+        """The user's reply as an observation. With a scenario, its content marks the user turn
+        (simulator, turn, told slots, stop) for traces; scripted replies stay as they always were."""
+        assert self.task is not None
+        scenario = self.task.user
+        if scenario is None:
+            self._user_turn += 1
+            return Observation(type="user", text=self.user.reply(message, asked=asked).text)
+        if self._user_turn >= scenario.max_turns:
+            self._user_ended = "turn_limit"
+            return Observation(
+                type="user",
+                text=f"The user has left the conversation (limit of {scenario.max_turns} user turns).",
+                content={"user": {**self._user_info(), "turn": None}},
+            )
+        try:
+            reply = self.user.reply(message, asked=asked)
+        except InfraError as exc:  # a dead or broken user endpoint: not the agent's fault
+            return _infra_observation(f"the user simulator {self.user.name} failed", exc)
+        except Exception as exc:  # a simulator bug must not take the episode down
+            return Observation.from_error(
+                ErrorKind.INFRA_ERROR,
+                f"the user simulator {self.user.name} failed: {type(exc).__name__}: {exc}",
+            )
+        self._user_turn += 1
+        if reply.stop:
+            self._user_ended = "stop"
+        marker = {
+            "simulator": self.user.name,
+            "turn": self._user_turn,
+            "asked": asked,
+            "slots": list(reply.slots),
+            "stop": reply.stop,
+        }
+        return Observation(type="user", text=reply.text, content={"user": marker})
 
     def step(self, action: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         if self.task is None or self.episode is None:
@@ -322,9 +381,11 @@ class ToolEnv(gym.Env[str, Any]):
             t0 = time.perf_counter()
             observations.append(self._run(act))
             tool_time += time.perf_counter() - t0
-            if isinstance(act, FinalAnswer):
-                terminated = True
+            if isinstance(act, FinalAnswer) or self._user_ended == "stop":
+                terminated = True  # the user ending the conversation ends the episode too
                 break  # nothing after a final answer runs
+            if self._user_ended is not None:
+                break  # the user left (turn limit): the step is truncated below
         index = len(self.episode.steps) + 1
         step = EpisodeStep(
             index=index,
@@ -340,7 +401,7 @@ class ToolEnv(gym.Env[str, Any]):
                 observations.append(_infra_observation("the world's state is unavailable", exc))
         self.episode.steps.append(step)
         limit = self.task.max_steps or self.max_steps
-        truncated = not terminated and index >= limit
+        truncated = not terminated and (index >= limit or self._user_ended == "turn_limit")
         reward = 0.0
         result: float | Mapping[str, float] | None = None
         if terminated or truncated:
@@ -364,6 +425,8 @@ class ToolEnv(gym.Env[str, Any]):
         if self.world is not None:
             info["state_hash"] = step.state_hash
             info["state_diff"] = step.state_diff
+        if self.task.user is not None:
+            info["user"] = self._user_info()
         if result is not None:
             info["scores"] = dict(result) if isinstance(result, Mapping) else {"reward": reward}
             info["final_answer"] = self.episode.final_answer

@@ -28,6 +28,12 @@ replay), the seed, and for stateful tools the state hash after the call and the 
 Error observations are recorded (a tool_error replays as the same tool_error); `infra_error`s
 are not (the server was down: not an answer). Configured secrets (argument names, environment
 variables, literal values) are replaced by `[REDACTED]` in keys and in everything stored.
+
+Simulated users' LLM calls go through the same cassette (`cassette.wrap_user_llm(llm)`, for
+`toolgym.envs.users.LLMUser`): keyed by tool `user_llm`, version USER_LLM_VERSION, arguments
+{"model", "messages"} (the whole chat request) and the episode seed; the entry holds the reply as
+a `user` observation. A miss in strict replay raises InfraError, which the env turns into an
+`infra_error` observation; failed calls are not recorded.
 """
 
 from __future__ import annotations
@@ -46,7 +52,8 @@ from typing import Any, Literal
 
 from toolgym.actions import Observation, ToolCall
 from toolgym.canonical import canonical_json
-from toolgym.errors import ErrorKind, UnknownToolError
+from toolgym.envs.users import UserLLM
+from toolgym.errors import ErrorKind, InfraError, UnknownToolError
 from toolgym.files import FileHandle, UnknownFileError
 from toolgym.tools import BaseTool, ToolContext, ToolSet
 from toolgym.world import StateEffects, World
@@ -60,6 +67,8 @@ DEFAULT_SECRET_ARGS = frozenset(
     {"api_key", "apikey", "access_token", "auth_token", "token", "authorization", "password", "secret"}
 )
 GENERATIVE_CATEGORIES = frozenset({"creativity"})
+USER_LLM_TOOL = "user_llm"  # the cassette's tool name for a simulated user's chat calls
+USER_LLM_VERSION = "1"  # bump when the user's request layout changes
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -399,6 +408,16 @@ class Cassette:
         for handle in obs.files:
             stored = ctx.files.get(handle)
             blobs.append((handle.sha256, handle.media_type, stored.read_bytes()))
+        self._write(key, key_hash, response, blobs)
+
+    def _write(
+        self,
+        key: dict[str, Any],
+        key_hash: str,
+        response: dict[str, Any],
+        blobs: Sequence[tuple[str, str, bytes]] = (),
+    ) -> None:
+        assert self._conn is not None
         with self._lock, self._conn:
             self._conn.execute("BEGIN")
             self._conn.executemany(
@@ -437,6 +456,65 @@ class Cassette:
         candidates = list(self.recorded_keys(str(key["tool"])))
         ranked = sorted(((*_key_distance(key, other), canonical_json(other)), other) for other in candidates)
         return [NearKey(key=other, differs=dist[2]) for dist, other in ranked[:limit]]
+
+    # ---- simulated users ----------------------------------------------------------------------
+    def wrap_user_llm(self, llm: UserLLM) -> CassetteUserLLM:
+        """`llm` (a `toolgym.envs.users.UserLLM`) with every chat call going through this cassette."""
+        return CassetteUserLLM(llm, self)
+
+    def user_chat(
+        self,
+        live: Callable[[], str],
+        model: str,
+        messages: Sequence[Mapping[str, str]],
+        seed: int | None,
+    ) -> str:
+        """One chat call of a simulated user through the cassette; `live` makes it for real."""
+        if self.mode == "live":
+            self.stats.live_calls += 1
+            return live()
+        secrets = self.secrets.secret_values()
+        key: dict[str, Any] = {
+            "tool": USER_LLM_TOOL,
+            "version": USER_LLM_VERSION,
+            "arguments": self.secrets.scrub(
+                {"model": model, "messages": [dict(m) for m in messages]}, secrets
+            ),
+            "files": {},
+            "state": None,
+            "ordinal": None,
+            "seed": seed,
+        }
+        try:
+            key_hash = self.key_hash(key)
+        except ValueError as exc:  # text canonical JSON cannot hold: never recorded, never replayed
+            self.stats.not_recorded += 1
+            if self.mode == "replay":
+                self.stats.misses += 1
+                raise InfraError(f"cassette: this user request has no canonical JSON ({exc})") from None
+            self.stats.live_calls += 1
+            return live()
+        if self.mode in ("replay", "record_missing"):
+            entry = self._lookup(key_hash)
+            if entry is not None:
+                self.stats.hits += 1
+                return entry[0].text
+            if self.mode == "replay":
+                self.stats.misses += 1
+                miss = CassetteMiss(key=key, nearest=self.nearest_keys(key))
+                self.misses.append(miss)
+                raise InfraError("cassette miss in strict replay: " + miss.describe())
+        self.stats.live_calls += 1
+        try:
+            text = live()
+        except InfraError:  # the endpoint failed: not an answer, nothing is recorded
+            self.stats.not_recorded += 1
+            raise
+        obs = Observation(type="user", text=text)
+        payload = self.secrets.scrub(obs.model_dump(mode="json"), secrets)
+        self._write(key, key_hash, {"observation": payload, "files": [], "seed": seed})
+        self.stats.recorded += 1
+        return text
 
     # ---- the call path ------------------------------------------------------------------------
     def call(
@@ -584,3 +662,18 @@ class CassetteToolSet(ToolSet):
 
     def merged(self, other: ToolSet) -> ToolSet:
         return CassetteToolSet(super().merged(other), self.cassette, self.binding)
+
+
+# ---- simulated users' LLM calls --------------------------------------------------------------------
+class CassetteUserLLM:
+    """A user LLM whose calls go through a cassette (record, replay, record_missing, live)."""
+
+    def __init__(self, inner: UserLLM, cassette: Cassette) -> None:
+        self.inner = inner
+        self.cassette = cassette
+        self.model = inner.model
+
+    def chat(self, messages: Sequence[Mapping[str, str]], *, seed: int | None) -> str:
+        return self.cassette.user_chat(
+            lambda: self.inner.chat(messages, seed=seed), self.model, messages, seed
+        )

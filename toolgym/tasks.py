@@ -10,7 +10,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from toolgym.actions import AskUser, FinalAnswer, NoCall, ToolCall
 from toolgym.files import FileKind
@@ -45,6 +51,48 @@ class AnswerSpec(BaseModel):
     references: list[str] | None = None
 
 
+class UserScenario(BaseModel):
+    """The simulated user of a multi-turn task (toolgym.envs.users): who they are, what they want,
+    what they know (slot -> value), which of those facts they never offer unprompted, when they
+    are satisfied, and how many turns they give the agent. Facts the agent cannot know from the
+    query live here, so the agent has to ask for them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    persona: str = Field(min_length=1, description="who the user is, in a sentence")
+    goal: str = Field(min_length=1, description="what the user wants done, in words")
+    known: dict[str, str] = Field(description="what the user knows: slot name -> value")
+    must_not_volunteer: list[str] = Field(
+        default_factory=list, description="known slots told only when the agent asks for them"
+    )
+    satisfied_when: str = Field(min_length=1, description="when the user is satisfied, in words")
+    # deterministic form of satisfied_when: every group matched (any alias, whole word) by what
+    # the agent tells the user; empty = only the words above (an LLM user reads them)
+    satisfied_phrases: list[list[str]] = Field(default_factory=list)
+    # extra words that ask for a slot (the slot name with spaces always does), for the rule-based user
+    slot_keywords: dict[str, list[str]] = Field(default_factory=dict)
+    max_turns: int = Field(default=5, ge=1, le=100, description="user turns before the user leaves")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> UserScenario:
+        unknown = sorted(set(self.must_not_volunteer) - set(self.known))
+        if unknown:
+            raise ValueError(f"must_not_volunteer names slots the user does not know: {', '.join(unknown)}")
+        stray = sorted(set(self.slot_keywords) - set(self.known))
+        if stray:
+            raise ValueError(f"slot_keywords names slots the user does not know: {', '.join(stray)}")
+        return self
+
+
+class ScenarioError(ValueError):
+    """A task whose user scenario is missing fields or contradicts itself; names the task."""
+
+    def __init__(self, task_id: str, problem: str) -> None:
+        super().__init__(f"task {task_id!r}: invalid user scenario: {problem}")
+        self.task_id = task_id
+        self.problem = problem
+
+
 class Task(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -60,12 +108,38 @@ class Task(BaseModel):
     max_steps: int | None = None
     # scripted user: the replies AskUser actions get, in order (multi-turn tasks)
     user_replies: list[str] = Field(default_factory=list)
+    # a simulated user (toolgym.envs.users); takes precedence over user_replies when set. Left
+    # out of dumps when absent, so older tasks dump and hash (trace headers' task_hash) as before
+    user: UserScenario | None = Field(default=None, exclude_if=lambda v: v is None)
     # mock apps the task's world needs (names in toolgym.mocks.apps), and the expected final
     # state: state assertions as JSON (toolgym.mocks.rewards.StateAssertion); the golden chain
     # replayed on a fresh world gives the expected state hash
     apps: list[str] | None = None
     expected_state: list[dict[str, Any]] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scenario_names_the_task(cls, data: Any) -> Any:
+        # a bad scenario is reported with the task's id, not just as field "user.goal"
+        if isinstance(data, dict) and isinstance(data.get("user"), dict):
+            try:
+                UserScenario.model_validate(data["user"])
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc']) or 'scenario'}: {e['msg']}" for e in exc.errors()
+                )
+                raise ScenarioError(str(data.get("id", "?")), problems) from None
+        return data
+
+
+def scenario_error(exc: ValidationError) -> ScenarioError | None:
+    """The ScenarioError inside a task's ValidationError, if that is what failed."""
+    for error in exc.errors():
+        cause = (error.get("ctx") or {}).get("error")
+        if isinstance(cause, ScenarioError):
+            return cause
+    return None
 
 
 class TaskSet:
@@ -88,6 +162,11 @@ class TaskSet:
                     continue
                 try:
                     tasks.append(Task.model_validate_json(line))
+                except ValidationError as exc:
+                    bad = scenario_error(exc)
+                    if bad is not None:
+                        raise ScenarioError(bad.task_id, f"{bad.problem} ({path}:{lineno})") from exc
+                    raise ValueError(f"{path}:{lineno}: invalid task: {exc}") from exc
                 except ValueError as exc:
                     raise ValueError(f"{path}:{lineno}: invalid task: {exc}") from exc
         return cls(tasks, base_dir=path.parent)

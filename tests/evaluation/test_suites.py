@@ -22,6 +22,7 @@ from toolgym.trace import Trace, read_trace
 
 HAVE_ML = importlib.util.find_spec("sentence_transformers") is not None
 MTU_TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "mock_tasks" / "mtu.jsonl"
+MULTITURN_TASKS = MTU_TASKS.with_name("multiturn.jsonl")
 
 
 def test_registry_and_modes() -> None:
@@ -75,6 +76,33 @@ def test_every_suite_scores_oracle_traces(mtu_tasks: TaskSet, oracle_traces: lis
         assert set(compat.per_task) <= {t.id for t in mtu_tasks}
     # the oracle writes no "Thought:" line: ToolEyes' own format check fails every reply
     assert get_suite("tooleyes").score(oracle_traces, mtu_tasks, "compat").metrics["IF"] == 0.0
+
+
+def test_every_suite_scores_multiturn_episodes_with_a_simulated_user(tmp_path: Path) -> None:
+    # the oracle asks, the rule-based user answers (user turns in the traces), the apps change
+    tasks = TaskSet.load(MULTITURN_TASKS)
+    env = ToolEnv(ToolSet(), tasks)
+    traces = []
+    try:
+        for task in tasks:
+            result = run_episode(env, OracleAgent(env.protocol), task, trace_dir=tmp_path)
+            assert result.trace_path is not None and result.reward == 1.0
+            traces.append(read_trace(result.trace_path))
+    finally:
+        env.close()
+    assert all(any(o["type"] == "user" for s in t.steps for o in s.observations) for t in traces)
+    names = [n for n in SUITES if HAVE_ML or n != "teval"]
+    fixed = {name: get_suite(name).score(traces, tasks, "fixed") for name in names}
+    assert fixed["gta"].metrics["AnsAcc"] == 100.0
+    assert fixed["mtu"].metrics == {"TN": 100.0, "TO": 100.0, "SR": 100.0}
+    assert fixed["tooleyes"].metrics == {"IF": 100.0, "tool_reality": 100.0}
+    assert fixed["ctooleval"].metrics["TaskSuccess"] == 100.0
+    if HAVE_ML:
+        assert fixed["teval"].metrics["plan"] == pytest.approx(100.0, abs=1e-3)
+    for name in names:
+        compat = get_suite(name).score(traces, tasks, "compat")
+        assert compat.metrics and set(compat.per_task) <= {t.id for t in tasks}
+    assert get_suite("mtu").score(traces, tasks, "compat").metrics["SR"] == 100.0
 
 
 def test_suites_need_tasks_they_know(oracle_traces: list[Trace]) -> None:

@@ -517,3 +517,54 @@ def test_replayed_writes_leave_the_world_where_a_live_run_does(tmp_path: Path) -
         mixed[2]["observations"][0]["content"]["transfer_id"]
         != mixed[1]["observations"][0]["content"]["transfer_id"]
     )
+
+
+# ---- simulated users' LLM calls ------------------------------------------------------------------
+class EchoUserLLM:
+    """A user LLM in-process: replies with the last message it was sent, or fails."""
+
+    model = "echo-user"
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.calls = 0
+
+    def chat(self, messages: Any, *, seed: int | None) -> str:
+        self.calls += 1
+        if self.fail:
+            raise InfraError("endpoint down")
+        return f"you said: {messages[-1]['content']} (seed {seed})"
+
+
+def test_user_llm_calls_record_replay_and_fill_in(tmp_path: Path) -> None:
+    path = tmp_path / "users.sqlite"
+    ask = [{"role": "system", "content": "play the user"}, {"role": "user", "content": "key sk-secret-42?"}]
+    secrets = Secrets(values=("sk-secret-42",))
+    live = EchoUserLLM()
+    with Cassette(path, mode="record", secrets=secrets) as cassette:
+        user = cassette.wrap_user_llm(live)
+        assert user.model == "echo-user"
+        assert user.chat(ask, seed=3) == "you said: key sk-secret-42? (seed 3)"
+        # a failed call is not an answer: it propagates and nothing is stored
+        with pytest.raises(InfraError):
+            cassette.wrap_user_llm(EchoUserLLM(fail=True)).chat(ask, seed=4)
+        assert cassette.stats.recorded == 1 and len(cassette) == 1
+        assert cassette.stats.live_calls == 2 and cassette.stats.not_recorded == 1
+    stored = sqlite3.connect(path).execute("SELECT key_json, response_json FROM entries").fetchall()
+    assert "sk-secret-42" not in json.dumps(stored) and REDACTED in stored[0][0]
+    offline = EchoUserLLM(fail=True)
+    with Cassette(path, mode="replay", secrets=secrets) as replay:
+        user = replay.wrap_user_llm(offline)
+        assert user.chat(ask, seed=3) == f"you said: key {REDACTED}? (seed 3)"
+        with pytest.raises(InfraError, match="cassette miss in strict replay"):
+            user.chat(ask, seed=5)  # another seed is another request
+        assert offline.calls == 0 and replay.stats.hits == 1 and replay.stats.misses == 1
+    fresh = EchoUserLLM()
+    with Cassette(path, mode="record_missing", secrets=secrets) as both:
+        user = both.wrap_user_llm(fresh)
+        user.chat(ask, seed=3)
+        user.chat(ask, seed=5)
+        assert fresh.calls == 1 and both.stats.hits == 1 and both.stats.recorded == 1
+    with Cassette(None, mode="live") as passthrough:
+        assert passthrough.wrap_user_llm(fresh).chat(ask, seed=1).endswith("(seed 1)")
+        assert passthrough.stats.live_calls == 1

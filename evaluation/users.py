@@ -1,0 +1,50 @@
+"""An LLM-played user on any OpenAI-compatible server, through the existing `ChatClient`.
+
+    client = ChatClient(LLMConfig(base_url="http://127.0.0.1:8000/v1", model="M", timeout_s=30))
+    env = ToolEnv(tools, tasks, user=llm_user(client))                        # live
+    env = ToolEnv(tools, tasks, user=llm_user(client, cassette=Cassette(p, "record")))
+    env = ToolEnv(tools, tasks, user=llm_user(client, cassette=Cassette(p, "replay")))  # no LLM
+
+The simulator itself (`LLMUser`: prompt, stop signal, history) lives in `toolgym.envs.users`, below
+this floor; this module adapts the client to its `UserLLM` and turns every client failure
+(timeouts, refused requests, bodies that are not chat completions, content that is not text) into
+`InfraError`, which the env reports as an `infra_error` observation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from toolgym.envs.users import LLMUser, UserLLM
+from toolgym.errors import InfraError
+from toolgym.evaluation.llm import ChatClient, LLMError
+from toolgym.recorder.cassette import Cassette
+
+
+class ChatUserLLM:
+    """`UserLLM` over a `ChatClient` (retries, timeouts and token accounting are the client's)."""
+
+    def __init__(self, client: ChatClient) -> None:
+        self.client = client
+        self.model = client.config.model
+
+    def chat(self, messages: Sequence[Mapping[str, str]], *, seed: int | None) -> str:
+        try:
+            result = self.client.complete(messages, seed=seed)
+        except LLMError as exc:
+            raise InfraError(f"user LLM: {exc.message}", data={"status": exc.status}) from None
+        content = result.message.get("content")
+        if not isinstance(content, str):
+            raise InfraError(
+                f"user LLM: the reply has no text content (got {type(content).__name__})",
+                data={"message": result.message},
+            )
+        return content
+
+
+def llm_user(client: ChatClient, *, cassette: Cassette | None = None) -> LLMUser:
+    """An `LLMUser` on `client`; with a cassette, its calls are recorded or replayed."""
+    llm: UserLLM = ChatUserLLM(client)
+    if cassette is not None:
+        llm = cassette.wrap_user_llm(llm)
+    return LLMUser(llm)
