@@ -318,6 +318,9 @@ class ToolEnv(gym.Env[str, Any]):
         observations: list[Observation] = [parsed] if isinstance(parsed, Observation) else []
         tool_time = 0.0
         terminated = False
+        index = len(self.episode.steps) + 1
+        assert self._ctx is not None
+        self._ctx.extras["step"] = index  # tool layers place a call by step (fault windows)
         for act in actions:
             t0 = time.perf_counter()
             observations.append(self._run(act))
@@ -325,7 +328,6 @@ class ToolEnv(gym.Env[str, Any]):
             if isinstance(act, FinalAnswer):
                 terminated = True
                 break  # nothing after a final answer runs
-        index = len(self.episode.steps) + 1
         step = EpisodeStep(
             index=index,
             raw=action if isinstance(action, (str, Mapping)) else None,
