@@ -29,7 +29,7 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -306,9 +306,17 @@ def fault_aware(reward_fn: RewardFn) -> RewardFn:
     return reward
 
 
-def offered_tool_names(toolset: ToolSet, tasks: Sequence[Task]) -> list[str]:
-    """Every tool name a run's episodes may offer: the tool set's and the tasks' own (apps' APIs)."""
+def offered_tool_names(toolset: ToolSet, tasks: Iterable[Task]) -> list[str]:
+    """Every tool name a run's episodes may offer: the tool set's, the tasks' own lists, and the
+    APIs of the tasks' mock apps (read from the app classes: no world is built)."""
+    from toolgym.mocks.app import app_apis
+    from toolgym.mocks.apps import get_app
+
     names = set(toolset.names)
+    apps: set[str] = set()
     for task in tasks:
         names.update(task.tools or ())
+        apps.update(task.apps or ())
+    for app in sorted(apps):
+        names.update(api.name for api in app_apis(get_app(app)))
     return sorted(names)

@@ -4,6 +4,7 @@ Layout of a run directory:
 
     OUT/run.json                              the run summary (agent, settings, one record per episode)
     OUT/trial-<t>/<set>/<task>.seed<s>.jsonl  one trace per episode
+    OUT/faults/<plan>/...                     the same again under each fault plan (`run --faults`)
 
 Each episode gets its own ToolEnv (and mock world), so parallel episodes never share state; the
 tools themselves are shared. An episode whose model server fails (LLMError: retries exhausted, a
@@ -30,6 +31,7 @@ from typing import Any, Literal
 
 from toolgym.canonical import canonical_json
 from toolgym.envs.agents import Agent
+from toolgym.envs.faults import FaultLayer, FaultPlan, offered_tool_names
 from toolgym.envs.runner import run_episode, trace_name
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.llm import LLMError, Usage
@@ -38,6 +40,7 @@ from toolgym.tools import ToolSet
 from toolgym.trace import Trace, read_trace
 
 SUMMARY_FILE = "run.json"
+FAULTS_DIR = "faults"  # OUT/faults/<plan>/: a faulted run beside the clean one, not part of it
 SUCCESS_THRESHOLD = 1.0 - 1e-9  # tau-bench: an episode succeeds when its reward is 1
 _TRIAL_RE = re.compile(r"^trial-(\d+)$")
 
@@ -198,9 +201,13 @@ def _run_job(
     out: Path,
     seed: int | None,
     max_steps: int,
+    faults: FaultPlan | None = None,
+    fault_tools: Sequence[str] = (),
 ) -> EpisodeRecord:
     trace_dir = out / f"trial-{job.trial}" / job.set_name
-    env = ToolEnv(toolset, job.task_set, protocol=protocol, max_steps=max_steps)
+    # the plan may target any task's tools (`fault_tools`), not only this episode's
+    layers = [FaultLayer(faults, known_tools=fault_tools)] if faults is not None else []
+    env = ToolEnv(toolset, job.task_set, protocol=protocol, max_steps=max_steps, tool_layers=layers)
     agent = make_agent(env, job.trial)
     try:
         result = run_episode(env, agent, job.task, seed=seed, trace_dir=trace_dir)
@@ -251,14 +258,22 @@ def run_trials(
     model: str | None = None,
     settings: Mapping[str, Any] | None = None,
     on_episode: Callable[[EpisodeRecord], None] | None = None,
+    faults: FaultPlan | None = None,
 ) -> RunSummary:
     """Run every task `trials` times with up to `concurrency` episodes at once; write traces and
-    OUT/run.json. Records come back in (trial, task set, task) order whatever the finishing order."""
+    OUT/run.json. Records come back in (trial, task set, task) order whatever the finishing order.
+    `faults`: a fault plan every episode runs under (checked against the tasks' tools first: a
+    plan naming a tool no task offers raises FaultPlanError before any episode runs)."""
     if trials < 1 or concurrency < 1:
         raise ValueError("trials and concurrency must be at least 1")
     names = [name for name, _ in task_sets]
     if len(set(names)) != len(names):
         raise ValueError(f"task set names must be distinct, got {names}")
+    fault_tools: list[str] = []
+    if faults is not None:
+        fault_tools = offered_tool_names(toolset, [t for _, task_set in task_sets for t in task_set])
+        faults.check_tools(fault_tools)
+        settings = {**(settings or {}), "faults": faults.model_dump(mode="json")}
     jobs = [
         _Job(trial, name, task_set, task)
         for trial in range(trials)
@@ -269,7 +284,15 @@ def run_trials(
 
     def run(job: _Job) -> EpisodeRecord:
         record = _run_job(
-            job, make_agent, toolset=toolset, protocol=protocol, out=out, seed=seed, max_steps=max_steps
+            job,
+            make_agent,
+            toolset=toolset,
+            protocol=protocol,
+            out=out,
+            seed=seed,
+            max_steps=max_steps,
+            faults=faults,
+            fault_tools=fault_tools,
         )
         if on_episode is not None:
             with lock:
@@ -313,11 +336,12 @@ def trial_of(path: Path, root: Path) -> int:
 
 
 def find_traces(root: Path, *, partial: bool = False) -> list[Path]:
-    """Every trace file under root (finished `*.jsonl`; with `partial`, also `*.jsonl.partial`)."""
+    """Every trace file under root (finished `*.jsonl`; with `partial`, also `*.jsonl.partial`).
+    The faulted runs under root/faults/ are runs of their own and left out."""
     found = [p for p in root.rglob("*.jsonl") if p.is_file()]
     if partial:
         found += [p for p in root.rglob("*.jsonl.partial") if p.is_file()]
-    return sorted(found)
+    return sorted(p for p in found if p.relative_to(root).parts[0] != FAULTS_DIR)
 
 
 @dataclass(frozen=True)
