@@ -337,3 +337,33 @@ def test_a_faulted_episode_replays_from_its_cassette_byte_identical_with_zero_li
     end = lines[-1]
     assert end["error_counts"] == {"infra_error": 2} and end["scores"]["injected_faults"] == 2.0
     assert end["scores"]["reward"] == 1.0  # the agent recovered: retried the write once, answered
+
+
+# ---- the env service -----------------------------------------------------------------------------
+def test_an_env_service_session_runs_under_its_fault_plan(tmp_path: Path) -> None:
+    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
+    from toolgym.envs.service.catalog import Catalog, ServiceError
+    from toolgym.envs.service.environment import ToolgymAction, ToolgymEnvironment
+
+    catalog = Catalog.build()
+    task_id = "ctool-express-cancel-002"  # a write
+    faults = {"name": "svc", "rules": [{"tools": "*", "kind": "http_503", "steps": [1, 1]}]}
+    session = ToolgymEnvironment(catalog, tmp_path)
+    first = session.reset(seed=0, task_id=task_id, config={"tasks": "ctool", "faults": faults})
+    env = session._env
+    assert env is not None
+    golden = [env.protocol.format_action(s.action) for s in env.tasks[task_id].golden]
+    obs = session.step(ToolgymAction(text=golden[0]))
+    assert obs.info["error_kinds"] == ["infra_error"]
+    assert injected(obs.info["observations"][0])["kind"] == "http_503"
+    assert obs.info["state_hash"] == first.info["state_hash"]  # the write never ran
+    assert session.state.config is not None and session.state.config["faults"]["name"] == "svc"
+    for bad in (
+        {"tasks": "ctool", "faults": {"rules": [{"kind": "http_503", "rate": 7}]}},
+        {"tasks": "ctool", "faults": {"rules": [{"tools": "Calculater", "kind": "error"}]}},
+        {"tasks": "ctool", "faults": {"rules": [{"kind": "latency", "delay_s": 30}]}},
+    ):
+        with pytest.raises(ServiceError) as refused:
+            session.reset(seed=0, task_id=task_id, config=bad)
+        assert refused.value.kind == "argument_error"
+    session.close()
