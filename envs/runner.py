@@ -9,6 +9,7 @@ from typing import Any
 
 from toolgym.canonical import canonical_hash
 from toolgym.envs.agents import Agent
+from toolgym.envs.faults import FaultLayer
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.tasks import Task
 from toolgym.trace import ToolInfo, TraceEnd, TraceHeader, TraceStep, TraceWriter
@@ -43,7 +44,11 @@ def trace_header(
     *,
     golden: bool = False,
 ) -> TraceHeader:
-    """The header of an episode's trace, taken after `env.reset` (the offered tools are known)."""
+    """The header of an episode's trace, taken after `env.reset` (the offered tools are known).
+    An episode under fault plans names them in `env_config["faults"]`."""
+    plans = [layer.plan.model_dump(mode="json") for layer in env.tool_layers if isinstance(layer, FaultLayer)]
+    if plans:
+        env_config = {**env_config, "faults": plans}
     return TraceHeader(
         task_id=task.id,
         seed=seed,

@@ -334,6 +334,7 @@ def test_a_faulted_episode_replays_from_its_cassette_byte_identical_with_zero_li
         if injected_of(o)
     ]
     assert kinds == ["http_503", "truncate"]
+    assert lines[0]["env_config"]["faults"] == [faults.model_dump(mode="json")]  # the header names the plan
     end = lines[-1]
     assert end["error_counts"] == {"infra_error": 2} and end["scores"]["injected_faults"] == 2.0
     assert end["scores"]["reward"] == 1.0  # the agent recovered: retried the write once, answered
