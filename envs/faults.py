@@ -19,7 +19,8 @@ Kinds:
 Every injected failure carries `content["injected"]` (kind, tool, step, call, rule), so traces,
 metrics and reports tell it apart from real infra errors and from the agent's errors; being an
 `infra_error`, it is counted as one wherever infra errors are. Latency faults change no
-observation; the layer's `events` list them with the failures.
+observation. Every injected fault, latencies included, is also listed in the step's
+`info["faults"]` and the trace step's `faults`.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ BEFORE_CALL = frozenset({"error", "http_429", "http_500", "http_503", "timeout",
 AFTER_CALL = frozenset({"truncate", "malformed"})
 MAX_DELAY_S = 60.0
 STEP_KEY = "step"  # ToolContext.extras key: the env step a call belongs to (ToolEnv sets it)
+FAULTS_KEY = "faults"  # ToolContext.extras key: this step's injected faults (ToolEnv puts them in info)
 
 # what the agent reads for each failure: what a real client would show, never the word "injected"
 _MESSAGES: dict[str, str] = {
@@ -181,7 +183,7 @@ class FaultToolSet(ToolSet):
                 continue
             if rule.kind == "latency":
                 delay += rule.delay_s
-                self.events.append(self._event(rule, i, call, step, delay_s=rule.delay_s))
+                self._note(ctx, self._event(rule, i, call, step, delay_s=rule.delay_s))
             elif rule.kind in BEFORE_CALL and failure is None and after is None:
                 failure = (i, rule)
             elif rule.kind in AFTER_CALL and failure is None and after is None:
@@ -194,7 +196,7 @@ class FaultToolSet(ToolSet):
         if failure is not None:
             i, rule = failure
             record = self._event(rule, i, call, step)
-            self.events.append(record)
+            self._note(ctx, record)
             return Observation.from_error(
                 ErrorKind.INFRA_ERROR,
                 f"{call.name}: {_MESSAGES[rule.kind]}",
@@ -207,8 +209,13 @@ class FaultToolSet(ToolSet):
             return obs  # a response that is already an error has nothing left to damage
         i, rule = after
         record = self._event(rule, i, call, step)
-        self.events.append(record)
+        self._note(ctx, record)
         return _damaged(obs, rule, record)
+
+    def _note(self, ctx: ToolContext, record: dict[str, Any]) -> None:
+        """Keep `record` for `events` and hand it to the env for this step's info and trace."""
+        self.events.append(record)
+        ctx.extras.setdefault(FAULTS_KEY, []).append(record)
 
     def _event(self, rule: FaultRule, index: int, call: ToolCall, step: int, **extra: Any) -> dict[str, Any]:
         record: dict[str, Any] = {

@@ -102,6 +102,7 @@ def run_episode(
                         state_hash_after=step_info.get("state_hash"),
                         state_diff=step_info.get("state_diff"),
                         latency_ms=step_info["timing"].latency_s * 1000 if timing else None,
+                        faults=step_info.get("faults"),
                     )
                 )
             hash_before = step_info.get("state_hash")

@@ -321,6 +321,7 @@ class ToolEnv(gym.Env[str, Any]):
         index = len(self.episode.steps) + 1
         assert self._ctx is not None
         self._ctx.extras["step"] = index  # tool layers place a call by step (fault windows)
+        self._ctx.extras.pop("faults", None)  # a fault layer lists what it injected this step here
         for act in actions:
             t0 = time.perf_counter()
             observations.append(self._run(act))
@@ -366,6 +367,9 @@ class ToolEnv(gym.Env[str, Any]):
         if self.world is not None:
             info["state_hash"] = step.state_hash
             info["state_diff"] = step.state_diff
+        faults = self._ctx.extras.pop("faults", None)
+        if faults:
+            info["faults"] = faults
         if result is not None:
             info["scores"] = dict(result) if isinstance(result, Mapping) else {"reward": reward}
             info["final_answer"] = self.episode.final_answer

@@ -291,6 +291,7 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
                     state_hash_after=info.get("state_hash"),
                     state_diff=info.get("state_diff"),
                     latency_ms=None,
+                    faults=info.get("faults"),
                 )
             )
         self._hash_before = info.get("state_hash")

@@ -224,6 +224,15 @@ def test_latency_adds_the_planned_delay_and_keeps_the_result() -> None:
     assert sleeps.delays == [0.001, 0.003]  # the timeout hangs on top of the latency
     assert [(e["kind"], e["step"]) for e in layer.events] == [("latency", 1), ("latency", 2), ("timeout", 2)]
     assert layer.events[0]["delay_s"] == 0.001
+    # each step's info lists what was injected in it, latencies included
+    env.reset(seed=0)
+    *_, info = env.step(calc(0))
+    assert [e["kind"] for e in info["faults"]] == ["latency"]
+    *_, info = env.step(calc(1))
+    assert [e["kind"] for e in info["faults"]] == ["latency", "timeout"]
+    quiet = ToolEnv(ToolSet([calculator]), [calc_task()], tool_layers=[FaultLayer(plan())])
+    quiet.reset(seed=0)
+    assert "faults" not in quiet.step(calc(0))[4]
 
 
 def test_unknown_tools_and_bad_arguments_stay_the_agents_errors() -> None:
@@ -335,6 +344,14 @@ def test_a_faulted_episode_replays_from_its_cassette_byte_identical_with_zero_li
     ]
     assert kinds == ["http_503", "truncate"]
     assert lines[0]["env_config"]["faults"] == [faults.model_dump(mode="json")]  # the header names the plan
+    assert [[f["kind"] for f in r["faults"] or []] for r in lines if r["record"] == "step"] == [
+        [],
+        ["http_503"],
+        [],
+        ["truncate"],
+        [],
+        [],
+    ]
     end = lines[-1]
     assert end["error_counts"] == {"infra_error": 2} and end["scores"]["injected_faults"] == 2.0
     assert end["scores"]["reward"] == 1.0  # the agent recovered: retried the write once, answered
