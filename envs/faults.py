@@ -101,7 +101,8 @@ class FaultRule(BaseModel):
 
 
 class FaultPlan(BaseModel):
-    """Named rules, checked in order; the first failure that fires wins, latencies add up."""
+    """Named rules, checked in order for every call: latencies add up; the first failure before
+    the call that fires wins, else the first damage to the response that fires."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -184,9 +185,9 @@ class FaultToolSet(ToolSet):
             if rule.kind == "latency":
                 delay += rule.delay_s
                 self._note(ctx, self._event(rule, i, call, step, delay_s=rule.delay_s))
-            elif rule.kind in BEFORE_CALL and failure is None and after is None:
+            elif rule.kind in BEFORE_CALL and failure is None:
                 failure = (i, rule)
-            elif rule.kind in AFTER_CALL and failure is None and after is None:
+            elif rule.kind in AFTER_CALL and after is None:
                 after = (i, rule)
         if failure is not None:
             i, rule = failure
