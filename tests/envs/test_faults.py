@@ -385,3 +385,12 @@ def test_an_env_service_session_runs_under_its_fault_plan(tmp_path: Path) -> Non
             session.reset(seed=0, task_id=task_id, config=bad)
         assert refused.value.kind == "argument_error"
     session.close()
+
+
+def test_a_failure_before_the_call_prevails_over_damage_to_its_response() -> None:
+    both = plan(FaultRule(kind="truncate"), FaultRule(kind="http_500"))
+    layer = FaultLayer(both)
+    env = ToolEnv(ToolSet([calculator]), [calc_task()], tool_layers=[layer])
+    obs = observations(env, calc_task(), [calc(1)])
+    assert injected(obs[0])["kind"] == "http_500"  # the call never ran: nothing to truncate
+    assert [e["kind"] for e in layer.events] == ["http_500"]

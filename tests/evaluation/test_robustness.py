@@ -146,3 +146,26 @@ def test_run_command_rejects_bad_plans_before_running(tmp_path: Path) -> None:
         assert result.exit_code == 2, result.output
         assert message in flat(result.output), name
         assert not out.exists()
+
+
+def test_metric_suites_count_injected_faults_as_infra_errors(tmp_path: Path) -> None:
+    from toolgym.evaluation.runs import load_traces
+    from toolgym.evaluation.suites import get_suite
+
+    full = TaskSet.load(next(p for p in mock_task_paths() if p.stem == "ctool"))
+    tasks = TaskSet(list(full)[:4], base_dir=full.base_dir)
+    flaky = FaultPlan(name="flaky", rules=(FaultRule(kind="http_503", rate=0.5),))
+    run_trials([("ctool", tasks)], retrying, out=tmp_path / "clean", toolset=default_toolset())
+    run_trials(
+        [("ctool", tasks)], retrying, out=tmp_path / "faulted", toolset=default_toolset(), faults=flaky
+    )
+    suite = get_suite("ctooleval")
+    clean = suite.score([t.trace for t in load_traces(tmp_path / "clean")[0]], tasks, "fixed")
+    faulted_traces = [t.trace for t in load_traces(tmp_path / "faulted")[0]]
+    hit = sum(any("infra_error" in s.error_kinds for s in t.steps) for t in faulted_traces)
+    assert 0 < hit < len(tasks)  # seed 0 draws faults in some episodes, not all
+    faulted = suite.score(faulted_traces, tasks, "fixed")
+    assert clean.counts.get("infra_error_episodes", 0) == 0
+    assert (
+        faulted.counts["infra_error_episodes"] == hit
+    )  # apart from the agent's errors, not scored against it
