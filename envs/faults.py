@@ -30,7 +30,8 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Iterable, Mapping
+import typing
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,11 +48,12 @@ from toolgym.world import World
 FaultKind = Literal[
     "error", "http_429", "http_500", "http_503", "timeout", "outage", "truncate", "malformed", "latency"
 ]
-FAULT_KINDS: tuple[str, ...] = FaultKind.__args__  # type: ignore[attr-defined]
+FAULT_KINDS: tuple[str, ...] = typing.get_args(FaultKind)
 BEFORE_CALL = frozenset({"error", "http_429", "http_500", "http_503", "timeout", "outage"})
 AFTER_CALL = frozenset({"truncate", "malformed"})
 MAX_DELAY_S = 60.0
 STEP_KEY = "step"  # ToolContext.extras key: the env step a call belongs to (ToolEnv sets it)
+Sleep = Callable[[float], None]  # how a delay is served: time.sleep, or a recorder in tests
 FAULTS_KEY = "faults"  # ToolContext.extras key: this step's injected faults (ToolEnv puts them in info)
 
 # what the agent reads for each failure: what a real client would show, never the word "injected"
@@ -161,7 +163,7 @@ class FaultToolSet(ToolSet):
     """The tools of one episode with a plan's faults in front of them. It delegates to the ToolSet
     it wraps (a cassette's, a remote one), so whatever sits inside keeps its own call path."""
 
-    def __init__(self, inner: ToolSet, plan: FaultPlan, sleep: Any = time.sleep) -> None:
+    def __init__(self, inner: ToolSet, plan: FaultPlan, sleep: Sleep = time.sleep) -> None:
         super().__init__(inner)
         self.inner = inner
         self.plan = plan
@@ -245,11 +247,11 @@ def _damaged(obs: Observation, rule: FaultRule, record: dict[str, Any]) -> Obser
     text = obs.text
     if rule.kind == "truncate":
         kept = text[: int(len(text) * rule.keep)]
-        message = f"{obs.tool}: response truncated after {len(kept)} of {len(text)} characters"
+        message = f"{record['tool']}: response truncated after {len(kept)} of {len(text)} characters"
     else:
         body = canonical_json({"result": text})
         kept = body[: max(1, len(body) - 2)]  # the closing quote and brace never arrive
-        message = f"{obs.tool}: malformed response body"
+        message = f"{record['tool']}: malformed response body"
     return Observation(
         type="error",
         text=kept,
@@ -268,7 +270,7 @@ class FaultLayer:
     now; without it, each episode checks the plan against the tools it offers."""
 
     def __init__(
-        self, plan: FaultPlan, *, known_tools: Iterable[str] | None = None, sleep: Any = time.sleep
+        self, plan: FaultPlan, *, known_tools: Iterable[str] | None = None, sleep: Sleep = time.sleep
     ) -> None:
         self.plan = plan
         self._checked = known_tools is not None

@@ -31,7 +31,8 @@ from typing import Any, Literal
 
 from toolgym.canonical import canonical_json
 from toolgym.envs.agents import Agent
-from toolgym.envs.faults import FaultLayer, FaultPlan, offered_tool_names
+from toolgym.envs.faults import FaultLayer, FaultPlan, fault_aware, offered_tool_names
+from toolgym.envs.rewards import task_scores
 from toolgym.envs.runner import run_episode, trace_name
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.llm import LLMError, Usage
@@ -207,7 +208,14 @@ def _run_job(
     trace_dir = out / f"trial-{job.trial}" / job.set_name
     # the plan may target any task's tools (`fault_tools`), not only this episode's
     layers = [FaultLayer(faults, known_tools=fault_tools)] if faults is not None else []
-    env = ToolEnv(toolset, job.task_set, protocol=protocol, max_steps=max_steps, tool_layers=layers)
+    env = ToolEnv(
+        toolset,
+        job.task_set,
+        protocol=protocol,
+        max_steps=max_steps,
+        tool_layers=layers,
+        reward_fn=fault_aware(task_scores) if faults is not None else task_scores,
+    )
     agent = make_agent(env, job.trial)
     try:
         result = run_episode(env, agent, job.task, seed=seed, trace_dir=trace_dir)

@@ -53,6 +53,8 @@ def test_a_retrying_agent_recovers_and_the_rows_say_so(tmp_path: Path) -> None:
     )
     assert all(e.success for e in clean.episodes) and all(e.success for e in faulted.episodes)
     assert all(e.error_counts == {"infra_error": 1} for e in faulted.episodes)
+    assert all(e.scores["injected_faults"] == 1.0 for e in faulted.episodes)  # fault_aware rewards
+    assert all("injected_faults" not in e.scores for e in clean.episodes)
     assert faulted.settings["faults"]["name"] == "outage-1"
     # the clean run's folder does not take the faulted traces in
     assert all(FAULTS_DIR not in p.relative_to(tmp_path).parts for p in find_traces(tmp_path))
