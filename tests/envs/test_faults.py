@@ -394,3 +394,26 @@ def test_a_failure_before_the_call_prevails_over_damage_to_its_response() -> Non
     obs = observations(env, calc_task(), [calc(1)])
     assert injected(obs[0])["kind"] == "http_500"  # the call never ran: nothing to truncate
     assert [e["kind"] for e in layer.events] == ["http_500"]
+
+
+def test_a_failed_write_on_the_mock_service_changes_nothing_there() -> None:
+    """A mock app served over HTTP (RemoteMockWorld on a real mock service): the faulted write
+    never reaches the service; the same write without the fault does change its state."""
+    from toolgym.mocks.service import MockServiceClient, RemoteMockWorld, ThreadedServer, create_app
+
+    task, a, b = bank_task()
+    move = ToolCall(name="transfer", arguments={"from_account_id": a, "to_account_id": b, "amount": 12.5})
+    with ThreadedServer(create_app()) as url, MockServiceClient(url) as client:
+        world = RemoteMockWorld(client, ["banking"], seed=task.seed, clock=task.clock)
+        faults = plan(FaultRule(tools="transfer", kind="http_503", steps=(1, 1)))
+        env = ToolEnv(ToolSet(), [task], world=world, tool_layers=[FaultLayer(faults)])
+        _, info = env.reset(seed=0)
+        before = info["state_hash"]
+        *_, failed = env.step(move)
+        assert (
+            failed["error_kinds"] == ["infra_error"] and injected(failed["observations"][0])["status"] == 503
+        )
+        assert failed["state_hash"] == before == world.state_hash() and not failed["state_diff"]
+        *_, moved = env.step(move)  # step 2: outside the outage, the retry reaches the service
+        assert moved["error_kinds"] == [] and moved["state_hash"] != before
+        env.close()
