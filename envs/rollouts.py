@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from toolgym.envs.agents import Agent, OracleAgent
+from toolgym.envs.faults import FaultLayer, FaultPlan, fault_aware
+from toolgym.envs.rewards import task_scores
 from toolgym.envs.runner import run_episode, trace_name
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.files import FileStore
@@ -71,6 +73,10 @@ class EnvConfig:
     toolset: str = DEFAULT_TOOLSET
     tool_url: str | None = None
     tool_token: str | None = None
+    # a fault plan every episode runs under, and every tool name the run's tasks offer (a plan may
+    # target any of them, not only this episode's)
+    faults: FaultPlan | None = None
+    fault_tools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -194,7 +200,14 @@ class EpisodeWorker:
         env = self._envs.get(task_set)
         if env is None:
             cfg = self.context.env
-            env = ToolEnv(self.toolset, self.tasks[task_set], protocol=cfg.protocol, max_steps=cfg.max_steps)
+            env = ToolEnv(
+                self.toolset,
+                self.tasks[task_set],
+                protocol=cfg.protocol,
+                max_steps=cfg.max_steps,
+                tool_layers=[FaultLayer(cfg.faults, known_tools=cfg.fault_tools)] if cfg.faults else [],
+                reward_fn=fault_aware(task_scores) if cfg.faults else task_scores,
+            )
             self._envs[task_set] = env
         return env
 

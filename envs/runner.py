@@ -9,6 +9,7 @@ from typing import Any
 
 from toolgym.canonical import canonical_hash
 from toolgym.envs.agents import Agent
+from toolgym.envs.faults import FaultLayer
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.tasks import Task
 from toolgym.trace import ToolInfo, TraceEnd, TraceHeader, TraceStep, TraceWriter
@@ -43,7 +44,11 @@ def trace_header(
     *,
     golden: bool = False,
 ) -> TraceHeader:
-    """The header of an episode's trace, taken after `env.reset` (the offered tools are known)."""
+    """The header of an episode's trace, taken after `env.reset` (the offered tools are known).
+    An episode under fault plans names them in `env_config["faults"]`."""
+    plans = [layer.plan.model_dump(mode="json") for layer in env.tool_layers if isinstance(layer, FaultLayer)]
+    if plans:
+        env_config = {**env_config, "faults": plans}
     return TraceHeader(
         task_id=task.id,
         seed=seed,
@@ -98,6 +103,7 @@ def run_episode(
                         state_hash_after=step_info.get("state_hash"),
                         state_diff=step_info.get("state_diff"),
                         latency_ms=step_info["timing"].latency_s * 1000 if timing else None,
+                        faults=step_info.get("faults"),
                     )
                 )
             hash_before = step_info.get("state_hash")

@@ -377,6 +377,10 @@ class ToolEnv(gym.Env[str, Any]):
         observations: list[Observation] = [parsed] if isinstance(parsed, Observation) else []
         tool_time = 0.0
         terminated = False
+        index = len(self.episode.steps) + 1
+        assert self._ctx is not None
+        self._ctx.extras["step"] = index  # tool layers place a call by step (fault windows)
+        self._ctx.extras.pop("faults", None)  # a fault layer lists what it injected this step here
         for act in actions:
             t0 = time.perf_counter()
             observations.append(self._run(act))
@@ -386,7 +390,6 @@ class ToolEnv(gym.Env[str, Any]):
                 break  # nothing after a final answer runs
             if self._user_ended is not None:
                 break  # the user left (turn limit): the step is truncated below
-        index = len(self.episode.steps) + 1
         step = EpisodeStep(
             index=index,
             raw=action if isinstance(action, (str, Mapping)) else None,
@@ -427,6 +430,9 @@ class ToolEnv(gym.Env[str, Any]):
             info["state_diff"] = step.state_diff
         if self.task.user is not None:
             info["user"] = self._user_info()
+        faults = self._ctx.extras.pop("faults", None)
+        if faults:
+            info["faults"] = faults
         if result is not None:
             info["scores"] = dict(result) if isinstance(result, Mapping) else {"reward": reward}
             info["final_answer"] = self.episode.final_answer

@@ -15,6 +15,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from toolgym.envs.faults import FaultPlan
     from toolgym.envs.rollouts import Executor
     from toolgym.evaluation.base import SuiteResult
     from toolgym.evaluation.runs import EpisodeRecord, RunSummary
@@ -33,6 +34,25 @@ class AgentKind(StrEnum):
 class ScoreMode(StrEnum):
     compat = "compat"
     fixed = "fixed"
+
+
+def _fault_plans(paths: Sequence[Path], sets: Sequence[tuple[str, TaskSet]]) -> list[FaultPlan]:
+    """The plans of `--faults`, loaded and checked against the tasks' tools; distinct names."""
+    from toolgym.envs.faults import FaultPlan, FaultPlanError, offered_tool_names
+    from toolgym.toolservers.registry import default_toolset
+
+    plans: list[FaultPlan] = []
+    for path in paths:
+        try:
+            plan = FaultPlan.load(path)
+            plan.check_tools(offered_tool_names(default_toolset(), [t for _, s in sets for t in s]))
+        except FaultPlanError as exc:
+            raise typer.BadParameter(exc.message, param_hint="--faults") from None
+        plans.append(plan)
+    names = [p.name for p in plans]
+    if len(set(names)) != len(names):
+        raise typer.BadParameter(f"fault plans need distinct names, got {names}", param_hint="--faults")
+    return plans
 
 
 def _task_paths(tasks: Sequence[Path] | None) -> list[Path]:
@@ -158,13 +178,20 @@ def run(
     max_retries: Annotated[
         int, typer.Option(min=0, help="retries on 429 / 5xx / timeouts / refused connections")
     ] = 4,
+    faults: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--faults",
+            help="fault plan (JSON, docs/faults.md); the run is repeated under each, in OUT/faults/<plan>/",
+        ),
+    ] = None,
 ) -> None:
     """Run an agent over task sets, k trials per task, n episodes at once; write traces and run.json."""
     from toolgym.envs.agents import OracleAgent
     from toolgym.envs.rollouts import AgentSpec
     from toolgym.envs.tool_env import ToolEnv
     from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig, LLMError, api_key_from_env
-    from toolgym.evaluation.runs import run_trials, set_name
+    from toolgym.evaluation.runs import FAULTS_DIR, run_trials, set_name
     from toolgym.protocols import PROTOCOLS
     from toolgym.tasks import TaskSet
     from toolgym.toolservers.registry import default_toolset
@@ -181,6 +208,7 @@ def run(
             sets.append((set_name(path), task_set))
     if not sets:
         raise typer.BadParameter(f"no task with id {', '.join(task_id or [])}", param_hint="--task-id")
+    plans = _fault_plans(faults or [], sets)  # a bad plan stops the command before any episode
 
     client: ChatClient | None = None
     if agent is AgentKind.llm:
@@ -227,32 +255,45 @@ def run(
             timeout_s=timeout,
         )
     total = trials * sum(len(s) for _, s in sets)
+    common: dict[str, Any] = dict(
+        toolset=default_toolset() if executor is None else None,
+        protocol=chosen,
+        trials=trials,
+        concurrency=concurrency,
+        seed=seed,
+        max_steps=max_steps,
+        agent_name="oracle" if client is None else f"llm:{model}",
+        model=model if client is not None else None,
+        settings=settings,
+        executor=executor,
+    )
     try:
         with Progress(console=console, transient=True) as progress:
-            bar = progress.add_task("episodes", total=total)
-            summary = run_trials(
-                sets,
-                agents,
-                out=out,
-                toolset=default_toolset() if executor is None else None,
-                protocol=chosen,
-                trials=trials,
-                concurrency=concurrency,
-                seed=seed,
-                max_steps=max_steps,
-                agent_name="oracle" if client is None else f"llm:{model}",
-                model=model if client is not None else None,
-                settings=settings,
-                on_episode=lambda record: progress.advance(bar),
-                executor=executor,
-            )
+            bar = progress.add_task("episodes", total=total * (1 + len(plans)))
+            summary = run_trials(sets, agents, out=out, on_episode=lambda r: progress.advance(bar), **common)
+            # the same episodes again under each fault plan, beside the clean run
+            faulted = [
+                run_trials(
+                    sets,
+                    agents,
+                    out=out / FAULTS_DIR / plan.name,
+                    on_episode=lambda r: progress.advance(bar),
+                    faults=plan,
+                    **common,
+                )
+                for plan in plans
+            ]
     finally:
         if client is not None:
             client.close()
     print_run(summary)
     console.print(f"traces and run.json written to {out}/")
-    if summary.aborted:
-        console.print(f"[red]{len(summary.aborted)} episodes aborted: the results are incomplete[/red]")
+    for plan, run_summary in zip(plans, faulted, strict=True):
+        console.print(f"under fault plan {plan.name} (in {out / FAULTS_DIR / plan.name}/):")
+        print_run(run_summary)
+    aborted = len(summary.aborted) + sum(len(f.aborted) for f in faulted)
+    if aborted:
+        console.print(f"[red]{aborted} episodes aborted: the results are incomplete[/red]")
         raise typer.Exit(code=1)
 
 

@@ -3,7 +3,8 @@
 Sections: summary; scores per metric (episode scores from the traces, and the metric suites' results
 when `toolgym eval` wrote eval.<mode>.json or --suite asked for them); scores per task category;
 per task; error kinds per tool; steps per episode; per-category tool F1 (when a GTA result is present);
-pass@k / pass^k (when tasks have several trials). Everything from traces is HTML-escaped: tool
+pass@k / pass^k (when tasks have several trials); robustness, clean vs each fault plan (when
+`toolgym run --faults` left faulted runs in DIR/faults/). Everything from traces is HTML-escaped: tool
 names, task ids and error messages come from models and task files. No scripts, no external links.
 """
 
@@ -23,6 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from toolgym.evaluation.base import SuiteResult
+from toolgym.evaluation.robustness import RobustnessRow, robustness_rows
 from toolgym.evaluation.runs import (
     SUMMARY_FILE,
     EpisodeRecord,
@@ -52,6 +54,7 @@ class ReportData:
     suite_results: dict[str, dict[str, SuiteResult]] = field(default_factory=dict)  # mode -> suite -> result
     suite_failures: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    robustness: list[RobustnessRow] = field(default_factory=list)  # clean, then each fault plan
 
     @property
     def episode_count(self) -> int:
@@ -107,6 +110,8 @@ def collect_report_data(
         problems=problems,
     )
     _read_eval_files(directory, data)
+    data.robustness, found = robustness_rows(directory, episodes, traces, tasks, summary)
+    data.problems += found
     return data
 
 
@@ -452,6 +457,61 @@ def pass_k_section(data: ReportData) -> str | None:
     return _section("pass-k", "pass@k and pass^k", body)
 
 
+def robustness_section(data: ReportData) -> str | None:
+    rows = data.robustness
+    if not rows:
+        return None
+    labels = [f"{r.agent} / {r.plan}" if len({x.agent for x in rows}) > 1 else r.plan for r in rows]
+    body = _img(
+        bar_figure(
+            labels,
+            {
+                "success rate": [r.success_rate or 0.0 for r in rows],
+                "mean reward": [r.mean_reward or 0.0 for r in rows],
+            },
+            ylabel="rate",
+            ylim=1.05,
+        ),
+        "success rate and mean reward, clean and under each fault plan",
+    )
+    body += _table(
+        [
+            "agent",
+            "plan",
+            "episodes",
+            "success rate",
+            "mean reward (with faults)",
+            "mean reward (without faulted episodes)",
+            "injected faults",
+            "infra errors",
+            "retries",
+            "recovered (faulted episodes that succeeded)",
+            "recovered from (kind: recovered/hit)",
+        ],
+        [
+            [
+                r.agent,
+                r.plan,
+                r.episodes,
+                "-" if r.success_rate is None else r.success_rate,
+                "-" if r.mean_reward is None else r.mean_reward,
+                "-" if r.mean_reward_without_faults is None else r.mean_reward_without_faults,
+                r.injected,
+                r.infra_errors,
+                r.retries,
+                f"{r.recovered}/{r.faulted_episodes}",
+                r.recovered_from(),
+            ]
+            for r in rows
+        ],
+    )
+    body += _note(
+        "Injected faults are infra errors, never the agent's: the other sections count the clean "
+        "run only. A retry is a tool call repeated unchanged right after an injected fault."
+    )
+    return _section("robustness", "Robustness: clean vs fault plans", body)
+
+
 STYLE = """
 body { font-family: system-ui, -apple-system, Segoe UI, Roboto, sans-serif; margin: 2em auto; max-width: 1100px;
        color: #222; padding: 0 1em; }
@@ -475,6 +535,7 @@ def render_report(data: ReportData) -> str:
         steps_section(data),
         f1_section(data),
         pass_k_section(data),
+        robustness_section(data),
     ]
     present = [s for s in sections if s is not None]
     nav = " ".join(
@@ -488,6 +549,7 @@ def render_report(data: ReportData) -> str:
             ("steps", "Steps"),
             ("tool-f1", "Tool F1"),
             ("pass-k", "pass@k"),
+            ("robustness", "Robustness"),
         )
         if any(s.startswith(f'<section id="{ident}"') for s in present)
     )

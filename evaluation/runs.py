@@ -4,6 +4,7 @@ Layout of a run directory:
 
     OUT/run.json                              the run summary (agent, settings, one record per episode)
     OUT/trial-<t>/<set>/<task>.seed<s>.jsonl  one trace per episode
+    OUT/faults/<plan>/...                     the same again under each fault plan (`run --faults`)
 
 Episodes run through `toolgym.envs.rollouts`: in this process (each thread with its own ToolEnv
 and mock worlds, reset every episode, so parallel episodes never share state; the tools themselves
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.canonical import canonical_json
+from toolgym.envs.faults import FaultPlan, offered_tool_names
 from toolgym.envs.rollouts import (
     AgentFactory,
     AgentSpec,
@@ -44,6 +46,7 @@ from toolgym.tools import ToolSet
 from toolgym.trace import Trace, read_trace
 
 SUMMARY_FILE = "run.json"
+FAULTS_DIR = "faults"  # OUT/faults/<plan>/: a faulted run beside the clean one, not part of it
 SUCCESS_THRESHOLD = 1.0 - 1e-9  # tau-bench: an episode succeeds when its reward is 1
 _TRIAL_RE = re.compile(r"^trial-(\d+)$")
 
@@ -192,14 +195,25 @@ def run_trials(
     settings: Mapping[str, Any] | None = None,
     on_episode: Callable[[EpisodeRecord], None] | None = None,
     executor: Executor | None = None,
+    faults: FaultPlan | None = None,
 ) -> RunSummary:
     """Run every task `trials` times and write traces and OUT/run.json. By default episodes run in
     this process, up to `concurrency` at once; `executor` spreads them over processes or Ray actors
     (`toolgym.envs.rollouts`), which need an `AgentSpec` and the default tools. Records come back in
     (trial, task set, task) order whatever the finishing order, and the traces are the same bytes
-    whichever executor ran them."""
+    whichever executor ran them. `faults`: a fault plan every episode runs under (checked against
+    the tasks' tools first: a plan naming a tool no task offers raises FaultPlanError before any
+    episode runs)."""
     if trials < 1 or concurrency < 1:
         raise ValueError("trials and concurrency must be at least 1")
+    fault_tools: list[str] = []
+    if faults is not None:
+        from toolgym.toolservers.registry import default_toolset
+
+        offered = toolset if toolset is not None else default_toolset()
+        fault_tools = offered_tool_names(offered, [t for _, task_set in task_sets for t in task_set])
+        faults.check_tools(fault_tools)
+        settings = {**(settings or {}), "faults": faults.model_dump(mode="json")}
     specs = episode_specs(task_sets, trials=trials, seed=seed)
 
     record = EpisodeRecord.of
@@ -209,7 +223,7 @@ def run_trials(
         specs,
         out=out,
         executor=executor or InProcessExecutor(concurrency),
-        env=EnvConfig(protocol=protocol, max_steps=max_steps),
+        env=EnvConfig(protocol=protocol, max_steps=max_steps, faults=faults, fault_tools=tuple(fault_tools)),
         agent=make_agent,
         toolset=toolset,
         abort_on=ABORT_ON,
@@ -240,11 +254,12 @@ def trial_of(path: Path, root: Path) -> int:
 
 
 def find_traces(root: Path, *, partial: bool = False) -> list[Path]:
-    """Every trace file under root (finished `*.jsonl`; with `partial`, also `*.jsonl.partial`)."""
+    """Every trace file under root (finished `*.jsonl`; with `partial`, also `*.jsonl.partial`).
+    The faulted runs under root/faults/ are runs of their own and left out."""
     found = [p for p in root.rglob("*.jsonl") if p.is_file()]
     if partial:
         found += [p for p in root.rglob("*.jsonl.partial") if p.is_file()]
-    return sorted(found)
+    return sorted(p for p in found if p.relative_to(root).parts[0] != FAULTS_DIR)
 
 
 @dataclass(frozen=True)

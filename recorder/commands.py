@@ -81,6 +81,10 @@ def record(
         Path | None, typer.Option(help="cassette file; default <out>/cassette.sqlite")
     ] = None,
     toolset: ToolsetOption = None,
+    faults: Annotated[
+        Path | None,
+        typer.Option(help="fault plan (JSON, docs/faults.md) the episodes run under; replay re-injects it"),
+    ] = None,
 ) -> None:
     """Run an agent over task sets and store golden traces and the cassette of every tool response."""
     from toolgym.envs.demo import default_task_paths
@@ -93,16 +97,28 @@ def record(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--agent") from None
     paths = tasks or default_task_paths()
-    report = record_golden(
-        paths,
-        out,
-        toolset=_toolset(toolset),
-        agent=agent,
-        protocol=protocol,
-        seed=seed,
-        mode=mode,  # type: ignore[arg-type]
-        cassette_path=cassette,
-    )
+    from toolgym.envs.faults import FaultPlan, FaultPlanError
+
+    plan = None
+    if faults is not None:
+        try:
+            plan = FaultPlan.load(faults)
+        except FaultPlanError as exc:
+            raise typer.BadParameter(exc.message, param_hint="--faults") from None
+    try:
+        report = record_golden(
+            paths,
+            out,
+            toolset=_toolset(toolset),
+            agent=agent,
+            protocol=protocol,
+            seed=seed,
+            mode=mode,  # type: ignore[arg-type]
+            cassette_path=cassette,
+            faults=plan,
+        )
+    except FaultPlanError as exc:
+        raise typer.BadParameter(exc.message, param_hint="--faults") from None
     table = Table(title=f"toolgym record: {len(report.results)} episodes, agent {agent}, {protocol} protocol")
     for column in ("set", "task", "steps", "errors", "reward"):
         table.add_column(column, no_wrap=True)

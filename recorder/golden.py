@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from toolgym.actions import ACTION_ADAPTER, Action
 from toolgym.canonical import canonical_json
 from toolgym.envs.agents import Agent, OracleAgent, ScriptedAgent
+from toolgym.envs.faults import FaultLayer, FaultPlan, FaultPlanError, offered_tool_names
 from toolgym.envs.runner import EpisodeResult, run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.protocols.base import ActionProtocol, RawOutput
@@ -236,9 +237,15 @@ def record_golden(
     mode: CassetteMode = "record",
     cassette_path: Path | None = None,
     on_episode: Callable[[str, EpisodeResult], None] | None = None,
+    faults: FaultPlan | None = None,
 ) -> RecordReport:
-    """Run the agent over every task; write golden traces, the cassette and the manifest."""
+    """Run the agent over every task; write golden traces, the cassette and the manifest.
+    `faults`: a fault plan outside the cassette; the traces' headers name it and replay re-injects it."""
     make_agent = agent_factory(agent)
+    known: list[str] = []
+    if faults is not None:  # a plan naming no tool of any set stops here, before anything is written
+        known = offered_tool_names(toolset, [t for path in task_paths for t in TaskSet.load(path)])
+        faults.check_tools(known)
     out.mkdir(parents=True, exist_ok=True)
     cassette_file = cassette_path or out / CASSETTE_NAME
     report = RecordReport()
@@ -249,6 +256,8 @@ def record_golden(
             task_set = TaskSet.load(path)
             sets[path.stem] = str(path.resolve())
             env = ToolEnv(toolset, task_set, protocol=protocol, cassette=cassette)
+            if faults is not None:
+                env.add_tool_layer(FaultLayer(faults, known_tools=known))
             episode_agent = make_agent(env.protocol)
             agent_name = episode_agent.name
             try:
@@ -286,11 +295,18 @@ class EnvPool:
     def __init__(self, toolset: ToolSet, cassette: Cassette | None = None) -> None:
         self.toolset = toolset
         self.cassette = cassette
-        self._envs: dict[tuple[int, str, int], ToolEnv] = {}
+        self._envs: dict[tuple[int, str, int, str], ToolEnv] = {}
 
     def env_for(self, task_set: TaskSet, trace: Trace) -> ToolEnv:
         max_steps = int(trace.header.env_config.get("max_steps", 10))
-        key = (id(task_set), trace.header.protocol, max_steps)
+        # an episode recorded under fault plans is re-run under them, outside the cassette
+        plans = [FaultPlan.parse(p) for p in trace.header.env_config.get("faults") or []]
+        key = (
+            id(task_set),
+            trace.header.protocol,
+            max_steps,
+            canonical_json([p.model_dump() for p in plans]),
+        )
         if key not in self._envs:
             self._envs[key] = ToolEnv(
                 self.toolset,
@@ -299,6 +315,9 @@ class EnvPool:
                 max_steps=max_steps,
                 cassette=self.cassette,
             )
+            for plan in plans:
+                known = offered_tool_names(self.toolset, list(task_set))
+                self._envs[key].add_tool_layer(FaultLayer(plan, known_tools=known))
         return self._envs[key]
 
     def close(self) -> None:
@@ -378,7 +397,10 @@ def _replay_one(path: Path, out: Path, envs: EnvPool, index: TaskIndex) -> Repla
         set_name, task_set, task = index.find(trace.header.task_id, path.parent.name)
     except (ValueError, KeyError) as exc:
         return ReplayedEpisode(golden=path, replayed=None, identical=False, steps=0, error=str(exc))
-    env = envs.env_for(task_set, trace)
+    try:
+        env = envs.env_for(task_set, trace)
+    except FaultPlanError as exc:  # a header whose plan this version cannot use
+        return ReplayedEpisode(golden=path, replayed=None, identical=False, steps=0, error=exc.message)
     try:
         result = run_episode(
             env,

@@ -9,7 +9,8 @@ surrogates are written as JSON `\\uXXXX` escapes (toolgym.canonical), and values
 (NaN, bytes, objects, huge ints, nesting past 100 levels) as `json_safe` replaces them.
 
 Schema versions: 1.0 (first release); 1.1 adds `task_hash` to the header (canonical hash of the
-task definition, so `toolgym verify` can tell a changed task from a changed tool). Readers accept
+task definition, so `toolgym verify` can tell a changed task from a changed tool); 1.2 adds
+`faults` to steps (what a fault plan injected, latencies included). Readers accept
 every 1.x trace (fields a version lacks take their defaults) and refuse other major versions.
 The JSON Schema of the three line kinds is `trace_json_schema()` (docs/trace-schema.json).
 """
@@ -28,7 +29,7 @@ from pydantic.json_schema import models_json_schema
 
 from toolgym.canonical import canonical_json, json_safe
 
-TRACE_SCHEMA_VERSION = "1.1"
+TRACE_SCHEMA_VERSION = "1.2"
 SUPPORTED_MAJOR = "1"
 
 
@@ -83,6 +84,10 @@ class TraceStep(BaseModel):
     state_hash_after: str | None = None
     state_diff: dict[str, Any] | None = None
     latency_ms: float | None = Field(default=None, description="wall-clock latency; only with timing on")
+    faults: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="faults a fault plan injected in this step, latencies included (schema 1.2)",
+    )
 
 
 class TraceEnd(BaseModel):

@@ -17,12 +17,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolgym.envs.demo import demo_tasks_path, mock_task_paths
+from toolgym.envs.faults import FaultPlan, FaultPlanError, offered_tool_names
 from toolgym.envs.rewards import RewardFn, answer_reward, state_scores, task_scores
 from toolgym.protocols import get_protocol
 from toolgym.tasks import TaskSet
 from toolgym.tools import ToolSet
 
 REWARDS: dict[str, RewardFn] = {"task": task_scores, "answer": answer_reward, "state": state_scores}
+MAX_SESSION_DELAY_S = 5.0  # a client's fault plan may slow its own calls, never hold a worker long
 
 
 class ServiceError(Exception):
@@ -53,6 +55,7 @@ class SessionConfig(BaseModel):
     reward: str | None = Field(None, description=f"reward function: {', '.join(REWARDS)}")
     seed: int | None = Field(None, ge=0, description="episode seed when reset names none")
     max_steps: int | None = Field(None, ge=1, le=10_000)
+    faults: FaultPlan | None = Field(None, description="a fault plan for the session's tool calls")
 
 
 def bundled_task_sets() -> dict[str, Path]:
@@ -131,7 +134,9 @@ class Catalog:
             unknown = sorted(set(chosen.tools) - set(self.tools.names))
             if unknown:
                 raise ServiceError("argument_error", f"this server has no tools {unknown}", 422)
-        self.task_set(tasks)
+        task_set = self.task_set(tasks)
+        if chosen.faults is not None:
+            self._check_faults(chosen.faults, chosen.tools, task_set)
         return ResolvedConfig(
             tasks=tasks,
             tools=tuple(chosen.tools) if chosen.tools is not None else None,
@@ -139,7 +144,20 @@ class Catalog:
             reward=reward,
             seed=chosen.seed,
             max_steps=chosen.max_steps or 10,
+            faults=chosen.faults,
         )
+
+    def _check_faults(self, plan: FaultPlan, tools: Sequence[str] | None, task_set: TaskSet) -> None:
+        slow = [r.delay_s for r in plan.rules if r.delay_s > MAX_SESSION_DELAY_S]
+        if slow:
+            raise ServiceError(
+                "argument_error", f"fault delays above {MAX_SESSION_DELAY_S} s are refused: {slow}", 422
+            )
+        offered = self.tools.subset(tools) if tools is not None else self.tools
+        try:
+            plan.check_tools(offered_tool_names(offered, list(task_set)))
+        except FaultPlanError as exc:
+            raise ServiceError("argument_error", exc.message, 422) from None
 
     def describe(self) -> dict[str, Any]:
         """What a client may choose (GET /catalog)."""
@@ -159,6 +177,12 @@ class ResolvedConfig:
     reward: str
     seed: int | None
     max_steps: int
+    faults: FaultPlan | None = None
+
+    def tool_names(self, catalog: Catalog) -> list[str]:
+        """What the session's episodes may offer (what a fault plan may target)."""
+        offered = catalog.tools.subset(self.tools) if self.tools is not None else catalog.tools
+        return offered_tool_names(offered, list(catalog.task_set(self.tasks)))
 
     def as_dict(self) -> Mapping[str, Any]:
         return {
@@ -168,4 +192,5 @@ class ResolvedConfig:
             "reward": self.reward,
             "seed": self.seed,
             "max_steps": self.max_steps,
+            "faults": self.faults.model_dump(mode="json") if self.faults is not None else None,
         }

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolgym.actions import ACTION_ADAPTER, Action
 from toolgym.envs.agents import Agent
+from toolgym.envs.faults import FaultLayer
 from toolgym.envs.runner import trace_header, trace_name
 from toolgym.envs.service import OPENENV_MISSING
 from toolgym.envs.service.catalog import REWARDS, Catalog, ResolvedConfig, ServiceError, SessionConfig
@@ -183,6 +184,9 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
                 protocol=config.protocol,
                 reward_fn=REWARDS[config.reward],
                 max_steps=config.max_steps,
+                tool_layers=[FaultLayer(config.faults, known_tools=config.tool_names(self.catalog))]
+                if config.faults is not None
+                else (),
             )
         self._config = config
         env = self._env
@@ -287,6 +291,7 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
                     state_hash_after=info.get("state_hash"),
                     state_diff=info.get("state_diff"),
                     latency_ms=None,
+                    faults=info.get("faults"),
                 )
             )
         self._hash_before = info.get("state_hash")

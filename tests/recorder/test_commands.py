@@ -239,3 +239,57 @@ def test_record_with_a_scripted_agent(tmp_path: Path) -> None:
         app, ["record", "--tasks", str(tasks), "--out", str(out), "--agent", f"scripted:{script}"]
     )
     assert broken.exit_code != 0 and "not a script line" in str(broken.exception)
+
+
+def test_a_faulted_golden_set_replays_byte_identical_with_zero_live_calls(tmp_path: Path) -> None:
+    """`record --faults`: the headers name the plan, replay re-injects it outside the cassette."""
+    from toolgym.envs.demo import mock_task_paths
+
+    mtu = TaskSet.load(next(p for p in mock_task_paths() if p.stem == "mtu"))
+    chosen = (
+        "mtu-balance-002",
+        "mtu-flight-chain-007",
+        "mtu-home-chain-010",
+        "mtu-transfer-011",
+        "mtu-lock-014",
+    )
+    tasks = tmp_path / "mtu.jsonl"
+    tasks.write_text("".join(mtu[t].model_dump_json() + "\n" for t in chosen))
+    plan = tmp_path / "flaky.json"
+    rules = [
+        {"tools": "*", "kind": "outage", "steps": [2, 2]},
+        {"kind": "http_503", "rate": 0.4},
+        {"kind": "truncate", "rate": 0.3},
+    ]
+    plan.write_text(json.dumps({"rules": rules}))
+    golden = tmp_path / "golden"
+    result = runner.invoke(
+        app, ["record", "--out", str(golden), "--tasks", str(tasks), "--faults", str(plan)]
+    )
+    assert result.exit_code == 0, result.output
+    traces = sorted((golden / "mtu").glob("*.jsonl"))
+    lines = [json.loads(line) for path in traces for line in path.read_text().splitlines()]
+    assert all(r["env_config"]["faults"][0]["name"] == "flaky" for r in lines if r["record"] == "header")
+    kinds = {f["kind"] for r in lines if r["record"] == "step" for f in r["faults"] or []}
+    assert kinds == {"http_503", "truncate", "outage"}
+    result = runner.invoke(app, ["replay", str(golden), "--out", str(tmp_path / "replayed")])
+    assert result.exit_code == 0, result.output
+    assert "live tool calls: 0;" in result.output and "misses: 0" in result.output
+    assert f"{len(traces)}/{len(traces)} byte-identical" in result.output
+    for path in traces:
+        assert (tmp_path / "replayed" / "mtu" / path.name).read_bytes() == path.read_bytes()
+
+
+def test_record_refuses_a_bad_fault_plan_before_writing(tmp_path: Path) -> None:
+    for data in (
+        {"rules": [{"kind": "http_503", "rate": 1.5}]},
+        {"rules": [{"tools": "Calculater", "kind": "error"}]},
+    ):
+        plan = tmp_path / "bad.json"
+        plan.write_text(json.dumps(data))
+        out = tmp_path / "golden"
+        result = runner.invoke(
+            app, ["record", "--out", str(out), "--tasks", str(demo_tasks_path()), "--faults", str(plan)]
+        )
+        assert result.exit_code == 2, result.output
+        assert not out.exists()

@@ -108,7 +108,7 @@ def test_torn_last_line_is_dropped(tmp_path: Path) -> None:
 
 def test_header_pins_the_task_definition(tmp_path: Path) -> None:
     trace = read_trace(record(tmp_path))
-    assert trace.header.schema_version == TRACE_SCHEMA_VERSION == "1.1"
+    assert trace.header.schema_version == TRACE_SCHEMA_VERSION == "1.2"
     assert trace.header.task_hash == canonical_hash(TASK.model_dump(mode="json"))
 
 

@@ -208,3 +208,37 @@ def test_server_killed_mid_episode(
     (partial,) = list(trace_dir.glob("*/*.partial"))
     trace = read_trace(partial)
     assert trace.header.task_id == TASK_ID and len(trace.steps) == 1 and trace.end is None
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_a_session_with_a_fault_plan_matches_in_process_faults(
+    served: Served, catalog: Catalog, transport: Any
+) -> None:
+    from toolgym.envs.faults import FaultLayer, FaultPlan
+
+    faults = {"name": "svc", "rules": [{"tools": "*", "kind": "http_503", "rate": 0.5}]}
+    local = local_env(catalog)
+    local.add_tool_layer(FaultLayer(FaultPlan.parse(faults)))
+    remote = RemoteToolEnv(served.url, config={**CONFIG, "faults": faults}, transport=transport)
+    injected = 0
+    try:
+        for seed in (0, 3, 4):  # seed 3 meets a 503, seeds 0 and 4 do not
+            assert (
+                remote.reset(seed=seed, options={"task": TASK_ID})[0]
+                == local.reset(seed=seed, options={"task": TASK_ID})[0]
+            )
+            for raw in golden_outputs(local):
+                expected, got = local.step(raw), remote.step(raw)
+                assert got[:4] == expected[:4] and without_timing(got[4]) == without_timing(expected[4])
+                injected += got[4]["error_kinds"].count("infra_error")
+        assert injected == 1
+        bad = RemoteToolEnv(
+            served.url, config={**CONFIG, "faults": {"rules": [{"kind": "http_503", "rate": 2}]}}
+        )
+        with pytest.raises(RemoteEnvError) as refused:
+            bad.reset(seed=0)
+        assert refused.value.kind == "argument_error"
+        bad.close()
+    finally:
+        remote.close()
+        local.close()
