@@ -91,6 +91,23 @@ def test_a_faulted_run_repeats_byte_for_byte(tmp_path: Path) -> None:
     assert (tmp_path / "a" / "run.json").read_bytes() == (tmp_path / "b" / "run.json").read_bytes()
 
 
+def test_faulted_runs_on_worker_processes_write_the_one_process_bytes(tmp_path: Path) -> None:
+    plan = tmp_path / "flaky.json"
+    plan.write_text(
+        json.dumps({"rules": [{"kind": "http_503", "rate": 0.5}, {"kind": "truncate", "rate": 0.3}]})
+    )
+    ids = [x for t in TASKS for x in ("--task-id", t)]
+    for out, extra in (("one", []), ("workers", ["--workers", "2"])):
+        args = ["run", "--out", str(tmp_path / out), "--tasks", str(mtu_path()), "--faults", str(plan)]
+        result = CliRunner().invoke(app, [*args, *ids, "--trials", "2", *extra])
+        assert result.exit_code == 0, result.output
+    one, workers = tmp_path / "one" / FAULTS_DIR / "flaky", tmp_path / "workers" / FAULTS_DIR / "flaky"
+    traces = find_traces(one)
+    assert len(traces) == 4 and any(b'"injected"' in p.read_bytes() for p in traces)
+    assert [p.read_bytes() for p in traces] == [p.read_bytes() for p in find_traces(workers)]
+    assert (one / "run.json").read_bytes() == (workers / "run.json").read_bytes()
+
+
 def test_run_refuses_a_plan_naming_no_tool_before_any_episode(tmp_path: Path) -> None:
     typo = FaultPlan(name="typo", rules=(FaultRule(tools="get_balanse", kind="error"),))
     try:
