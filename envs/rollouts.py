@@ -33,12 +33,14 @@ from toolgym.envs.faults import FaultLayer, FaultPlan, fault_aware
 from toolgym.envs.rewards import task_scores
 from toolgym.envs.runner import run_episode, trace_name
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.envs.users import UserSimulator
 from toolgym.files import FileStore
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 
 Status = Literal["terminated", "truncated", "aborted"]
 AgentFactory = Callable[[ToolEnv, int], Agent]  # (the episode's env, trial index) -> a fresh agent
+UserFactory = Callable[[], UserSimulator]  # a fresh simulator for one env (one episode at a time)
 DEFAULT_TOOLSET = "toolgym.toolservers.registry:default_toolset"
 
 
@@ -63,6 +65,18 @@ class AgentSpec:
 
 
 @dataclass(frozen=True)
+class UserSpec:
+    """How a worker builds the user simulator of tasks with a user scenario. `builder` names a
+    `package.module:attr`, a callable that a worker calls once with `kwargs` and that returns a
+    `UserFactory` (one simulator per env it holds); it may hold resources for the worker's
+    lifetime (an HTTP client) and release them in an optional `close()`. The LLM user's builder is
+    `toolgym.evaluation.users:LLMUsers`, above this floor, so it is named, never imported."""
+
+    builder: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class EnvConfig:
     """What every episode's env is built with. `toolset` names a `package.module:factory` that
     returns the ToolSet; `tool_url`, when set, serves the tools of that server instead of the local
@@ -77,6 +91,8 @@ class EnvConfig:
     # target any of them, not only this episode's)
     faults: FaultPlan | None = None
     fault_tools: tuple[str, ...] = ()
+    # the user simulator of tasks with a scenario; None: the env's default (rule-based)
+    user: UserSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -195,11 +211,14 @@ class EpisodeWorker:
         )
         self._envs: dict[str, ToolEnv] = {}
         self._staging: str | None = None
+        self._users: UserFactory | None = None  # built once, with the first env
 
     def env_for(self, task_set: str) -> ToolEnv:
         env = self._envs.get(task_set)
         if env is None:
             cfg = self.context.env
+            if cfg.user is not None and self._users is None:
+                self._users = load_object(cfg.user.builder, "user builder")(**cfg.user.kwargs)
             env = ToolEnv(
                 self.toolset,
                 self.tasks[task_set],
@@ -207,6 +226,7 @@ class EpisodeWorker:
                 max_steps=cfg.max_steps,
                 tool_layers=[FaultLayer(cfg.faults, known_tools=cfg.fault_tools)] if cfg.faults else [],
                 reward_fn=fault_aware(task_scores) if cfg.faults else task_scores,
+                user=self._users() if self._users is not None else None,
             )
             self._envs[task_set] = env
         return env
@@ -296,6 +316,10 @@ class EpisodeWorker:
             close = getattr(factory, "close", None)
             if callable(close):
                 close()
+        close_users = getattr(self._users, "close", None)
+        if callable(close_users):
+            close_users()
+        self._users = None
         if self._staging is not None:
             shutil.rmtree(self._staging, ignore_errors=True)
 

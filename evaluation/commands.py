@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from toolgym.envs.faults import FaultPlan
     from toolgym.envs.rollouts import Executor
     from toolgym.evaluation.base import SuiteResult
+    from toolgym.evaluation.llm import LLMConfig
     from toolgym.evaluation.runs import EpisodeRecord, RunSummary
     from toolgym.tasks import Task, TaskSet
 
@@ -185,6 +186,17 @@ def run(
             help="fault plan (JSON, docs/faults.md); the run is repeated under each, in OUT/faults/<plan>/",
         ),
     ] = None,
+    user_base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="play the user of tasks with a user scenario with an LLM on this OpenAI-compatible "
+            "base URL (default: the rule-based user); needs --user-model"
+        ),
+    ] = None,
+    user_model: Annotated[str | None, typer.Option(help="the user LLM's model name")] = None,
+    user_api_key_env: Annotated[
+        str | None, typer.Option(help="environment variable holding the user LLM's API key")
+    ] = None,
 ) -> None:
     """Run an agent over task sets, k trials per task, n episodes at once; write traces and run.json."""
     from toolgym.envs.agents import OracleAgent
@@ -209,6 +221,7 @@ def run(
     if not sets:
         raise typer.BadParameter(f"no task with id {', '.join(task_id or [])}", param_hint="--task-id")
     plans = _fault_plans(faults or [], sets)  # a bad plan stops the command before any episode
+    user_config = user_llm_config(user_base_url, user_model, user_api_key_env, timeout, max_retries)
 
     client: ChatClient | None = None
     if agent is AgentKind.llm:
@@ -254,6 +267,12 @@ def run(
             max_tokens=max_tokens,
             timeout_s=timeout,
         )
+    user_spec = None
+    if user_config is not None:
+        from toolgym.envs.rollouts import UserSpec
+
+        user_spec = UserSpec("toolgym.evaluation.users:LLMUsers", {"config": user_config})
+        settings["user"] = user_settings(user_config)
     total = trials * sum(len(s) for _, s in sets)
     common: dict[str, Any] = dict(
         toolset=default_toolset() if executor is None else None,
@@ -266,6 +285,7 @@ def run(
         model=model if client is not None else None,
         settings=settings,
         executor=executor,
+        user=user_spec,
     )
     try:
         with Progress(console=console, transient=True) as progress:
@@ -295,6 +315,34 @@ def run(
     if aborted:
         console.print(f"[red]{aborted} episodes aborted: the results are incomplete[/red]")
         raise typer.Exit(code=1)
+
+
+def user_llm_config(
+    base_url: str | None, model: str | None, api_key_env: str | None, timeout: float, max_retries: int
+) -> LLMConfig | None:
+    """The user LLM's client settings from `--user-base-url`, `--user-model` and
+    `--user-api-key-env` (None: no LLM user). Sampling is left to the server, and each request
+    carries the episode seed (`LLMUser`)."""
+    from toolgym.evaluation.llm import LLMConfig, LLMError, api_key_from_env
+
+    if base_url is None and model is None:
+        if api_key_env is not None:
+            raise typer.BadParameter(
+                "needs --user-base-url and --user-model", param_hint="--user-api-key-env"
+            )
+        return None
+    if not base_url or not model:
+        raise typer.BadParameter("an LLM user needs both --user-base-url and --user-model")
+    try:
+        key = api_key_from_env(api_key_env)
+    except LLMError as exc:
+        raise typer.BadParameter(exc.message, param_hint="--user-api-key-env") from None
+    return LLMConfig(base_url=base_url, model=model, api_key=key, timeout_s=timeout, max_retries=max_retries)
+
+
+def user_settings(config: LLMConfig) -> dict[str, Any]:
+    """What a run's settings record of its LLM user (never the API key)."""
+    return {"simulator": f"llm:{config.model}", "model": config.model, "base_url": config.base_url}
 
 
 def _executor(workers: int | None, ray: bool, address: str | None, concurrency: int) -> Executor | None:

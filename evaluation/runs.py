@@ -37,6 +37,7 @@ from toolgym.envs.rollouts import (
     EpisodeResult,
     Executor,
     InProcessExecutor,
+    UserSpec,
     episode_specs,
     rollout,
 )
@@ -196,6 +197,7 @@ def run_trials(
     on_episode: Callable[[EpisodeRecord], None] | None = None,
     executor: Executor | None = None,
     faults: FaultPlan | None = None,
+    user: UserSpec | None = None,
 ) -> RunSummary:
     """Run every task `trials` times and write traces and OUT/run.json. By default episodes run in
     this process, up to `concurrency` at once; `executor` spreads them over processes or Ray actors
@@ -203,7 +205,8 @@ def run_trials(
     (trial, task set, task) order whatever the finishing order, and the traces are the same bytes
     whichever executor ran them. `faults`: a fault plan every episode runs under (checked against
     the tasks' tools first: a plan naming a tool no task offers raises FaultPlanError before any
-    episode runs)."""
+    episode runs). `user`: how workers build the user simulator of tasks with a user scenario
+    (default: rule-based)."""
     if trials < 1 or concurrency < 1:
         raise ValueError("trials and concurrency must be at least 1")
     fault_tools: list[str] = []
@@ -223,7 +226,9 @@ def run_trials(
         specs,
         out=out,
         executor=executor or InProcessExecutor(concurrency),
-        env=EnvConfig(protocol=protocol, max_steps=max_steps, faults=faults, fault_tools=tuple(fault_tools)),
+        env=EnvConfig(
+            protocol=protocol, max_steps=max_steps, faults=faults, fault_tools=tuple(fault_tools), user=user
+        ),
         agent=make_agent,
         toolset=toolset,
         abort_on=ABORT_ON,

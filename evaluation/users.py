@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from toolgym.envs.users import LLMUser, UserLLM
 from toolgym.errors import InfraError
-from toolgym.evaluation.llm import ChatClient, LLMError
+from toolgym.evaluation.llm import ChatClient, LLMConfig, LLMError
 from toolgym.recorder.cassette import Cassette
 
 
@@ -48,3 +48,18 @@ def llm_user(client: ChatClient, *, cassette: Cassette | None = None) -> LLMUser
     if cassette is not None:
         llm = cassette.wrap_user_llm(llm)
     return LLMUser(llm)
+
+
+class LLMUsers:
+    """The LLM user's builder for rollout workers (`UserSpec("toolgym.evaluation.users:LLMUsers",
+    {"config": ...})`): one ChatClient per worker, shared by the simulators of its envs (each env
+    gets its own `LLMUser`, which holds one conversation at a time)."""
+
+    def __init__(self, config: LLMConfig) -> None:
+        self.client = ChatClient(config)
+
+    def __call__(self) -> LLMUser:
+        return llm_user(self.client)
+
+    def close(self) -> None:
+        self.client.close()

@@ -11,14 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from tests.envs.test_rollouts import tree
 from tests.evaluation.fake_openai import FakeOpenAI, Fault, Reply, serve, text
 from toolgym.actions import AskUser
+from toolgym.cli import app
 from toolgym.envs.agents import OracleAgent, ScriptedAgent
 from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.envs.users import STOP_SIGNAL, LLMUser
 from toolgym.evaluation.llm import ChatClient, LLMConfig
+from toolgym.evaluation.runs import RunSummary
 from toolgym.evaluation.users import ChatUserLLM, llm_user
 from toolgym.recorder.cassette import USER_LLM_TOOL, Cassette
 from toolgym.tasks import Task, TaskSet
@@ -26,7 +30,8 @@ from toolgym.tools import ToolSet
 from toolgym.trace import read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
-TASKS = TaskSet.load(ROOT / "fixtures" / "mock_tasks" / "multiturn.jsonl")
+MULTITURN = ROOT / "fixtures" / "mock_tasks" / "multiturn.jsonl"
+TASKS = TaskSet.load(MULTITURN)
 TRANSFER = TASKS["multiturn-transfer-022"]  # asks for the account number and the amount
 
 
@@ -202,3 +207,89 @@ def test_chat_user_llm_names_its_model() -> None:
     client = ChatClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m-1"))
     assert ChatUserLLM(client).model == "m-1" and llm_user(client).name == "llm:m-1"
     client.close()
+
+
+# ---- toolgym run with an LLM user ------------------------------------------------------------
+def tells_what_it_knows(body: Mapping[str, Any]) -> Reply:
+    """Any scenario's user: the facts its system prompt lists, whatever the agent asked."""
+    system = body["messages"][0]["content"]
+    known = system.split("What you know:\n", 1)[1].split("\nNever mention", 1)[0]
+    return text(" ".join(line.removeprefix("- ") + "." for line in known.splitlines()))
+
+
+RUN_TASKS = ["multiturn-alarm-001", "multiturn-transfer-022", "multiturn-alarm-002"]
+
+
+def run_with_llm_user(base_url: str, out: Path, *extra: str) -> Any:
+    args = ["run", "--tasks", str(MULTITURN), "--trials", "2", "--out", str(out)]
+    args += [arg for task_id in RUN_TASKS for arg in ("--task-id", task_id)]
+    args += ["--user-base-url", base_url, "--user-model", "user-model", "--user-api-key-env", "USER_KEY"]
+    return CliRunner().invoke(app, [*args, *extra])
+
+
+def test_run_plays_the_user_with_an_llm_in_process_and_on_workers_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("USER_KEY", "user-secret")
+    fake = FakeOpenAI(tells_what_it_knows, api_key="user-secret")  # a request without the key is refused
+    with serve(fake):
+        one = run_with_llm_user(fake.base_url, tmp_path / "one")
+        assert one.exit_code == 0, one.output
+        assert len(fake.requests) == 6  # the oracle asks once per episode: 3 tasks x 2 trials
+        workers = run_with_llm_user(fake.base_url, tmp_path / "workers", "--workers", "2")
+        assert workers.exit_code == 0, workers.output
+        assert len(fake.requests) == 12
+    runs = {name: tree(tmp_path / name) for name in ("one", "workers")}
+    assert runs["workers"] == runs["one"] and len(runs["one"]) == 7  # 6 traces and run.json
+    assert all(r["model"] == "user-model" and r["seed"] == 0 for r in fake.requests)
+    summary = RunSummary.load(tmp_path / "one")
+    assert [e.success for e in summary.episodes] == [True] * 6
+    assert summary.settings["user"] == {
+        "simulator": "llm:user-model",
+        "model": "user-model",
+        "base_url": fake.base_url,
+    }
+    assert b"user-secret" not in runs["one"]["run.json"]
+    trace = read_trace(tmp_path / "one" / "trial-0" / "multiturn" / "multiturn-transfer-022.seed0.jsonl")
+    assert trace.header.env_config["user"] == "llm:user-model"
+    reply = trace.steps[0].observations[0]
+    assert reply["type"] == "user" and reply["content"]["user"]["simulator"] == "llm:user-model"
+    assert reply["text"] == "account number: 123456. amount: $150."
+
+
+def test_run_without_user_options_keeps_the_rule_based_user(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["run", "--tasks", str(MULTITURN), "--task-id", RUN_TASKS[0], "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "user" not in RunSummary.load(tmp_path).settings
+    (path,) = tmp_path.rglob("*.jsonl")
+    assert read_trace(path).header.env_config["user"] == "rule_based"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--user-base-url", "http://127.0.0.1:9/v1"], "needs both --user-base-url and --user-model"),
+        (["--user-model", "m"], "needs both --user-base-url and --user-model"),
+        (["--user-api-key-env", "USER_KEY"], "needs --user-base-url and --user-model"),
+        (
+            [
+                "--user-base-url",
+                "http://127.0.0.1:9/v1",
+                "--user-model",
+                "m",
+                "--user-api-key-env",
+                "NO_SUCH_KEY",
+            ],
+            "NO_SUCH_KEY",
+        ),
+    ],
+)
+def test_incomplete_user_options_stop_the_run_before_any_episode(
+    tmp_path: Path, options: list[str], message: str
+) -> None:
+    args = ["run", "--tasks", str(MULTITURN), "--task-id", RUN_TASKS[0], "--out", str(tmp_path / "run")]
+    result = CliRunner().invoke(app, [*args, *options], env={"COLUMNS": "200"})
+    assert result.exit_code == 2 and message in " ".join(result.output.split())
+    assert not (tmp_path / "run").exists()
