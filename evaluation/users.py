@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from toolgym.envs.users import LLMUser, UserLLM
 from toolgym.errors import InfraError
-from toolgym.evaluation.llm import ChatClient, LLMConfig, LLMError
+from toolgym.evaluation.llm import ChatClient, LLMConfig, LLMError, api_key_from_env
 from toolgym.recorder.cassette import Cassette
 
 
@@ -40,6 +40,20 @@ class ChatUserLLM:
                 data={"message": result.message},
             )
         return content
+
+    def close(self) -> None:
+        """Close the client (for one opened with `open_user_llm`; a shared one stays its owner's)."""
+        self.client.close()
+
+
+def open_user_llm(base_url: str, model: str, api_key_env: str | None) -> ChatUserLLM:
+    """A user LLM on its own client, for `toolgym record` (the caller closes it with `close()`).
+    Raises ValueError when `api_key_env` names a variable that is not set."""
+    try:
+        key = api_key_from_env(api_key_env)
+    except LLMError as exc:
+        raise ValueError(exc.message) from None
+    return ChatUserLLM(ChatClient(LLMConfig(base_url=base_url, model=model, api_key=key)))
 
 
 def llm_user(client: ChatClient, *, cassette: Cassette | None = None) -> LLMUser:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,9 +15,16 @@ from rich.table import Table
 from toolgym.tools import ToolSet
 
 if TYPE_CHECKING:
+    from toolgym.envs.users import UserLLM
     from toolgym.recorder.golden import TaskIndex
 
 console = Console()
+
+# (base URL, model, API key environment variable) -> a live user LLM with a `close()`; raises
+# ValueError for a key variable that is not set. The chat client lives above this floor, so the
+# `toolgym` command hands it in at registration (`register(app, user_llm=...)`).
+UserLLMOpener = Callable[[str, str, "str | None"], "UserLLM"]
+_user_llm_opener: UserLLMOpener | None = None
 
 TasksOption = Annotated[
     list[Path] | None,
@@ -85,8 +93,20 @@ def record(
         Path | None,
         typer.Option(help="fault plan (JSON, docs/faults.md) the episodes run under; replay re-injects it"),
     ] = None,
+    user_base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="play the user of tasks with a user scenario with an LLM on this OpenAI-compatible "
+            "base URL (its calls go into the cassette); default: the rule-based user"
+        ),
+    ] = None,
+    user_model: Annotated[str | None, typer.Option(help="the user LLM's model name")] = None,
+    user_api_key_env: Annotated[
+        str | None, typer.Option(help="environment variable holding the user LLM's API key")
+    ] = None,
 ) -> None:
-    """Run an agent over task sets and store golden traces and the cassette of every tool response."""
+    """Run an agent over task sets and store golden traces and the cassette of every tool response
+    (and of every user LLM call)."""
     from toolgym.envs.demo import default_task_paths
     from toolgym.recorder.golden import agent_factory, record_golden
 
@@ -105,6 +125,7 @@ def record(
             plan = FaultPlan.load(faults)
         except FaultPlanError as exc:
             raise typer.BadParameter(exc.message, param_hint="--faults") from None
+    user_llm = _open_user_llm(user_base_url, user_model, user_api_key_env)
     try:
         report = record_golden(
             paths,
@@ -116,9 +137,14 @@ def record(
             mode=mode,  # type: ignore[arg-type]
             cassette_path=cassette,
             faults=plan,
+            user_llm=user_llm,
         )
     except FaultPlanError as exc:
         raise typer.BadParameter(exc.message, param_hint="--faults") from None
+    finally:
+        close = getattr(user_llm, "close", None)
+        if callable(close):
+            close()
     table = Table(title=f"toolgym record: {len(report.results)} episodes, agent {agent}, {protocol} protocol")
     for column in ("set", "task", "steps", "errors", "reward"):
         table.add_column(column, no_wrap=True)
@@ -131,6 +157,25 @@ def record(
         f"{s.not_recorded} not recorded (infra errors)"
     )
     console.print(f"golden traces and manifest written to {out}/")
+
+
+def _open_user_llm(base_url: str | None, model: str | None, api_key_env: str | None) -> UserLLM | None:
+    if base_url is None and model is None:
+        if api_key_env is not None:
+            raise typer.BadParameter(
+                "needs --user-base-url and --user-model", param_hint="--user-api-key-env"
+            )
+        return None
+    if not base_url or not model:
+        raise typer.BadParameter("an LLM user needs both --user-base-url and --user-model")
+    if _user_llm_opener is None:
+        raise typer.BadParameter(
+            "no user LLM client is registered with this command", param_hint="--user-model"
+        )
+    try:
+        return _user_llm_opener(base_url, model, api_key_env)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--user-api-key-env") from None
 
 
 def verify(
@@ -266,8 +311,11 @@ def replay(
         raise typer.Exit(code=1)
 
 
-def register(app: typer.Typer) -> None:
-    """Add record / verify / replay to the toolgym CLI."""
+def register(app: typer.Typer, *, user_llm: UserLLMOpener | None = None) -> None:
+    """Add record / verify / replay to the toolgym CLI; `user_llm` opens the live user LLM of
+    `record --user-base-url ... --user-model ...` (replay and verify never need one)."""
+    global _user_llm_opener
+    _user_llm_opener = user_llm
     app.command("record")(record)
     app.command("verify")(verify)
     app.command("replay")(replay)

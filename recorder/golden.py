@@ -16,7 +16,7 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -29,6 +29,8 @@ from toolgym.envs.agents import Agent, OracleAgent, ScriptedAgent
 from toolgym.envs.faults import FaultLayer, FaultPlan, FaultPlanError, offered_tool_names
 from toolgym.envs.runner import EpisodeResult, run_episode
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.envs.users import LLMUser, UserLLM
+from toolgym.errors import InfraError
 from toolgym.protocols.base import ActionProtocol, RawOutput
 from toolgym.recorder.cassette import Cassette, CassetteMode, CassetteStats
 from toolgym.tasks import Task, TaskSet
@@ -238,9 +240,13 @@ def record_golden(
     cassette_path: Path | None = None,
     on_episode: Callable[[str, EpisodeResult], None] | None = None,
     faults: FaultPlan | None = None,
+    user_llm: UserLLM | None = None,
 ) -> RecordReport:
     """Run the agent over every task; write golden traces, the cassette and the manifest.
-    `faults`: a fault plan outside the cassette; the traces' headers name it and replay re-injects it."""
+    `faults`: a fault plan outside the cassette; the traces' headers name it and replay re-injects it.
+    `user_llm`: an LLM plays the user of tasks with a scenario (default: rule-based); its calls go
+    into the cassette, and the traces' headers name it (`llm:<model>`), so replay answers them from
+    the cassette alone."""
     make_agent = agent_factory(agent)
     known: list[str] = []
     if faults is not None:  # a plan naming no tool of any set stops here, before anything is written
@@ -255,7 +261,8 @@ def record_golden(
         for path in task_paths:
             task_set = TaskSet.load(path)
             sets[path.stem] = str(path.resolve())
-            env = ToolEnv(toolset, task_set, protocol=protocol, cassette=cassette)
+            user = LLMUser(cassette.wrap_user_llm(user_llm)) if user_llm is not None else None
+            env = ToolEnv(toolset, task_set, protocol=protocol, cassette=cassette, user=user)
             if faults is not None:
                 env.add_tool_layer(FaultLayer(faults, known_tools=known))
             episode_agent = make_agent(env.protocol)
@@ -289,13 +296,37 @@ def record_golden(
 
 
 # ---- re-running a trace ----------------------------------------------------------------------------
+class RecordedUserLLM:
+    """The user LLM a trace was recorded with (`env_config["user"] == "llm:<model>"`), reachable
+    only through a cassette: replay and verify never call a user endpoint, so a call the cassette
+    does not answer fails as an infra error."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    def chat(self, messages: Sequence[Mapping[str, str]], *, seed: int | None) -> str:
+        raise InfraError(
+            f"the user LLM {self.model} is not called when re-running a trace: only a cassette answers it"
+        )
+
+
+def trace_user(trace: Trace, cassette: Cassette | None) -> LLMUser | None:
+    """The simulator that re-plays the trace's user: its LLM user answered from the cassette; None
+    (the env's own choice, rule-based or scripted) for any other user."""
+    name = trace.header.env_config.get("user")
+    if not isinstance(name, str) or not name.startswith("llm:"):
+        return None
+    llm: UserLLM = RecordedUserLLM(name.removeprefix("llm:"))
+    return LLMUser(cassette.wrap_user_llm(llm) if cassette is not None else llm)
+
+
 class EnvPool:
     """One ToolEnv per (task set, protocol, max_steps), reused across traces."""
 
     def __init__(self, toolset: ToolSet, cassette: Cassette | None = None) -> None:
         self.toolset = toolset
         self.cassette = cassette
-        self._envs: dict[tuple[int, str, int, str], ToolEnv] = {}
+        self._envs: dict[tuple[int, str, int, str, str], ToolEnv] = {}
 
     def env_for(self, task_set: TaskSet, trace: Trace) -> ToolEnv:
         max_steps = int(trace.header.env_config.get("max_steps", 10))
@@ -306,6 +337,7 @@ class EnvPool:
             trace.header.protocol,
             max_steps,
             canonical_json([p.model_dump() for p in plans]),
+            str(trace.header.env_config.get("user")),
         )
         if key not in self._envs:
             self._envs[key] = ToolEnv(
@@ -314,6 +346,7 @@ class EnvPool:
                 protocol=trace.header.protocol,
                 max_steps=max_steps,
                 cassette=self.cassette,
+                user=trace_user(trace, self.cassette),
             )
             for plan in plans:
                 known = offered_tool_names(self.toolset, list(task_set))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -130,7 +130,18 @@ register_lab(app)
 from toolgym.evaluation.commands import register as register_evaluation  # noqa: E402
 from toolgym.recorder.commands import register as register_recorder  # noqa: E402
 
-register_recorder(app)
+if TYPE_CHECKING:
+    from toolgym.evaluation.users import ChatUserLLM
+
+
+def _open_user_llm(base_url: str, model: str, api_key_env: str | None) -> ChatUserLLM:
+    """`toolgym record`'s live user LLM: the chat client sits above the recorder (imported when used)."""
+    from toolgym.evaluation.users import open_user_llm
+
+    return open_user_llm(base_url, model, api_key_env)
+
+
+register_recorder(app, user_llm=_open_user_llm)
 register_evaluation(app)
 # env service (env-server)             -- envs/service/commands.py
 from toolgym.envs.service.commands import env_server  # noqa: E402

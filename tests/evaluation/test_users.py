@@ -293,3 +293,68 @@ def test_incomplete_user_options_stop_the_run_before_any_episode(
     result = CliRunner().invoke(app, [*args, *options], env={"COLUMNS": "200"})
     assert result.exit_code == 2 and message in " ".join(result.output.split())
     assert not (tmp_path / "run").exists()
+
+
+# ---- toolgym record / replay with an LLM user ------------------------------------------------
+def test_record_keeps_the_user_llm_calls_and_replay_needs_no_user_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("USER_KEY", "user-secret")
+    golden = tmp_path / "golden"
+    fake = FakeOpenAI(tells_what_it_knows, api_key="user-secret")
+    with serve(fake):
+        args = ["record", "--tasks", str(MULTITURN), "--out", str(golden)]
+        args += [
+            "--user-base-url",
+            fake.base_url,
+            "--user-model",
+            "user-model",
+            "--user-api-key-env",
+            "USER_KEY",
+        ]
+        recorded = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+        assert recorded.exit_code == 0, recorded.output
+    episodes = len(TASKS)
+    assert len(fake.requests) == episodes  # the oracle asks the user once in every episode
+    with Cassette(golden / "cassette.sqlite", mode="replay") as cassette:
+        assert sum(k["tool"] == USER_LLM_TOOL for k in cassette.recorded_keys()) == episodes
+    trace = read_trace(golden / "multiturn" / "multiturn-transfer-022.seed0.jsonl")
+    assert trace.header.env_config["user"] == "llm:user-model"
+    assert trace.steps[0].observations[0]["text"] == "account number: 123456. amount: $150."
+    # the server is gone: replay answers the user from the cassette alone, with no user options
+    replayed = CliRunner().invoke(
+        app, ["replay", str(golden), "--out", str(tmp_path / "replay")], env={"COLUMNS": "200"}
+    )
+    assert replayed.exit_code == 0, replayed.output
+    assert f"{episodes}/{episodes} byte-identical traces" in replayed.output
+    assert "live tool calls: 0;" in replayed.output and "misses: 0" in replayed.output
+    assert len(fake.requests) == episodes
+    golden_traces = {k: v for k, v in tree(golden).items() if k.endswith(".jsonl")}
+    assert tree(tmp_path / "replay") == golden_traces
+
+
+def test_a_user_llm_answer_missing_from_the_cassette_fails_the_replay(tmp_path: Path) -> None:
+    golden = tmp_path / "golden"
+    with serve(FakeOpenAI(tells_what_it_knows)) as fake:
+        args = ["record", "--tasks", str(MULTITURN), "--out", str(golden), "--mode", "live"]
+        args += ["--user-base-url", fake.base_url, "--user-model", "user-model"]
+        assert CliRunner().invoke(app, args).exit_code == 0
+        # a cassette with the tool calls but not the user's answers: the user is never called live
+        args = ["record", "--tasks", str(MULTITURN), "--out", str(tmp_path / "rule")]
+        assert CliRunner().invoke(app, args).exit_code == 0
+        calls = len(fake.requests)
+        path = golden / "multiturn" / "multiturn-transfer-022.seed0.jsonl"
+        result = CliRunner().invoke(
+            app,
+            [
+                "replay",
+                str(path),
+                "--cassette",
+                str(tmp_path / "rule" / "cassette.sqlite"),
+                "--out",
+                str(tmp_path / "r"),
+            ],
+            env={"COLUMNS": "200"},
+        )
+        assert len(fake.requests) == calls  # the live server was up, and still nothing reached it
+    assert result.exit_code == 1 and "misses: 1" in " ".join(result.output.split())
