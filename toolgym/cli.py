@@ -144,9 +144,9 @@ def _open_user_llm(base_url: str, model: str, api_key_env: str | None) -> ChatUs
 register_recorder(app, user_llm=_open_user_llm)
 register_evaluation(app)
 # env service (env-server)             -- envs/service/commands.py
-from toolgym.envs.service.commands import env_server  # noqa: E402
+from toolgym.envs.service.commands import register as register_env_service  # noqa: E402
 
-app.command(name="env-server")(env_server)
+register_env_service(app, user_llm=_open_user_llm)
 
 
 if __name__ == "__main__":

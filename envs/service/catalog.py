@@ -19,11 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolgym.envs.demo import demo_tasks_path, mock_task_paths
 from toolgym.envs.faults import FaultPlan, FaultPlanError, offered_tool_names
 from toolgym.envs.rewards import RewardFn, answer_reward, state_scores, task_scores
+from toolgym.envs.users import LLMUser, ScriptedUser, UserLLM, UserSimulator
 from toolgym.protocols import get_protocol
 from toolgym.tasks import TaskSet
 from toolgym.tools import ToolSet
 
 REWARDS: dict[str, RewardFn] = {"task": task_scores, "answer": answer_reward, "state": state_scores}
+# who plays the user of tasks with a user scenario; "llm" only on a server started with a user LLM
+USERS = ("rule", "scripted", "llm")
 MAX_SESSION_DELAY_S = 5.0  # a client's fault plan may slow its own calls, never hold a worker long
 
 
@@ -56,6 +59,11 @@ class SessionConfig(BaseModel):
     seed: int | None = Field(None, ge=0, description="episode seed when reset names none")
     max_steps: int | None = Field(None, ge=1, le=10_000)
     faults: FaultPlan | None = Field(None, description="a fault plan for the session's tool calls")
+    user: str | None = Field(
+        None,
+        description="who plays the user of tasks with a user scenario: rule (default), scripted "
+        "(the task's user_replies), or llm (only on a server started with a user LLM)",
+    )
 
 
 def bundled_task_sets() -> dict[str, Path]:
@@ -72,6 +80,9 @@ class Catalog:
     task_paths: dict[str, Path]
     tools: ToolSet
     defaults: SessionConfig = field(default_factory=SessionConfig)
+    # the operator's user LLM (`toolgym env-server --user-base-url ... --user-model ...`), shared
+    # by the sessions that choose `user: "llm"`; a client never names an endpoint
+    user_llm: UserLLM | None = None
     _loaded: dict[str, TaskSet] = field(default_factory=dict)
 
     @classmethod
@@ -84,9 +95,11 @@ class Catalog:
         tool_servers: Sequence[str] = (),
         token: str | None = None,
         defaults: SessionConfig | None = None,
+        user_llm: UserLLM | None = None,
     ) -> Catalog:
         """Bundled task sets plus `task_files` (named by stem); the built-in tools (or `tools`,
-        narrowed to `tool_names`) merged with the tools of each server in `tool_servers`."""
+        narrowed to `tool_names`) merged with the tools of each server in `tool_servers`;
+        `user_llm` lets sessions choose an LLM-played user."""
         paths = bundled_task_sets()
         for path in task_files:
             paths[Path(path).stem] = Path(path)
@@ -100,7 +113,7 @@ class Catalog:
             from toolgym.toolservers.clients import RemoteToolSet
 
             tools = tools.merged(RemoteToolSet(url, token=token))
-        catalog = cls(paths, tools, defaults or SessionConfig())
+        catalog = cls(paths, tools, defaults or SessionConfig(), user_llm)
         catalog.resolve(catalog.defaults)  # a bad default fails at start, not at the first reset
         return catalog
 
@@ -130,6 +143,14 @@ class Catalog:
             get_protocol(protocol)
         except (KeyError, ValueError) as exc:
             raise ServiceError("argument_error", f"no protocol {protocol!r}: {exc}", 422) from None
+        user = chosen.user or "rule"
+        if user not in self.users:
+            why = (
+                " (this server has no user LLM: its operator starts it with --user-base-url and --user-model)"
+                if user == "llm"
+                else ""
+            )
+            raise ServiceError("argument_error", f"no user {user!r}{why}; choose one of {self.users}", 422)
         if chosen.tools is not None:
             unknown = sorted(set(chosen.tools) - set(self.tools.names))
             if unknown:
@@ -145,7 +166,13 @@ class Catalog:
             seed=chosen.seed,
             max_steps=chosen.max_steps or 10,
             faults=chosen.faults,
+            user=user,
         )
+
+    @property
+    def users(self) -> list[str]:
+        """The users a session may choose on this server."""
+        return [u for u in USERS if u != "llm" or self.user_llm is not None]
 
     def _check_faults(self, plan: FaultPlan, tools: Sequence[str] | None, task_set: TaskSet) -> None:
         slow = [r.delay_s for r in plan.rules if r.delay_s > MAX_SESSION_DELAY_S]
@@ -165,6 +192,7 @@ class Catalog:
             "task_sets": sorted(self.task_paths),
             "tools": self.tools.names,
             "rewards": sorted(REWARDS),
+            "users": self.users,
             "defaults": self.defaults.model_dump(exclude_none=True),
         }
 
@@ -178,6 +206,16 @@ class ResolvedConfig:
     seed: int | None
     max_steps: int
     faults: FaultPlan | None = None
+    user: str = "rule"
+
+    def simulator(self, catalog: Catalog) -> UserSimulator | None:
+        """A fresh simulator for one session's env (None: the env's default, rule-based)."""
+        if self.user == "scripted":
+            return ScriptedUser()
+        if self.user == "llm":
+            assert catalog.user_llm is not None, "resolve refuses llm on a server without one"
+            return LLMUser(catalog.user_llm)
+        return None
 
     def tool_names(self, catalog: Catalog) -> list[str]:
         """What the session's episodes may offer (what a fault plan may target)."""
@@ -193,4 +231,5 @@ class ResolvedConfig:
             "seed": self.seed,
             "max_steps": self.max_steps,
             "faults": self.faults.model_dump(mode="json") if self.faults is not None else None,
+            "user": self.user,
         }

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from toolgym.envs.users import UserLLM
+
+# (base URL, model, API key environment variable) -> a live user LLM with a `close()`; raises
+# ValueError for a key variable that is not set. The chat client lives above envs, so the
+# `toolgym` command hands it in (`register(app, user_llm=...)`).
+UserLLMOpener = Callable[[str, str, "str | None"], "UserLLM"]
+_user_llm_opener: UserLLMOpener | None = None
 
 
 def env_server(
@@ -47,6 +57,17 @@ def env_server(
         int, typer.Option(min=1024, help="largest request body or WebSocket message")
     ] = 1 << 20,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+    user_base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="OpenAI-compatible base URL of a user LLM that sessions may choose (config user: "
+            "llm) to play the user of tasks with a user scenario; needs --user-model"
+        ),
+    ] = None,
+    user_model: Annotated[str | None, typer.Option(help="the user LLM's model name")] = None,
+    user_api_key_env: Annotated[
+        str | None, typer.Option(help="environment variable holding the user LLM's API key")
+    ] = None,
 ) -> None:
     """Serve ToolEnv sessions: OpenEnv's /reset, /step, /state, /schema and /ws (GenericEnvClient works
     unchanged), server-side traces; needs toolgym's `service` extra (openenv-core)."""
@@ -59,8 +80,10 @@ def env_server(
     from toolgym.toolservers.commands import names_option
 
     console = Console(stderr=True)
+    user_llm = None
     try:
         check_bind(host, token)
+        user_llm = _open_user_llm(user_base_url, user_model, user_api_key_env)
 
         catalog = Catalog.build(
             task_files=tasks or (),
@@ -68,10 +91,12 @@ def env_server(
             tool_servers=tool_server or (),
             token=token,
             defaults=SessionConfig(tasks=default_tasks, protocol=protocol, reward=reward),
+            user_llm=user_llm,
         )
         from toolgym.envs.service.app import create_app  # openenv-core: an ImportError names the extra
     except (InsecureBindError, ImportError, ServiceError, ToolgymError, ValueError, OSError) as exc:
         console.print(f"[red]cannot start the env service:[/red] {escape(str(exc))}")
+        _close(user_llm)
         raise typer.Exit(code=2) from None
     import uvicorn
 
@@ -88,12 +113,43 @@ def env_server(
         f"toolgym env service on http://{shown}:{port}  task sets: {', '.join(sorted(catalog.task_paths))}; "
         f"traces in {trace_dir}/"
     )
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level,
-        access_log=False,
-        ws_max_size=max_body_bytes,
-        timeout_graceful_shutdown=5,
-    )
+    try:
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level=log_level,
+            access_log=False,
+            ws_max_size=max_body_bytes,
+            timeout_graceful_shutdown=5,
+        )
+    finally:
+        _close(user_llm)
+
+
+def _open_user_llm(base_url: str | None, model: str | None, api_key_env: str | None) -> UserLLM | None:
+    """The operator's user LLM, or None; a half-given or unusable one is a ValueError (the server
+    does not start)."""
+    if base_url is None and model is None:
+        if api_key_env is not None:
+            raise ValueError("--user-api-key-env needs --user-base-url and --user-model")
+        return None
+    if not base_url or not model:
+        raise ValueError("a user LLM needs both --user-base-url and --user-model")
+    if _user_llm_opener is None:
+        raise ValueError("no user LLM client is registered with this command")
+    return _user_llm_opener(base_url, model, api_key_env)
+
+
+def _close(user_llm: object) -> None:
+    close = getattr(user_llm, "close", None)
+    if callable(close):
+        close()
+
+
+def register(app: typer.Typer, *, user_llm: UserLLMOpener | None = None) -> None:
+    """Add env-server to the toolgym CLI; `user_llm` opens the live user LLM of
+    `--user-base-url ... --user-model ...`."""
+    global _user_llm_opener
+    _user_llm_opener = user_llm
+    app.command(name="env-server")(env_server)

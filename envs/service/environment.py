@@ -187,6 +187,7 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
                 tool_layers=[FaultLayer(config.faults, known_tools=config.tool_names(self.catalog))]
                 if config.faults is not None
                 else (),
+                user=config.simulator(self.catalog),
             )
         self._config = config
         env = self._env

@@ -390,3 +390,63 @@ def test_tools_of_a_remote_tool_server(tmp_path: Path) -> None:
     obs, *_ = env.step(call)
     env.close()
     assert result.observation["text"] == obs and "58" in obs
+
+
+# ---- the session's user ----------------------------------------------------------------------
+MULTITURN_RESET = {"task_id": "multiturn-transfer-022", "seed": 0, "agent": "oracle"}
+ASK = {
+    "action": {
+        "action": {"type": "ask_user", "text": "What is your account number, and how much should I move?"}
+    }
+}
+
+
+def test_a_session_chooses_its_user_and_llm_is_the_operators(tmp_path: Path) -> None:
+    from tests.evaluation.fake_openai import FakeOpenAI, text
+    from tests.evaluation.fake_openai import serve as serve_openai
+    from toolgym.evaluation.llm import ChatClient, LLMConfig
+    from toolgym.evaluation.users import ChatUserLLM
+
+    fake = FakeOpenAI(lambda _body: text("It's account 123456, and $150."))
+    with serve_openai(fake), ChatClient(LLMConfig(base_url=fake.base_url, model="user-model")) as client:
+        catalog = Catalog.build(user_llm=ChatUserLLM(client))
+        server = serve(create_app(catalog, trace_dir=tmp_path / "traces"))
+        try:
+            with httpx.Client(base_url=server.url) as http:
+                assert http.get("/catalog").json()["users"] == ["rule", "scripted", "llm"]
+                replies = {}
+                for user in ("rule", "scripted", "llm"):
+                    config = {"tasks": "multiturn", "user": user}
+                    reset = http.post("/reset", json={**MULTITURN_RESET, "config": config}).json()
+                    session_id = reset["observation"]["session_id"]
+                    response = http.post("/step", json={"session_id": session_id, **ASK})
+                    assert response.status_code == 200, response.text
+                    step = response.json()
+                    replies[user] = step["observation"]
+                    state = http.get("/state", params={"session_id": session_id}).json()
+                    assert state["config"]["user"] == user
+                    http.post("/close", json={"session_id": session_id})
+                bad = http.post(
+                    "/reset", json={**MULTITURN_RESET, "config": {"tasks": "multiturn", "user": "x"}}
+                )
+                assert error_of(bad) == (422, "argument_error") and "no user 'x'" in bad.text
+        finally:
+            server.stop()
+    assert replies["rule"]["text"] == "Observation: Account number: 123456. Amount: $150."
+    assert replies["rule"]["info"]["user"]["simulator"] == "rule_based"
+    assert replies["scripted"]["info"]["user"]["simulator"] == "scripted"
+    assert replies["llm"]["text"] == "Observation: It's account 123456, and $150."
+    assert replies["llm"]["info"]["user"]["simulator"] == "llm:user-model"
+    (request,) = fake.requests  # only the llm session reached the operator's endpoint
+    assert request["model"] == "user-model"
+
+
+def test_without_an_operator_user_llm_a_session_cannot_choose_one(served: Served) -> None:
+    config = {"tasks": "multiturn", "user": "llm", "tools": []}
+    with httpx.Client(base_url=served.url) as http:
+        assert http.get("/catalog").json()["users"] == ["rule", "scripted"]
+        # a client cannot bring its own endpoint either: the config knows no such field
+        for bad in (config, {**config, "user": "rule", "user_base_url": "http://127.0.0.1:9/v1"}):
+            response = http.post("/reset", json={**MULTITURN_RESET, "config": bad})
+            assert error_of(response) == (422, "argument_error"), response.text
+        assert http.get("/sessions").json()["sessions"] == []

@@ -51,3 +51,15 @@ def test_refusals(config: SessionConfig) -> None:
 def test_a_bad_default_fails_at_start() -> None:
     with pytest.raises(ServiceError):
         Catalog.build(tools=ToolSet([echo]), defaults=SessionConfig(tasks="nope"))
+
+
+def test_a_session_chooses_its_user_and_llm_only_where_the_operator_gave_one() -> None:
+    catalog = Catalog.build(tools=ToolSet([echo]))
+    assert catalog.resolve(SessionConfig()).user == "rule"
+    assert catalog.resolve(SessionConfig(user="scripted")).as_dict()["user"] == "scripted"
+    assert catalog.describe()["users"] == ["rule", "scripted"]
+    for user, message in (("llm", "this server has no user LLM"), ("robot", "no user 'robot'")):
+        with pytest.raises(ServiceError) as refused:
+            catalog.resolve(SessionConfig(user=user))
+        assert refused.value.kind == "argument_error" and refused.value.status == 422
+        assert message in refused.value.message

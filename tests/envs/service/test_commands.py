@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +79,71 @@ def test_without_openenv_the_server_names_the_extra_and_the_client_still_imports
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "pip install 'toolgym[service]'" in out
+
+
+def test_a_half_given_or_keyless_user_llm_stops_the_server_before_serving() -> None:
+    for options, message in (
+        (["--user-model", "m"], "needs both --user-base-url and --user-model"),
+        (["--user-api-key-env", "K"], "--user-api-key-env needs --user-base-url and --user-model"),
+        (
+            ["--user-base-url", "http://127.0.0.1:9/v1", "--user-model", "m", "--user-api-key-env", "NO_KEY"],
+            "NO_KEY",
+        ),
+    ):
+        result = CliRunner().invoke(app, ["env-server", *options], env={"COLUMNS": "200", "NO_KEY": ""})
+        assert result.exit_code == 2 and message in " ".join(result.output.split()), result.output
+
+
+def test_the_command_offers_the_operators_user_llm(tmp_path: Path) -> None:
+    """`toolgym env-server --user-base-url ... --user-model ...` in its own process: a session that
+    chooses `user: llm` is answered by that endpoint, and the key never leaves the server."""
+    import httpx
+    import pytest
+
+    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
+    from tests.evaluation.fake_openai import FakeOpenAI, text
+    from tests.evaluation.fake_openai import serve as serve_openai
+    from toolgym.toolservers.hosting.base import wait_healthy
+
+    from .support import free_port
+
+    port = free_port()
+    fake = FakeOpenAI(lambda _body: text("It's account 123456."), api_key="k3y")
+    with serve_openai(fake):
+        args = ["env-server", "--port", str(port), "--trace-dir", str(tmp_path / "traces")]
+        args += [
+            "--user-base-url",
+            fake.base_url,
+            "--user-model",
+            "user-model",
+            "--user-api-key-env",
+            "USER_KEY",
+        ]
+        env = {**os.environ, "USER_KEY": "k3y"}
+        env["PYTHONPATH"] = os.pathsep.join([str(Path.cwd()), env.get("PYTHONPATH", "")])
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "toolgym.cli", *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_healthy(
+                url, timeout_s=120, alive=lambda: proc.poll() is None, logs=lambda: "", what="env-server"
+            )
+            with httpx.Client(base_url=url) as http:
+                assert http.get("/catalog").json()["users"] == ["rule", "scripted", "llm"]
+                config = {"tasks": "multiturn", "user": "llm"}
+                reset = http.post(
+                    "/reset", json={"task_id": "multiturn-transfer-022", "seed": 0, "config": config}
+                )
+                session_id = reset.json()["observation"]["session_id"]
+                ask = {"action": {"type": "ask_user", "text": "What is your account number?"}}
+                step = http.post("/step", json={"session_id": session_id, "action": ask}).json()
+                state = http.get("/state", params={"session_id": session_id}).text
+        finally:
+            proc.kill()
+            proc.wait(30)
+    assert step["observation"]["text"] == "Observation: It's account 123456."
+    assert len(fake.requests) == 1 and "k3y" not in state
