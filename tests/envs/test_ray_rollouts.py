@@ -158,3 +158,22 @@ def test_without_ray_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch, 
         import_ray()
     result = CliRunner().invoke(app, ["run", "--out", str(tmp_path), "--ray", "--task-id", "fish-oil-days"])
     assert result.exit_code == 2 and "toolgym[ray]" in result.output and INSTALL_HINT.startswith("pip")
+
+
+def test_an_llm_user_on_ray_actors_writes_the_one_process_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`toolgym run --ray --user-base-url ... --user-model ...`: each actor builds its user LLM
+    client from the EnvConfig's UserSpec, and the multi-turn traces match one process's."""
+    from tests.evaluation.fake_openai import FakeOpenAI, serve
+    from tests.evaluation.test_users import run_with_llm_user, tells_what_it_knows
+
+    monkeypatch.setenv("USER_KEY", "user-secret")
+    fake = FakeOpenAI(tells_what_it_knows, api_key="user-secret")
+    with serve(fake):
+        one = run_with_llm_user(fake.base_url, tmp_path / "one")
+        assert one.exit_code == 0, one.output
+        on_ray = run_with_llm_user(fake.base_url, tmp_path / "ray", "--ray")
+        assert on_ray.exit_code == 0, on_ray.output
+    assert len(fake.requests) == 12  # 3 tasks x 2 trials, once in process and once on Ray
+    assert tree(tmp_path / "ray") == tree(tmp_path / "one")
