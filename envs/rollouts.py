@@ -34,7 +34,6 @@ from toolgym.envs.rewards import task_scores
 from toolgym.envs.runner import run_episode, trace_name
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.envs.users import UserSimulator
-from toolgym.files import FileStore
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 
@@ -246,11 +245,6 @@ class EpisodeWorker:
         when this worker does not write in place."""
         env = self.env_for(spec.task_set)
         task = self.tasks[spec.task_set][spec.task_id]
-        if env.episode is not None:
-            # a fresh file store, as a fresh env has: a file an earlier task announced must neither
-            # resolve nor be listed in an error message in this episode (its trace would differ)
-            used, env.files = env.files, FileStore()
-            used.close()
         agent = self.agents(spec.agent)(env, spec.trial)
         rel = Path(spec.trace_path)
         if self.out is not None:

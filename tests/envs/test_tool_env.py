@@ -279,3 +279,19 @@ def test_parse_action_is_the_step_parse() -> None:
     bad = env.parse_action("x" * (MAX_OUTPUT_CHARS + 1))
     assert isinstance(bad, Observation) and bad.error is not None and bad.error.kind.value == "format_error"
     assert isinstance(env.parse_action(42), Observation)
+
+
+def test_each_episode_sees_only_its_own_task_files() -> None:
+    from toolgym.envs.demo import make_demo_env
+
+    env = make_demo_env()
+    env.reset(options={"task": "receipt-total"})
+    used = env.files
+    env.reset(options={"task": "memo-room"})  # a fresh store: the receipt is not announced here
+    assert env.files is not used
+    _, _, _, _, info = env.step(ToolCall(name="OCR", arguments={"image": "image/receipt.png"}))
+    (obs,) = info["observations"]
+    assert obs["error"]["kind"] == "argument_error" and "memo.png" in obs["error"]["message"]
+    assert "receipt" not in obs["error"]["message"].replace("image/receipt.png", "")
+    env.close()
+    env.files.close()  # closing twice is fine
