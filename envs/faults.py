@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from toolgym.actions import ErrorInfo, Observation, ToolCall
 from toolgym.canonical import canonical_json
-from toolgym.envs.rewards import Episode, RewardFn
+from toolgym.envs.rewards import Episode, RewardFn, with_count
 from toolgym.errors import ArgumentError, ErrorKind
 from toolgym.tasks import Task
 from toolgym.tools import ToolContext, ToolSet
@@ -304,16 +304,7 @@ def fault_aware(reward_fn: RewardFn) -> RewardFn:
     scores when the episode met any. The reward itself is the agent's, scored *with* the faults;
     an evaluation that scores *without* them leaves out the episodes that carry the count."""
 
-    def reward(task: Task, episode: Episode) -> float | Mapping[str, float]:
-        result = reward_fn(task, episode)
-        hit = injected_count(episode)
-        if not hit:
-            return result
-        scores = dict(result) if isinstance(result, Mapping) else {"reward": float(result)}
-        scores["injected_faults"] = float(hit)
-        return scores
-
-    return reward
+    return with_count(reward_fn, "injected_faults", injected_count)
 
 
 def offered_tool_names(toolset: ToolSet, tasks: Iterable[Task]) -> list[str]:

@@ -14,12 +14,12 @@ shows `infra_error`, and the episode goes on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolgym.actions import Action
 from toolgym.envs.agents import Agent
-from toolgym.envs.rewards import Episode, RewardFn, task_scores
+from toolgym.envs.rewards import Episode, RewardFn, task_scores, with_count
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import ErrorKind, InfraError
 from toolgym.protocols.base import RawOutput
@@ -52,16 +52,7 @@ def infra_aware(reward_fn: RewardFn) -> RewardFn:
     """`reward_fn` plus `infra_errors` (the steps lost to the infrastructure) among the scores when
     there were any: the reward itself never counts them, evaluations can tell such episodes apart."""
 
-    def reward(task: Task, episode: Episode) -> float | Mapping[str, float]:
-        result = reward_fn(task, episode)
-        lost = infra_error_count(episode)
-        if not lost:
-            return result
-        scores = dict(result) if isinstance(result, Mapping) else {"reward": float(result)}
-        scores["infra_errors"] = float(lost)
-        return scores
-
-    return reward
+    return with_count(reward_fn, "infra_errors", infra_error_count)
 
 
 def LabEnv(

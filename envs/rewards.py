@@ -135,6 +135,22 @@ def combined(weights: Mapping[str, tuple[RewardFn, float]]) -> RewardFn:
     return reward
 
 
+def with_count(reward_fn: RewardFn, name: str, count: Callable[[Episode], int]) -> RewardFn:
+    """`reward_fn` plus `name` (how many `count` finds in the episode) among the scores when there
+    are any; the reward itself is `reward_fn`'s. What infra_aware and fault_aware add."""
+
+    def reward(task: Task, episode: Episode) -> float | Mapping[str, float]:
+        result = reward_fn(task, episode)
+        found = count(episode)
+        if not found:
+            return result
+        scores = dict(result) if isinstance(result, Mapping) else {"reward": float(result)}
+        scores[name] = float(found)
+        return scores
+
+    return reward
+
+
 def _writes_state(task: Task, episode: Episode) -> bool:
     if task.expected_state:
         return True

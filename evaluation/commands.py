@@ -14,6 +14,14 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from toolgym.envs.user_options import (
+    UserApiKeyEnvOption,
+    UserModelOption,
+    UserOptionsError,
+    bad_user_options,
+    wants_user_llm,
+)
+
 if TYPE_CHECKING:
     from toolgym.envs.faults import FaultPlan
     from toolgym.envs.rollouts import Executor
@@ -193,10 +201,8 @@ def run(
             "base URL (default: the rule-based user); needs --user-model"
         ),
     ] = None,
-    user_model: Annotated[str | None, typer.Option(help="the user LLM's model name")] = None,
-    user_api_key_env: Annotated[
-        str | None, typer.Option(help="environment variable holding the user LLM's API key")
-    ] = None,
+    user_model: UserModelOption = None,
+    user_api_key_env: UserApiKeyEnvOption = None,
 ) -> None:
     """Run an agent over task sets, k trials per task, n episodes at once; write traces and run.json."""
     from toolgym.envs.agents import OracleAgent
@@ -325,14 +331,12 @@ def user_llm_config(
     carries the episode seed (`LLMUser`)."""
     from toolgym.evaluation.llm import LLMConfig, LLMError, api_key_from_env
 
-    if base_url is None and model is None:
-        if api_key_env is not None:
-            raise typer.BadParameter(
-                "needs --user-base-url and --user-model", param_hint="--user-api-key-env"
-            )
-        return None
-    if not base_url or not model:
-        raise typer.BadParameter("an LLM user needs both --user-base-url and --user-model")
+    try:
+        if not wants_user_llm(base_url, model, api_key_env):
+            return None
+    except UserOptionsError as exc:
+        raise bad_user_options(exc) from None
+    assert base_url is not None and model is not None
     try:
         key = api_key_from_env(api_key_env)
     except LLMError as exc:

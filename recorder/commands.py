@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,6 +11,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from toolgym.envs.user_options import (
+    UserApiKeyEnvOption,
+    UserLLMOpener,
+    UserModelOption,
+    UserOptionsError,
+    bad_user_options,
+    wants_user_llm,
+)
 from toolgym.tools import ToolSet
 
 if TYPE_CHECKING:
@@ -23,7 +30,6 @@ console = Console()
 # (base URL, model, API key environment variable) -> a live user LLM with a `close()`; raises
 # ValueError for a key variable that is not set. The chat client lives above this floor, so the
 # `toolgym` command hands it in at registration (`register(app, user_llm=...)`).
-UserLLMOpener = Callable[[str, str, "str | None"], "UserLLM"]
 _user_llm_opener: UserLLMOpener | None = None
 
 TasksOption = Annotated[
@@ -100,10 +106,8 @@ def record(
             "base URL (its calls go into the cassette); default: the rule-based user"
         ),
     ] = None,
-    user_model: Annotated[str | None, typer.Option(help="the user LLM's model name")] = None,
-    user_api_key_env: Annotated[
-        str | None, typer.Option(help="environment variable holding the user LLM's API key")
-    ] = None,
+    user_model: UserModelOption = None,
+    user_api_key_env: UserApiKeyEnvOption = None,
 ) -> None:
     """Run an agent over task sets and store golden traces and the cassette of every tool response
     (and of every user LLM call)."""
@@ -160,14 +164,12 @@ def record(
 
 
 def _open_user_llm(base_url: str | None, model: str | None, api_key_env: str | None) -> UserLLM | None:
-    if base_url is None and model is None:
-        if api_key_env is not None:
-            raise typer.BadParameter(
-                "needs --user-base-url and --user-model", param_hint="--user-api-key-env"
-            )
-        return None
-    if not base_url or not model:
-        raise typer.BadParameter("an LLM user needs both --user-base-url and --user-model")
+    try:
+        if not wants_user_llm(base_url, model, api_key_env):
+            return None
+    except UserOptionsError as exc:
+        raise bad_user_options(exc) from None
+    assert base_url is not None and model is not None
     if _user_llm_opener is None:
         raise typer.BadParameter(
             "no user LLM client is registered with this command", param_hint="--user-model"

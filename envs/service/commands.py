@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from toolgym.envs.user_options import (
+    UserApiKeyEnvOption,
+    UserLLMOpener,
+    UserModelOption,
+    wants_user_llm,
+)
 
 if TYPE_CHECKING:
     from toolgym.envs.users import UserLLM
@@ -14,7 +20,6 @@ if TYPE_CHECKING:
 # (base URL, model, API key environment variable) -> a live user LLM with a `close()`; raises
 # ValueError for a key variable that is not set. The chat client lives above envs, so the
 # `toolgym` command hands it in (`register(app, user_llm=...)`).
-UserLLMOpener = Callable[[str, str, "str | None"], "UserLLM"]
 _user_llm_opener: UserLLMOpener | None = None
 
 
@@ -64,10 +69,8 @@ def env_server(
             "llm) to play the user of tasks with a user scenario; needs --user-model"
         ),
     ] = None,
-    user_model: Annotated[str | None, typer.Option(help="the user LLM's model name")] = None,
-    user_api_key_env: Annotated[
-        str | None, typer.Option(help="environment variable holding the user LLM's API key")
-    ] = None,
+    user_model: UserModelOption = None,
+    user_api_key_env: UserApiKeyEnvOption = None,
 ) -> None:
     """Serve ToolEnv sessions: OpenEnv's /reset, /step, /state, /schema and /ws (GenericEnvClient works
     unchanged), server-side traces; needs toolgym's `service` extra (openenv-core)."""
@@ -130,12 +133,9 @@ def env_server(
 def _open_user_llm(base_url: str | None, model: str | None, api_key_env: str | None) -> UserLLM | None:
     """The operator's user LLM, or None; a half-given or unusable one is a ValueError (the server
     does not start)."""
-    if base_url is None and model is None:
-        if api_key_env is not None:
-            raise ValueError("--user-api-key-env needs --user-base-url and --user-model")
+    if not wants_user_llm(base_url, model, api_key_env):  # a UserOptionsError is a ValueError
         return None
-    if not base_url or not model:
-        raise ValueError("a user LLM needs both --user-base-url and --user-model")
+    assert base_url is not None and model is not None
     if _user_llm_opener is None:
         raise ValueError("no user LLM client is registered with this command")
     return _user_llm_opener(base_url, model, api_key_env)
