@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.recorder.toolsets import bank_task
 from tests.toolservers.server.helpers import running
 from toolgym.actions import Action, FinalAnswer, ToolCall
 from toolgym.envs.agents import ScriptedAgent
@@ -26,7 +27,6 @@ from toolgym.envs.rewards import task_scores
 from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import ErrorKind
-from toolgym.mocks.world import MockWorld
 from toolgym.recorder.cassette import Cassette
 from toolgym.tasks import AnswerSpec, Task
 from toolgym.tools import ToolSet
@@ -244,19 +244,6 @@ def test_unknown_tools_and_bad_arguments_stay_the_agents_errors() -> None:
 
 
 # ---- mock apps -----------------------------------------------------------------------------------
-def bank_task() -> tuple[Task, str, str]:
-    world = MockWorld(["banking"])
-    accounts = [a["account_id"] for a in world.rows("bank_accounts", {"status": "active"})]
-    world.close()
-    task = Task(
-        id="bank",
-        query="Move 12.5 from the first account to the second.",
-        apps=["banking"],
-        tools=["get_balance", "transfer"],
-        answer=AnswerSpec(whitelist=[["done"]]),
-        max_steps=10,
-    )
-    return task, accounts[0], accounts[1]
 
 
 def test_a_failed_mock_app_write_changes_nothing() -> None:

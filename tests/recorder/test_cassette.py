@@ -20,11 +20,11 @@ import pytest
 from PIL import Image as PILImage
 
 import toolgym.fixtures
-from toolgym import AnswerSpec, FinalAnswer, Task, ToolCall, ToolEnv, ToolSet, tool
+from tests.recorder.toolsets import bank_task
+from toolgym import FinalAnswer, Task, ToolCall, ToolEnv, ToolSet, tool
 from toolgym.actions import Observation
 from toolgym.errors import ErrorKind, InfraError, ToolError
 from toolgym.files import FileHandle, FileStore
-from toolgym.mocks.world import MockWorld
 from toolgym.recorder.cassette import (
     REDACTED,
     Cassette,
@@ -453,19 +453,6 @@ def test_remote_infra_error_is_not_recorded(tmp_path: Path, server: _Server) -> 
 
 
 # ---- mock apps: stateful tools on real SQLite -----------------------------------------------------------
-def bank_task() -> tuple[Task, str, str]:
-    world = MockWorld(["banking"])
-    accounts = [a["account_id"] for a in world.rows("bank_accounts", {"status": "active"})]
-    world.close()
-    task = Task(
-        id="bank",
-        query="Move 12.5 from the first account to the second.",
-        apps=["banking"],
-        tools=["get_balance", "transfer"],
-        answer=AnswerSpec(whitelist=[["done"]]),
-        max_steps=10,
-    )
-    return task, accounts[0], accounts[1]
 
 
 def drive(env: ToolEnv, task: Task, actions: list[Any]) -> list[dict[str, Any]]:

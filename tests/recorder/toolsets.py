@@ -3,6 +3,8 @@ the built-in tools with one tool deliberately changed, to see verify catch the d
 
 from __future__ import annotations
 
+from toolgym.mocks.world import MockWorld
+from toolgym.tasks import AnswerSpec, Task
 from toolgym.tools import Tool, ToolSet, tool
 from toolgym.toolservers.gta.calculator import DESCRIPTION, calculate
 from toolgym.toolservers.gta.calculator import calculator as real_calculator
@@ -25,3 +27,19 @@ def changed_calculator() -> ToolSet:
 
 def builtin() -> ToolSet:
     return ToolSet(builtin_tools())
+
+
+def bank_task() -> tuple[Task, str, str]:
+    """A banking task (read the balance, move 12.5) and the first two active accounts."""
+    world = MockWorld(["banking"])
+    accounts = [a["account_id"] for a in world.rows("bank_accounts", {"status": "active"})]
+    world.close()
+    task = Task(
+        id="bank",
+        query="Move 12.5 from the first account to the second.",
+        apps=["banking"],
+        tools=["get_balance", "transfer"],
+        answer=AnswerSpec(whitelist=[["done"]]),
+        max_steps=10,
+    )
+    return task, accounts[0], accounts[1]
