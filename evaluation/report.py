@@ -26,13 +26,13 @@ from matplotlib.ticker import MaxNLocator
 from toolgym.evaluation.base import SuiteResult
 from toolgym.evaluation.robustness import RobustnessRow, robustness_rows
 from toolgym.evaluation.runs import (
-    SUMMARY_FILE,
     EpisodeRecord,
     LoadedTrace,
     PassK,
     RunSummary,
     load_traces,
     pass_k_table,
+    read_run_summary,
     records_from_traces,
 )
 from toolgym.tasks import Task
@@ -93,12 +93,9 @@ def collect_report_data(
     """Traces under `directory`, its run.json when present (aborted episodes and token usage come
     from there) and any eval.<mode>.json files `toolgym eval` left in it."""
     traces, problems = load_traces(directory)
-    summary: RunSummary | None = None
-    if (directory / SUMMARY_FILE).is_file():
-        try:
-            summary = RunSummary.load(directory)
-        except (ValueError, KeyError, TypeError) as exc:
-            problems.append(f"{SUMMARY_FILE}: unreadable ({exc}); episodes taken from the traces")
+    summary, problem = read_run_summary(directory)
+    if problem is not None:
+        problems.append(f"{problem}; episodes taken from the traces")
     episodes = summary.episodes if summary is not None else records_from_traces(traces, tasks)
     data = ReportData(
         title=title or f"toolgym report: {directory.name or directory}",

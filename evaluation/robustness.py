@@ -19,11 +19,11 @@ from typing import Any
 from toolgym.envs.faults import injected_of
 from toolgym.evaluation.runs import (
     FAULTS_DIR,
-    SUMMARY_FILE,
     EpisodeRecord,
     LoadedTrace,
     RunSummary,
     load_traces,
+    read_run_summary,
     records_from_traces,
 )
 from toolgym.tasks import Task
@@ -157,12 +157,9 @@ def robustness_rows(
     for run in runs:
         traces, found = load_traces(run)
         problems += [f"{FAULTS_DIR}/{run.name}/{p}" for p in found]
-        summary: RunSummary | None = None
-        if (run / SUMMARY_FILE).is_file():
-            try:
-                summary = RunSummary.load(run)
-            except (ValueError, KeyError, TypeError) as exc:
-                problems.append(f"{FAULTS_DIR}/{run.name}/{SUMMARY_FILE}: unreadable ({exc})")
+        summary, problem = read_run_summary(run)
+        if problem is not None:
+            problems.append(f"{FAULTS_DIR}/{run.name}/{problem}")
         episodes = summary.episodes if summary is not None else records_from_traces(traces, tasks)
         plan = run.name
         if summary is not None and isinstance(summary.settings.get("faults"), Mapping):

@@ -116,6 +116,17 @@ class RunSummary:
         return cls.from_json(json.loads(file.read_text(encoding="utf-8")))
 
 
+def read_run_summary(directory: Path) -> tuple[RunSummary | None, str | None]:
+    """The run.json in `directory` if there is one, and the problem when it is unreadable (a report
+    then takes the episodes from the traces)."""
+    if not (directory / SUMMARY_FILE).is_file():
+        return None, None
+    try:
+        return RunSummary.load(directory), None
+    except (ValueError, KeyError, TypeError) as exc:
+        return None, f"{SUMMARY_FILE}: unreadable ({exc})"
+
+
 # ---- pass@k / pass^k --------------------------------------------------------------------------
 def pass_at_k(n: int, c: int, k: int) -> float:
     """The chance that at least one of k trials drawn from n (c successes) succeeds."""
