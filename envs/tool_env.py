@@ -225,11 +225,10 @@ class ToolEnv(gym.Env[str, Any]):
         super().reset(seed=seed)
         task = self._pick_task(options)
         if self._owns_files and self.episode is not None:
-            # a fresh store per episode, as a fresh env has: a file an earlier task announced must
-            # neither resolve nor be listed in an error message now (the trace would depend on
+            # each episode starts with the files of a fresh env: a file an earlier task announced
+            # must neither resolve nor be listed in an error message now (the trace would depend on
             # which episodes this env ran before)
-            used, self.files = self.files, FileStore()
-            used.close()
+            self.files.forget_all()
         self.task = task
         self.world = self._world_for(task)
         self.episode = Episode(task=task, world=self.world)

@@ -106,6 +106,13 @@ class FileStore:
         path = Path(path)
         return self.put_bytes(path.read_bytes(), name=name or path.name, media_type=_media_type(path.name))
 
+    def forget_all(self) -> None:
+        """Resolve nothing stored so far (no handle, name or basename), as a new store: in memory
+        only, the blobs stay on disk and a file stored again reuses its blob."""
+        self._handles.clear()
+        self._aliases.clear()
+        self._basenames.clear()
+
     def alias(self, name: str, handle: FileHandle) -> None:
         self._aliases[name] = handle.sha256
         self._basenames[Path(name).name] = handle.sha256

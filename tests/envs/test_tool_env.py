@@ -286,9 +286,9 @@ def test_each_episode_sees_only_its_own_task_files() -> None:
 
     env = make_demo_env()
     env.reset(options={"task": "receipt-total"})
-    used = env.files
-    env.reset(options={"task": "memo-room"})  # a fresh store: the receipt is not announced here
-    assert env.files is not used
+    receipt = env.files.resolve("image/receipt.png").handle.ref
+    env.reset(options={"task": "memo-room"})  # the receipt is not announced here
+    assert receipt not in env.files
     _, _, _, _, info = env.step(ToolCall(name="OCR", arguments={"image": "image/receipt.png"}))
     (obs,) = info["observations"]
     assert obs["error"]["kind"] == "argument_error" and "memo.png" in obs["error"]["message"]

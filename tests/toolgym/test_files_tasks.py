@@ -58,3 +58,16 @@ def test_task_set_errors(tmp_path: Path) -> None:
         TaskSet.load(bad)
     with pytest.raises(ValueError, match="duplicate"):
         TaskSet([Task(id="a", query="q"), Task(id="a", query="r")])
+
+
+def test_forget_all_resolves_nothing_until_stored_again() -> None:
+    store = FileStore()
+    handle = store.put_bytes(b"png bytes", name="image/a.png")
+    store.forget_all()
+    for ref in (handle.ref, "image/a.png", "elsewhere/a.png"):
+        assert ref not in store
+    with pytest.raises(UnknownFileError, match=r"known files: \[\]"):
+        store.resolve("image/a.png")
+    again = store.put_bytes(b"png bytes", name="image/a.png")  # the blob on disk is reused
+    assert again == handle and store.resolve("a.png").read_bytes() == b"png bytes"
+    store.close()
