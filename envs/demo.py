@@ -24,6 +24,32 @@ def default_task_paths() -> list[Path]:
     return [demo_tasks_path(), *mock_task_paths()]
 
 
+def bundled_task_sets() -> dict[str, Path]:
+    """The task sets shipped with toolgym by name (`--tasks demo`, `--tasks mtu`, ...)."""
+    return {"demo": demo_tasks_path(), **{p.stem: p for p in mock_task_paths()}}
+
+
+def resolve_task_sets(given: list[str] | None) -> list[Path]:
+    """Task set files from `--tasks` values: a bundled set's name or a file path (default: every
+    bundled set). ValueError names what is neither, and the bundled names."""
+    if not given:
+        return default_task_paths()
+    bundled = bundled_task_sets()
+    paths: list[Path] = []
+    for value in given:
+        path = Path(value)
+        if value in bundled and not path.exists():
+            paths.append(bundled[value])
+        elif path.is_file():
+            paths.append(path)
+        else:
+            raise ValueError(
+                f"no such task set file or bundled set: {value} (bundled: {', '.join(bundled)}; "
+                "`toolgym tasks` lists them)"
+            )
+    return paths
+
+
 def make_demo_env(**kwargs: Any) -> ToolEnv:
     from toolgym.toolservers.registry import default_toolset
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolgym.envs.rollouts import (
+    Cancel,
     Deliver,
     EpisodeOutcome,
     EpisodeSpec,
@@ -156,7 +157,13 @@ class RayExecutor:
         self.live: list[Any] = []  # the rollout actors' handles while a run goes on
         self.server: Any = None  # the tool server actor's handle while a run goes on
 
-    def run(self, specs: Sequence[EpisodeSpec], context: WorkerContext, deliver: Deliver) -> None:
+    def run(
+        self,
+        specs: Sequence[EpisodeSpec],
+        context: WorkerContext,
+        deliver: Deliver,
+        cancel: Cancel | None = None,
+    ) -> None:
         ray = import_ray()
         started = False
         if not ray.is_initialized():
@@ -178,7 +185,7 @@ class RayExecutor:
                 self.stats.server_accelerators = ray.get(self.server.accelerators.remote())
                 tools_env = replace(context.env, tool_url=url, tool_token=spec.token)
                 context = replace(context, env=tools_env)
-            self._drive(ray, specs, context, deliver)
+            self._drive(ray, specs, context, deliver, cancel)
         finally:
             for actor in self.live:
                 ray.kill(actor)
@@ -190,7 +197,12 @@ class RayExecutor:
                 ray.shutdown()
 
     def _drive(
-        self, ray: Any, specs: Sequence[EpisodeSpec], context: WorkerContext, deliver: Deliver
+        self,
+        ray: Any,
+        specs: Sequence[EpisodeSpec],
+        context: WorkerContext,
+        deliver: Deliver,
+        cancel: Cancel | None = None,
     ) -> None:
         from ray.exceptions import RayActorError, RayTaskError
 
@@ -220,6 +232,8 @@ class RayExecutor:
         max_started = actors * (self.max_attempts + 1) + len(specs)  # no endless replacement loop
 
         while queue or in_flight:
+            if cancel is not None and cancel.is_set():
+                return  # `run` kills the actors, and the episodes in flight with them
             while queue and slots:
                 batch, alone = queue[0]
                 if in_flight and episodes_in_flight + len(batch) > limit:
@@ -230,13 +244,16 @@ class RayExecutor:
                 slot = min(open_slots, key=lambda s: s.load)
                 queue.popleft()
                 in_flight[slot.handle.run_batch.remote(batch)] = (slot, batch, alone)
+                if cancel is not None:
+                    cancel.started.update(spec.index for spec in batch)
                 slot.load += 1
                 slot.alone = alone
                 episodes_in_flight += len(batch)
                 self.stats.peak_in_flight = max(self.stats.peak_in_flight, episodes_in_flight)
             if not in_flight:
                 raise RolloutError("no rollout actor is left to run the remaining episodes")
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            # a short wait when cancellable: the cancel is noticed within a tenth of a second
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=None if cancel is None else 0.1)
             for ref in ready:
                 slot, batch, alone = in_flight.pop(ref)
                 episodes_in_flight -= len(batch)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -28,6 +30,7 @@ from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from toolgym.canonical import canonical_hash
 from toolgym.envs.agents import Agent, OracleAgent
 from toolgym.envs.faults import FaultLayer, FaultPlan, fault_aware
 from toolgym.envs.rewards import task_scores
@@ -52,6 +55,41 @@ class WorkerLost(RolloutError):
     The episode is recorded as aborted with this error: not the agent's fault."""
 
 
+class Cancel:
+    """Stops a rollout from outside (a signal handler, a circuit breaker): once `set`, no new
+    episode starts, and the rollout returns after the episodes in flight finish or `grace_s`
+    passes, whichever is first; those still running are reported as cancelled, not waited for.
+    Executors note in `started` the index of each episode they begin (or submit)."""
+
+    def __init__(self, grace_s: float = 1.5) -> None:
+        self.grace_s = grace_s
+        self.reason: str | None = None
+        self.started: set[int] = set()
+        self._event = threading.Event()
+
+    def set(self, reason: str) -> None:
+        if not self._event.is_set():
+            self.reason = reason
+            self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._event.wait(timeout)
+
+
+class RolloutCancelled(RolloutError):
+    """A rollout stopped by its `Cancel`: the outcomes of the episodes that finished (spec order)
+    and the specs that were running when it stopped."""
+
+    def __init__(self, reason: str, finished: list[EpisodeOutcome], in_flight: list[EpisodeSpec]) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.finished = finished
+        self.in_flight = in_flight
+
+
 # ---- specs -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AgentSpec:
@@ -61,6 +99,18 @@ class AgentSpec:
 
     builder: str = "oracle"
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def named(cls, agent: str) -> AgentSpec:
+        """The spec of an agent named in the agent grammar of `toolgym.envs.agents` (`oracle`,
+        `scripted:FILE`, `package.module:factory`); checked here, so a typo fails before any
+        episode, and built again in each worker."""
+        from toolgym.envs.agents import agent_factory
+
+        if agent == "oracle":
+            return cls()
+        agent_factory(agent)  # ValueError: what is wrong with the name
+        return cls("toolgym.envs.agents:NamedAgents", {"spec": agent})
 
 
 @dataclass(frozen=True)
@@ -130,6 +180,7 @@ class EpisodeResult:
     usage: dict[str, int | float] | None = None
     trace: str | None = None  # relative to the run directory
     error: str | None = None  # why an aborted episode stopped
+    task_hash: str | None = None  # the task's canonical hash (as in the trace header): resume checks it
 
 
 @dataclass(frozen=True)
@@ -170,10 +221,13 @@ def episode_specs(
 
 
 def load_object(spec: str, what: str) -> Any:
-    """The object named by `package.module:attr` (imported, never evaluated)."""
+    """The object named by `package.module:attr` (imported, never evaluated). The current
+    directory is importable, as with uvicorn's `module:app`, so `my_agent:make` works."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"{what} {spec!r}: use package.module:attr")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         return getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
@@ -272,6 +326,7 @@ class EpisodeWorker:
             "task_id": spec.task_id,
             "category": task.category,
             "agent": spec.agent,
+            "task_hash": canonical_hash(task.model_dump(mode="json")),
         }
         try:
             result = run_episode(env, agent, task, seed=spec.seed, trace_dir=folder)
@@ -342,10 +397,16 @@ Deliver = Callable[[EpisodeOutcome, "bytes | None"], None]
 
 
 class Executor(Protocol):
-    def run(self, specs: Sequence[EpisodeSpec], context: WorkerContext, deliver: Deliver) -> None:
+    def run(
+        self,
+        specs: Sequence[EpisodeSpec],
+        context: WorkerContext,
+        deliver: Deliver,
+        cancel: Cancel | None = None,
+    ) -> None:
         """Run every spec and `deliver` each outcome (with its trace bytes, or None when the trace
         is already in place) exactly once, in any order; raise what an episode raised that is not
-        one of `context.abort_on`."""
+        one of `context.abort_on`. Once `cancel` is set, start no episode and return soon."""
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -370,11 +431,13 @@ def rollout(
     toolset: ToolSet | None = None,
     abort_on: tuple[str, ...] = (),
     on_outcome: Callable[[EpisodeOutcome], None] | None = None,
+    cancel: Cancel | None = None,
 ) -> list[EpisodeOutcome]:
     """Run `specs` with `executor` (default: in process, one at a time), write each trace once under
     `out`, and return the outcomes in spec order. `agent` is the one agent, or agents by the names
     the specs carry. An agent factory (a closure) or a ToolSet object only run in process; other
-    executors need an `AgentSpec` and `env.toolset`."""
+    executors need an `AgentSpec` and `env.toolset`. When `cancel` is set, RolloutCancelled carries
+    what finished and what was still running (left behind after `cancel.grace_s`)."""
     executor = executor or InProcessExecutor()
     named = dict(agent) if isinstance(agent, Mapping) else {}
     closure = None if isinstance(agent, (AgentSpec, Mapping)) else agent
@@ -422,15 +485,47 @@ def rollout(
         pending.append(writers.submit(write))
 
     try:
-        executor.run(specs, context, deliver)
-        for future in pending:
+        if cancel is None:
+            executor.run(specs, context, deliver)
+        else:
+            _run_cancellable(executor, specs, context, deliver, cancel)
+        for future in list(pending):
             future.result()
     finally:
         writers.shutdown(wait=True)
+    if cancel is not None and cancel.is_set():
+        with lock:
+            done = [outcomes[s.index] for s in specs if s.index in outcomes]
+            running = [s for s in specs if s.index in cancel.started and s.index not in outcomes]
+        raise RolloutCancelled(cancel.reason or "cancelled", done, running)
     missing = sorted(wanted - outcomes.keys())
     if missing:
         raise RolloutError(f"{len(missing)} episodes never reported back (first: {missing[0]})")
     return [outcomes[spec.index] for spec in specs]
+
+
+def _run_cancellable(
+    executor: Executor, specs: Sequence[EpisodeSpec], context: WorkerContext, deliver: Deliver, cancel: Cancel
+) -> None:
+    """`executor.run` on a daemon thread, so that this thread (the main one, where signal handlers
+    run) stays free: once `cancel` is set it waits `cancel.grace_s` at most and leaves episodes
+    still blocked (in a model request, say) behind; they are reported as cancelled."""
+    failure: list[BaseException] = []
+
+    def drive() -> None:
+        try:
+            executor.run(specs, context, deliver, cancel)
+        except BaseException as exc:  # handed to the caller's thread below
+            failure.append(exc)
+
+    thread = threading.Thread(target=drive, name="rollout-driver", daemon=True)
+    thread.start()
+    while thread.is_alive() and not cancel.is_set():
+        thread.join(0.1)
+    if thread.is_alive():
+        thread.join(cancel.grace_s)
+    if failure and not cancel.is_set():
+        raise failure[0]
 
 
 # ---- executors -------------------------------------------------------------------------------
@@ -453,51 +548,57 @@ class InProcessExecutor:
         bound._toolset, bound._make_agent, bound.out = toolset, make_agent, out
         return bound
 
-    def run(self, specs: Sequence[EpisodeSpec], context: WorkerContext, deliver: Deliver) -> None:
+    def run(
+        self,
+        specs: Sequence[EpisodeSpec],
+        context: WorkerContext,
+        deliver: Deliver,
+        cancel: Cancel | None = None,
+    ) -> None:
         out = self.out
         if out is None:
             raise ValueError("the in-process executor writes traces in place: bind it to a run directory")
         toolset = self._toolset if self._toolset is not None else build_toolset(context.env)
-        local = threading.local()
-        workers: list[EpisodeWorker] = []
-        made = threading.Lock()
+        todo = iter(specs)
+        taking = threading.Lock()
+        failures: list[BaseException] = []
 
-        def worker() -> EpisodeWorker:
-            found: EpisodeWorker | None = getattr(local, "worker", None)
-            if found is None:
-                found = EpisodeWorker(context, out=out, toolset=toolset, make_agent=self._make_agent)
-                local.worker = found
-                with made:
-                    workers.append(found)
-            return found
+        def next_spec() -> EpisodeSpec | None:
+            with taking:
+                if failures or (cancel is not None and cancel.is_set()):
+                    return None  # a bug stops the run; a cancelled run starts nothing new
+                spec = next(todo, None)
+                if spec is not None and cancel is not None:
+                    cancel.started.add(spec.index)
+                return spec
 
-        def one(spec: EpisodeSpec) -> None:
-            outcome, data = worker().run(spec)
-            deliver(outcome, data)
+        def loop() -> None:
+            # each thread its own worker (envs are not thread-safe), closed when it runs out of work
+            worker = EpisodeWorker(context, out=out, toolset=toolset, make_agent=self._make_agent)
+            try:
+                while (spec := next_spec()) is not None:
+                    outcome, data = worker.run(spec)
+                    deliver(outcome, data)
+            except BaseException as exc:
+                with taking:
+                    failures.append(exc)
+            finally:
+                worker.close()
 
-        try:
-            if self.concurrency == 1:
-                for spec in specs:
-                    one(spec)
-                return
-            with ThreadPoolExecutor(self.concurrency, thread_name_prefix="episode") as pool:
-                futures = [pool.submit(one, spec) for spec in specs]
-                _raise_first(futures)
-        finally:
-            for w in workers:
-                w.close()
-
-
-def _raise_first(futures: Sequence[Future[Any]]) -> None:
-    """Wait for all; the first failure cancels the rest and is raised (a bug stops the run)."""
-    from concurrent.futures import FIRST_EXCEPTION
-
-    done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-    failed = next((f.exception() for f in done if f.exception() is not None), None)
-    if failed is not None:
-        for other in futures:
-            other.cancel()
-        raise failed
+        if self.concurrency == 1:
+            loop()
+        else:
+            # daemon threads: an episode blocked in a request must not keep a cancelled run alive
+            threads = [
+                threading.Thread(target=loop, name=f"episode-{i}", daemon=True)
+                for i in range(self.concurrency)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        if failures:
+            raise failures[0]
 
 
 def batches(specs: Sequence[EpisodeSpec], workers: int, size: int | None = None) -> list[list[EpisodeSpec]]:
@@ -514,7 +615,18 @@ _PROCESS_WORKER: EpisodeWorker | None = None
 
 def _process_init(context: WorkerContext) -> None:
     global _PROCESS_WORKER
+    # Ctrl-C reaches the whole process group: the driver decides what stops, and stops workers
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _PROCESS_WORKER = EpisodeWorker(context)
+
+
+def _stop_processes(pool: ProcessPoolExecutor) -> None:
+    """A cancelled run: end the worker processes now, not after the batches they are running
+    (the pool would otherwise wait for them on shutdown, and at interpreter exit)."""
+    processes = dict(getattr(pool, "_processes", None) or {})  # no public handle before 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes.values():
+        process.terminate()
 
 
 def _process_batch(specs: Sequence[EpisodeSpec]) -> list[tuple[EpisodeOutcome, bytes | None]]:
@@ -538,7 +650,13 @@ class ProcessExecutor:
         self.batch_size = batch_size
         self.max_in_flight = max_in_flight
 
-    def run(self, specs: Sequence[EpisodeSpec], context: WorkerContext, deliver: Deliver) -> None:
+    def run(
+        self,
+        specs: Sequence[EpisodeSpec],
+        context: WorkerContext,
+        deliver: Deliver,
+        cancel: Cancel | None = None,
+    ) -> None:
         todo = batches(specs, self.workers, self.batch_size)
         limit = self.max_in_flight or 2 * self.workers * max((len(b) for b in todo), default=1)
         with ProcessPoolExecutor(
@@ -552,10 +670,18 @@ class ProcessExecutor:
             nxt = next(queue, None)
             try:
                 while nxt is not None or in_flight:
+                    if cancel is not None and cancel.is_set():
+                        _stop_processes(pool)
+                        return
                     while nxt is not None and (not in_flight or sum(in_flight.values()) + len(nxt) <= limit):
                         in_flight[pool.submit(_process_batch, nxt)] = len(nxt)
+                        if cancel is not None:
+                            cancel.started.update(spec.index for spec in nxt)
                         nxt = next(queue, None)
-                    done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                    # a short wait when cancellable: the cancel is noticed within a tenth of a second
+                    done, _ = wait(
+                        in_flight, timeout=None if cancel is None else 0.1, return_when=FIRST_COMPLETED
+                    )
                     for future in done:
                         del in_flight[future]
                         for outcome, data in future.result():

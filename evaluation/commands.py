@@ -4,7 +4,9 @@ folders with metric suites, and write an HTML report. `register(app)` adds them 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -24,7 +26,8 @@ from toolgym.envs.user_options import (
 
 if TYPE_CHECKING:
     from toolgym.envs.faults import FaultPlan
-    from toolgym.envs.rollouts import Executor
+    from toolgym.envs.rollouts import Cancel, Executor
+    from toolgym.envs.tool_env import ToolEnv
     from toolgym.evaluation.base import SuiteResult
     from toolgym.evaluation.llm import LLMConfig
     from toolgym.evaluation.runs import EpisodeRecord, RunSummary
@@ -33,11 +36,6 @@ if TYPE_CHECKING:
 console = Console()
 
 EVAL_FILE = "eval.{mode}.json"  # what `toolgym eval` writes into the trace folder; `report` reads it
-
-
-class AgentKind(StrEnum):
-    oracle = "oracle"
-    llm = "llm"
 
 
 class ScoreMode(StrEnum):
@@ -64,14 +62,14 @@ def _fault_plans(paths: Sequence[Path], sets: Sequence[tuple[str, TaskSet]]) -> 
     return plans
 
 
-def _task_paths(tasks: Sequence[Path] | None) -> list[Path]:
-    from toolgym.envs.demo import default_task_paths
+def task_set_paths(tasks: Sequence[str | Path] | None) -> list[Path]:
+    """The files of `--tasks` values (file paths or bundled set names; default: every bundled set)."""
+    from toolgym.envs.demo import resolve_task_sets
 
-    paths = list(tasks) if tasks else default_task_paths()
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        raise typer.BadParameter(f"no such task set file: {', '.join(missing)}", param_hint="--tasks")
-    return paths
+    try:
+        return resolve_task_sets([str(t) for t in tasks] if tasks else None)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tasks") from None
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -130,22 +128,145 @@ def print_run(summary: RunSummary) -> None:
         console.print(f"[red]aborted[/red] trial {e.trial} {e.task_set}/{e.task_id}: {e.error}")
 
 
+AGENT_HELP = (
+    "oracle (golden chains), llm (a chat server: --base-url, --model), scripted:FILE (actions per "
+    "task, JSONL) or package.module:factory (your own agent; README: 'Your own agent')"
+)
+
+
+def default_run_dir(root: Path = Path("runs")) -> Path:
+    """A new folder per run (runs/run-<UTC time>), never an earlier run's."""
+    from datetime import UTC, datetime
+
+    base = root / datetime.now(UTC).strftime("run-%Y%m%d-%H%M%S")
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def resume_command(out: Path) -> str:
+    """The command line that finishes this run: the same arguments, into the same folder (never
+    with --overwrite, which would start it over)."""
+    import shlex
+
+    args = [a for a in sys.argv[1:] if a != "--overwrite"]
+    if "--out" not in args and not any(a.startswith("--out=") for a in args):
+        args += ["--out", str(out)]
+    return shlex.join(["toolgym", *args])
+
+
+class RunProgress:
+    """Progress of a run: a live bar on a terminal; elsewhere (CI, a pipe) one line every
+    `every_s` seconds and at the end: done/total, rate, ETA, aborted episodes."""
+
+    def __init__(self, total: int, *, every_s: float | None = None) -> None:
+        import os
+        import time
+
+        self.total, self.done, self.aborted = total, 0, 0
+        self._clock = time.monotonic
+        self._start = self._last = self._clock()
+        self.every_s = (
+            every_s if every_s is not None else float(os.environ.get("TOOLGYM_PROGRESS_EVERY", "10"))
+        )
+        self._bar: Progress | None = None
+        if console.is_terminal:
+            self._bar = Progress(console=console, transient=True)
+            self._task = self._bar.add_task("episodes", total=total)
+
+    def __enter__(self) -> RunProgress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+        elif self.done and self._last != self._clock():
+            self._log()
+
+    def advance(self, record: EpisodeRecord) -> None:
+        self.done += 1
+        self.aborted += record.status == "aborted"
+        if self._bar is not None:
+            self._bar.advance(self._task)
+        elif self.done == self.total or self._clock() - self._last >= self.every_s:
+            self._log()
+
+    def _log(self) -> None:
+        self._last = now = self._clock()
+        elapsed = max(now - self._start, 1e-9)
+        rate = self.done / elapsed
+        eta = (self.total - self.done) / rate if rate else float("inf")
+        console.print(
+            f"progress: {self.done}/{self.total} episodes, {rate:.2f}/s, "
+            f"ETA {eta:.0f} s, {self.aborted} aborted, {elapsed:.0f} s elapsed",
+            highlight=False,
+        )
+
+
+@contextmanager
+def cancel_on_signals(cancel: Cancel) -> Iterator[list[int]]:
+    """Ctrl-C and SIGTERM stop the run gracefully (no new episode, in-flight ones cancelled after
+    a grace); a second signal stops at once. Yields the signals received."""
+    import signal
+    import threading
+
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received  # signal handlers live in the main thread only
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        received.append(signum)
+        if cancel.is_set():
+            raise KeyboardInterrupt  # the second signal: no more grace
+        cancel.set(f"interrupted by {signal.Signals(signum).name}")
+        print(f"toolgym: {signal.Signals(signum).name}: stopping (again to stop at once)", file=sys.stderr)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@contextmanager
+def human_output_to_stderr(enabled: bool) -> Iterator[None]:
+    """With --json, stdout carries the JSON alone: tables and messages go to stderr."""
+    if not enabled:
+        yield
+        return
+    saved = console.file
+    console.file = sys.stderr
+    try:
+        yield
+    finally:
+        console.file = saved
+
+
 def run(
-    agent: Annotated[
-        AgentKind, typer.Option(help="oracle (golden chains) or llm (a chat server)")
-    ] = AgentKind.oracle,
-    out: Annotated[Path, typer.Option(help="run directory: traces per trial and run.json")] = Path(
-        "runs/run"
-    ),
-    tasks: Annotated[
-        list[Path] | None,
+    agent: Annotated[str, typer.Option(help=AGENT_HELP)] = "oracle",
+    out: Annotated[
+        Path | None,
         typer.Option(
-            help="task set files (JSONL); default: the bundled demo set and every mock-app task set"
+            help="run directory: traces per trial and run.json (default: a new runs/run-<time>/); "
+            "a directory holding the same run resumes it"
+        ),
+    ] = None,
+    tasks: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="task set files (JSONL) or bundled set names (`toolgym tasks` lists them); "
+            "default: the bundled demo set and every mock-app task set"
         ),
     ] = None,
     task_id: Annotated[list[str] | None, typer.Option("--task-id", help="run only these task ids")] = None,
     protocol: Annotated[
-        str | None, typer.Option(help="react, json or openai; default: openai for llm, react for oracle")
+        str | None, typer.Option(help="react, json or openai; default: openai for llm, react otherwise")
     ] = None,
     trials: Annotated[
         int, typer.Option(min=1, help="trials per task (pass@k / pass^k need k <= trials)")
@@ -168,12 +289,37 @@ def run(
     ] = None,
     seed: Annotated[int, typer.Option(help="episode seed (the same for every trial)")] = 0,
     max_steps: Annotated[int, typer.Option(min=1, help="step limit of tasks that set none")] = 10,
+    limit: Annotated[
+        str | None,
+        typer.Option(help="run only episodes N (the first N) or A:B (A to B-1), in (trial, set, task) order"),
+    ] = None,
+    retry_aborted: Annotated[
+        bool,
+        typer.Option(
+            "--retry-aborted",
+            help="resuming: run again the episodes that infra errors aborted (kept otherwise)",
+        ),
+    ] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="replace the run in --out instead of resuming it")
+    ] = False,
+    max_consecutive_aborts: Annotated[
+        int,
+        typer.Option(min=0, help="stop the run after this many aborted episodes in a row (0: never)"),
+    ] = 5,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="print the run summary (run.json) as JSON on stdout")
+    ] = False,
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
     ] = None,
     model: Annotated[str | None, typer.Option(help="model name sent in requests")] = None,
     api_key_env: Annotated[
-        str | None, typer.Option(help="environment variable holding the API key (sent as a bearer token)")
+        str | None,
+        typer.Option(
+            help="environment variable holding the API key (sent as a bearer token); default: "
+            "OPENAI_API_KEY when it is set"
+        ),
     ] = None,
     temperature: Annotated[
         float | None, typer.Option(help="sampling temperature (server default if unset)")
@@ -204,21 +350,39 @@ def run(
     user_model: UserModelOption = None,
     user_api_key_env: UserApiKeyEnvOption = None,
 ) -> None:
-    """Run an agent over task sets, k trials per task, n episodes at once; write traces and run.json."""
-    from toolgym.envs.agents import OracleAgent
-    from toolgym.envs.rollouts import AgentSpec
-    from toolgym.envs.tool_env import ToolEnv
-    from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig, LLMError, api_key_from_env
-    from toolgym.evaluation.runs import FAULTS_DIR, run_trials, set_name
+    """Run an agent over task sets, k trials per task, n episodes at once; write traces and run.json.
+    Ctrl-C stops it cleanly; the same command (same --out) resumes it."""
+    from toolgym.envs.rollouts import AgentSpec, Cancel
+    from toolgym.evaluation.llm import (
+        DEFAULT_KEY_ENV,
+        ChatClient,
+        LLMAgent,
+        LLMConfig,
+        LLMError,
+        api_key_from_env,
+        preflight,
+    )
+    from toolgym.evaluation.runs import FAULTS_DIR, RunDirError, parse_limit, run_trials, set_name
     from toolgym.protocols import PROTOCOLS
     from toolgym.tasks import TaskSet
     from toolgym.toolservers.registry import default_toolset
 
-    chosen = protocol or ("openai" if agent is AgentKind.llm else "react")
+    llm = agent == "llm"
+    chosen = protocol or ("openai" if llm else "react")
     if chosen not in PROTOCOLS:
         raise typer.BadParameter(f"unknown protocol {chosen!r}; known: {', '.join(sorted(PROTOCOLS))}")
+    named_agent: AgentSpec | None = None
+    if not llm:
+        try:
+            named_agent = AgentSpec.named(agent)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--agent") from None
+    try:
+        episodes_slice = parse_limit(limit) if limit is not None else None
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--limit") from None
     sets: list[tuple[str, TaskSet]] = []
-    for path in _task_paths(tasks):
+    for path in task_set_paths(tasks):
         task_set = TaskSet.load(path)
         if task_id:
             task_set = TaskSet([t for t in task_set if t.id in task_id], base_dir=task_set.base_dir)
@@ -230,11 +394,11 @@ def run(
     user_config = user_llm_config(user_base_url, user_model, user_api_key_env, timeout, max_retries)
 
     client: ChatClient | None = None
-    if agent is AgentKind.llm:
+    if llm:
         if not base_url or not model:
             raise typer.BadParameter("--agent llm needs --base-url and --model")
         try:
-            key = api_key_from_env(api_key_env)
+            key = api_key_from_env(api_key_env, default=DEFAULT_KEY_ENV)
         except LLMError as exc:
             raise typer.BadParameter(exc.message, param_hint="--api-key-env") from None
         config = LLMConfig(
@@ -248,21 +412,22 @@ def run(
             max_retries=max_retries,
             concurrency=concurrency,
         )
+        try:
+            preflight(config)  # a dead server, a wrong key or model: one line now, not per episode
+        except LLMError as exc:
+            raise typer.BadParameter(exc.message, param_hint="--base-url") from None
         client = ChatClient(config)
 
     def make_agent(env: ToolEnv, trial: int) -> Any:
-        if client is None:
-            return OracleAgent(env.protocol)
+        assert client is not None
         return LLMAgent(client, env, seed=None if llm_seed is None else llm_seed + trial)
 
     executor = _executor(workers, ray or ray_address is not None, ray_address, concurrency)
-    agents: AgentSpec | Callable[[ToolEnv, int], Any] = make_agent
-    if executor is not None:  # workers build their own agents from a picklable spec
-        agents = AgentSpec()
-        if client is not None:
-            agents = AgentSpec(
-                "toolgym.evaluation.rollout_agents:LLMAgents", {"config": client.config, "llm_seed": llm_seed}
-            )
+    agents: AgentSpec | Callable[[ToolEnv, int], Any] = named_agent or make_agent
+    if executor is not None and client is not None:  # workers build their own agents from a picklable spec
+        agents = AgentSpec(
+            "toolgym.evaluation.rollout_agents:LLMAgents", {"config": client.config, "llm_seed": llm_seed}
+        )
 
     settings: dict[str, Any] = {"max_steps": max_steps}
     if client is not None:
@@ -279,7 +444,11 @@ def run(
 
         user_spec = UserSpec("toolgym.evaluation.users:LLMUsers", {"config": user_config})
         settings["user"] = user_settings(user_config)
+    run_dir = out or default_run_dir()
     total = trials * sum(len(s) for _, s in sets)
+    if episodes_slice is not None:
+        total = len(range(total)[episodes_slice])
+    cancel = Cancel()
     common: dict[str, Any] = dict(
         toolset=default_toolset() if executor is None else None,
         protocol=chosen,
@@ -287,39 +456,63 @@ def run(
         concurrency=concurrency,
         seed=seed,
         max_steps=max_steps,
-        agent_name="oracle" if client is None else f"llm:{model}",
+        agent_name=f"llm:{model}" if client is not None else agent,
         model=model if client is not None else None,
         settings=settings,
         executor=executor,
         user=user_spec,
+        limit=episodes_slice,
+        retry_aborted=retry_aborted,
+        overwrite=overwrite,
+        cancel=cancel,
+        max_consecutive_aborts=max_consecutive_aborts or None,
+        resume=resume_command(run_dir),
     )
-    try:
-        with Progress(console=console, transient=True) as progress:
-            bar = progress.add_task("episodes", total=total * (1 + len(plans)))
-            summary = run_trials(sets, agents, out=out, on_episode=lambda r: progress.advance(bar), **common)
-            # the same episodes again under each fault plan, beside the clean run
-            faulted = [
-                run_trials(
-                    sets,
-                    agents,
-                    out=out / FAULTS_DIR / plan.name,
-                    on_episode=lambda r: progress.advance(bar),
-                    faults=plan,
-                    **common,
-                )
-                for plan in plans
-            ]
-    finally:
-        if client is not None:
-            client.close()
-    print_run(summary)
-    console.print(f"traces and run.json written to {out}/")
-    for plan, run_summary in zip(plans, faulted, strict=True):
-        console.print(f"under fault plan {plan.name} (in {out / FAULTS_DIR / plan.name}/):")
-        print_run(run_summary)
+    faulted: list[RunSummary] = []
+    with human_output_to_stderr(json_output), cancel_on_signals(cancel) as signals:
+        try:
+            with RunProgress(total * (1 + len(plans))) as progress:
+                summary = run_trials(sets, agents, out=run_dir, on_episode=progress.advance, **common)
+                # the same episodes again under each fault plan, beside the clean run
+                for plan in plans:
+                    if cancel.is_set():
+                        break
+                    faulted.append(
+                        run_trials(
+                            sets,
+                            agents,
+                            out=run_dir / FAULTS_DIR / plan.name,
+                            on_episode=progress.advance,
+                            faults=plan,
+                            **{**common, "overwrite": overwrite},
+                        )
+                    )
+        except RunDirError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--out") from None
+        finally:
+            if client is not None and not cancel.is_set():
+                client.close()  # a cancelled run may leave requests in flight on it: let exit end them
+        print_run(summary)
+        console.print(f"traces and run.json written to {run_dir}/")
+        for plan, run_summary in zip(plans, faulted, strict=False):
+            console.print(f"under fault plan {plan.name} (in {run_dir / FAULTS_DIR / plan.name}/):")
+            print_run(run_summary)
+        if json_output:
+            print(json.dumps(summary.to_json(), indent=2, sort_keys=True))
+    stopped = next((r for r in [summary, *faulted] if r.stopped), None)
+    if stopped is not None:
+        console.print(
+            f"[red]stopped: {stopped.stopped}[/red]; {len(stopped.cancelled)} episodes cancelled in flight",
+            highlight=False,
+        )
+        console.print(f"resume with: {stopped.resume}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code=128 + signals[0] if signals else 1)
     aborted = len(summary.aborted) + sum(len(f.aborted) for f in faulted)
     if aborted:
         console.print(f"[red]{aborted} episodes aborted: the results are incomplete[/red]")
+        console.print(
+            f"rerun them with: {resume_command(run_dir)} --retry-aborted", highlight=False, soft_wrap=True
+        )
         raise typer.Exit(code=1)
 
 
@@ -532,7 +725,7 @@ def eval_command(
         for problem in problems:
             console.print(f"[yellow]skipped[/yellow] {problem}")
         console.print(f"{len(loaded)} traces in {directory}")
-        results, failures = score_suites(directory, names, mode.value, _task_paths(tasks))
+        results, failures = score_suites(directory, names, mode.value, task_set_paths(tasks))
     if evals:
         mtu_results, mtu_failures = score_mtu_pairs(evals, responses, mode.value)
         results.update(mtu_results)
@@ -597,7 +790,7 @@ def report_command(
 
     if not directory.is_dir():
         raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
-    paths = _task_paths(tasks)
+    paths = task_set_paths(tasks)
     index, _ = _combined_tasks(paths)
     data = collect_report_data(directory, index, title=title)
     if suite:

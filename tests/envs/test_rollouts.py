@@ -15,6 +15,7 @@ from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import default_task_paths, demo_tasks_path, mock_task_paths
 from toolgym.envs.rollouts import (
     AgentSpec,
+    Cancel,
     Deliver,
     EnvConfig,
     EpisodeSpec,
@@ -185,7 +186,13 @@ def test_objects_only_run_in_process(tmp_path: Path) -> None:
 class Repeating:
     """An executor that reports every episode twice (a worker thought lost that came back)."""
 
-    def run(self, specs: Sequence[EpisodeSpec], context: WorkerContext, deliver: Deliver) -> None:
+    def run(
+        self,
+        specs: Sequence[EpisodeSpec],
+        context: WorkerContext,
+        deliver: Deliver,
+        cancel: Cancel | None = None,
+    ) -> None:
         worker = EpisodeWorker(context)
         try:
             for spec in specs:
@@ -197,7 +204,13 @@ class Repeating:
 
 
 class Silent:
-    def run(self, specs: Sequence[EpisodeSpec], context: WorkerContext, deliver: Deliver) -> None:
+    def run(
+        self,
+        specs: Sequence[EpisodeSpec],
+        context: WorkerContext,
+        deliver: Deliver,
+        cancel: Cancel | None = None,
+    ) -> None:
         return None
 
 
