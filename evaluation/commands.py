@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from toolgym.envs.tool_env import ToolEnv
     from toolgym.evaluation.base import SuiteResult
     from toolgym.evaluation.llm import LLMConfig
-    from toolgym.evaluation.runs import EpisodeRecord, RunSummary
+    from toolgym.evaluation.runs import EpisodeRecord, LoadedTrace, RunSummary
     from toolgym.tasks import Task, TaskSet
 
 console = Console()
@@ -600,24 +600,69 @@ def _combined_tasks(paths: Sequence[Path]) -> tuple[dict[str, Task], TaskSet]:
     return index, TaskSet(index.values())
 
 
+def suite_names(suite: str) -> list[str]:
+    """The `--suite` list, checked against the registry before anything is read."""
+    from toolgym.evaluation.suites import SUITES
+
+    names = [s.strip() for s in suite.split(",") if s.strip()]
+    if not names:
+        raise typer.BadParameter("name at least one suite", param_hint="--suite")
+    unknown = [n for n in names if n not in SUITES]
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown metric suite {', '.join(unknown)}; known: {', '.join(sorted(SUITES))}",
+            param_hint="--suite",
+        )
+    return names
+
+
 def score_suites(
-    directory: Path, suites: Sequence[str], mode: str, task_paths: Sequence[Path]
+    directory: Path,
+    suites: Sequence[str],
+    mode: str,
+    task_paths: Sequence[Path],
+    *,
+    loaded: Sequence[LoadedTrace] | None = None,
 ) -> tuple[dict[str, SuiteResult], dict[str, str]]:
-    """Each suite's result on the traces under `directory`, or why it could not score."""
+    """Each suite's result on the traces of `directory` (or the `loaded` ones), or why it could not
+    score. A suite scores the traces of its own benchmark and of task sets of no benchmark; it
+    counts the others apart (`skipped_other_benchmark`) and says so in a note."""
     from toolgym.evaluation.base import EvaluationError
     from toolgym.evaluation.runs import load_traces
-    from toolgym.evaluation.suites import get_suite
+    from toolgym.evaluation.suites import applicable, benchmark_of, get_suite
 
-    loaded, _ = load_traces(directory)
-    traces = [t.trace for t in loaded]
-    _, task_set = _combined_tasks(task_paths)
+    if loaded is None:
+        loaded, _ = load_traces(directory)
+    index, task_set = _combined_tasks(task_paths)
+    benchmarks = [
+        benchmark_of(
+            index[t.trace.header.task_id].metadata if t.trace.header.task_id in index else None, t.task_set
+        )
+        for t in loaded
+    ]
     results: dict[str, SuiteResult] = {}
     failures: dict[str, str] = {}
     for name in suites:
+        keep, skipped = applicable(name, benchmarks)
+        others = ", ".join(f"{bench} {n}" for bench, n in sorted(skipped.items()))
+        if not keep:
+            failures[name] = f"none of the {len(loaded)} traces is a {name} task" + (
+                f" (they belong to: {others})" if others else ""
+            )
+            continue
         try:
-            results[name] = get_suite(name).score(traces, task_set, "compat" if mode == "compat" else "fixed")
+            result = get_suite(name).score(
+                [loaded[i].trace for i in keep], task_set, "compat" if mode == "compat" else "fixed"
+            )
         except EvaluationError as exc:
             failures[name] = str(exc)
+            continue
+        if skipped:
+            result.counts["skipped_other_benchmark"] = sum(skipped.values())
+            result.notes.append(
+                f"{sum(skipped.values())} traces of other benchmarks not scored by {name}: {others}"
+            )
+        results[name] = result
     return results, failures
 
 
@@ -655,8 +700,9 @@ def score_teval_results(paths: Sequence[Path], mode: str) -> tuple[dict[str, Sui
 
 
 def eval_command(
-    directory: Annotated[
-        Path | None, typer.Argument(help="a trace folder (a run directory, or any folder of traces)")
+    directories: Annotated[
+        list[Path] | None,
+        typer.Argument(help="run directories (or folders of traces); each gets its own eval.<mode>.json"),
     ] = None,
     suite: Annotated[
         str, typer.Option(help="comma-separated metric suites: gta, teval, mtu, tooleyes, ctooleval")
@@ -665,11 +711,20 @@ def eval_command(
         ScoreMode, typer.Option(help="compat: the original scorer's numbers; fixed: corrected")
     ] = (ScoreMode.fixed),
     tasks: Annotated[
-        list[Path] | None,
+        list[str] | None,
         typer.Option(
-            help="task set files the traces ran on (toolgym JSONL or MTU-Eval rows); default: bundled"
+            help="task set files the traces ran on (toolgym JSONL or MTU-Eval rows) or bundled set names; "
+            "default: bundled"
         ),
     ] = None,
+    recursive: Annotated[
+        bool,
+        typer.Option("--recursive", help="also score the other runs below a folder (their own run.json)"),
+    ] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="print what every metric means (and its paper), then exit")
+    ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="print the results as JSON on stdout")] = False,
     mtu_eval: Annotated[
         list[Path] | None, typer.Option(help="MTU-Eval rows (e.g. S-S_eval.jsonl); pair with --mtu-responses")
     ] = None,
@@ -686,7 +741,9 @@ def eval_command(
             "JSON keyed by id), scored together as T-Eval does"
         ),
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="results JSON; default: DIR/eval.<mode>.json")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="results JSON; default: DIR/eval.<mode>.json (one directory only)")
+    ] = None,
     strict: Annotated[
         bool,
         typer.Option(
@@ -695,8 +752,14 @@ def eval_command(
         ),
     ] = False,
 ) -> None:
-    """Score a trace folder with metric suites (and/or MTU-Eval response files, T-Eval result
-    files); print and save."""
+    """Score runs with metric suites (and/or MTU-Eval response files, T-Eval result files); print
+    and save. Every option is checked before any trace is read."""
+    if explain:
+        from toolgym.evaluation.glossary import glossary_text
+
+        print(glossary_text())
+        return
+    dirs = list(directories or [])
     evals, responses = list(mtu_eval or []), list(mtu_responses or [])
     teval_files = list(teval_results or [])
     if len(evals) != len(responses):
@@ -707,33 +770,63 @@ def eval_command(
     missing = [str(p) for p in teval_files if not p.is_file()]
     if missing:
         raise typer.BadParameter(f"no such file: {', '.join(missing)}", param_hint="--teval-results")
-    if directory is None and not evals and not teval_files:
+    if not dirs and not evals and not teval_files:
         raise typer.BadParameter(
-            "give a trace folder, MTU files with --mtu-eval/--mtu-responses, or --teval-results files"
+            "give a run directory, MTU files with --mtu-eval/--mtu-responses, or --teval-results files"
         )
-    if directory is not None and not directory.is_dir():
-        raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
-    results: dict[str, SuiteResult] = {}
-    failures: dict[str, str] = {}
-    if directory is not None:
-        from toolgym.evaluation.runs import load_traces
+    for directory in dirs:
+        if not directory.is_dir():
+            raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORIES")
+    if out is not None and len(dirs) > 1:
+        raise typer.BadParameter(
+            "--out takes one directory's results; give one directory", param_hint="--out"
+        )
+    names = suite_names(suite) if dirs else []
+    task_paths = task_set_paths(tasks) if dirs else []
+    outputs: dict[str, dict[str, Any]] = {}
+    any_failed = False
+    with human_output_to_stderr(json_output):
+        for directory in dirs:
+            payload = _eval_directory(directory, names, mode.value, task_paths, recursive, out)
+            outputs[str(directory)] = payload
+            any_failed = any_failed or bool(payload["failures"])
+        results: dict[str, SuiteResult] = {}
+        failures: dict[str, str] = {}
+        if evals:
+            mtu_results, mtu_failures = score_mtu_pairs(evals, responses, mode.value)
+            results.update(mtu_results)
+            failures.update(mtu_failures)
+        if teval_files:
+            teval_scores, teval_failures = score_teval_results(teval_files, mode.value)
+            results.update(teval_scores)
+            failures.update(teval_failures)
+        if results or failures:
+            print_results(results, failures)
+            payload = {
+                "mode": mode.value,
+                "results": {name: r.model_dump(mode="json") for name, r in results.items()},
+                "failures": failures,
+            }
+            target = out if not dirs else None
+            if target is not None:
+                target.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+                console.print(f"results written to {target}")
+            outputs["files"] = payload
+            any_failed = any_failed or bool(failures)
+        unpaired: dict[str, int] = {}
+        if strict:
+            from toolgym.evaluation.metrics.mtu import unpaired_count
 
-        names = [s.strip() for s in suite.split(",") if s.strip()]
-        if not names:
-            raise typer.BadParameter("name at least one suite", param_hint="--suite")
-        loaded, problems = load_traces(directory)
-        for problem in problems:
-            console.print(f"[yellow]skipped[/yellow] {problem}")
-        console.print(f"{len(loaded)} traces in {directory}")
-        results, failures = score_suites(directory, names, mode.value, task_set_paths(tasks))
-    if evals:
-        mtu_results, mtu_failures = score_mtu_pairs(evals, responses, mode.value)
-        results.update(mtu_results)
-        failures.update(mtu_failures)
-    if teval_files:
-        teval_scores, teval_failures = score_teval_results(teval_files, mode.value)
-        results.update(teval_scores)
-        failures.update(teval_failures)
+            unpaired = {name: n for name, r in results.items() if (n := unpaired_count(r))}
+            for name, n in unpaired.items():
+                console.print(f"[red]{name}: {n} MTU rows or responses without a partner (--strict)[/red]")
+    if json_output:
+        print(json.dumps(next(iter(outputs.values())) if len(outputs) == 1 else outputs, indent=2))
+    if any_failed or unpaired:
+        raise typer.Exit(code=1)
+
+
+def print_results(results: Mapping[str, SuiteResult], failures: Mapping[str, str]) -> None:
     for name, result in results.items():
         table = Table(title=f"{name} ({result.mode} mode)")
         table.add_column("metric")
@@ -747,25 +840,47 @@ def eval_command(
             console.print(f"note: {note}")
     for name, message in failures.items():
         console.print(f"[red]{name}: not scored[/red]: {message}")
-    target = out or (directory / EVAL_FILE.format(mode=mode.value) if directory is not None else None)
-    if target is not None:
-        payload = {
-            "mode": mode.value,
-            "results": {name: r.model_dump(mode="json") for name, r in results.items()},
-            "failures": failures,
-        }
-        # suite order kept: metrics read in the order the suite gives them (P_F1, O_F1, ...)
-        target.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-        console.print(f"results written to {target}")
-    unpaired: dict[str, int] = {}
-    if strict:
-        from toolgym.evaluation.metrics.mtu import unpaired_count
+    if results:
+        console.print("what each metric means: toolgym eval --explain")
 
-        unpaired = {name: n for name, r in results.items() if (n := unpaired_count(r))}
-        for name, n in unpaired.items():
-            console.print(f"[red]{name}: {n} MTU rows or responses without a partner (--strict)[/red]")
-    if failures or unpaired:
-        raise typer.Exit(code=1)
+
+def _eval_directory(
+    directory: Path,
+    names: Sequence[str],
+    mode: str,
+    task_paths: Sequence[Path],
+    recursive: bool,
+    out: Path | None,
+) -> dict[str, Any]:
+    """Score one run directory, print the results, write its eval.<mode>.json (replacing an older
+    one: it carries the digest of the traces it scored, so a report can tell it is current)."""
+    from toolgym.evaluation.runs import load_traces, nested_runs, traces_digest
+
+    loaded, problems = load_traces(directory, recursive=recursive)
+    for problem in problems:
+        console.print(f"[yellow]skipped[/yellow] {problem}")
+    left_out = [] if recursive else nested_runs(directory)
+    console.print(f"{len(loaded)} traces in {directory}", highlight=False)
+    if left_out:
+        console.print(
+            f"left out {len(left_out)} other runs below {directory} (--recursive scores them too)",
+            highlight=False,
+        )
+    results, failures = score_suites(directory, names, mode, task_paths, loaded=loaded)
+    print_results(results, failures)
+    payload = {
+        "mode": mode,
+        "results": {name: r.model_dump(mode="json") for name, r in results.items()},
+        "failures": failures,
+        "traces": len(loaded),
+        "recursive": recursive,
+        "traces_digest": traces_digest(loaded),
+    }
+    # suite order kept: metrics read in the order the suite gives them (P_F1, O_F1, ...)
+    target = out or directory / EVAL_FILE.format(mode=mode)
+    target.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    console.print(f"results written to {target}", highlight=False)
+    return payload
 
 
 # ---- report ----------------------------------------------------------------------------------
@@ -780,27 +895,32 @@ def report_command(
     ] = None,
     mode: Annotated[ScoreMode, typer.Option(help="scoring mode for --suite")] = ScoreMode.fixed,
     tasks: Annotated[
-        list[Path] | None,
-        typer.Option(help="task set files the traces ran on (categories); default: the bundled sets"),
+        list[str] | None,
+        typer.Option(
+            help="task set files the traces ran on (categories) or bundled set names; default: the bundled sets"
+        ),
     ] = None,
     title: Annotated[str | None, typer.Option(help="report title")] = None,
 ) -> None:
-    """Write a self-contained HTML report (plots inline) for a trace folder."""
+    """Write a self-contained HTML report (plots inline) for a run directory. Results of
+    `toolgym eval` on other traces than the ones there now are flagged stale, never shown."""
     from toolgym.evaluation.report import collect_report_data, write_report
 
     if not directory.is_dir():
         raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
+    names = suite_names(suite) if suite else []
     paths = task_set_paths(tasks)
     index, _ = _combined_tasks(paths)
     data = collect_report_data(directory, index, title=title)
-    if suite:
-        names = [s.strip() for s in suite.split(",") if s.strip()]
-        results, failures = score_suites(directory, names, mode.value, paths)
+    if names:
+        results, failures = score_suites(directory, names, mode.value, paths, loaded=data.traces)
         data.add_suite_results(mode.value, results, failures)
     target = out or directory / "report.html"
     write_report(data, target)
     for name, message in data.suite_failures.items():
         console.print(f"[yellow]{name} not in the report[/yellow]: {message}")
+    for problem in data.problems:
+        console.print(f"[yellow]note[/yellow]: {problem}", highlight=False)
     console.print(f"{data.episode_count} episodes; report written to {target}")
 
 

@@ -431,13 +431,32 @@ def trial_of(path: Path, root: Path) -> int:
     return 0
 
 
-def find_traces(root: Path, *, partial: bool = False) -> list[Path]:
-    """Every trace file under root (finished `*.jsonl`; with `partial`, also `*.jsonl.partial`).
-    The faulted runs under root/faults/ are runs of their own and left out."""
+def find_traces(root: Path, *, partial: bool = False, recursive: bool = False) -> list[Path]:
+    """Every trace file of the run (or trace folder) at root: finished `*.jsonl`; with `partial`,
+    also `*.jsonl.partial`. The faulted runs under root/faults/ are runs of their own and left out,
+    and so are other runs below root (a folder with its own run.json) unless `recursive`."""
     found = [p for p in root.rglob("*.jsonl") if p.is_file()]
     if partial:
         found += [p for p in root.rglob("*.jsonl.partial") if p.is_file()]
-    return sorted(p for p in found if p.relative_to(root).parts[0] != FAULTS_DIR)
+    nested = set() if recursive else {p.parent for p in root.rglob(SUMMARY_FILE) if p.parent != root}
+    return sorted(
+        p
+        for p in found
+        if p.relative_to(root).parts[0] != FAULTS_DIR and not any(parent in nested for parent in p.parents)
+    )
+
+
+def nested_runs(root: Path) -> list[Path]:
+    """The runs below root (folders with their own run.json), which a scan of root leaves out."""
+    return sorted(p.parent for p in root.rglob(SUMMARY_FILE) if p.parent != root)
+
+
+def traces_digest(traces: Iterable[LoadedTrace]) -> str:
+    """One hash over the traces' paths and bytes: what `toolgym eval` scored, so a report can tell
+    results of other (earlier) traces from current ones."""
+    from toolgym.canonical import sha256_hex
+
+    return canonical_hash(sorted([t.rel, sha256_hex(t.path.read_bytes())] for t in traces))
 
 
 @dataclass(frozen=True)
@@ -449,12 +468,12 @@ class LoadedTrace:
     trace: Trace
 
 
-def load_traces(root: Path) -> tuple[list[LoadedTrace], list[str]]:
-    """The traces under root and the problems met (a file that is not a trace is reported, not fatal:
-    a run directory may hold other JSONL files)."""
+def load_traces(root: Path, *, recursive: bool = False) -> tuple[list[LoadedTrace], list[str]]:
+    """The traces of root (`find_traces`) and the problems met (a file that is not a trace is
+    reported, not fatal: a run directory may hold other JSONL files)."""
     loaded: list[LoadedTrace] = []
     problems: list[str] = []
-    for path in find_traces(root):
+    for path in find_traces(root, recursive=recursive):
         try:
             trace = read_trace(path)
         except (ValueError, OSError) as exc:

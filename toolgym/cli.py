@@ -80,7 +80,9 @@ def one_line(exc: BaseException) -> str:
         message = str(exc.args[0])
     else:
         message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    lines = [part.strip() for part in str(message).splitlines() if part.strip()]
+    # pydantic ends its messages with a link to its docs: noise on a one-line error
+    return " ".join(line for line in lines if not line.startswith("For further information visit"))
 
 
 def _fail(message: str, code: int) -> NoReturn:

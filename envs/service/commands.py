@@ -79,7 +79,7 @@ def env_server(
 
     from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig
     from toolgym.errors import ToolgymError
-    from toolgym.http import InsecureBindError, check_bind
+    from toolgym.http import InsecureBindError, bind_socket, check_bind
     from toolgym.toolservers.commands import names_option
 
     console = Console(stderr=True)
@@ -97,6 +97,8 @@ def env_server(
             user_llm=user_llm,
         )
         from toolgym.envs.service.app import create_app  # openenv-core: an ImportError names the extra
+
+        bind_socket(host, port).close()  # a port in use: one line now, not uvicorn's log after start-up
     except (InsecureBindError, ImportError, ServiceError, ToolgymError, ValueError, OSError) as exc:
         console.print(f"[red]cannot start the env service:[/red] {escape(str(exc))}")
         _close(user_llm)
