@@ -131,9 +131,10 @@ def main(argv: list[str] | None = None) -> None:
 def demo(
     out: Annotated[Path, typer.Option(help="directory for the episode traces")] = Path("runs/demo"),
     tasks: Annotated[
-        list[Path] | None,
+        list[str] | None,
         typer.Option(
-            help="task set files (JSONL); default: the bundled demo set and every mock-app task set"
+            help="task set files (JSONL) or bundled set names (`toolgym tasks`); default: the bundled "
+            "demo set and every mock-app task set"
         ),
     ] = None,
     protocol: Annotated[
@@ -143,18 +144,21 @@ def demo(
 ) -> None:
     """Run the demo task sets in-process with the oracle agent; print scores, write traces."""
     from toolgym.envs.agents import OracleAgent
-    from toolgym.envs.demo import default_task_paths
+    from toolgym.envs.demo import resolve_task_sets
     from toolgym.envs.runner import EpisodeResult, run_episode
     from toolgym.envs.tool_env import ToolEnv
+    from toolgym.protocols import get_protocol
     from toolgym.tasks import TaskSet
     from toolgym.toolservers.registry import default_toolset
 
-    task_sets = [TaskSet.load(p) for p in (tasks or default_task_paths())]
+    get_protocol(protocol)  # a bad name: one line before any task is loaded
+    paths = resolve_task_sets(tasks)
+    task_sets = [TaskSet.load(p) for p in paths]
     toolset = default_toolset()
     results: list[tuple[str, EpisodeResult]] = []
     with Progress(console=console, transient=True) as progress:
         bar = progress.add_task("episodes", total=sum(len(ts) for ts in task_sets))
-        for path, task_set in zip(tasks or default_task_paths(), task_sets, strict=True):
+        for path, task_set in zip(paths, task_sets, strict=True):
             env = ToolEnv(toolset, task_set, protocol=protocol)
             agent = OracleAgent(env.protocol)
             for task in task_set:
@@ -189,6 +193,22 @@ def demo(
     console.print(f"traces written to {out}/")
     if solved != len(results):
         raise typer.Exit(code=1)
+
+
+@app.command("tasks")
+def tasks_command() -> None:
+    """List the bundled task sets: the names `--tasks` takes in run, demo and eval."""
+    from toolgym.envs.demo import bundled_task_sets
+    from toolgym.tasks import TaskSet
+
+    table = Table(title="toolgym task sets (--tasks NAME)")
+    for column in ("name", "tasks", "categories", "file"):
+        table.add_column(column)
+    for name, path in bundled_task_sets().items():
+        task_set = TaskSet.load(path)
+        categories = sorted({t.category for t in task_set if t.category})
+        table.add_row(name, str(len(task_set)), ", ".join(categories), str(path))
+    console.print(table)
 
 
 class ToolFormat(StrEnum):

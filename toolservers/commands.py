@@ -108,6 +108,7 @@ def serve(
         return
     from rich.console import Console
 
+    from toolgym.http import bind_socket
     from toolgym.toolservers.server.app import serve as run_server
     from toolgym.toolservers.server.providers import catalog
 
@@ -121,6 +122,7 @@ def serve(
     }
     cfg = server_config(overrides, config=config, tools=tools, lazy=lazy, device=device)
     providers = catalog(names_option(apps) or ())
+    bind_socket(cfg.host, cfg.port).close()  # a port in use: one line, before the banner says "on"
     served = cfg.tools or [p.name for p in providers]
     shown = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
     console.print(f"toolgym server on http://{shown}:{cfg.port}  tools: {', '.join(served)}")
