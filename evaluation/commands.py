@@ -65,9 +65,11 @@ def _fault_plans(paths: Sequence[Path], sets: Sequence[tuple[str, TaskSet]]) -> 
 
 
 def _task_paths(tasks: Sequence[Path] | None) -> list[Path]:
-    from toolgym.envs.demo import default_task_paths
+    from toolgym.envs.demo import bundled_task_sets, default_task_paths
 
-    paths = list(tasks) if tasks else default_task_paths()
+    named = bundled_task_sets()
+    # a name that is no file is a bundled set (`--tasks tooleyes`)
+    paths = [named.get(str(p), p) if not p.is_file() else p for p in tasks] if tasks else default_task_paths()
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise typer.BadParameter(f"no such task set file: {', '.join(missing)}", param_hint="--tasks")
@@ -140,7 +142,8 @@ def run(
     tasks: Annotated[
         list[Path] | None,
         typer.Option(
-            help="task set files (JSONL); default: the bundled demo set and every mock-app task set"
+            help="task set files (JSONL) or bundled set names (demo, mtu, teval, ctool, multiturn, "
+            "tooleyes); default: the bundled demo set and every mock-app task set"
         ),
     ] = None,
     task_id: Annotated[list[str] | None, typer.Option("--task-id", help="run only these task ids")] = None,
