@@ -24,9 +24,17 @@ def default_task_paths() -> list[Path]:
     return [demo_tasks_path(), *mock_task_paths()]
 
 
+def tooleyes_tasks_path() -> Path:
+    """ToolEyes' 382 queries over its 95 simulated tool libraries (fixtures/tooleyes)."""
+    return Path(str(package_files("toolgym.fixtures").joinpath("tooleyes/tasks.jsonl")))
+
+
 def bundled_task_sets() -> dict[str, Path]:
-    """The task sets shipped with toolgym by name (`--tasks demo`, `--tasks mtu`, ...)."""
-    return {"demo": demo_tasks_path(), **{p.stem: p for p in mock_task_paths()}}
+    """The task sets shipped with toolgym by name (`--tasks demo`, `--tasks mtu`, ...). ToolEyes
+    is not among the defaults: its 382 episodes are run when asked for."""
+    named = {"demo": demo_tasks_path(), "tooleyes": tooleyes_tasks_path()}
+    named.update({p.stem: p for p in mock_task_paths()})
+    return named
 
 
 def resolve_task_sets(given: list[str] | None) -> list[Path]:

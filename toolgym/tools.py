@@ -406,7 +406,10 @@ class SchemaTool(BaseTool):
         mutates_state: bool = False,
         version: str = "1",
         backend: str = "remote",
+        check_schema: bool = True,
     ) -> None:
+        """`check_schema=False` skips the meta-schema check, for callers that checked already
+        (it costs ~1 ms a schema with jsonschema)."""
         from jsonschema import Draft202012Validator
 
         self.name = name
@@ -418,7 +421,8 @@ class SchemaTool(BaseTool):
         self.returns = list(returns)
         self.fn = fn
         self._schema = {"type": "object", "properties": {}, **dict(parameters)}
-        Draft202012Validator.check_schema(self._schema)
+        if check_schema:
+            Draft202012Validator.check_schema(self._schema)
         self._validator = Draft202012Validator(self._schema)
         required = set(self._schema.get("required", []))
         self._params = [
