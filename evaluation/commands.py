@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from toolgym.tasks import Task, TaskSet
 
 console = Console()
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 EVAL_FILE = "eval.{mode}.json"  # what `toolgym eval` writes into the trace folder; `report` reads it
 
@@ -72,6 +73,40 @@ def _task_paths(tasks: Sequence[Path] | None) -> list[Path]:
     if missing:
         raise typer.BadParameter(f"no such task set file: {', '.join(missing)}", param_hint="--tasks")
     return paths
+
+
+class TaskFormat(StrEnum):
+    toolgym = "toolgym"
+    gta = "gta"
+    teval = "teval"
+    tooleyes = "tooleyes"
+    mtu = "mtu"
+
+
+FormatOption = Annotated[
+    TaskFormat | None,
+    typer.Option(
+        "--format",
+        help="format of the --tasks files: toolgym JSONL, GTA dataset.json, a T-Eval file, ToolEyes "
+        "queries or MTU rows; default: told by their content",
+    ),
+]
+
+
+def load_task_sets(paths: Sequence[Path], fmt: TaskFormat | None) -> list[tuple[Path, str, TaskSet]]:
+    """(path, format, tasks) per task file; a file of the wrong shape stops the command with one
+    line naming the file, the row and what is wrong (exit 2)."""
+    from toolgym.evaluation.loaders.formats import TaskFileError, load_tasks
+
+    out = []
+    for path in paths:
+        try:
+            kind, task_set = load_tasks(path, None if fmt is None else fmt.value)
+        except TaskFileError as exc:
+            err_console.print(f"error: {exc}", markup=False)
+            raise typer.Exit(code=2) from None
+        out.append((path, kind, task_set))
+    return out
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -143,6 +178,7 @@ def run(
             help="task set files (JSONL); default: the bundled demo set and every mock-app task set"
         ),
     ] = None,
+    task_format: FormatOption = None,
     task_id: Annotated[list[str] | None, typer.Option("--task-id", help="run only these task ids")] = None,
     protocol: Annotated[
         str | None, typer.Option(help="react, json or openai; default: openai for llm, react for oracle")
@@ -217,15 +253,28 @@ def run(
     chosen = protocol or ("openai" if agent is AgentKind.llm else "react")
     if chosen not in PROTOCOLS:
         raise typer.BadParameter(f"unknown protocol {chosen!r}; known: {', '.join(sorted(PROTOCOLS))}")
+    from toolgym.evaluation.loaders.formats import benchmark_tools
+
     sets: list[tuple[str, TaskSet]] = []
-    for path in _task_paths(tasks):
-        task_set = TaskSet.load(path)
+    toolset = default_toolset()
+    for path, kind, task_set in load_task_sets(_task_paths(tasks), task_format):
         if task_id:
             task_set = TaskSet([t for t in task_set if t.id in task_id], base_dir=task_set.base_dir)
         if len(task_set):
             sets.append((set_name(path), task_set))
+            # a benchmark's own tools (schemas it publishes, not run) beside the default ones
+            toolset = toolset.merged(benchmark_tools(kind, path, task_set, toolset))
     if not sets:
         raise typer.BadParameter(f"no task with id {', '.join(task_id or [])}", param_hint="--task-id")
+    if agent is AgentKind.oracle:
+        unsolved = [f"{name}/{t.id}" for name, task_set in sets for t in task_set if not t.golden]
+        if unsolved:
+            more = f" and {len(unsolved) - 1} more" if len(unsolved) > 1 else ""
+            raise typer.BadParameter(
+                f"the oracle replays golden actions, and {unsolved[0]}{more} has none: run an LLM "
+                "agent (--agent llm) on them",
+                param_hint="--agent",
+            )
     plans = _fault_plans(faults or [], sets)  # a bad plan stops the command before any episode
     user_config = user_llm_config(user_base_url, user_model, user_api_key_env, timeout, max_retries)
 
@@ -256,6 +305,12 @@ def run(
         return LLMAgent(client, env, seed=None if llm_seed is None else llm_seed + trial)
 
     executor = _executor(workers, ray or ray_address is not None, ray_address, concurrency)
+    if executor is not None and len(toolset) != len(default_toolset()):
+        raise typer.BadParameter(
+            "these task files need their benchmark's tools, which workers do not build: run them "
+            "without --workers / --ray",
+            param_hint="--tasks",
+        )
     agents: AgentSpec | Callable[[ToolEnv, int], Any] = make_agent
     if executor is not None:  # workers build their own agents from a picklable spec
         agents = AgentSpec()
@@ -281,7 +336,7 @@ def run(
         settings["user"] = user_settings(user_config)
     total = trials * sum(len(s) for _, s in sets)
     common: dict[str, Any] = dict(
-        toolset=default_toolset() if executor is None else None,
+        toolset=toolset if executor is None else None,
         protocol=chosen,
         trials=trials,
         concurrency=concurrency,
@@ -374,41 +429,36 @@ def _executor(workers: int | None, ray: bool, address: str | None, concurrency: 
 
 
 # ---- eval ------------------------------------------------------------------------------------
-def load_task_file(path: Path) -> TaskSet:
-    """A toolgym task set (JSONL of Task), an MTU-Eval file (rows of {id, question, answer}) read
-    through the MTU loader, or a T-Eval data or result file (one JSON object keyed by id) read
-    through the T-Eval loader, so traces can be scored against the benchmark's own files."""
-    from toolgym.evaluation.loaders.teval import is_teval_file, load_teval_file
-    from toolgym.tasks import TaskSet
+def load_task_file(path: Path, fmt: str | None = None) -> TaskSet:
+    """Any task file `--tasks` takes (toolgym JSONL, GTA dataset.json, T-Eval data or result
+    files, ToolEyes queries, MTU-Eval rows: evaluation/loaders/formats.py), so traces can be scored
+    against the benchmark's own files; a bad file is a TaskFileError (one line)."""
+    from toolgym.evaluation.loaders.formats import load_tasks
 
-    if is_teval_file(path):
-        return load_teval_file(path)
-    with path.open(encoding="utf-8") as fh:
-        first = next((line for line in fh if line.strip()), "")
-    try:
-        row = json.loads(first) if first else None
-    except ValueError:
-        row = None  # TaskSet.load reports the bad line with its number
-    if isinstance(row, dict) and {"question", "answer"} <= row.keys() and "query" not in row:
-        from toolgym.evaluation.loaders.mtu import load_mtu_tasks
-
-        return load_mtu_tasks(path)
-    return TaskSet.load(path)
+    return load_tasks(path, fmt)[1]
 
 
-def _combined_tasks(paths: Sequence[Path]) -> tuple[dict[str, Task], TaskSet]:
+def _combined_tasks(paths: Sequence[Path], fmt: TaskFormat | None = None) -> tuple[dict[str, Task], TaskSet]:
+    from toolgym.evaluation.loaders.formats import TaskFileError
     from toolgym.evaluation.runs import load_task_index
     from toolgym.tasks import TaskSet
 
     try:
-        index = load_task_index(paths, load_task_file)
+        index = load_task_index(paths, lambda p: load_task_file(p, None if fmt is None else fmt.value))
+    except TaskFileError as exc:
+        err_console.print(f"error: {exc}", markup=False)
+        raise typer.Exit(code=2) from None
     except (ValueError, OSError) as exc:
         raise typer.BadParameter(str(exc), param_hint="--tasks") from None
     return index, TaskSet(index.values())
 
 
 def score_suites(
-    directory: Path, suites: Sequence[str], mode: str, task_paths: Sequence[Path]
+    directory: Path,
+    suites: Sequence[str],
+    mode: str,
+    task_paths: Sequence[Path],
+    fmt: TaskFormat | None = None,
 ) -> tuple[dict[str, SuiteResult], dict[str, str]]:
     """Each suite's result on the traces under `directory`, or why it could not score."""
     from toolgym.evaluation.base import EvaluationError
@@ -417,7 +467,7 @@ def score_suites(
 
     loaded, _ = load_traces(directory)
     traces = [t.trace for t in loaded]
-    _, task_set = _combined_tasks(task_paths)
+    _, task_set = _combined_tasks(task_paths, fmt)
     results: dict[str, SuiteResult] = {}
     failures: dict[str, str] = {}
     for name in suites:
@@ -474,9 +524,11 @@ def eval_command(
     tasks: Annotated[
         list[Path] | None,
         typer.Option(
-            help="task set files the traces ran on (toolgym JSONL or MTU-Eval rows); default: bundled"
+            help="task set files the traces ran on (toolgym JSONL, GTA dataset.json, T-Eval files, "
+            "ToolEyes queries, MTU-Eval rows); default: bundled"
         ),
     ] = None,
+    task_format: FormatOption = None,
     mtu_eval: Annotated[
         list[Path] | None, typer.Option(help="MTU-Eval rows (e.g. S-S_eval.jsonl); pair with --mtu-responses")
     ] = None,
@@ -532,7 +584,7 @@ def eval_command(
         for problem in problems:
             console.print(f"[yellow]skipped[/yellow] {problem}")
         console.print(f"{len(loaded)} traces in {directory}")
-        results, failures = score_suites(directory, names, mode.value, _task_paths(tasks))
+        results, failures = score_suites(directory, names, mode.value, _task_paths(tasks), task_format)
     if evals:
         mtu_results, mtu_failures = score_mtu_pairs(evals, responses, mode.value)
         results.update(mtu_results)
