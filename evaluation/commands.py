@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from toolgym.tasks import Task, TaskSet
 
 console = Console()
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 EVAL_FILE = "eval.{mode}.json"  # what `toolgym eval` writes into the trace folder; `report` reads it
 
@@ -70,6 +71,40 @@ def task_set_paths(tasks: Sequence[str | Path] | None) -> list[Path]:
         return resolve_task_sets([str(t) for t in tasks] if tasks else None)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--tasks") from None
+
+
+class TaskFormat(StrEnum):
+    toolgym = "toolgym"
+    gta = "gta"
+    teval = "teval"
+    tooleyes = "tooleyes"
+    mtu = "mtu"
+
+
+FormatOption = Annotated[
+    TaskFormat | None,
+    typer.Option(
+        "--format",
+        help="format of the --tasks files: toolgym JSONL, GTA dataset.json, a T-Eval file, ToolEyes "
+        "queries or MTU rows; default: told by their content",
+    ),
+]
+
+
+def load_task_sets(paths: Sequence[Path], fmt: TaskFormat | None) -> list[tuple[Path, str, TaskSet]]:
+    """(path, format, tasks) per task file; a file of the wrong shape stops the command with one
+    line naming the file, the row and what is wrong (exit 2)."""
+    from toolgym.evaluation.loaders.formats import TaskFileError, load_tasks
+
+    out = []
+    for path in paths:
+        try:
+            kind, task_set = load_tasks(path, None if fmt is None else fmt.value)
+        except TaskFileError as exc:
+            err_console.print(f"error: {exc}", markup=False)
+            raise typer.Exit(code=2) from None
+        out.append((path, kind, task_set))
+    return out
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -264,6 +299,7 @@ def run(
             "default: the bundled demo set and every mock-app task set"
         ),
     ] = None,
+    task_format: FormatOption = None,
     task_id: Annotated[list[str] | None, typer.Option("--task-id", help="run only these task ids")] = None,
     protocol: Annotated[
         str | None, typer.Option(help="react, json or openai; default: openai for llm, react otherwise")
@@ -381,15 +417,28 @@ def run(
         episodes_slice = parse_limit(limit) if limit is not None else None
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--limit") from None
+    from toolgym.evaluation.loaders.formats import benchmark_tools
+
     sets: list[tuple[str, TaskSet]] = []
-    for path in task_set_paths(tasks):
-        task_set = TaskSet.load(path)
+    toolset = default_toolset()
+    for path, kind, task_set in load_task_sets(task_set_paths(tasks), task_format):
         if task_id:
             task_set = TaskSet([t for t in task_set if t.id in task_id], base_dir=task_set.base_dir)
         if len(task_set):
             sets.append((set_name(path), task_set))
+            # a benchmark's own tools (schemas it publishes, not run) beside the default ones
+            toolset = toolset.merged(benchmark_tools(kind, path, task_set, toolset))
     if not sets:
         raise typer.BadParameter(f"no task with id {', '.join(task_id or [])}", param_hint="--task-id")
+    if agent == "oracle":
+        unsolved = [f"{name}/{t.id}" for name, task_set in sets for t in task_set if not t.golden]
+        if unsolved:
+            more = f" and {len(unsolved) - 1} more" if len(unsolved) > 1 else ""
+            raise typer.BadParameter(
+                f"the oracle replays golden actions, and {unsolved[0]}{more} has none: run an LLM "
+                "agent (--agent llm) on them",
+                param_hint="--agent",
+            )
     plans = _fault_plans(faults or [], sets)  # a bad plan stops the command before any episode
     user_config = user_llm_config(user_base_url, user_model, user_api_key_env, timeout, max_retries)
 
@@ -423,6 +472,12 @@ def run(
         return LLMAgent(client, env, seed=None if llm_seed is None else llm_seed + trial)
 
     executor = _executor(workers, ray or ray_address is not None, ray_address, concurrency)
+    if executor is not None and len(toolset) != len(default_toolset()):
+        raise typer.BadParameter(
+            "these task files need their benchmark's tools, which workers do not build: run them "
+            "without --workers / --ray",
+            param_hint="--tasks",
+        )
     agents: AgentSpec | Callable[[ToolEnv, int], Any] = named_agent or make_agent
     if executor is not None and client is not None:  # workers build their own agents from a picklable spec
         agents = AgentSpec(
@@ -450,7 +505,7 @@ def run(
         total = len(range(total)[episodes_slice])
     cancel = Cancel()
     common: dict[str, Any] = dict(
-        toolset=default_toolset() if executor is None else None,
+        toolset=toolset if executor is None else None,
         protocol=chosen,
         trials=trials,
         concurrency=concurrency,
@@ -567,34 +622,25 @@ def _executor(workers: int | None, ray: bool, address: str | None, concurrency: 
 
 
 # ---- eval ------------------------------------------------------------------------------------
-def load_task_file(path: Path) -> TaskSet:
-    """A toolgym task set (JSONL of Task), an MTU-Eval file (rows of {id, question, answer}) read
-    through the MTU loader, or a T-Eval data or result file (one JSON object keyed by id) read
-    through the T-Eval loader, so traces can be scored against the benchmark's own files."""
-    from toolgym.evaluation.loaders.teval import is_teval_file, load_teval_file
-    from toolgym.tasks import TaskSet
+def load_task_file(path: Path, fmt: str | None = None) -> TaskSet:
+    """Any task file `--tasks` takes (toolgym JSONL, GTA dataset.json, T-Eval data or result
+    files, ToolEyes queries, MTU-Eval rows: evaluation/loaders/formats.py), so traces can be scored
+    against the benchmark's own files; a bad file is a TaskFileError (one line)."""
+    from toolgym.evaluation.loaders.formats import load_tasks
 
-    if is_teval_file(path):
-        return load_teval_file(path)
-    with path.open(encoding="utf-8") as fh:
-        first = next((line for line in fh if line.strip()), "")
-    try:
-        row = json.loads(first) if first else None
-    except ValueError:
-        row = None  # TaskSet.load reports the bad line with its number
-    if isinstance(row, dict) and {"question", "answer"} <= row.keys() and "query" not in row:
-        from toolgym.evaluation.loaders.mtu import load_mtu_tasks
-
-        return load_mtu_tasks(path)
-    return TaskSet.load(path)
+    return load_tasks(path, fmt)[1]
 
 
-def _combined_tasks(paths: Sequence[Path]) -> tuple[dict[str, Task], TaskSet]:
+def _combined_tasks(paths: Sequence[Path], fmt: TaskFormat | None = None) -> tuple[dict[str, Task], TaskSet]:
+    from toolgym.evaluation.loaders.formats import TaskFileError
     from toolgym.evaluation.runs import load_task_index
     from toolgym.tasks import TaskSet
 
     try:
-        index = load_task_index(paths, load_task_file)
+        index = load_task_index(paths, lambda p: load_task_file(p, None if fmt is None else fmt.value))
+    except TaskFileError as exc:
+        err_console.print(f"error: {exc}", markup=False)
+        raise typer.Exit(code=2) from None
     except (ValueError, OSError) as exc:
         raise typer.BadParameter(str(exc), param_hint="--tasks") from None
     return index, TaskSet(index.values())
@@ -621,6 +667,7 @@ def score_suites(
     suites: Sequence[str],
     mode: str,
     task_paths: Sequence[Path],
+    fmt: TaskFormat | None = None,
     *,
     loaded: Sequence[LoadedTrace] | None = None,
 ) -> tuple[dict[str, SuiteResult], dict[str, str]]:
@@ -633,7 +680,7 @@ def score_suites(
 
     if loaded is None:
         loaded, _ = load_traces(directory)
-    index, task_set = _combined_tasks(task_paths)
+    index, task_set = _combined_tasks(task_paths, fmt)
     benchmarks = [
         benchmark_of(
             index[t.trace.header.task_id].metadata if t.trace.header.task_id in index else None, t.task_set
@@ -713,10 +760,11 @@ def eval_command(
     tasks: Annotated[
         list[str] | None,
         typer.Option(
-            help="task set files the traces ran on (toolgym JSONL or MTU-Eval rows) or bundled set names; "
+            help="task set files the traces ran on (toolgym JSONL, GTA dataset.json, T-Eval files, ToolEyes queries, MTU-Eval rows) or bundled set names; "
             "default: bundled"
         ),
     ] = None,
+    task_format: FormatOption = None,
     recursive: Annotated[
         bool,
         typer.Option("--recursive", help="also score the other runs below a folder (their own run.json)"),
@@ -787,7 +835,7 @@ def eval_command(
     any_failed = False
     with human_output_to_stderr(json_output):
         for directory in dirs:
-            payload = _eval_directory(directory, names, mode.value, task_paths, recursive, out)
+            payload = _eval_directory(directory, names, mode.value, task_paths, recursive, out, task_format)
             outputs[str(directory)] = payload
             any_failed = any_failed or bool(payload["failures"])
         results: dict[str, SuiteResult] = {}
@@ -851,6 +899,7 @@ def _eval_directory(
     task_paths: Sequence[Path],
     recursive: bool,
     out: Path | None,
+    fmt: TaskFormat | None = None,
 ) -> dict[str, Any]:
     """Score one run directory, print the results, write its eval.<mode>.json (replacing an older
     one: it carries the digest of the traces it scored, so a report can tell it is current)."""
@@ -866,7 +915,7 @@ def _eval_directory(
             f"left out {len(left_out)} other runs below {directory} (--recursive scores them too)",
             highlight=False,
         )
-    results, failures = score_suites(directory, names, mode, task_paths, loaded=loaded)
+    results, failures = score_suites(directory, names, mode, task_paths, fmt, loaded=loaded)
     print_results(results, failures)
     payload = {
         "mode": mode,
