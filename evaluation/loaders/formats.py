@@ -36,7 +36,11 @@ class TaskFileError(ValueError):
 
     def __init__(self, path: Path | str, problem: str, row: str | None = None) -> None:
         self.path, self.row, self.problem = Path(path), row, problem
-        where = f"{path}: {row}" if row else str(path)
+        # `file:line: reason` as compilers print it; other places (a JSON item) are named in words
+        if row and row.startswith("line ") and row[5:].isdigit():
+            where = f"{path}:{row[5:]}"
+        else:
+            where = f"{path}: {row}" if row else str(path)
         super().__init__(f"{where}: {' '.join(problem.split())}")
 
 
