@@ -146,15 +146,25 @@ def default_run_dir(root: Path = Path("runs")) -> Path:
     return path
 
 
-def resume_command(out: Path) -> str:
-    """The command line that finishes this run: the same arguments, into the same folder (never
-    with --overwrite, which would start it over)."""
+def resume_command(ctx: typer.Context, out: Path) -> str:
+    """The command line that finishes this run: the options given (those off their defaults),
+    into the same folder, never with --overwrite (which would start it over)."""
     import shlex
 
-    args = [a for a in sys.argv[1:] if a != "--overwrite"]
-    if "--out" not in args and not any(a.startswith("--out=") for a in args):
-        args += ["--out", str(out)]
-    return shlex.join(["toolgym", *args])
+    args = ["toolgym", ctx.info_name or "run"]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if param.name in ("out", "overwrite") or value is None or value == param.default or value == []:
+            continue
+        option = max(param.opts, key=len)  # the long spelling
+        if getattr(param, "is_flag", False):
+            args += [option] if value else []
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                args += [option, str(item)]
+        else:
+            args += [option, str(value.value if isinstance(value, StrEnum) else value)]
+    return shlex.join([*args, "--out", str(out)])
 
 
 class RunProgress:
@@ -249,6 +259,7 @@ def human_output_to_stderr(enabled: bool) -> Iterator[None]:
 
 
 def run(
+    ctx: typer.Context,
     agent: Annotated[str, typer.Option(help=AGENT_HELP)] = "oracle",
     out: Annotated[
         Path | None,
@@ -466,7 +477,7 @@ def run(
         overwrite=overwrite,
         cancel=cancel,
         max_consecutive_aborts=max_consecutive_aborts or None,
-        resume=resume_command(run_dir),
+        resume=resume_command(ctx, run_dir),
     )
     faulted: list[RunSummary] = []
     with human_output_to_stderr(json_output), cancel_on_signals(cancel) as signals:
@@ -511,7 +522,9 @@ def run(
     if aborted:
         console.print(f"[red]{aborted} episodes aborted: the results are incomplete[/red]")
         console.print(
-            f"rerun them with: {resume_command(run_dir)} --retry-aborted", highlight=False, soft_wrap=True
+            f"rerun them with: {resume_command(ctx, run_dir)} --retry-aborted",
+            highlight=False,
+            soft_wrap=True,
         )
         raise typer.Exit(code=1)
 
