@@ -505,6 +505,8 @@ def run(
                 client.close()  # a cancelled run may leave requests in flight on it: let exit end them
         print_run(summary)
         console.print(f"traces and run.json written to {run_dir}/")
+        if progress.done:
+            _note_stale_results(run_dir)
         for plan, run_summary in zip(plans, faulted, strict=False):
             console.print(f"under fault plan {plan.name} (in {run_dir / FAULTS_DIR / plan.name}/):")
             print_run(run_summary)
@@ -527,6 +529,19 @@ def run(
             soft_wrap=True,
         )
         raise typer.Exit(code=1)
+
+
+def _note_stale_results(run_dir: Path) -> None:
+    """Episodes were added to a run that eval or report had already read: say so (the report
+    flags such results too, by the traces' digest)."""
+    from toolgym.evaluation.runs import OWN_FILES
+
+    older = sorted(p.name for pattern in OWN_FILES for p in run_dir.glob(pattern))
+    if older:
+        console.print(
+            f"note: {', '.join(older)} describe the run before these episodes; run toolgym eval / report again",
+            highlight=False,
+        )
 
 
 def user_llm_config(

@@ -417,6 +417,7 @@ def test_eval_scores_only_the_named_run_and_report_flags_stale_results(tmp_path:
     # the run grows (resumed with one more task set): the old scores are flagged, not shown
     again = toolgym("run", "--tasks", "mtu", "--tasks", "teval", "--out", "runs/a", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
+    assert "note: eval.fixed.json, report.html describe the run before these episodes" in again.stdout
     stale = toolgym("report", "runs/a", cwd=tmp_path)
     assert "eval.fixed.json is stale" in stale.stdout and f"{MTU_TASKS + 20} episodes" in stale.stdout
     html = (tmp_path / "runs/a/report.html").read_text(encoding="utf-8")
