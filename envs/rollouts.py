@@ -61,7 +61,7 @@ class Cancel:
     passes, whichever is first; those still running are reported as cancelled, not waited for.
     Executors note in `started` the index of each episode they begin (or submit)."""
 
-    def __init__(self, grace_s: float = 1.5) -> None:
+    def __init__(self, grace_s: float = 1.0) -> None:
         self.grace_s = grace_s
         self.reason: str | None = None
         self.started: set[int] = set()

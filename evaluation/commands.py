@@ -181,15 +181,25 @@ def default_run_dir(root: Path = Path("runs")) -> Path:
     return path
 
 
-def resume_command(out: Path) -> str:
-    """The command line that finishes this run: the same arguments, into the same folder (never
-    with --overwrite, which would start it over)."""
+def resume_command(ctx: typer.Context, out: Path) -> str:
+    """The command line that finishes this run: the options given (those off their defaults),
+    into the same folder, never with --overwrite (which would start it over)."""
     import shlex
 
-    args = [a for a in sys.argv[1:] if a != "--overwrite"]
-    if "--out" not in args and not any(a.startswith("--out=") for a in args):
-        args += ["--out", str(out)]
-    return shlex.join(["toolgym", *args])
+    args = ["toolgym", ctx.info_name or "run"]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if param.name in ("out", "overwrite") or value is None or value == param.default or value == []:
+            continue
+        option = max(param.opts, key=len)  # the long spelling
+        if getattr(param, "is_flag", False):
+            args += [option] if value else []
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                args += [option, str(item)]
+        else:
+            args += [option, str(value.value if isinstance(value, StrEnum) else value)]
+    return shlex.join([*args, "--out", str(out)])
 
 
 class RunProgress:
@@ -284,6 +294,7 @@ def human_output_to_stderr(enabled: bool) -> Iterator[None]:
 
 
 def run(
+    ctx: typer.Context,
     agent: Annotated[str, typer.Option(help=AGENT_HELP)] = "oracle",
     out: Annotated[
         Path | None,
@@ -521,7 +532,7 @@ def run(
         overwrite=overwrite,
         cancel=cancel,
         max_consecutive_aborts=max_consecutive_aborts or None,
-        resume=resume_command(run_dir),
+        resume=resume_command(ctx, run_dir),
     )
     faulted: list[RunSummary] = []
     with human_output_to_stderr(json_output), cancel_on_signals(cancel) as signals:
@@ -549,6 +560,8 @@ def run(
                 client.close()  # a cancelled run may leave requests in flight on it: let exit end them
         print_run(summary)
         console.print(f"traces and run.json written to {run_dir}/")
+        if progress.done:
+            _note_stale_results(run_dir)
         for plan, run_summary in zip(plans, faulted, strict=False):
             console.print(f"under fault plan {plan.name} (in {run_dir / FAULTS_DIR / plan.name}/):")
             print_run(run_summary)
@@ -566,9 +579,24 @@ def run(
     if aborted:
         console.print(f"[red]{aborted} episodes aborted: the results are incomplete[/red]")
         console.print(
-            f"rerun them with: {resume_command(run_dir)} --retry-aborted", highlight=False, soft_wrap=True
+            f"rerun them with: {resume_command(ctx, run_dir)} --retry-aborted",
+            highlight=False,
+            soft_wrap=True,
         )
         raise typer.Exit(code=1)
+
+
+def _note_stale_results(run_dir: Path) -> None:
+    """Episodes were added to a run that eval or report had already read: say so (the report
+    flags such results too, by the traces' digest)."""
+    from toolgym.evaluation.runs import OWN_FILES
+
+    older = sorted(p.name for pattern in OWN_FILES for p in run_dir.glob(pattern))
+    if older:
+        console.print(
+            f"note: {', '.join(older)} describe the run before these episodes; run toolgym eval / report again",
+            highlight=False,
+        )
 
 
 def user_llm_config(

