@@ -28,9 +28,9 @@ from toolgym.envs.rollouts import (
     EpisodeWorker,
     RolloutError,
     WorkerContext,
-    WorkerLost,
     batches,
     load_object,
+    lost_outcome,
 )
 
 INSTALL_HINT = "pip install 'toolgym[ray]'"
@@ -274,7 +274,7 @@ class RayExecutor:
                         if alone:
                             deaths[spec.index] = deaths.get(spec.index, 0) + 1
                         if deaths.get(spec.index, 0) >= self.max_attempts:
-                            deliver(_lost_outcome(spec, deaths[spec.index], exc), None)
+                            deliver(lost_outcome(spec, deaths[spec.index], exc), None)
                         else:
                             self.stats.resubmitted += 1
                             queue.appendleft(([spec], True))
@@ -290,19 +290,3 @@ class _Slot:
     handle: Any
     load: int = 0  # batches in flight on this actor
     alone: bool = False  # it runs a suspect episode: nothing else goes to it meanwhile
-
-
-def _lost_outcome(spec: EpisodeSpec, attempts: int, cause: BaseException) -> EpisodeOutcome:
-    why = str(cause).strip().splitlines()[0][:200] if str(cause).strip() else type(cause).__name__
-    error = WorkerLost(f"the worker running this episode alone died {attempts} times (last: {why})")
-    return EpisodeOutcome(
-        index=spec.index,
-        trial=spec.trial,
-        task_set=spec.task_set,
-        task_id=spec.task_id,
-        status="aborted",
-        reward=0.0,
-        steps=0,
-        error=f"WorkerLost: {error}",
-        agent=spec.agent,
-    )

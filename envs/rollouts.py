@@ -23,8 +23,10 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
@@ -639,16 +641,43 @@ def _start_method() -> str:
     return "forkserver" if "forkserver" in get_all_start_methods() else "spawn"
 
 
+@dataclass
+class ProcessStats:
+    """What a process run did, for tests and benchmarks."""
+
+    pools_started: int = 0
+    pools_broken: int = 0  # a worker process died: the pool went with it
+    resubmitted: int = 0  # episodes sent again after their pool broke
+    peak_in_flight: int = 0  # episodes submitted and not yet back, at most
+
+
 class ProcessExecutor:
     """Episodes on `workers` local processes (no Ray): one worker and its envs per process, fed in
-    batches, at most `max_in_flight` episodes submitted at once (back-pressure)."""
+    batches, at most `max_in_flight` episodes submitted at once (back-pressure).
 
-    def __init__(self, workers: int = 2, *, batch_size: int | None = None, max_in_flight: int | None = None):
-        if workers < 1:
-            raise ValueError("workers must be at least 1")
+    A worker process that dies (killed, out of memory, a crash in native code) breaks the whole
+    pool (`concurrent.futures` stops every worker): a fresh pool takes over, and the episodes
+    that were in flight and had not reported go back to the queue one by one, to run alone (with
+    nothing else in flight, so a death is pinned on the one episode). An episode whose worker died
+    `max_attempts` times while it ran alone is recorded as aborted with a `WorkerLost` error.
+    Workers return trace bytes and the driver writes each trace once (`rollout`), so a re-run
+    never leaves a duplicate or a half-written trace."""
+
+    def __init__(
+        self,
+        workers: int = 2,
+        *,
+        batch_size: int | None = None,
+        max_in_flight: int | None = None,
+        max_attempts: int = 2,
+    ):
+        if workers < 1 or max_attempts < 1:
+            raise ValueError("workers and max_attempts must be at least 1")
         self.workers = workers
         self.batch_size = batch_size
         self.max_in_flight = max_in_flight
+        self.max_attempts = max_attempts
+        self.stats = ProcessStats()
 
     def run(
         self,
@@ -659,34 +688,106 @@ class ProcessExecutor:
     ) -> None:
         todo = batches(specs, self.workers, self.batch_size)
         limit = self.max_in_flight or 2 * self.workers * max((len(b) for b in todo), default=1)
-        with ProcessPoolExecutor(
-            self.workers,
-            mp_context=get_context(_start_method()),
-            initializer=_process_init,
-            initargs=(context,),
-        ) as pool:
-            in_flight: dict[Future[list[tuple[EpisodeOutcome, bytes | None]]], int] = {}
-            queue: Iterator[list[EpisodeSpec]] = iter(todo)
-            nxt = next(queue, None)
+        # (batch, alone): episodes whose pool broke under them come back alone, one at a time
+        queue: deque[tuple[list[EpisodeSpec], bool]] = deque((batch, False) for batch in todo)
+        deaths: dict[int, int] = {}  # episode index -> its worker died while it ran alone
+        self.stats = ProcessStats()
+        while queue:
+            self.stats.pools_started += 1
+            pool = ProcessPoolExecutor(
+                self.workers,
+                mp_context=get_context(_start_method()),
+                initializer=_process_init,
+                initargs=(context,),
+            )
             try:
-                while nxt is not None or in_flight:
-                    if cancel is not None and cancel.is_set():
-                        _stop_processes(pool)
-                        return
-                    while nxt is not None and (not in_flight or sum(in_flight.values()) + len(nxt) <= limit):
-                        in_flight[pool.submit(_process_batch, nxt)] = len(nxt)
-                        if cancel is not None:
-                            cancel.started.update(spec.index for spec in nxt)
-                        nxt = next(queue, None)
-                    # a short wait when cancellable: the cancel is noticed within a tenth of a second
-                    done, _ = wait(
-                        in_flight, timeout=None if cancel is None else 0.1, return_when=FIRST_COMPLETED
-                    )
-                    for future in done:
-                        del in_flight[future]
-                        for outcome, data in future.result():
-                            deliver(outcome, data)
+                cancelled = self._drive(pool, queue, limit, deaths, deliver, cancel)
             except BaseException:
-                for future in in_flight:
-                    future.cancel()
+                pool.shutdown(cancel_futures=True)  # a failing run cancels what still waits
                 raise
+            if cancelled:
+                return  # _drive ended the processes: no waiting on the batches they ran
+            pool.shutdown(cancel_futures=True)
+
+    def _drive(
+        self,
+        pool: ProcessPoolExecutor,
+        queue: deque[tuple[list[EpisodeSpec], bool]],
+        limit: int,
+        deaths: dict[int, int],
+        deliver: Deliver,
+        cancel: Cancel | None,
+    ) -> bool:
+        """Feed `pool` from `queue` until the queue is done or the pool broke (the episodes it
+        lost back in the queue). True: the run was cancelled (the worker processes are ended)."""
+        in_flight: dict[
+            Future[list[tuple[EpisodeOutcome, bytes | None]]], tuple[list[EpisodeSpec], bool]
+        ] = {}
+        episodes = 0
+        lost: list[tuple[list[EpisodeSpec], bool]] = []
+        cause: BaseException | None = None
+        while queue or in_flight:
+            if cancel is not None and cancel.is_set():
+                _stop_processes(pool)
+                return True
+            while queue and cause is None:
+                batch, alone = queue[0]
+                if in_flight and (
+                    alone or any(a for _, a in in_flight.values()) or episodes + len(batch) > limit
+                ):
+                    break  # back-pressure, or a suspect episode runs with nothing beside it
+                try:
+                    in_flight[pool.submit(_process_batch, batch)] = (batch, alone)
+                except BrokenProcessPool as exc:  # it stays queued for the next pool
+                    cause = exc
+                    break
+                queue.popleft()
+                if cancel is not None:
+                    cancel.started.update(spec.index for spec in batch)
+                episodes += len(batch)
+                self.stats.peak_in_flight = max(self.stats.peak_in_flight, episodes)
+            if not in_flight:
+                break
+            # a short wait when cancellable: the cancel is noticed within a tenth of a second
+            done, _ = wait(in_flight, timeout=None if cancel is None else 0.1, return_when=FIRST_COMPLETED)
+            for future in done:
+                batch, alone = in_flight.pop(future)
+                episodes -= len(batch)
+                try:
+                    results = future.result()
+                except BrokenProcessPool as exc:
+                    lost.append((batch, alone))
+                    cause = exc
+                    continue
+                for outcome, data in results:
+                    deliver(outcome, data)
+        if cause is None:
+            return False
+        self.stats.pools_broken += 1
+        for batch, alone in reversed(lost):
+            for spec in reversed(batch):
+                if alone:
+                    deaths[spec.index] = deaths.get(spec.index, 0) + 1
+                if deaths.get(spec.index, 0) >= self.max_attempts:
+                    deliver(lost_outcome(spec, deaths[spec.index], cause), None)
+                else:
+                    self.stats.resubmitted += 1
+                    queue.appendleft(([spec], True))
+        return False
+
+
+def lost_outcome(spec: EpisodeSpec, attempts: int, cause: BaseException) -> EpisodeOutcome:
+    """The outcome of an episode whose worker died `attempts` times while it ran alone."""
+    why = str(cause).strip().splitlines()[0][:200] if str(cause).strip() else type(cause).__name__
+    error = WorkerLost(f"the worker running this episode alone died {attempts} times (last: {why})")
+    return EpisodeOutcome(
+        index=spec.index,
+        trial=spec.trial,
+        task_set=spec.task_set,
+        task_id=spec.task_id,
+        status="aborted",
+        reward=0.0,
+        steps=0,
+        error=f"WorkerLost: {error}",
+        agent=spec.agent,
+    )

@@ -4,6 +4,7 @@ folders with metric suites, and write an HTML report. `register(app)` adds them 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -26,16 +27,19 @@ from toolgym.envs.user_options import (
 
 if TYPE_CHECKING:
     from toolgym.envs.faults import FaultPlan
+    from toolgym.envs.ray_rollouts import ToolServerSpec
     from toolgym.envs.rollouts import Cancel, Executor
     from toolgym.envs.tool_env import ToolEnv
     from toolgym.evaluation.base import SuiteResult
     from toolgym.evaluation.llm import LLMConfig
     from toolgym.evaluation.runs import EpisodeRecord, LoadedTrace, RunSummary
     from toolgym.tasks import Task, TaskSet
+    from toolgym.tools import ToolSet
 
 console = Console()
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
+TOOL_SERVER_TOKEN_ENV = "TOOLGYM_TOOL_SERVER_TOKEN"  # the tool-server actor's bearer token
 EVAL_FILE = "eval.{mode}.json"  # what `toolgym eval` writes into the trace folder; `report` reads it
 
 
@@ -334,6 +338,29 @@ def run(
         str | None,
         typer.Option(help="join this Ray cluster (auto, ray://head:10001); implies --ray; default: local"),
     ] = None,
+    ray_tool_server_gpus: Annotated[
+        float | None,
+        typer.Option(
+            min=0,
+            help="place a tool server as its own Ray actor asking for this many GPUs (0: CPU only); "
+            "the rollout actors call its tools over HTTP; implies --ray",
+        ),
+    ] = None,
+    ray_tool_server_tool: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ray-tool-server-tool",
+            help="a tool the tool-server actor serves (repeat; default: every tool); the others stay "
+            "in the rollout actors",
+        ),
+    ] = None,
+    ray_tool_server_host: Annotated[
+        str,
+        typer.Option(
+            help="address the tool-server actor binds: loopback (one machine), or on a cluster the "
+            "GPU node's address, with TOOLGYM_TOOL_SERVER_TOKEN set (16+ chars)"
+        ),
+    ] = "127.0.0.1",
     seed: Annotated[int, typer.Option(help="episode seed (the same for every trial)")] = 0,
     max_steps: Annotated[int, typer.Option(min=1, help="step limit of tasks that set none")] = 10,
     limit: Annotated[
@@ -482,7 +509,16 @@ def run(
         assert client is not None
         return LLMAgent(client, env, seed=None if llm_seed is None else llm_seed + trial)
 
-    executor = _executor(workers, ray or ray_address is not None, ray_address, concurrency)
+    tool_server = _tool_server(
+        ray_tool_server_gpus, ray_tool_server_tool, ray_tool_server_host, default_toolset
+    )
+    executor = _executor(
+        workers,
+        ray or ray_address is not None or tool_server is not None,
+        ray_address,
+        concurrency,
+        tool_server,
+    )
     if executor is not None and len(toolset) != len(default_toolset()):
         raise typer.BadParameter(
             "these task files need their benchmark's tools, which workers do not build: run them "
@@ -559,6 +595,8 @@ def run(
             if client is not None and not cancel.is_set():
                 client.close()  # a cancelled run may leave requests in flight on it: let exit end them
         print_run(summary)
+        if tool_server is not None:
+            print_tool_server(tool_server, executor)
         console.print(f"traces and run.json written to {run_dir}/")
         if progress.done:
             _note_stale_results(run_dir)
@@ -625,7 +663,61 @@ def user_settings(config: LLMConfig) -> dict[str, Any]:
     return {"simulator": f"llm:{config.model}", "model": config.model, "base_url": config.base_url}
 
 
-def _executor(workers: int | None, ray: bool, address: str | None, concurrency: int) -> Executor | None:
+def _tool_server(
+    gpus: float | None, tools: list[str] | None, host: str, toolset: Callable[[], ToolSet]
+) -> ToolServerSpec | None:
+    """The tool-server actor the `--ray-tool-server-*` options ask for (None: none)."""
+    if gpus is None:
+        if tools or host != "127.0.0.1":
+            raise typer.BadParameter(
+                "--ray-tool-server-tool and --ray-tool-server-host need --ray-tool-server-gpus",
+                param_hint="--ray-tool-server-gpus",
+            )
+        return None
+    from toolgym.envs.ray_rollouts import ToolServerSpec
+    from toolgym.http import InsecureBindError, check_bind
+
+    known = set(toolset().names)
+    unknown = [t for t in tools or [] if t not in known]
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown tools {unknown}; known: {', '.join(sorted(known))}", param_hint="--ray-tool-server-tool"
+        )
+    token = os.environ.get(TOOL_SERVER_TOKEN_ENV) or None
+    try:
+        check_bind(host, token)
+    except InsecureBindError as exc:
+        raise typer.BadParameter(
+            f"{str(exc).split(';')[0]}: set {TOOL_SERVER_TOKEN_ENV} (16+ characters), which the "
+            "rollout actors send",
+            param_hint="--ray-tool-server-host",
+        ) from None
+    # the actor asks for GPUs only: its server thread waits on I/O, the rollout actors get the CPUs
+    return ToolServerSpec(
+        tools=tuple(tools) if tools else None, num_gpus=gpus, num_cpus=0, host=host, token=token
+    )
+
+
+def print_tool_server(spec: ToolServerSpec, executor: Executor | None) -> None:
+    """What the run placed: the tool-server actor's tools, its request and the GPUs Ray gave it."""
+    from toolgym.envs.ray_rollouts import RayExecutor
+
+    assert isinstance(executor, RayExecutor)
+    held = executor.stats.server_accelerators
+    given = ", ".join(f"{kind} {' '.join(ids)}" for kind, ids in sorted(held.items())) or "no accelerator"
+    tools = ", ".join(spec.tools) if spec.tools else "every tool"
+    console.print(
+        f"tool-server actor: {tools} at {spec.host}, asked num_gpus={spec.num_gpus:g}, Ray gave it {given}"
+    )
+
+
+def _executor(
+    workers: int | None,
+    ray: bool,
+    address: str | None,
+    concurrency: int,
+    tool_server: ToolServerSpec | None = None,
+) -> Executor | None:
     """The rollout executor the options ask for; None: in this process (threads)."""
     if not ray and (workers or 1) == 1:
         return None
@@ -646,7 +738,8 @@ def _executor(workers: int | None, ray: bool, address: str | None, concurrency: 
         import_ray()
     except RolloutError as exc:
         raise typer.BadParameter(str(exc), param_hint="--ray") from None
-    return RayExecutor(workers, address=address)  # None: one actor per CPU of the cluster
+    # workers None: one actor per CPU of the cluster
+    return RayExecutor(workers, address=address, tool_server=tool_server)
 
 
 # ---- eval ------------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +35,7 @@ from toolgym.envs.rollouts import (
     episode_specs,
     rollout,
 )
-from toolgym.evaluation.runs import RunSummary, run_trials, set_name
+from toolgym.evaluation.runs import EpisodeRecord, RunSummary, run_trials, set_name
 from toolgym.protocols.base import ActionProtocol, RawOutput
 from toolgym.tasks import Task, TaskSet
 from toolgym.trace import read_trace
@@ -175,6 +177,86 @@ def test_a_bug_in_a_worker_stops_the_run(tmp_path: Path) -> None:
         rollout(
             sets, episode_specs(sets, trials=1, seed=0), out=tmp_path, executor=ProcessExecutor(2), agent=spec
         )
+
+
+# ---- worker processes that die ---------------------------------------------------------------
+def test_a_worker_process_killed_mid_run_has_its_episodes_rerun_on_a_fresh_pool(
+    baseline: Path, tmp_path: Path
+) -> None:
+    """The driver kills a worker process (SIGKILL) when the first episode reports, with most of
+    the run still to go: a fresh pool re-runs what the broken one lost, and the traces and
+    run.json are the one-process run's bytes, each written once."""
+    pids = tmp_path / "pids"
+    killed: list[int] = []
+
+    def kill_a_worker(record: EpisodeRecord) -> None:
+        if not killed:
+            killed.append(int(pids.read_text().split()[0]))
+            os.kill(killed[0], signal.SIGKILL)
+
+    executor = ProcessExecutor(2, batch_size=3)
+    summary = run_trials(
+        bundled_sets(),
+        AgentSpec("tests.envs.rollout_agents:pid_oracle", {"pid_file": str(pids)}),
+        out=tmp_path / "run",
+        trials=2,
+        agent_name="oracle",
+        executor=executor,
+        on_episode=kill_a_worker,
+    )
+    assert killed and executor.stats.pools_broken == 1 and executor.stats.pools_started == 2
+    assert executor.stats.resubmitted >= 1  # the killed worker's batch and every other one in flight
+    assert len(pids.read_text().split()) == 4  # two workers in each pool
+    assert all(e.success for e in summary.episodes)
+    assert tree(tmp_path / "run") == tree(baseline)
+
+
+def test_episodes_that_kill_their_worker_mid_episode_run_again_alone(tmp_path: Path) -> None:
+    """Two episodes SIGKILL their own worker process after one step, the first time they run;
+    every trace is there once, byte-identical to one process, no staged or partial file left."""
+    sets = bundled_sets()[1:3]
+    specs = episode_specs(sets, trials=1, seed=0)
+    clean = tmp_path / "clean"
+    rollout(sets, specs, out=clean)
+    targets = [specs[2].task_id, specs[-3].task_id]
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    executor = ProcessExecutor(2, batch_size=2)
+    outcomes = rollout(
+        sets,
+        specs,
+        out=tmp_path / "run",
+        executor=executor,
+        agent=AgentSpec(
+            "tests.envs.rollout_agents:kill_self", {"targets": targets, "marker_dir": str(markers)}
+        ),
+    )
+    assert sorted(p.name for p in markers.iterdir()) == sorted(targets)  # each did kill its worker
+    assert executor.stats.pools_broken == 2 and executor.stats.pools_started == 3
+    assert all(o.status == "terminated" and o.reward == 1.0 for o in outcomes)
+    assert tree(tmp_path / "run") == tree(clean)
+
+
+def test_an_episode_that_always_kills_its_worker_is_aborted_with_a_typed_error(tmp_path: Path) -> None:
+    sets = bundled_sets()[1:2]
+    specs = episode_specs(sets, trials=1, seed=0)
+    clean = tmp_path / "clean"
+    rollout(sets, specs, out=clean)
+    poison = specs[1].task_id
+    outcomes = rollout(
+        sets,
+        specs,
+        out=tmp_path / "run",
+        executor=ProcessExecutor(2, max_attempts=2),
+        agent=AgentSpec("tests.envs.rollout_agents:kill_self", {"targets": [poison]}),
+    )
+    [lost] = [o for o in outcomes if o.status == "aborted"]
+    assert lost.task_id == poison and lost.trace is None
+    assert lost.error is not None and lost.error.startswith(
+        "WorkerLost: the worker running this episode alone died 2 times (last: "
+    )
+    assert all(o.reward == 1.0 for o in outcomes if o is not lost)
+    assert tree(tmp_path / "run") == {k: v for k, v in tree(clean).items() if poison not in k}
 
 
 def test_objects_only_run_in_process(tmp_path: Path) -> None:
