@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from toolgym.canonical import canonical_json, sha256_hex
 from toolgym.mocks.store import (
     BASE_POS,
+    ReadOnlyError,
     Store,
     StoreError,
     TableInfo,
@@ -195,10 +196,43 @@ def test_hash_and_rollback_refused_inside_atomic(store: Store) -> None:
             store.rollback_to(BASE_POS)
 
 
-def test_read_only_blocks_writes(store: Store) -> None:
-    with store.read_only(), pytest.raises(sqlite3.OperationalError):
+def test_read_only_undoes_writes_and_raises(store: Store) -> None:
+    store.conn.execute("UPDATE items SET note = 'before' WHERE id = 1")
+    before, h0, top, diff_then = snapshot(store), store.state_hash(), store.top(), store.take_diff()
+    with pytest.raises(ReadOnlyError), store.read_only():
         store.conn.execute("DELETE FROM items")
-    store.conn.execute("UPDATE items SET note = 'ok' WHERE id = 1")
+        store.next_counter("X")
+        with store.read_only():  # nested: still one guard, undone as a whole
+            store.conn.execute("INSERT INTO tags VALUES ('a', 'b', 'c')")
+    assert snapshot(store) == before and store.top() == top
+    assert store.state_hash() == h0 == store.full_hash() and store.take_diff() == {} and diff_then
+    assert not store.conn.in_transaction
+    assert store.next_counter("X") == 1  # the counter's change was undone with the rest
+    with store.read_only():  # a read that reads passes, and its reads see the data
+        assert store.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 5
+    store.conn.execute("UPDATE items SET note = 'ok' WHERE id = 1")  # writes outside are fine
+
+
+def test_read_only_undoes_writes_of_a_read_that_fails_too(store: Store) -> None:
+    h0 = store.state_hash()
+    with pytest.raises(ReadOnlyError) as caught, store.read_only():
+        store.conn.execute("UPDATE items SET note = 'x'")
+        raise KeyError("the read's own error")
+    assert isinstance(caught.value.__cause__, KeyError)
+    assert store.state_hash() == h0 == store.full_hash()
+
+
+def test_world_connections_refuse_schema_changes(store: Store) -> None:
+    h0, top = store.state_hash(), store.top()
+    for ddl in (
+        "CREATE TABLE extra (a INTEGER PRIMARY KEY)",
+        "DROP TABLE tags",
+        "CREATE INDEX i ON items(note)",
+    ):
+        with pytest.raises(sqlite3.DatabaseError, match="not authorized"):
+            store.conn.execute(ddl)
+    assert store.user_tables == ["items", "log", "tags"]
+    assert store.state_hash() == h0 and store.top() == top
 
 
 def test_counters_roll_back(store: Store) -> None:
