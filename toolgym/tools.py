@@ -171,6 +171,21 @@ class _PlainParam:
     default: Any
 
 
+def _plain_params(model: type[BaseModel]) -> tuple[_PlainParam, ...] | None:
+    """The fast path's view of an arguments model, or None when a field is not plain (or has
+    validators or constraints: then pydantic must see every value)."""
+    found = []
+    for pname, info in model.model_fields.items():
+        plain = None
+        if not info.metadata:
+            required = info.is_required()
+            plain = _plain_param(pname, info.alias or pname, info.annotation, required, info.default)
+        if plain is None:
+            return None
+        found.append(plain)
+    return tuple(found)
+
+
 def _plain_param(pname: str, key: str, field_type: Any, required: bool, default: Any) -> _PlainParam | None:
     base = _strip_optional(field_type)
     nullable = base is not field_type
@@ -339,9 +354,7 @@ class Tool(BaseTool):
                 ),
                 file_kind=file_kind,
             )
-        self.args_model: type[BaseModel] = create_model(
-            f"{self.name}Args", __config__=ConfigDict(extra="forbid"), **fields
-        )
+        self.args_model = create_model(f"{self.name}Args", __config__=ConfigDict(extra="forbid"), **fields)
         properties = self.args_model.model_json_schema().get("properties", {})
         for pname, binding in self._bindings.items():
             schema = dict(properties.get(binding.spec.name, {}))
@@ -357,14 +370,6 @@ class Tool(BaseTool):
             self._bindings[pname] = _ParamBinding(
                 spec=binding.spec.model_copy(update={"json_schema": schema}), file_kind=binding.file_kind
             )
-        plain = [
-            _plain_param(pname, b.spec.name, fields[pname][0], not b.spec.optional, fields[pname][1].default)
-            for pname, b in self._bindings.items()
-        ]
-        # argument checks without pydantic when every parameter is plain (see _plain_arguments)
-        self._plain: tuple[_PlainParam, ...] | None = (
-            tuple(p for p in plain if p is not None) if all(p is not None for p in plain) else None
-        )
         self._file_kinds: dict[str, FileKind] = {
             b.spec.name: b.file_kind for b in self._bindings.values() if b.file_kind is not None
         }
@@ -388,6 +393,17 @@ class Tool(BaseTool):
     @property
     def file_params(self) -> dict[str, FileKind]:
         return dict(self._file_kinds)
+
+    @property
+    def args_model(self) -> type[BaseModel]:
+        """The pydantic model of the arguments. Setting it (apps adjust their prototypes) also
+        sets what the fast path of `validate` may take without it."""
+        return self._args_model
+
+    @args_model.setter
+    def args_model(self, model: type[BaseModel]) -> None:
+        self._args_model = model
+        self._plain = _plain_params(model)
 
     # ---- calling ------------------------------------------------------------------------
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
