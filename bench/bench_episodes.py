@@ -217,23 +217,27 @@ def filler_tools(n: int) -> list[Tool]:
     ]
 
 
+def toolset_figures(n: int, reps: int, read: str, react: Any) -> dict[str, Any]:
+    env = banking_env(tools=ToolSet(filler_tools(n - 8)))
+    _, info = env.reset(seed=0)
+    assert len(info["tools"]) == n, info["tools"]
+    render = stats(sample(lambda: react.instructions(env.offered), reps))
+    reset = stats(sample(lambda: env.reset(seed=0), reps, setup=lambda: env.step(read)))
+    step = stats(sample(lambda: env.step(read), reps))
+    line(f"{n} tools: rendering the instructions (per reset before)", render)
+    line(f"{n} tools: env.reset after one read (cached)", reset)
+    line(f"{n} tools: env.step read", step)
+    env.close()
+    return {"render": render, "reset": reset, "step": step}
+
+
 def bench_toolsets(sizes: list[int], reps: int) -> dict[str, Any]:
     print(f"\ntool sets: reset and step with n tools offered (banking's 8 + fillers; {load()})")
     read = mixed_actions(1)[0]
     react = get_protocol("react")
     results: dict[str, Any] = {}
     for n in sizes:
-        env = banking_env(tools=ToolSet(filler_tools(n - 8)))
-        _, info = env.reset(seed=0)
-        assert len(info["tools"]) == n, info["tools"]
-        render = stats(sample(lambda env=env: react.instructions(env.offered), reps))
-        reset = stats(sample(lambda env=env: env.reset(seed=0), reps, setup=lambda env=env: env.step(read)))
-        step = stats(sample(lambda env=env: env.step(read), reps))
-        line(f"{n} tools: rendering the instructions (per reset before)", render)
-        line(f"{n} tools: env.reset after one read (cached)", reset)
-        line(f"{n} tools: env.step read", step)
-        results[str(n)] = {"render": render, "reset": reset, "step": step}
-        env.close()
+        results[str(n)] = toolset_figures(n, reps, read, react)
     return results
 
 
