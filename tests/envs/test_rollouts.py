@@ -420,3 +420,40 @@ def test_a_cancelled_rollout_reports_what_finished_and_what_was_running(tmp_path
     assert [o.index for o in stopped.value.finished] == [0]
     assert sorted(s.index for s in stopped.value.in_flight) == [1, 2]  # never waited for
     assert len(cancel.started) == 3  # nothing started after the cancel
+
+
+def test_the_trace_committer_records_an_outcome_only_once_its_trace_is_in_place(tmp_path: Path) -> None:
+    import functools
+
+    from toolgym.envs.rollouts import TraceCommitter
+
+    committer = TraceCommitter(max_group=7)
+    seen: list[str] = []
+
+    def done(path: Path, data: bytes) -> None:
+        assert path.read_bytes() == data  # whole, under its name, before the outcome counts
+        seen.append(path.name)
+
+    expected = {}
+    for i in range(50):
+        path = tmp_path / f"trial-{i % 3}" / f"t{i}.jsonl"
+        data = f'{{"episode": {i}}}\n'.encode() * (i + 1)
+        expected[path] = data
+        committer.submit(path, data, functools.partial(done, path, data))
+    committer.close()
+    assert sorted(seen) == sorted(p.name for p in expected)
+    assert {p: p.read_bytes() for p in expected} == expected
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_a_trace_that_cannot_be_written_fails_the_run_and_records_nothing(tmp_path: Path) -> None:
+    from toolgym.envs.rollouts import TraceCommitter
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the trace folder should be")
+    committer = TraceCommitter()
+    recorded: list[str] = []
+    committer.submit(blocker / "t.jsonl", b"{}\n", lambda: recorded.append("t"))
+    with pytest.raises(OSError):
+        committer.close()
+    assert recorded == [] and blocker.read_text().startswith("a file")
