@@ -222,7 +222,7 @@ def run(
         raise typer.BadParameter(f"unknown protocol {chosen!r}; known: {', '.join(sorted(PROTOCOLS))}")
     sets: list[tuple[str, TaskSet]] = []
     for path in _task_paths(tasks):
-        task_set = TaskSet.load(path)
+        task_set = load_task_file(path)  # toolgym JSONL, or a benchmark's own file (MTU-Eval rows)
         if task_id:
             task_set = TaskSet([t for t in task_set if t.id in task_id], base_dir=task_set.base_dir)
         if len(task_set):

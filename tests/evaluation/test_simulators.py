@@ -104,7 +104,7 @@ def _step(env: ToolEnv, name: str, **arguments: Any) -> dict[str, Any]:
 
 def test_llm_answers_are_checked_served_and_kept(fake: FakeOpenAI) -> None:
     with _client(fake) as client, _env(client) as env:
-        env.reset(options={"task_id": "book"})
+        env.reset(options={"task": "book"})
         assert {t.backend for t in env.offered} == {LLM}
         booked = _step(env, "book_hotel", hotel="Ritz", nights=2)
         assert booked["error"] is None
@@ -130,7 +130,7 @@ def test_llm_answers_are_checked_served_and_kept(fake: FakeOpenAI) -> None:
 def test_bad_answers_are_retried_then_a_typed_infra_error(fake: FakeOpenAI, bad: Reply, problem: str) -> None:
     fake.script = Scripted(bad)
     with _client(fake) as client, _env(client) as env:
-        env.reset(options={"task_id": "book"})
+        env.reset(options={"task": "book"})
         start = env.world.state_hash() if env.world is not None else None
         failed = _step(env, "book_hotel", hotel="Ritz", nights=2)
         assert failed["error"]["kind"] == "infra_error" and problem in failed["text"]
@@ -143,7 +143,7 @@ def test_bad_answers_are_retried_then_a_typed_infra_error(fake: FakeOpenAI, bad:
 def test_a_bad_answer_then_a_good_one(fake: FakeOpenAI) -> None:
     fake.script = Scripted(text("not json"), text(GOOD))
     with _client(fake) as client, _env(client) as env:
-        env.reset(options={"task_id": "book"})
+        env.reset(options={"task": "book"})
         assert _step(env, "book_hotel", hotel="Ritz", nights=2)["content"]["price"] == 512.5
     assert len(fake.requests) == 2
     seeds = [r.get("seed") for r in fake.requests]
@@ -153,7 +153,7 @@ def test_a_bad_answer_then_a_good_one(fake: FakeOpenAI) -> None:
 def test_a_timeout_is_an_infra_error(fake: FakeOpenAI) -> None:
     fake.faults.append(Fault(status=200, delay_s=1.5))
     with _client(fake, timeout_s=0.3) as client, _env(client) as env:
-        env.reset(options={"task_id": "book"})
+        env.reset(options={"task": "book"})
         failed = _step(env, "book_hotel", hotel="Ritz", nights=2)
         assert failed["error"]["kind"] == "infra_error" and "tool simulator LLM" in failed["text"]
         assert _step(env, "book_hotel", hotel="Ritz", nights=2)["error"] is None
