@@ -38,6 +38,7 @@ from toolgym.evaluation.runs import (
     traces_digest,
 )
 from toolgym.tasks import Task
+from toolgym.trace import TraceHeader
 
 NO_TOOL = "(no tool)"  # errors with no tool: format errors, unknown tools the parser could not name
 NO_CATEGORY = "(none)"
@@ -267,6 +268,30 @@ def _category(data: ReportData, record: EpisodeRecord) -> str:
     return task.category if task is not None and task.category else NO_CATEGORY
 
 
+def tool_backends(headers: Iterable[TraceHeader]) -> dict[str, int]:
+    """Distinct tools (name and version) per backend, over the traces' headers."""
+    seen: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for header in headers:
+        for t in header.tools:
+            seen[t.backend].add((t.name, t.version))
+    return {backend: len(tools) for backend, tools in sorted(seen.items())}
+
+
+def scenario_grid(metrics: Mapping[str, float]) -> tuple[list[str], list[list[Any]]] | None:
+    """Metrics named "<group>/<metric>" (ToolEyes' "TG/IF", ...) as a grid: one row per group,
+    one column per metric; None when there are none."""
+    grouped: dict[str, dict[str, float]] = defaultdict(dict)
+    for key, value in metrics.items():
+        group, sep, metric = key.partition("/")
+        if sep and group and metric and "/" not in metric:
+            grouped[group][metric] = value
+    if not grouped:
+        return None
+    columns = list(dict.fromkeys(m for g in grouped.values() for m in g))
+    rows = [[group, *(values.get(c, "-") for c in columns)] for group, values in grouped.items()]
+    return columns, rows
+
+
 def summary_section(data: ReportData) -> str:
     finished = data.finished
     tasks = {(e.task_set, e.task_id) for e in data.episodes}
@@ -288,6 +313,10 @@ def summary_section(data: ReportData) -> str:
         ("mean steps", sum(e.steps for e in finished) / len(finished) if finished else "-"),
         ("errors (all kinds)", errors),
     ]
+    backends = tool_backends(headers)
+    if backends:
+        # simulated tools say so: "simulated:deterministic 5 tools", beside real ones and mocks
+        rows.append(("tool backends", ", ".join(f"{b} ({n} tools)" for b, n in backends.items())))
     if data.summary is not None:
         if data.summary.model:
             rows.insert(1, ("model", data.summary.model))
@@ -342,6 +371,10 @@ def metrics_section(data: ReportData) -> str:
                         bar_figure(list(plotted), {name: list(plotted.values())}, ylabel="%", ylim=100.0),
                         f"{name} metrics",
                     )
+                grid = scenario_grid(metrics)
+                if grid is not None:
+                    columns, rows = grid
+                    body += _table(["", *columns], rows, "grid")
                 body += _table(["metric", "value"], [(_metric_link(k, name), v) for k, v in metrics.items()])
             if result.counts:
                 body += _table(["count", "value"], result.counts.items(), "counts")

@@ -276,6 +276,8 @@ def benchmark_tools(fmt: str, path: Path | str, tasks: TaskSet, offered: ToolSet
     schemas, and a schema-free stand-in for any other name the tasks use, all not run."""
     if fmt in ("toolgym", "gta"):
         return ToolSet()
+    # tasks with apps run end to end: their world (mock apps, simulated libraries) has the tools
+    tasks = TaskSet([t for t in tasks if not t.apps], base_dir=tasks.base_dir)
     out = ToolSet(t for t in _published_tools(fmt, Path(path), tasks) if t.name not in offered)
     for name in _named_tools(tasks):
         if name not in out and name not in offered:

@@ -35,6 +35,8 @@ from toolgym.tasks import Task, TaskSet
 from toolgym.trace import Trace
 
 FAILED_ANSWER = "I cannot handle the task."
+# ToolEyes' five capability dimensions and their mean, as metric names (per scenario too)
+DIMENSIONS = ("IF", "TS", "IU", "BP", "AO", "overall")
 _THOUGHT = re.compile(r"Thought:.*?Action:", re.DOTALL)
 _ACTION = re.compile(r"Action:.*?Action Input:", re.DOTALL)
 _ACTION_INPUT = re.compile(r"Action Input:.*", re.DOTALL)
@@ -395,7 +397,7 @@ class ToolEyesSuite:
     def _score(self, traces: Sequence[Trace], tasks: TaskSet, mode: Mode, judge: Judge | None) -> SuiteResult:
         per_task: dict[str, dict[str, float]] = {}
         values: dict[str, list[float]] = {}
-        by_scenario: dict[str, list[float]] = {}
+        by_scenario: dict[str, dict[str, list[float]]] = {}
         skipped = infra = 0
         for trace in traces:
             if trace.header.task_id not in tasks or not trace.steps:
@@ -423,12 +425,19 @@ class ToolEyesSuite:
                 if key in got:
                     values.setdefault(key, []).append(got[key])
             scenario = task.category or str(task.metadata.get("tooleyes", {}).get("scenario", ""))
-            if scenario and "overall" in got:
-                by_scenario.setdefault(scenario, []).append(got["overall"])
+            if scenario:
+                dims = by_scenario.setdefault(scenario, {})
+                for key in DIMENSIONS:
+                    if key in got:
+                        dims.setdefault(key, []).append(got[key])
         if not per_task:
             raise EvaluationError(f"none of the {len(traces)} traces could be scored (no task, or no steps)")
         metrics = {k: 100 * mean(v) for k, v in values.items()}
-        metrics.update({f"{s}/overall": 100 * mean(v) for s, v in sorted(by_scenario.items())})
+        # per scenario (TG, RS, ...): each of the five dimensions and the overall score
+        for scenario in sorted(by_scenario):
+            for key in DIMENSIONS:
+                if key in by_scenario[scenario]:
+                    metrics[f"{scenario}/{key}"] = 100 * mean(by_scenario[scenario][key])
         result = SuiteResult(suite=self.name, mode=mode, metrics=metrics, per_task=per_task)
         result.counts = {"episodes": len(per_task)}
         if skipped:

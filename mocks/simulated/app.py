@@ -50,12 +50,14 @@ def _table_name(library: str) -> str:
     return f"sim_{slug}_{hashlib.sha256(library.encode()).hexdigest()[:8]}_records"
 
 
-def _doc_version(doc: ToolDoc) -> str:
-    """A tool's version: changes when its doc changes, so cassettes never replay a stale answer."""
+def _doc_version(doc: ToolDoc, backend: str) -> str:
+    """A tool's version: changes when its doc or its simulator changes, so a cassette never
+    replays a stale answer, nor an LLM's answer for the deterministic simulator."""
     body = canonical_json(
         {"name": doc.name, "d": doc.description, "p": doc.parameters, "r": doc.returns, "a": doc.action}
     )
-    return "sim1-" + hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    kind = backend.removeprefix(PREFIX)
+    return f"sim1-{kind}-" + hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def _returns(doc: ToolDoc) -> list[ReturnSpec]:
@@ -211,7 +213,7 @@ def simulated_app(
             returns=_returns(doc),
             category="app",
             mutates_state=doc.mutates_state,
-            version=_doc_version(doc),
+            version=_doc_version(doc, sim.backend),
             backend=sim.backend,
             check_schema=False,  # make_doc checked it (jsonschema-rs, ~200x faster)
         )
@@ -228,6 +230,23 @@ def simulated_app(
         "prototypes": prototypes,
     }
     return type(f"Simulated_{re.sub(r'[^A-Za-z0-9]', '_', library)}", (SimulatedApp,), attrs)
+
+
+_REBUILT: dict[tuple[int, int], tuple[type[SimulatedApp], Simulator, type[SimulatedApp]]] = {}
+
+
+def _rebuilt(cls: type[SimulatedApp], simulator: Simulator) -> type[SimulatedApp]:
+    """`cls` answered by `simulator`: one class per (library, simulator), so worlds share templates."""
+    key = (id(cls), id(simulator))
+    found = _REBUILT.get(key)
+    if found is None:  # the entry keeps both alive, so their ids stay theirs
+        found = _REBUILT[key] = (cls, simulator, simulated_app(cls.library, cls.docs, simulator=simulator))
+    return found[2]
+
+
+def with_simulator(apps: Iterable[type[App]], simulator: Simulator) -> list[type[App]]:
+    """`apps` with every simulated library answered by `simulator` instead (mock apps as they are)."""
+    return [_rebuilt(a, simulator) if issubclass(a, SimulatedApp) else a for a in apps]
 
 
 def _unbound(arguments: dict[str, Any], ctx: ToolContext) -> Any:
