@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape  # messages quote pip extras: toolgym[ml] is no markup tag
 from rich.progress import Progress
 from rich.table import Table
 
@@ -127,7 +128,7 @@ def print_run(summary: RunSummary) -> None:
             f"in {usage['requests']} requests ({usage['retries']} retries)"
         )
     for e in summary.aborted:
-        console.print(f"[red]aborted[/red] trial {e.trial} {e.task_set}/{e.task_id}: {e.error}")
+        console.print(f"[red]aborted[/red] trial {e.trial} {e.task_set}/{e.task_id}: {escape(str(e.error))}")
 
 
 def run(
@@ -530,7 +531,7 @@ def eval_command(
             raise typer.BadParameter("name at least one suite", param_hint="--suite")
         loaded, problems = load_traces(directory)
         for problem in problems:
-            console.print(f"[yellow]skipped[/yellow] {problem}")
+            console.print(f"[yellow]skipped[/yellow] {escape(problem)}")
         console.print(f"{len(loaded)} traces in {directory}")
         results, failures = score_suites(directory, names, mode.value, _task_paths(tasks))
     if evals:
@@ -551,9 +552,9 @@ def eval_command(
         if result.counts:
             console.print("counts: " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
         for note in result.notes:
-            console.print(f"note: {note}")
+            console.print(f"note: {escape(note)}")
     for name, message in failures.items():
-        console.print(f"[red]{name}: not scored[/red]: {message}")
+        console.print(f"[red]{escape(name)}: not scored[/red]: {escape(message)}")
     target = out or (directory / EVAL_FILE.format(mode=mode.value) if directory is not None else None)
     if target is not None:
         payload = {
@@ -607,11 +608,58 @@ def report_command(
     target = out or directory / "report.html"
     write_report(data, target)
     for name, message in data.suite_failures.items():
-        console.print(f"[yellow]{name} not in the report[/yellow]: {message}")
+        console.print(f"[yellow]{escape(name)} not in the report[/yellow]: {escape(message)}")
     console.print(f"{data.episode_count} episodes; report written to {target}")
+
+
+# ---- teval-subsets -----------------------------------------------------------------------------
+def teval_subsets_command(
+    traces: Annotated[
+        Path, typer.Argument(help="a folder of reference traces (golden traces, or the oracle's run)")
+    ],
+    out: Annotated[Path, typer.Option(help="folder for the T-Eval files (<subset>.json)")] = Path(
+        "runs/teval-subsets"
+    ),
+    tasks: Annotated[
+        list[Path] | None,
+        typer.Option(help="task set files the traces ran on (toolgym JSONL); default: the bundled sets"),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed that picks review's irrelevant responses")] = 0,
+    golden_predictions: Annotated[
+        bool,
+        typer.Option(
+            help="fill each datum's prediction with its ground truth (a result file that scores 100)"
+        ),
+    ] = False,
+) -> None:
+    """Build T-Eval's six step-wise subsets (instruct, plan, reason, retrieve, understand, review;
+    JSON and string formats) from reference traces, in T-Eval's file format."""
+    from toolgym.evaluation.base import EvaluationError
+    from toolgym.evaluation.loaders.teval_subsets import build_subsets, write_subsets
+    from toolgym.evaluation.runs import load_traces
+    from toolgym.tasks import TaskSet
+
+    if not traces.is_dir():
+        raise typer.BadParameter(f"{traces} is not a directory", param_hint="TRACES")
+    loaded, problems = load_traces(traces)
+    for problem in problems:
+        console.print(f"[yellow]skipped[/yellow] {escape(problem)}")
+    try:
+        task_sets = [TaskSet.load(p) for p in _task_paths(tasks)]
+    except (ValueError, OSError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tasks") from None
+    try:
+        subsets = build_subsets([t.trace for t in loaded], task_sets, seed=seed)
+    except EvaluationError as exc:
+        console.print(f"[red]no subsets[/red]: {escape(str(exc))}")
+        raise typer.Exit(code=1) from None
+    for path in write_subsets(subsets, out, golden_predictions=golden_predictions):
+        console.print(f"{path} ({len(subsets[path.stem])} items)")
+    console.print(f"score predictions with: toolgym eval --teval-results {out}/<subset>.json ...")
 
 
 def register(app: typer.Typer) -> None:
     app.command("run")(run)
     app.command("eval")(eval_command)
     app.command("report")(report_command)
+    app.command("teval-subsets")(teval_subsets_command)
