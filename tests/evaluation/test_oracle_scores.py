@@ -9,8 +9,12 @@ import importlib.util
 
 import pytest
 
+from tests.evaluation.fake_openai import FakeOpenAI, serve, text
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import default_task_paths
+from toolgym.evaluation.metrics.ctooleval import CToolEvalSuite
+from toolgym.evaluation.metrics.judge import OpenAIJudge
+from toolgym.evaluation.metrics.tooleyes import ToolEyesSuite
 from toolgym.evaluation.runs import load_traces, run_trials, set_name
 from toolgym.evaluation.suites import SUITES, get_suite
 from toolgym.tasks import TaskSet
@@ -72,3 +76,24 @@ def test_oracle_scores_the_maximum(
             assert values[metric] == 0.0, (task_id, metric)
     if suite_name == "teval" and not HAVE_ML:
         assert any("toolgym[ml]" in note for note in result.notes)
+
+
+def test_oracle_scores_the_maximum_on_judged_metrics_with_a_full_marks_judge(
+    oracle_run: dict[str, tuple[TaskSet, list[Trace]]],
+) -> None:
+    # a judge that gives every question 10/10: what is left is the suites' own arithmetic (TS's
+    # tool reality, AO's turn-limit factor, BP's product), which the oracle must pass in full
+    with serve(FakeOpenAI(lambda body: text("Scoring Reason: fine.\nEvaluation Score: 10"))) as server:
+        judge = OpenAIJudge(server.base_url, "judge-model")
+        try:
+            for name, (tasks, traces) in sorted(oracle_run.items()):
+                for suite in (ToolEyesSuite(judge), CToolEvalSuite(judge)):
+                    result = suite.score(traces, tasks, "fixed")
+                    below = {
+                        m: v for m, v in result.metrics.items() if m not in LOWER_IS_BETTER and v < 100.0
+                    }
+                    assert below == {}, (suite.name, name)
+                    if suite.name == "tooleyes":
+                        assert {"TS", "IU", "BP", "AO", "overall"} <= result.metrics.keys()
+        finally:
+            judge.close()
