@@ -94,7 +94,6 @@ class Step:
 class RefPath:
     task: Task
     steps: tuple[Step, ...]
-    answer: str | None
     tool_docs: tuple[dict[str, Any], ...]
 
 
@@ -165,8 +164,7 @@ def _set_paths(traces: Sequence[Trace], tasks: TaskSet, toolset: ToolSet) -> lis
                             error_kind=str(kind) if kind else None,
                         )
                     )
-            answer = trace.end.final_answer if trace.end is not None else None
-            paths.append(RefPath(task=task, steps=tuple(steps), answer=answer, tool_docs=docs))
+            paths.append(RefPath(task=task, steps=tuple(steps), tool_docs=docs))
     finally:
         env.close()
     return paths
@@ -288,8 +286,10 @@ def build_subsets(
 
     for path in paths:
         source = {"task_id": path.task.id}
+        # a call that failed is no ground truth: it feeds review alone (and the history)
+        succeeded = [s for s in path.steps if s.error_kind is None]
         plan_gold = [
-            {"id": i, "name": s.name, "args": canonical_json(s.arguments)} for i, s in enumerate(path.steps)
+            {"id": i, "name": s.name, "args": canonical_json(s.arguments)} for i, s in enumerate(succeeded)
         ]
         plan_gold.append({"id": len(plan_gold), "name": FINISH, "args": "{}"})
         add(
@@ -303,7 +303,7 @@ def build_subsets(
         names = sorted(
             {d["name"] for d in path.tool_docs} | {s.name for s in path.steps}, key=lambda n: (-len(n), n)
         )
-        str_gold = [{"id": i, "name": s.name, "args": _plan_line(s)} for i, s in enumerate(path.steps)]
+        str_gold = [{"id": i, "name": s.name, "args": _plan_line(s)} for i, s in enumerate(succeeded)]
         str_gold.append({"id": len(str_gold), "name": FINISH, "args": "{}"})
         add(
             "plan_str_v2",
@@ -315,6 +315,8 @@ def build_subsets(
             },
         )
         for i, step in enumerate(path.steps):
+            if step.error_kind is not None:
+                continue
             at = {**source, "step": i}
             gold = {"thought": step.thought, "name": step.name, "args": step.arguments}
             for fmt, instruction, template in (

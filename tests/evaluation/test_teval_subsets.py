@@ -103,6 +103,8 @@ def test_review_items_carry_the_class_of_each_typed_error(tmp_path: Path) -> Non
     # the response shown is the one the call got
     last = next(iter(subsets["review_str_v2"].values()))["origin_prompt"][-1]
     assert last["role"] == "function" and "no_such_tool" in last["content"]
+    # the failed calls are no ground truth elsewhere: one instruct call (both formats), a one-step plan
+    assert len(subsets["instruct_v2"]) == 2 and len(subsets["plan_json_v2"]["0"]["ground_truth"]) == 2
     with pytest.raises(EvaluationError, match="none of the 1 traces"):
         build_subsets([trace], TaskSet.load(TASK_FILES[1]))
 
