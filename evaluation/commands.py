@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape  # messages quote pip extras: toolgym[ml] is no markup tag
 from rich.progress import Progress
 from rich.table import Table
 
@@ -164,7 +165,7 @@ def print_run(summary: RunSummary) -> None:
             f"in {usage['requests']} requests ({usage['retries']} retries)"
         )
     for e in summary.aborted:
-        console.print(f"[red]aborted[/red] trial {e.trial} {e.task_set}/{e.task_id}: {e.error}")
+        console.print(f"[red]aborted[/red] trial {e.trial} {e.task_set}/{e.task_id}: {escape(str(e.error))}")
 
 
 AGENT_HELP = (
@@ -1006,9 +1007,9 @@ def print_results(results: Mapping[str, SuiteResult], failures: Mapping[str, str
         if result.counts:
             console.print("counts: " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
         for note in result.notes:
-            console.print(f"note: {note}")
+            console.print(f"note: {escape(note)}")
     for name, message in failures.items():
-        console.print(f"[red]{name}: not scored[/red]: {message}")
+        console.print(f"[red]{escape(name)}: not scored[/red]: {escape(message)}")
     if results:
         console.print("what each metric means: toolgym eval --explain")
 
@@ -1028,7 +1029,7 @@ def _eval_directory(
 
     loaded, problems = load_traces(directory, recursive=recursive)
     for problem in problems:
-        console.print(f"[yellow]skipped[/yellow] {problem}")
+        console.print(f"[yellow]skipped[/yellow] {escape(problem)}")
     left_out = [] if recursive else nested_runs(directory)
     console.print(f"{len(loaded)} traces in {directory}", highlight=False)
     if left_out:
@@ -1088,13 +1089,110 @@ def report_command(
     target = out or directory / "report.html"
     write_report(data, target)
     for name, message in data.suite_failures.items():
-        console.print(f"[yellow]{name} not in the report[/yellow]: {message}")
+        console.print(f"[yellow]{escape(name)} not in the report[/yellow]: {escape(message)}")
     for problem in data.problems:
-        console.print(f"[yellow]note[/yellow]: {problem}", highlight=False)
+        console.print(f"[yellow]note[/yellow]: {escape(problem)}", highlight=False)
     console.print(f"{data.episode_count} episodes; report written to {target}")
+
+
+# ---- teval-subsets -----------------------------------------------------------------------------
+def teval_subsets_command(
+    traces: Annotated[
+        Path, typer.Argument(help="a folder of reference traces (golden traces, or the oracle's run)")
+    ],
+    out: Annotated[Path, typer.Option(help="folder for the T-Eval files (<subset>.json)")] = Path(
+        "runs/teval-subsets"
+    ),
+    tasks: Annotated[
+        list[Path] | None,
+        typer.Option(help="task set files the traces ran on (toolgym JSONL); default: the bundled sets"),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed that picks review's irrelevant responses")] = 0,
+    golden_predictions: Annotated[
+        bool,
+        typer.Option(
+            help="fill each datum's prediction with its ground truth (a result file that scores 100)"
+        ),
+    ] = False,
+) -> None:
+    """Build T-Eval's six step-wise subsets (instruct, plan, reason, retrieve, understand, review;
+    JSON and string formats) from reference traces, in T-Eval's file format."""
+    from toolgym.evaluation.base import EvaluationError
+    from toolgym.evaluation.loaders.teval_subsets import build_subsets, write_subsets
+    from toolgym.evaluation.runs import load_traces
+    from toolgym.tasks import TaskSet
+
+    if not traces.is_dir():
+        raise typer.BadParameter(f"{traces} is not a directory", param_hint="TRACES")
+    loaded, problems = load_traces(traces)
+    for problem in problems:
+        console.print(f"[yellow]skipped[/yellow] {escape(problem)}")
+    try:
+        task_sets = [TaskSet.load(p) for p in task_set_paths(tasks)]
+    except (ValueError, OSError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tasks") from None
+    try:
+        subsets = build_subsets([t.trace for t in loaded], task_sets, seed=seed)
+    except EvaluationError as exc:
+        console.print(f"[red]no subsets[/red]: {escape(str(exc))}")
+        raise typer.Exit(code=1) from None
+    for path in write_subsets(subsets, out, golden_predictions=golden_predictions):
+        console.print(f"{path} ({len(subsets[path.stem])} items)")
+    console.print(f"score predictions with: toolgym eval --teval-results {out}/<subset>.json ...")
+
+
+# ---- winrate -----------------------------------------------------------------------------------
+def winrate_command(
+    directory: Annotated[Path, typer.Argument(help="the candidate run's trace folder")],
+    reference: Annotated[Path, typer.Option(help="the reference run's trace folder")],
+    tasks: Annotated[
+        list[Path] | None,
+        typer.Option(help="task set files the runs ran on; default: the bundled sets"),
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="results JSON; default: DIR/winrate.json")] = None,
+) -> None:
+    """End-to-end win rate of a run against a reference run, judged pairwise (both orders) by the
+    judge the environment configures (TOOLGYM_JUDGE_BASE_URL, TOOLGYM_JUDGE_MODEL; with
+    TOOLGYM_JUDGE_CASSETTE its questions are recorded, or replayed with no LLM)."""
+    from toolgym.evaluation.base import EvaluationError
+    from toolgym.evaluation.metrics.judge import judge_from_env
+    from toolgym.evaluation.metrics.winrate import win_rate
+    from toolgym.evaluation.runs import load_traces
+
+    for folder, hint in ((directory, "DIRECTORY"), (reference, "--reference")):
+        if not folder.is_dir():
+            raise typer.BadParameter(f"{folder} is not a directory", param_hint=hint)
+    _, task_set = _combined_tasks(task_set_paths(tasks))
+    try:
+        judge = judge_from_env()
+    except EvaluationError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    if judge is None:
+        raise typer.BadParameter(
+            "the win rate needs a judge: set TOOLGYM_JUDGE_BASE_URL and TOOLGYM_JUDGE_MODEL"
+        )
+    try:
+        candidate = [t.trace for t in load_traces(directory)[0]]
+        baseline = [t.trace for t in load_traces(reference)[0]]
+        result = win_rate(candidate, baseline, task_set, judge)
+    except EvaluationError as exc:
+        console.print(f"[red]winrate: not scored[/red]: {escape(str(exc))}")
+        raise typer.Exit(code=1) from None
+    finally:
+        judge.close()
+    for metric, value in result.metrics.items():
+        console.print(f"{metric}: {value:.2f}")
+    console.print("counts: " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
+    for note in result.notes:
+        console.print(f"note: {escape(note)}")
+    target = out or directory / "winrate.json"
+    target.write_text(json.dumps(result.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+    console.print(f"results written to {target}")
 
 
 def register(app: typer.Typer) -> None:
     app.command("run")(run)
     app.command("eval")(eval_command)
     app.command("report")(report_command)
+    app.command("teval-subsets")(teval_subsets_command)
+    app.command("winrate")(winrate_command)

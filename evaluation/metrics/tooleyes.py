@@ -128,6 +128,8 @@ class Episode:
     thoughts: list[str]
     tool_turns: list[dict[str, Any]] = field(default_factory=list)  # fixed: per step facts
     answer: str = ""
+    # the agent gave its final answer before the turn limit (ToolEyes' p_AO: 9 turns in the paper)
+    answered_in_time: bool = False
 
 
 def episode_of(trace: Trace, task: Task) -> Episode:
@@ -166,6 +168,7 @@ def episode_of(trace: Trace, task: Task) -> Episode:
         thoughts=thoughts,
         tool_turns=turns,
         answer=final_answer(trace) or "",
+        answered_in_time=ended_by_answer and (trace.end is None or trace.end.status == "terminated"),
     )
 
 
@@ -380,7 +383,9 @@ class ToolEyesSuite:
         if quality is not None and validity is not None:
             out["BP"] = quality * validity
         if relevance is not None:
-            out["AO"] = relevance
+            # the paper's S_AO = r_AO x p_AO, p_AO: answered within the turn limit; ToolEyes' code
+            # keeps p_AO at 1 (`Ans_pass`), which compat follows
+            out["AO"] = relevance if mode == "compat" else relevance * float(ep.answered_in_time)
         return out
 
     def score(self, traces: Sequence[Trace], tasks: TaskSet | None, mode: Mode) -> SuiteResult:

@@ -368,3 +368,21 @@ def test_mtu_rows_run_with_toolgym_run(tmp_path: Path) -> None:
         "simulated:deterministic"
     }
     assert trace.steps and trace.steps[0].actions  # the oracle played the golden turn
+
+
+def test_episode_scoring_keeps_a_tool_called_twice(tmp_path: Path) -> None:
+    from tests.evaluation.helpers import run_e2e
+    from toolgym.tools import ToolSet
+
+    tasks = TaskSet.load(Path(__file__).resolve().parents[2] / "fixtures" / "mock_tasks" / "teval.jsonl")
+    task = tasks["teval-gaode-distance-005"]  # get_coordinate twice, then get_distance
+    golden = [g.action for g in task.golden]
+    assert [getattr(a, "name", None) for a in golden[:2]] == ["get_coordinate", "get_coordinate"]
+    full = run_e2e(ToolSet(), tasks, task, golden, tmp_path / "full")
+    assert get_suite("mtu").score([full], tasks, "fixed").metrics == {"TN": 100.0, "TO": 100.0, "SR": 100.0}
+    # the second coordinate lookup skipped: one gold call is missing, the episode fails
+    short = run_e2e(ToolSet(), tasks, task, [golden[0], golden[2], golden[3]], tmp_path / "short")
+    fixed = get_suite("mtu").score([short], tasks, "fixed").metrics
+    assert fixed["TN"] == round(100 * 2 / 3, 2) and fixed["SR"] == 0.0
+    # compat keeps MTU's answer dict, one entry per tool: the repeat is invisible there
+    assert get_suite("mtu").score([short], tasks, "compat").metrics["TN"] == 100.0
