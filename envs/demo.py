@@ -24,6 +24,22 @@ def default_task_paths() -> list[Path]:
     return [demo_tasks_path(), *mock_task_paths()]
 
 
+def bundled_task_sets() -> dict[str, Path]:
+    """The bundled task sets by short name: demo, and each mock-app set by its file stem."""
+    return {(p.parent.name if p.stem == "tasks" else p.stem): p for p in default_task_paths()}
+
+
+def resolve_task_set(name_or_path: str | Path) -> TaskSet:
+    """A bundled task set by name (`demo`, `mtu`, ...) or a task file; ValueError for neither."""
+    bundled = bundled_task_sets()
+    path = bundled.get(str(name_or_path)) or Path(name_or_path)
+    if not path.is_file():
+        raise ValueError(
+            f"no task set {str(name_or_path)!r}: give a task file or one of {', '.join(sorted(bundled))}"
+        )
+    return TaskSet.load(path)
+
+
 def make_demo_env(**kwargs: Any) -> ToolEnv:
     from toolgym.toolservers.registry import default_toolset
 

@@ -496,16 +496,6 @@ def _read(session: WorldSession, uri: str) -> types.TextResourceContents | types
 
 
 # ---- the command -------------------------------------------------------------------------------
-def _task_set(tasks: str) -> TaskSet:
-    from toolgym.envs.demo import default_task_paths
-
-    bundled = {(p.parent.name if p.stem == "tasks" else p.stem): p for p in default_task_paths()}
-    path = bundled.get(tasks) or Path(tasks)
-    if not path.is_file():
-        raise McpSetupError(f"no task set {tasks!r}: give a task file or one of {', '.join(sorted(bundled))}")
-    return TaskSet.load(path)
-
-
 def make_config(
     *,
     apps: Sequence[str] = (),
@@ -525,7 +515,12 @@ def make_config(
         except (KeyError, ValueError) as exc:
             raise McpSetupError(str(exc)) from None
     if tasks is not None:
-        task_set = _task_set(tasks)
+        from toolgym.envs.demo import resolve_task_set
+
+        try:
+            task_set = resolve_task_set(tasks)
+        except ValueError as exc:
+            raise McpSetupError(str(exc)) from None
         if not len(task_set):
             raise McpSetupError(f"the task set {tasks!r} has no tasks")
         if apps:
