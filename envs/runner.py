@@ -12,7 +12,7 @@ from toolgym.envs.agents import Agent
 from toolgym.envs.faults import FaultLayer
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.tasks import Task
-from toolgym.trace import ToolInfo, TraceEnd, TraceHeader, TraceStep, TraceWriter
+from toolgym.trace import ToolInfo, TraceEnd, TraceHeader, TraceStep, TraceWriter, TurnTokens
 
 
 @dataclass
@@ -62,9 +62,16 @@ def trace_header(
     )
 
 
-def trace_step(raw: Any, info: dict[str, Any], hash_before: str | None, *, timing: bool = False) -> TraceStep:
+def trace_step(
+    raw: Any,
+    info: dict[str, Any],
+    hash_before: str | None,
+    *,
+    timing: bool = False,
+    tokens: TurnTokens | None = None,
+) -> TraceStep:
     """The trace line of one `env.step(raw)` from its info (what every episode driver writes:
-    the runner, the env service, the MCP server)."""
+    the runner, the env service, the MCP server); `tokens`: the turn's token ids, when known."""
     return TraceStep(
         index=info["step"],
         raw=raw if isinstance(raw, (str, dict)) else None,
@@ -76,6 +83,7 @@ def trace_step(raw: Any, info: dict[str, Any], hash_before: str | None, *, timin
         state_diff=info.get("state_diff"),
         latency_ms=info["timing"].latency_s * 1000 if timing else None,
         faults=info.get("faults"),
+        tokens=tokens,
     )
 
 
@@ -121,7 +129,16 @@ def run_episode(
             steps += 1
             latency += step_info["timing"].latency_s
             if writer is not None:
-                writer.step(trace_step(raw, step_info, hash_before, timing=timing))
+                tokens = getattr(agent, "turn_tokens", None)  # an agent whose server returned token ids
+                writer.step(
+                    trace_step(
+                        raw,
+                        step_info,
+                        hash_before,
+                        timing=timing,
+                        tokens=tokens if isinstance(tokens, TurnTokens) else None,
+                    )
+                )
             hash_before = step_info.get("state_hash")
         final = step_info.get("final_answer")
         path = None

@@ -34,10 +34,11 @@ from typing import Any, Literal, get_args
 
 import pytest
 
-from toolgym.envs.tool_env import ToolEnv
+from toolgym.envs.tool_env import ToolEnv, default_world_factory
 from toolgym.recorder.cassette import DEFAULT_SECRET_ARGS, Cassette, CassetteMode, Secrets
-from toolgym.tasks import TaskSet
+from toolgym.tasks import Task, TaskSet
 from toolgym.tools import DEFAULT_CLOCK, ToolSet
+from toolgym.world import World
 
 RecordMode = Literal["none", "once", "new_episodes", "all"]
 RECORD_MODES: tuple[str, ...] = get_args(RecordMode)
@@ -150,15 +151,16 @@ def toolgym_tools() -> ToolSet:
 
 
 @pytest.fixture
-def toolgym_world(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A MockWorld of the marker's apps at its seed."""
-    from toolgym.mocks.world import MockWorld
-
+def toolgym_world(request: pytest.FixtureRequest) -> Iterator[World]:
+    """A MockWorld of the marker's apps at its seed (the env's default world factory builds it)."""
     options = _marker(request)
     apps = list(options.get("apps") or [])
     if not apps:
         raise pytest.UsageError(f"toolgym_world needs apps: @pytest.mark.{MARKER}(apps=[...])")
-    world = MockWorld(apps, seed=int(options.get("seed", 0)), clock=DEFAULT_CLOCK)
+    world = default_world_factory(
+        Task(id="toolgym-world", query="", apps=apps, seed=int(options.get("seed", 0)), clock=DEFAULT_CLOCK)
+    )
+    assert world is not None
     try:
         yield world
     finally:
