@@ -58,6 +58,12 @@ def resolve_task_sets(given: list[str] | None) -> list[Path]:
     return paths
 
 
+def resolve_task_set(name_or_path: str | Path) -> TaskSet:
+    """A bundled task set by name (`demo`, `mtu`, ...) or a task file; ValueError for neither."""
+    (path,) = resolve_task_sets([str(name_or_path)])
+    return TaskSet.load(path)
+
+
 def make_demo_env(**kwargs: Any) -> ToolEnv:
     from toolgym.toolservers.registry import default_toolset
 

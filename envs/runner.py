@@ -12,7 +12,7 @@ from toolgym.envs.agents import Agent
 from toolgym.envs.faults import FaultLayer
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.tasks import Task
-from toolgym.trace import ToolInfo, TraceEnd, TraceHeader, TraceStep, TraceWriter
+from toolgym.trace import ToolInfo, TraceEnd, TraceHeader, TraceStep, TraceWriter, TurnTokens
 
 
 @dataclass
@@ -62,6 +62,43 @@ def trace_header(
     )
 
 
+def trace_step(
+    raw: Any,
+    info: dict[str, Any],
+    hash_before: str | None,
+    *,
+    timing: bool = False,
+    tokens: TurnTokens | None = None,
+) -> TraceStep:
+    """The trace line of one `env.step(raw)` from its info (what every episode driver writes:
+    the runner, the env service, the MCP server); `tokens`: the turn's token ids, when known."""
+    return TraceStep(
+        index=info["step"],
+        raw=raw if isinstance(raw, (str, dict)) else None,
+        actions=info["actions"],
+        observations=info["observations"],
+        error_kinds=info["error_kinds"],
+        state_hash_before=hash_before,
+        state_hash_after=info.get("state_hash"),
+        state_diff=info.get("state_diff"),
+        latency_ms=info["timing"].latency_s * 1000 if timing else None,
+        faults=info.get("faults"),
+        tokens=tokens,
+    )
+
+
+def trace_end(env: ToolEnv, info: dict[str, Any], *, terminated: bool, reward: float) -> TraceEnd:
+    """The end line of a finished episode from its last step's info."""
+    return TraceEnd(
+        status="terminated" if terminated else "truncated",
+        steps=info["step"],
+        final_answer=info.get("final_answer"),
+        reward=reward,
+        error_counts=dict(env.error_counts),
+        scores=info.get("scores", {}),
+    )
+
+
 def run_episode(
     env: ToolEnv,
     agent: Agent,
@@ -92,34 +129,21 @@ def run_episode(
             steps += 1
             latency += step_info["timing"].latency_s
             if writer is not None:
+                tokens = getattr(agent, "turn_tokens", None)  # an agent whose server returned token ids
                 writer.step(
-                    TraceStep(
-                        index=step_info["step"],
-                        raw=raw if isinstance(raw, (str, dict)) else None,
-                        actions=step_info["actions"],
-                        observations=step_info["observations"],
-                        error_kinds=step_info["error_kinds"],
-                        state_hash_before=hash_before,
-                        state_hash_after=step_info.get("state_hash"),
-                        state_diff=step_info.get("state_diff"),
-                        latency_ms=step_info["timing"].latency_s * 1000 if timing else None,
-                        faults=step_info.get("faults"),
+                    trace_step(
+                        raw,
+                        step_info,
+                        hash_before,
+                        timing=timing,
+                        tokens=tokens if isinstance(tokens, TurnTokens) else None,
                     )
                 )
             hash_before = step_info.get("state_hash")
         final = step_info.get("final_answer")
         path = None
         if writer is not None:
-            path = writer.finish(
-                TraceEnd(
-                    status="terminated" if terminated else "truncated",
-                    steps=steps,
-                    final_answer=final,
-                    reward=reward,
-                    error_counts=dict(env.error_counts),
-                    scores=step_info.get("scores", {}),
-                )
-            )
+            path = writer.finish(trace_end(env, step_info, terminated=terminated, reward=reward))
     finally:
         if writer is not None:
             writer.close()

@@ -74,6 +74,13 @@ def default_world_factory(task: Task) -> World | None:
     return MockWorld(tuple(task.apps), seed=task.seed, clock=task.clock)
 
 
+def task_prompt(task: Task) -> str:
+    """The first observation of a task's episode: its query and the names of its files."""
+    if not task.files:
+        return task.query
+    return task.query + "\nThe related files: " + ", ".join(f.name for f in task.files)
+
+
 @dataclass(frozen=True)
 class Timing:
     """Wall-clock figures of a step. They never take part in equality, so a seeded replay's
@@ -263,9 +270,7 @@ class ToolEnv(gym.Env[str, Any]):
         files = self._load_files(task)
         if self.world is not None:
             self.world.reset(seed=task.seed, clock=task.clock)
-        prompt = task.query
-        if files:
-            prompt += "\nThe related files: " + ", ".join(f["name"] for f in files)
+        prompt = task_prompt(task)
         obs = Observation(type="task", text=prompt, content={"query": task.query, "files": files})
         info: dict[str, Any] = {
             "task_id": task.id,

@@ -1190,9 +1190,116 @@ def winrate_command(
     console.print(f"results written to {target}")
 
 
+# ---- export ----------------------------------------------------------------------------------
+def export_command(
+    directory: Annotated[
+        Path, typer.Argument(help="a trace folder (a run directory, or any folder of traces)")
+    ],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", help="openai, hf, sharegpt, preference (best vs worst trial), tokens, otel (spans)"
+        ),
+    ] = "openai",
+    out: Annotated[
+        Path | None, typer.Option(help="the JSONL file; default: DIR/export.<format>.jsonl")
+    ] = None,
+    tasks: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="task set files the traces ran on, or bundled set names; default: the bundled sets"
+        ),
+    ] = None,
+    min_reward: Annotated[float | None, typer.Option(help="keep episodes with at least this reward")] = None,
+    passed_only: Annotated[bool, typer.Option(help="keep only passed episodes (reward 1)")] = False,
+    task_set: Annotated[list[str] | None, typer.Option(help="keep these task sets (folder names)")] = None,
+    category: Annotated[list[str] | None, typer.Option(help="keep these task categories")] = None,
+    otlp_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            help="--format otel: an OTLP/HTTP traces endpoint (default: spans as JSON lines in --out)"
+        ),
+    ] = None,
+) -> None:
+    """Export a run's episodes as training data (OpenAI fine-tuning, TRL/datasets, ShareGPT,
+    preference pairs, token trajectories) or as OpenTelemetry spans."""
+    from toolgym.evaluation.export import (
+        EpisodeFilter,
+        ExportError,
+        ExportFormat,
+        export_records,
+        finished_episodes,
+        write_jsonl,
+    )
+    from toolgym.evaluation.runs import load_traces
+
+    try:
+        chosen = ExportFormat(fmt)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{fmt!r}: choose one of {', '.join(f.value for f in ExportFormat)}", param_hint="--format"
+        ) from None
+    if not directory.is_dir():
+        raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
+    index, _ = _combined_tasks(task_set_paths(tasks))
+    loaded, problems = load_traces(directory)
+    for problem in problems:
+        console.print(f"[yellow]skipped[/yellow] {problem}")
+    keep = EpisodeFilter(
+        min_reward=min_reward,
+        passed_only=passed_only,
+        task_sets=frozenset(task_set or ()),
+        categories=frozenset(category or ()),
+    )
+    try:
+        episodes = finished_episodes(loaded, index, keep)
+    except ExportError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tasks") from None
+    suffix = "otel.jsonl" if chosen is ExportFormat.otel else f"{chosen.value}.jsonl"
+    target = out or directory / f"export.{suffix}"
+    if chosen is ExportFormat.otel:
+        from toolgym.evaluation.otel import OTEL_MISSING, export_spans
+
+        try:
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
+        except ImportError:
+            console.print(f"[red]{OTEL_MISSING}[/red]")
+            raise typer.Exit(code=2) from None
+        exporter: SpanExporter
+        if otlp_endpoint is not None:
+            try:
+                from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            except ImportError:
+                console.print("[red]--otlp-endpoint needs opentelemetry-exporter-otlp-proto-http[/red]")
+                raise typer.Exit(code=2) from None
+            exporter = OTLPSpanExporter(endpoint=otlp_endpoint)
+        else:
+            from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+            target.parent.mkdir(parents=True, exist_ok=True)
+            sink = target.open("w", encoding="utf-8")
+            exporter = ConsoleSpanExporter(out=sink, formatter=lambda span: span.to_json(indent=None) + "\n")
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        try:
+            count = export_spans(episodes, provider)
+        finally:
+            provider.shutdown()
+            if otlp_endpoint is None:
+                sink.close()
+        where = otlp_endpoint or str(target)
+        console.print(f"{len(episodes)} episodes; {count} spans sent to {where}")
+        return
+    records = export_records(episodes, chosen)
+    n = write_jsonl(records, target)
+    console.print(f"{len(episodes)} episodes kept; {n} {chosen.value} records written to {target}")
+
+
 def register(app: typer.Typer) -> None:
     app.command("run")(run)
     app.command("eval")(eval_command)
     app.command("report")(report_command)
     app.command("teval-subsets")(teval_subsets_command)
     app.command("winrate")(winrate_command)
+    app.command("export")(export_command)

@@ -10,7 +10,8 @@ surrogates are written as JSON `\\uXXXX` escapes (toolgym.canonical), and values
 
 Schema versions: 1.0 (first release); 1.1 adds `task_hash` to the header (canonical hash of the
 task definition, so `toolgym verify` can tell a changed task from a changed tool); 1.2 adds
-`faults` to steps (what a fault plan injected, latencies included). Readers accept
+`faults` to steps (what a fault plan injected, latencies included); 1.3 adds `tokens` to steps
+(the token ids and logprobs of the model's turn, where the model server returned them). Readers accept
 every 1.x trace (fields a version lacks take their defaults) and refuse other major versions.
 The JSON Schema of the three line kinds is `trace_json_schema()` (docs/trace-schema.json).
 """
@@ -29,7 +30,7 @@ from pydantic.json_schema import models_json_schema
 
 from toolgym.canonical import canonical_json, json_safe
 
-TRACE_SCHEMA_VERSION = "1.2"
+TRACE_SCHEMA_VERSION = "1.3"
 SUPPORTED_MAJOR = "1"
 
 
@@ -71,6 +72,15 @@ class TraceHeader(BaseModel):
     )
 
 
+class TurnTokens(BaseModel):
+    """One model turn in tokens, as the model server returned them (never re-tokenised): the whole
+    prompt it was given, what it generated, and the logprob of each generated token."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    logprobs: list[float] | None = Field(default=None, description="one per completion token")
+
+
 class TraceStep(BaseModel):
     """One env step: the raw output, the parsed actions, what came back, state before/after."""
 
@@ -87,6 +97,10 @@ class TraceStep(BaseModel):
     faults: list[dict[str, Any]] | None = Field(
         default=None,
         description="faults a fault plan injected in this step, latencies included (schema 1.2)",
+    )
+    tokens: TurnTokens | None = Field(
+        default=None,
+        description="the model turn's token ids and logprobs, where the server returned them (schema 1.3)",
     )
 
 

@@ -19,13 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from toolgym.actions import ACTION_ADAPTER, Action
 from toolgym.envs.agents import Agent
 from toolgym.envs.faults import FaultLayer
-from toolgym.envs.runner import trace_header, trace_name
+from toolgym.envs.runner import trace_end, trace_header, trace_name, trace_step
 from toolgym.envs.service import OPENENV_MISSING
 from toolgym.envs.service.catalog import REWARDS, Catalog, ResolvedConfig, ServiceError, SessionConfig
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.protocols.base import RawOutput
 from toolgym.tasks import Task
-from toolgym.trace import TraceEnd, TraceStep, TraceWriter
+from toolgym.trace import TraceEnd, TraceWriter
 
 try:
     from openenv.core.env_server.interfaces import Environment
@@ -309,33 +309,11 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         env = self._env
         assert env is not None
         if self._writer is not None:
-            self._writer.step(
-                TraceStep(
-                    index=info["step"],
-                    raw=raw if isinstance(raw, (str, dict)) else None,
-                    actions=info["actions"],
-                    observations=info["observations"],
-                    error_kinds=info["error_kinds"],
-                    state_hash_before=self._hash_before,
-                    state_hash_after=info.get("state_hash"),
-                    state_diff=info.get("state_diff"),
-                    latency_ms=None,
-                    faults=info.get("faults"),
-                )
-            )
+            self._writer.step(trace_step(raw, info, self._hash_before))
         self._hash_before = info.get("state_hash")
         self._done = terminated or truncated
         if self._done and self._writer is not None:
-            self._writer.finish(
-                TraceEnd(
-                    status="terminated" if terminated else "truncated",
-                    steps=info["step"],
-                    final_answer=info.get("final_answer"),
-                    reward=float(reward),
-                    error_counts=dict(env.error_counts),
-                    scores=info.get("scores", {}),
-                )
-            )
+            self._writer.finish(trace_end(env, info, terminated=terminated, reward=float(reward)))
             self._writer = None
         self._state = self._state.model_copy(
             update={

@@ -22,7 +22,9 @@ from toolgym.trace import (
     TraceHeader,
     TraceStep,
     TraceWriter,
+    TurnTokens,
     read_trace,
+    record_json,
     trace_json_schema,
     trace_schema_text,
 )
@@ -108,7 +110,7 @@ def test_torn_last_line_is_dropped(tmp_path: Path) -> None:
 
 def test_header_pins_the_task_definition(tmp_path: Path) -> None:
     trace = read_trace(record(tmp_path))
-    assert trace.header.schema_version == TRACE_SCHEMA_VERSION == "1.2"
+    assert trace.header.schema_version == TRACE_SCHEMA_VERSION == "1.3"
     assert trace.header.task_hash == canonical_hash(TASK.model_dump(mode="json"))
 
 
@@ -222,3 +224,20 @@ def test_hostile_records_are_written_escaped_and_read_back(tmp_path: Path) -> No
     assert trace.steps[1].actions[0]["arguments"]["b"] == "<bytes: b'\\xff'>"
     assert trace.steps[1].actions[0]["arguments"]["n"].startswith("<int of about")
     assert "nested deeper than" in json.dumps(trace.steps[1].raw)
+
+
+def test_turn_tokens_are_optional_and_older_traces_read(tmp_path: Path) -> None:
+    path = record(tmp_path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    header["schema_version"] = "1.2"  # written before steps could keep token ids
+    steps = [json.loads(line) for line in lines[1:-1]]
+    for step in steps:
+        step.pop("tokens")
+    older = tmp_path / "older.jsonl"
+    older.write_text("\n".join(json.dumps(x) for x in [header, *steps, json.loads(lines[-1])]) + "\n")
+    trace = read_trace(older)
+    assert trace.complete and all(s.tokens is None for s in trace.steps)
+    turn = TurnTokens(prompt_ids=[1, 2], completion_ids=[3], logprobs=[-0.1])
+    step = TraceStep(index=1, actions=[], observations=[], tokens=turn)
+    assert TraceStep.model_validate(json.loads(record_json(step))).tokens == turn

@@ -27,7 +27,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.server.transport_security import TransportSecuritySettings
 
 from toolgym.errors import ErrorKind
-from toolgym.files import FileHandle
+from toolgym.files import FileHandle, FileStore
+from toolgym.tools import BaseTool
 
 from .config import is_loopback
 from .runtime import ToolRuntime
@@ -35,8 +36,8 @@ from .runtime import ToolRuntime
 FILE_HINT = " (a file handle `file:<sha256>` uploaded to this server, or a `data:<type>;base64,...` URI)"
 
 
-def _mcp_tool(runtime: ToolRuntime, name: str) -> types.Tool:
-    t = runtime.entries[name].tool
+def mcp_tool(t: BaseTool) -> types.Tool:
+    """A toolgym tool as an MCP tool: its JSON Schema as `inputSchema`, file parameters explained."""
     schema = t.parameters_schema()
     if t.file_params:
         props = {k: dict(v) for k, v in schema.get("properties", {}).items()}
@@ -51,7 +52,7 @@ def _mcp_tool(runtime: ToolRuntime, name: str) -> types.Tool:
     )
 
 
-def _decode_data_uri(value: str) -> tuple[bytes, str] | None:
+def decode_data_uri(value: str) -> tuple[bytes, str] | None:
     head, sep, payload = value.partition(",")
     if not sep or not head.startswith("data:") or not head.endswith(";base64"):
         return None
@@ -62,7 +63,7 @@ def _decode_data_uri(value: str) -> tuple[bytes, str] | None:
         return None
 
 
-def _error_result(kind: ErrorKind, message: str) -> types.CallToolResult:
+def error_result(kind: ErrorKind, message: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(text=f"{kind.value}: {message}")],
         structured_content={"error": {"kind": kind.value, "message": message}},
@@ -74,7 +75,7 @@ def build_mcp(
     runtime: ToolRuntime, title: str
 ) -> tuple[StreamableHTTPASGIApp, AbstractAsyncContextManager[None]]:
     """The ASGI endpoint for /mcp and the context manager the app's lifespan must enter."""
-    tools = {name: _mcp_tool(runtime, name) for name in runtime.entries}
+    tools = {name: mcp_tool(runtime.entries[name].tool) for name in runtime.entries}
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -97,9 +98,9 @@ def build_mcp(
         for pname in entry.tool.file_params:
             value = arguments.get(pname)
             if isinstance(value, str) and value.startswith("data:"):
-                decoded = _decode_data_uri(value)
+                decoded = decode_data_uri(value)
                 if decoded is None:
-                    return _error_result(
+                    return error_result(
                         ErrorKind.ARGUMENT_ERROR, f"{params.name}: {pname}: malformed data: URI"
                     )
                 data, media_type = decoded
@@ -107,23 +108,14 @@ def build_mcp(
         outcome = await runtime.call(params.name, arguments)
         obs = outcome.observation
         if obs.error is not None:
-            return _error_result(obs.error.kind, obs.error.message)
+            return error_result(obs.error.kind, obs.error.message)
         content: list[types.ContentBlock] = [types.TextContent(text=obs.text)]
         for handle in obs.files:
-            content.append(await runtime.in_thread(_file_block, runtime, handle))
+            content.append(await runtime.in_thread(file_block, runtime.files, handle))
         return types.CallToolResult(content=content, structured_content={"result": obs.content})
 
     server: Server[Any] = Server(title, version="1", on_list_tools=list_tools, on_call_tool=call_tool)
-    security = None
-    if is_loopback(runtime.config.host):
-        # a browser page must not reach a loopback server through DNS rebinding
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-    else:  # beyond loopback the bearer token guards every request
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    security = transport_security(runtime.config.host)
     limit = max((e.config.max_request_bytes for e in runtime.entries.values()), default=4 << 20)
     manager = StreamableHTTPSessionManager(
         app=server,
@@ -135,8 +127,21 @@ def build_mcp(
     return StreamableHTTPASGIApp(manager), manager.run()
 
 
-def _file_block(runtime: ToolRuntime, handle: FileHandle) -> types.ContentBlock:
-    data = base64.b64encode(runtime.files.get(handle).read_bytes()).decode("ascii")
+def transport_security(host: str) -> TransportSecuritySettings:
+    """DNS-rebinding protection on loopback (a browser page must not reach a loopback server);
+    beyond loopback the bearer token guards every request instead."""
+    if is_loopback(host):
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+def file_block(files: FileStore, handle: FileHandle) -> types.ContentBlock:
+    """A produced file as MCP content: an image inline, anything else as an embedded blob."""
+    data = base64.b64encode(files.get(handle).read_bytes()).decode("ascii")
     if handle.media_type.startswith("image/"):
         return types.ImageContent(data=data, mime_type=handle.media_type)
     return types.EmbeddedResource(

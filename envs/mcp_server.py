@@ -1,0 +1,618 @@
+"""`toolgym mcp`: a seeded mock world (or the built-in tool set) as an MCP server, over stdio or
+streamable HTTP, built with the official `mcp` SDK (low-level `Server`).
+
+Each MCP session (a stdio process, an HTTP `Mcp-Session-Id`) drives its own `ToolEnv`, so it has
+its own world: what one client writes, no other client sees. The session runs one episode at a
+time:
+
+- **prompts** are the task set's queries, one per task. Getting a task's prompt starts that task's
+  episode in the session (a fresh world, reset to the task's seed), as a host does when its user
+  picks the task; the session's first episode runs the task given by `--task` (default the first).
+- **tools** are the episode's tools and `final_answer` (text), which ends the episode and scores
+  it. A tool call is one env step: the call goes to `ToolEnv.step` as the OpenAI assistant message
+  a model would have written, so the trace is an ordinary `openai`-protocol trace that `toolgym
+  eval`, `report`, `verify` and `export` read. A failing call is a result with `isError` (the
+  typed error in `structuredContent`); an unknown tool is a protocol error (JSON-RPC -32602), as
+  the MCP spec separates them; it is not an env step.
+- **resources** (read-only): the episode (`toolgym://episode`: task, step, done, reward), the
+  world's state hash (`toolgym://world/state-hash`), each table's rows (`toolgym://world/tables/
+  <table>`) and the session's files (`toolgym://files/<sha256>`: task files and produced files).
+
+With `--trace-dir`, each episode's trace goes to `DIR/session-<n>/ep<k>.<task>.seed<s>.jsonl`
+(an episode left unfinished stays as a `.partial` file). Worlds keep per-session state, so the
+server speaks the session-based (initialize handshake) protocol versions; 2026-07-28's
+sessionless requests are refused with a message that says so.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import anyio
+import mcp.types as types
+import typer
+from mcp import MCPError
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+from toolgym.actions import Observation
+from toolgym.canonical import canonical_json
+from toolgym.envs.runner import trace_end, trace_header, trace_name, trace_step
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.errors import ErrorKind
+from toolgym.files import FileHandle
+from toolgym.protocols.openai import derived_call_id
+from toolgym.tasks import Task, TaskSet
+from toolgym.tools import ToolSet
+from toolgym.toolservers.server.mcp_face import decode_data_uri, error_result, file_block, mcp_tool
+from toolgym.trace import TraceWriter
+
+FINAL_ANSWER = "final_answer"
+SERVER_NAME = "toolgym"
+_T = TypeVar("_T")
+
+
+class McpSetupError(ValueError):
+    """A server that cannot start: unknown task, apps or task set."""
+
+
+@dataclass(frozen=True)
+class McpWorldConfig:
+    """What every session of one server shares: the tasks, the tools beside the worlds, the first
+    task, an optional seed for every episode, the step limit and where traces go."""
+
+    tasks: TaskSet
+    tools: ToolSet
+    first_task: str
+    seed: int | None = None
+    max_steps: int = 50
+    trace_dir: Path | None = None
+
+
+def world_task(apps: Sequence[str], seed: int) -> Task:
+    """The open-ended task of `toolgym mcp --apps ...` without a task set: the apps' world, all its
+    APIs, no expected answer (the episode ends with final_answer or at the step limit)."""
+    query = f"Use the tools of the {', '.join(apps)} apps." if apps else "Use the tools."
+    return Task(id="mcp-world", query=query, apps=list(apps) or None, seed=seed)
+
+
+def _final_answer_tool() -> types.Tool:
+    return types.Tool(
+        name=FINAL_ANSWER,
+        description="Give the final answer to the task. This ends the episode and scores it.",
+        input_schema={
+            "type": "object",
+            "properties": {"text": {"type": "string", "description": "the answer"}},
+            "required": ["text"],
+            "additionalProperties": False,
+        },
+        annotations=types.ToolAnnotations(read_only_hint=False),
+    )
+
+
+def _state_error(message: str) -> types.CallToolResult:
+    """A call the session cannot take now (the episode is over): a result with isError."""
+    return types.CallToolResult(
+        content=[types.TextContent(text=message)],
+        structured_content={"error": {"kind": "episode_over", "message": message}},
+        is_error=True,
+    )
+
+
+class WorldSession:
+    """One MCP session: its ToolEnv (and so its world), the running episode and its trace.
+
+    Every env call runs on one worker thread at a time (`run`), off the event loop: a slow tool
+    blocks only its own session."""
+
+    def __init__(self, config: McpWorldConfig, number: int, agent: str) -> None:
+        self.config = config
+        self.number = number
+        self.agent = agent
+        self.env = ToolEnv(config.tools, config.tasks, protocol="openai", max_steps=config.max_steps)
+        self.lock = anyio.Lock()
+        self.episodes = 0
+        self.done = False
+        self.reward: float | None = None
+        self.files: dict[str, FileHandle] = {}
+        self._writer: TraceWriter | None = None
+        self._hash_before: str | None = None
+
+    async def run(self, fn: Callable[[], _T]) -> _T:
+        async with self.lock:
+            return await anyio.to_thread.run_sync(fn)
+
+    # ---- episodes ------------------------------------------------------------------------
+    def start(self, task_id: str) -> str:
+        """Start an episode on the task (an unfinished one is left as a partial trace); the prompt."""
+        self._close_writer()
+        seed = self.config.seed
+        obs, info = self.env.reset(seed=seed, options={"task": task_id})
+        task = self.env.task
+        assert task is not None
+        self.episodes += 1
+        self.done, self.reward = False, None
+        self.files = {}
+        for announced in info["files"]:
+            self._keep(self.env.files.resolve(announced["handle"]).handle)
+        self._hash_before = info.get("state_hash")
+        if self.config.trace_dir is not None:
+            header = trace_header(
+                self.env, _Named(self.agent), task, seed, {"max_steps": task.max_steps or self.env.max_steps}
+            )
+            name = f"ep{self.episodes}.{trace_name(task.id, seed)}"
+            path = self.config.trace_dir / f"session-{self.number}" / name
+            self._writer = TraceWriter(path, header)
+        return obs
+
+    def step(self, message: dict[str, Any]) -> tuple[Observation, dict[str, Any]]:
+        """One env step of an assistant message; its first observation and the step's info."""
+        _, reward, terminated, truncated, info = self.env.step(message)
+        if self._writer is not None:
+            self._writer.step(trace_step(message, info, self._hash_before))
+        self._hash_before = info.get("state_hash")
+        if terminated or truncated:
+            self.done, self.reward = True, float(reward)
+            if self._writer is not None:
+                self._writer.finish(trace_end(self.env, info, terminated=terminated, reward=float(reward)))
+                self._writer = None
+        assert self.env.episode is not None
+        observations = self.env.episode.steps[-1].observations
+        for obs in observations:
+            for handle in obs.files:
+                self._keep(handle)
+        return observations[0], info
+
+    def _keep(self, handle: FileHandle) -> None:
+        self.files[handle.sha256] = handle
+
+    def _close_writer(self) -> None:
+        if self._writer is not None:
+            self._writer.close()  # left as `.partial`: the episode did not finish
+            if self.env.episode is not None and not self.env.episode.steps:
+                self._writer.partial_path.unlink(missing_ok=True)  # nothing happened in it
+            self._writer = None
+
+    def close(self) -> None:
+        self._close_writer()
+        self.env.close()
+
+
+class _Named:
+    """The trace header names the agent (the MCP client); the agent itself runs on the client."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        raise NotImplementedError("the agent of an MCP session runs on the client")
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        raise NotImplementedError("the agent of an MCP session runs on the client")
+
+
+def _assistant_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """An MCP tool call as the OpenAI assistant message a model would have written for it."""
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": derived_call_id(0, name, arguments),
+                "type": "function",
+                "function": {"name": name, "arguments": canonical_json(arguments)},
+            }
+        ],
+    }
+
+
+def build_server(config: McpWorldConfig, *, single: bool) -> tuple[Server[Any], Callable[[], None]]:
+    """The MCP server of `config` and a function that closes every session still open. `single`:
+    one session for the whole server (stdio); else one per MCP session (streamable HTTP)."""
+    counter = itertools.count(1)
+    sessions: dict[int, WorldSession] = {}
+    guard = threading.Lock()
+
+    async def new_session(ctx: ServerRequestContext[Any]) -> WorldSession:
+        params = ctx.session.client_params
+        agent = f"mcp:{params.client_info.name}" if params is not None else "mcp"
+        with guard:
+            number = next(counter)
+        session = WorldSession(config, number, agent)
+        sessions[number] = session
+        await session.run(lambda: session.start(config.first_task))
+        return session
+
+    async def session_of(ctx: ServerRequestContext[Any]) -> WorldSession:
+        if single:  # stdio: the process is the session, whichever protocol era the client speaks
+            if not sessions:
+                await new_session(ctx)
+            return next(iter(sessions.values()))
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            raise MCPError(
+                code=types.INVALID_REQUEST,
+                message=f"toolgym keeps a world per MCP session: connect with the initialize handshake "
+                f"(protocol {', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}), not {ctx.protocol_version}",
+            )
+        # the SDK keeps per-connection state and teardown on its Connection, which the low-level
+        # handler context reaches only through the session proxy
+        connection = ctx.session._connection
+        session: WorldSession | None = connection.state.get("toolgym")
+        if session is None:
+            session = await new_session(ctx)
+            connection.state["toolgym"] = session
+            number = session.number
+
+            def closed() -> None:
+                closing = sessions.pop(number, None)
+                if closing is not None:
+                    closing.close()
+
+            stack: AsyncExitStack = connection.exit_stack
+            stack.callback(closed)
+        return session
+
+    async def discover(
+        ctx: ServerRequestContext[Any], params: types.RequestParams | None
+    ) -> types.DiscoverResult:
+        # over HTTP, advertise only session-based versions: SDK clients in "auto" mode then fall
+        # back to the initialize handshake, which gives each client its own world
+        return types.DiscoverResult(
+            supported_versions=list(HANDSHAKE_PROTOCOL_VERSIONS),
+            capabilities=server.get_capabilities(),
+        )
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        session = await session_of(ctx)
+        return types.ListToolsResult(
+            tools=[*(mcp_tool(t) for t in session.env.offered), _final_answer_tool()]
+        )
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        session = await session_of(ctx)
+        name, arguments = params.name, dict(params.arguments or {})
+        if name != FINAL_ANSWER and name not in session.env.offered:
+            # the MCP spec makes an unknown tool a protocol error (JSON-RPC -32602), not a result
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"Unknown tool: {name}",
+                data={"kind": ErrorKind.UNKNOWN_TOOL.value, "tool": name},
+            )
+        if session.done:
+            return _state_error(
+                f"the episode is over (reward {session.reward}): get a task's prompt to start another"
+            )
+        if name == FINAL_ANSWER:
+            text = arguments.get("text")
+            if not isinstance(text, str) or set(arguments) != {"text"}:
+                return error_result(
+                    ErrorKind.ARGUMENT_ERROR, f"{FINAL_ANSWER} takes one string argument, text"
+                )
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+        else:
+            tool = session.env.offered.get(name)
+            for pname in tool.file_params:
+                value = arguments.get(pname)
+                if isinstance(value, str) and value.startswith("data:"):
+                    decoded = decode_data_uri(value)
+                    if decoded is None:
+                        return error_result(ErrorKind.ARGUMENT_ERROR, f"{name}: {pname}: malformed data: URI")
+                    data, media_type = decoded
+                    arguments[pname] = session.env.files.put_bytes(data, media_type=media_type).ref
+            message = _assistant_call(name, arguments)
+        obs, info = await session.run(lambda: session.step(message))
+        if name == FINAL_ANSWER:
+            result = {"reward": session.reward, "scores": info.get("scores", {}), "steps": info["step"]}
+            return types.CallToolResult(
+                content=[types.TextContent(text=f"episode over: reward {session.reward}")],
+                structured_content=result,
+            )
+        if obs.error is not None:
+            return error_result(obs.error.kind, obs.error.message)
+        content: list[types.ContentBlock] = [types.TextContent(text=obs.text)]
+        for handle in obs.files:
+            content.append(await anyio.to_thread.run_sync(file_block, session.env.files, handle))
+        if session.done:
+            content.append(
+                types.TextContent(text=f"the step limit ended the episode: reward {session.reward}")
+            )
+        return types.CallToolResult(content=content, structured_content={"result": obs.content})
+
+    # ---- prompts: the task queries ---------------------------------------------------------
+    async def list_prompts(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(name=t.id, title=t.id, description=t.category or t.query[:200])
+                for t in config.tasks
+            ]
+        )
+
+    async def get_prompt(
+        ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        if params.name not in config.tasks:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
+        session = await session_of(ctx)
+        text = await session.run(lambda: session.start(params.name))
+        return types.GetPromptResult(
+            description=f"task {params.name}: a new episode in this session",
+            messages=[types.PromptMessage(role="user", content=types.TextContent(text=text))],
+        )
+
+    # ---- resources: the session's world, read-only -----------------------------------------
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        session = await session_of(ctx)
+        return types.ListResourcesResult(resources=await session.run(lambda: _resources(session)))
+
+    async def list_templates(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    name="table",
+                    uri_template="toolgym://world/tables/{table}",
+                    description="the rows of one table of the session's world (JSON)",
+                    mime_type="application/json",
+                ),
+                types.ResourceTemplate(
+                    name="file",
+                    uri_template="toolgym://files/{sha256}",
+                    description="a file of the session (task files, produced files)",
+                ),
+            ]
+        )
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        session = await session_of(ctx)
+        contents = await session.run(lambda: _read(session, str(params.uri)))
+        return types.ReadResourceResult(contents=[contents])
+
+    server: Server[Any] = Server(
+        SERVER_NAME,
+        version="1",
+        instructions="A toolgym world: get a task's prompt to start its episode, call the tools, "
+        f"then {FINAL_ANSWER}. Resources show the world's tables, state hash and files.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+    )
+    if not single:
+        server.add_request_handler("server/discover", types.RequestParams, discover)
+
+    def close_all() -> None:
+        for session in list(sessions.values()):
+            session.close()
+        sessions.clear()
+
+    return server, close_all
+
+
+def _resources(session: WorldSession) -> list[types.Resource]:
+    env = session.env
+    out = [
+        types.Resource(
+            name="episode",
+            uri="toolgym://episode",
+            description="the session's episode: task, step, done, reward",
+            mime_type="application/json",
+        )
+    ]
+    world = env.world
+    if world is not None:
+        out.append(
+            types.Resource(
+                name="state-hash",
+                uri="toolgym://world/state-hash",
+                description="canonical sha256 of the world's whole state",
+                mime_type="text/plain",
+            )
+        )
+        for table in _table_names(session):
+            out.append(
+                types.Resource(
+                    name=f"table {table}",
+                    uri=f"toolgym://world/tables/{table}",
+                    description=f"the rows of {table}",
+                    mime_type="application/json",
+                )
+            )
+    for sha, handle in session.files.items():
+        out.append(
+            types.Resource(
+                name=handle.name or sha[:12],
+                uri=f"toolgym://files/{sha}",
+                mime_type=handle.media_type,
+            )
+        )
+    return out
+
+
+def _table_names(session: WorldSession) -> list[str]:
+    from toolgym.mocks.world import MockWorld
+
+    world = session.env.world
+    return world.table_names if isinstance(world, MockWorld) else []
+
+
+def _read(session: WorldSession, uri: str) -> types.TextResourceContents | types.BlobResourceContents:
+    env = session.env
+    if uri == "toolgym://episode":
+        task = env.task
+        episode = {
+            "task_id": task.id if task is not None else None,
+            "query": task.query if task is not None else None,
+            "episode": session.episodes,
+            "step": len(env.episode.steps) if env.episode is not None else 0,
+            "done": session.done,
+            "reward": session.reward,
+        }
+        return types.TextResourceContents(uri=uri, text=canonical_json(episode), mime_type="application/json")
+    if uri == "toolgym://world/state-hash" and env.world is not None:
+        return types.TextResourceContents(uri=uri, text=env.world.state_hash(), mime_type="text/plain")
+    prefix = "toolgym://world/tables/"
+    if uri.startswith(prefix) and uri[len(prefix) :] in _table_names(session):
+        from toolgym.mocks.world import MockWorld
+
+        assert isinstance(env.world, MockWorld)
+        rows = env.world.rows(uri[len(prefix) :])
+        return types.TextResourceContents(
+            uri=uri, text=json.dumps(rows, sort_keys=True, default=str), mime_type="application/json"
+        )
+    prefix = "toolgym://files/"
+    handle = session.files.get(uri[len(prefix) :]) if uri.startswith(prefix) else None
+    if handle is not None:
+        block = file_block(env.files, handle)
+        data = block.data if isinstance(block, types.ImageContent) else None
+        if data is None:
+            assert isinstance(block, types.EmbeddedResource)
+            assert isinstance(block.resource, types.BlobResourceContents)
+            data = block.resource.blob
+        return types.BlobResourceContents(uri=uri, blob=data, mime_type=handle.media_type)
+    # the MCP spec: an unknown resource is JSON-RPC -32002 "Resource not found"
+    raise MCPError(code=-32002, message=f"Resource not found: {uri}", data={"uri": uri})
+
+
+# ---- the command -------------------------------------------------------------------------------
+def make_config(
+    *,
+    apps: Sequence[str] = (),
+    tasks: str | None = None,
+    task: str | None = None,
+    seed: int | None = None,
+    max_steps: int = 50,
+    trace_dir: Path | None = None,
+) -> McpWorldConfig:
+    """The server of `toolgym mcp`: a task set (its worlds, and the built-in tools when a task uses
+    them), or one open world of `apps`, or (neither) the built-in tool set."""
+    from toolgym.mocks.apps import get_app
+
+    for name in apps:
+        try:
+            get_app(name)
+        except (KeyError, ValueError) as exc:
+            raise McpSetupError(str(exc)) from None
+    if tasks is not None:
+        from toolgym.envs.demo import resolve_task_set
+
+        try:
+            task_set = resolve_task_set(tasks)
+        except ValueError as exc:
+            raise McpSetupError(str(exc)) from None
+        if not len(task_set):
+            raise McpSetupError(f"the task set {tasks!r} has no tasks")
+        if apps:
+            kept = [t for t in task_set if t.apps and set(t.apps) <= set(apps)]
+            if not kept:
+                raise McpSetupError(f"no task of {tasks!r} uses only the apps {', '.join(apps)}")
+            task_set = TaskSet(kept, base_dir=task_set.base_dir)
+    else:
+        task_set = TaskSet([world_task(apps, seed or 0)])
+    first = task or next(iter(task_set)).id
+    if first not in task_set:
+        raise McpSetupError(f"no task {first!r} in the task set")
+    needs_builtin = any(not t.apps for t in task_set)
+    if needs_builtin:
+        from toolgym.toolservers.registry import default_toolset
+
+        tools = default_toolset()
+    else:
+        tools = ToolSet()
+    return McpWorldConfig(
+        tasks=task_set, tools=tools, first_task=first, seed=seed, max_steps=max_steps, trace_dir=trace_dir
+    )
+
+
+async def serve_stdio(config: McpWorldConfig) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server, close_all = build_server(config, single=True)
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        close_all()
+
+
+def http_app(config: McpWorldConfig, host: str = "127.0.0.1") -> tuple[Any, Callable[[], None]]:
+    """The streamable HTTP app (`/mcp`, stateful sessions, JSON responses) and its closer."""
+    from toolgym.toolservers.server.mcp_face import transport_security
+
+    server, close_all = build_server(config, single=False)
+    app = server.streamable_http_app(
+        json_response=True, stateless_http=False, transport_security=transport_security(host), host=host
+    )
+    return app, close_all
+
+
+def mcp_command(
+    apps: Annotated[
+        str | None, typer.Option(help="mock apps of the world, comma-separated (e.g. banking,shopping)")
+    ] = None,
+    tasks: Annotated[
+        str | None,
+        typer.Option(help="task set: a task file or a bundled set (demo, mtu, teval, ctool, multiturn)"),
+    ] = None,
+    task: Annotated[str | None, typer.Option(help="the task of a session's first episode")] = None,
+    seed: Annotated[int | None, typer.Option(help="episode seed; default: each task's own")] = None,
+    max_steps: Annotated[int, typer.Option(min=1, help="steps per episode at most")] = 50,
+    trace_dir: Annotated[Path | None, typer.Option(help="write each episode's trace here")] = None,
+    http: Annotated[bool, typer.Option(help="serve streamable HTTP at /mcp instead of stdio")] = False,
+    host: Annotated[str, typer.Option(help="address to bind with --http (loopback only)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to bind with --http")] = 8765,
+) -> None:
+    """Serve a seeded mock world (--apps, --tasks, --seed) or the built-in tools over MCP: stdio by
+    default, streamable HTTP with --http. Each MCP session gets its own world; prompts are the
+    task queries, resources the world's tables, state hash and files."""
+    from toolgym.http import is_loopback
+
+    try:
+        config = make_config(
+            apps=[a.strip() for a in (apps or "").split(",") if a.strip()],
+            tasks=tasks,
+            task=task,
+            seed=seed,
+            max_steps=max_steps,
+            trace_dir=trace_dir,
+        )
+    except (McpSetupError, ValueError, OSError) as exc:
+        typer.echo(f"cannot start the MCP server: {exc}", err=True)
+        raise typer.Exit(code=2) from None
+    if not http:
+        anyio.run(serve_stdio, config)
+        return
+    if not is_loopback(host):
+        typer.echo(
+            "cannot start the MCP server: it serves worlds without auth, so it binds loopback only", err=True
+        )
+        raise typer.Exit(code=2)
+    import uvicorn
+
+    app, close_all = http_app(config, host)
+    typer.echo(f"toolgym MCP server on http://{host}:{port}/mcp", err=True)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    finally:
+        close_all()

@@ -1,0 +1,353 @@
+"""ToolEnv behind RL trainers' environment interfaces: TRL's GRPO `environment_factory` and verl's
+tool interface. Neither library is imported here: the adapters follow their documented
+interfaces, so toolgym's default install stays without torch.
+
+TRL (`GRPOTrainer(environment_factory=...)`, trl >= 1.x): the trainer makes one environment per
+rollout and finds its tools as the public functions of its *class*, typed and documented (it builds
+their schemas with transformers' `get_json_schema`); it calls `reset(**example)` before each
+rollout and, when defined, `get_reward()` after it. `grpo_environment_factory(tools, tasks)` builds
+such a class for a tool set (every tool a method with the tool's parameters, plus `final_answer`),
+each instance a ToolEnv of its own; `grpo_dataset(tasks)` gives the matching prompt-only rows
+(`prompt`, `task_id`, `seed`). A tool method steps the env with the call and returns the
+observation's text; `get_reward` is the episode's reward (scored now when the model stopped
+without `final_answer`: state tasks still score, answer tasks get no answer).
+
+verl (`verl.tools.base_tool.BaseTool`): async `create(instance_id, **kwargs)`, `execute(instance_id,
+parameters, **kwargs) -> (response, step reward, metrics)`, `calc_reward(instance_id)` and
+`release(instance_id)`, one object per tool with its OpenAI function schema (`tool_schema`).
+`VerlToolAdapter` is that for one toolgym tool, each instance id an episode in its own ToolEnv;
+`verl_tools(...)` gives one adapter per tool, sharing the episodes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from toolgym.actions import FinalAnswer, ToolCall
+from toolgym.envs.rewards import reward_value
+from toolgym.envs.tool_env import ToolEnv, default_world_factory
+from toolgym.tasks import TaskSet
+from toolgym.tools import BaseTool, ToolSet
+
+FINAL_ANSWER = "final_answer"
+RESERVED = frozenset({"reset", "get_reward", FINAL_ANSWER})
+_JSON_TYPES: dict[str, type] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+}
+
+
+def offered_tools(tools: ToolSet, tasks: TaskSet) -> ToolSet:
+    """`tools` and the mock APIs of every app set the tasks use: what a rollout may call."""
+    out = tools
+    seen: set[tuple[str, ...]] = set()
+    for task in tasks:
+        if task.apps and tuple(task.apps) not in seen:
+            seen.add(tuple(task.apps))
+            world = default_world_factory(task)
+            if world is not None:
+                out = out.merged(ToolSet(t for t in world.tools if t.name not in out))
+                world.close()
+    return out
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _python_type(schema: Mapping[str, Any]) -> Any:
+    kind = schema.get("type")
+    if isinstance(kind, list):  # ["string", "null"]
+        kind = next((k for k in kind if k != "null"), "string")
+    return _JSON_TYPES.get(str(kind), str)
+
+
+def _identifier(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_")
+
+
+def _method(tool: BaseTool) -> Callable[..., str] | None:
+    """A typed, documented method that calls `tool` in the instance's episode (None when a
+    parameter name is no Python identifier: TRL passes arguments by keyword)."""
+    schema = tool.parameters_schema()
+    props: Mapping[str, Any] = schema.get("properties", {})
+    if not all(_identifier(name) and name != "self" for name in props):
+        return None
+    required = set(schema.get("required", []))
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {"return": str}
+    doc_args = []
+    for name, prop in props.items():
+        kind = _python_type(prop)
+        if name in required:
+            parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind))
+            annotations[name] = kind
+        else:
+            optional = kind | None
+            parameters.append(
+                inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=optional)
+            )
+            annotations[name] = optional
+        doc_args.append(f"    {name}: {_one_line(prop.get('description') or f'the {name}')}")
+    tool_name = tool.name
+
+    def call(self: GRPOToolEnv, **arguments: Any) -> str:
+        given = {k: v for k, v in arguments.items() if v is not None or k in required}
+        return self._call_tool(tool_name, given)
+
+    call.__name__ = call.__qualname__ = tool.name
+    call.__doc__ = _one_line(tool.description or tool.name) + "\n\nArgs:\n" + "\n".join(doc_args) + "\n"
+    call.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    call.__annotations__ = annotations
+    return call
+
+
+class GRPOToolEnv:
+    """One rollout's environment for TRL's GRPO trainer (see the module docstring). Subclasses made
+    by `grpo_environment_factory` carry the tools as methods."""
+
+    def __init__(self, env: ToolEnv) -> None:
+        self.env = env
+        self.reward: float | None = None
+
+    def reset(self, task_id: str | None = None, seed: int | None = None, **example: Any) -> str | None:
+        """A new episode on the example's task (`task_id`); None: the prompt already holds the query."""
+        options = {"task": task_id} if task_id is not None else None
+        self.env.reset(seed=seed, options=options)
+        self.reward = None
+        return None
+
+    def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        if self.env.task is None:
+            raise RuntimeError("reset() first")
+        if self.reward is not None:
+            return "The episode is over."
+        obs, reward, terminated, truncated, _ = self.env.step(ToolCall(name=name, arguments=arguments))
+        if terminated or truncated:
+            self.reward = float(reward)
+        return obs
+
+    def final_answer(self, text: str) -> str:
+        """Give the final answer to the task; this ends the episode.
+
+        Args:
+            text: the answer
+        """
+        if self.env.task is None:
+            raise RuntimeError("reset() first")
+        if self.reward is None:
+            _, reward, *_ = self.env.step(FinalAnswer(text=text))
+            self.reward = float(reward)
+        return "Answer recorded."
+
+    def get_reward(self) -> float:
+        """The episode's reward; scored now if the model stopped without a final answer."""
+        if self.reward is not None:
+            return self.reward
+        task, episode = self.env.task, self.env.episode
+        if task is None or episode is None:
+            return 0.0
+        return reward_value(self.env.reward_fn(task, episode))
+
+
+def grpo_environment_class(tools: ToolSet) -> type[GRPOToolEnv]:
+    """A GRPOToolEnv subclass with one method per tool (tools whose names or parameters are no Python
+    identifiers, or whose names the interface takes, are left out: TRL calls tools by method name
+    with keyword arguments)."""
+    methods: dict[str, Any] = {}
+    for t in tools:
+        method = (
+            _method(t) if _identifier(t.name) and t.name not in RESERVED | vars(GRPOToolEnv).keys() else None
+        )
+        if method is not None:
+            methods[t.name] = method
+    return type("ToolgymGRPOEnv", (GRPOToolEnv,), methods)
+
+
+def grpo_environment_factory(tools: ToolSet, tasks: TaskSet, **env_kwargs: Any) -> Callable[[], GRPOToolEnv]:
+    """`environment_factory` for TRL's GRPOTrainer: each call a fresh ToolEnv over `tasks`."""
+    cls = grpo_environment_class(offered_tools(tools, tasks))
+
+    def factory() -> GRPOToolEnv:
+        return cls(ToolEnv(tools, tasks, **env_kwargs))
+
+    return factory
+
+
+def grpo_dataset(tasks: TaskSet, seed: int | None = None) -> list[dict[str, Any]]:
+    """Prompt-only rows for GRPO (`datasets.Dataset.from_list` takes them): the task's query as
+    the user message, and the `task_id` and `seed` that `reset` reads."""
+    from toolgym.envs.tool_env import task_prompt
+
+    return [
+        {
+            "prompt": [{"role": "user", "content": task_prompt(t)}],
+            "task_id": t.id,
+            "seed": t.seed if seed is None else seed,
+        }
+        for t in tasks
+    ]
+
+
+# ---- verl ---------------------------------------------------------------------------------------
+class ToolResponse(BaseModel):
+    """The shape of verl's `verl.tools.schemas.ToolResponse` (its agent loop reads `.text`, `.image`,
+    `.video`); verl's own class is used when verl is installed."""
+
+    text: str | None = None
+    image: list[Any] | None = None
+    video: list[Any] | None = None
+
+
+def _tool_response(text: str) -> Any:
+    try:
+        from verl.tools.schemas import ToolResponse as VerlToolResponse  # type: ignore[import-not-found]
+    except ImportError:
+        return ToolResponse(text=text)
+    return VerlToolResponse(text=text)
+
+
+class VerlEpisodes:
+    """The episodes of verl trajectories, each a ToolEnv of its own. verl creates, executes and
+    releases a tool instance per call, so an episode is keyed by the trajectory (the agent loop's
+    `request_id`, else `create_kwargs["episode_id"]`) and lives until `close` or its end."""
+
+    def __init__(self, tools: ToolSet, tasks: TaskSet, **env_kwargs: Any) -> None:
+        self.tools, self.tasks, self.env_kwargs = tools, tasks, env_kwargs
+        self.envs: dict[str, ToolEnv] = {}
+        self.rewards: dict[str, float] = {}
+        self.instances: dict[str, dict[str, Any]] = {}  # instance id -> its create_kwargs
+
+    def env_for(self, key: str, task_id: str, seed: int | None) -> ToolEnv:
+        env = self.envs.get(key)
+        if env is None:
+            env = self.envs[key] = ToolEnv(self.tools, self.tasks, **self.env_kwargs)
+            env.reset(seed=seed, options={"task": task_id})
+        return env
+
+    def reward(self, key: str) -> float:
+        """The episode's reward: its end's, else scored on its current state."""
+        if key in self.rewards:
+            return self.rewards[key]
+        env = self.envs.get(key)
+        if env is None or env.task is None or env.episode is None:
+            return 0.0
+        return reward_value(env.reward_fn(env.task, env.episode))
+
+    def close(self, key: str) -> None:
+        env = self.envs.pop(key, None)
+        self.rewards.pop(key, None)
+        if env is not None:
+            env.close()
+
+
+_SHARED: dict[str, VerlEpisodes] = {}
+
+
+def _episode_key(instance_id: str, created: Mapping[str, Any], kwargs: Mapping[str, Any]) -> str:
+    """The trajectory a call belongs to: the agent loop's request id, else the sample's episode id."""
+    request = getattr(kwargs.get("agent_data"), "request_id", None)
+    return str(request or created.get("episode_id") or instance_id)
+
+
+class VerlToolAdapter:
+    """One toolgym tool as a verl tool: `verl.tools.base_tool.BaseTool`'s constructor and methods
+    (see the module docstring). From verl's tool config, `config` names the tool and the task set
+    (`{"tool": "transfer_funds", "tasks": "mtu"}`) and every tool of a task set shares its episodes;
+    `verl_tools` builds them in Python. A sample's `tools_kwargs[<tool>]["create_kwargs"]` gives
+    `task_id` and optionally `seed` and `episode_id`."""
+
+    def __init__(
+        self, config: Mapping[str, Any], tool_schema: Any = None, *, episodes: VerlEpisodes | None = None
+    ) -> None:
+        self.config = dict(config)
+        if episodes is None:
+            from toolgym.envs.demo import resolve_task_set
+
+            spec = str(self.config["tasks"])
+            if spec not in _SHARED:
+                tasks = resolve_task_set(spec)
+                _SHARED[spec] = VerlEpisodes(
+                    ToolSet(), tasks, max_steps=int(self.config.get("max_steps", 30))
+                )
+            episodes = _SHARED[spec]
+        self.episodes = episodes
+        tool = offered_tools(episodes.tools, episodes.tasks).get(str(self.config["tool"]))
+        self.name = tool.name
+        self.tool_schema = tool_schema or {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters_schema(),
+            },
+        }
+
+    def get_openai_tool_schema(self) -> Any:
+        return self.tool_schema
+
+    async def create(self, instance_id: str | None = None, **kwargs: Any) -> tuple[str, Any]:
+        import uuid
+
+        instance = instance_id or uuid.uuid4().hex
+        self.episodes.instances[instance] = dict(kwargs.get("create_kwargs") or {})
+        return instance, _tool_response("")
+
+    async def execute(
+        self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
+    ) -> tuple[Any, float, dict[str, Any]]:
+        """The call's observation, the step's reward (the episode's when it ended) and metrics."""
+        created = self.episodes.instances.get(instance_id, {})
+        task_id = created.get("task_id")
+        if task_id is None:
+            return _tool_response("no task: give create_kwargs.task_id in the sample's tools_kwargs"), 0.0, {}
+        key = str(
+            getattr(kwargs.get("agent_data"), "request_id", None) or created.get("episode_id") or instance_id
+        )
+        env = self.episodes.env_for(key, str(task_id), created.get("seed"))
+        if key in self.episodes.rewards:
+            return _tool_response("The episode is over."), 0.0, {}
+        obs, reward, terminated, truncated, info = env.step(
+            ToolCall(name=self.name, arguments=dict(parameters))
+        )
+        if terminated or truncated:
+            self.episodes.rewards[key] = float(reward)
+        return (
+            _tool_response(obs),
+            float(reward),
+            {"error_kind": info["error_kind"], "step": info["step"], "episode": key},
+        )
+
+    async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
+        created = self.episodes.instances.get(instance_id, {})
+        return self.episodes.reward(_episode_key(instance_id, created, kwargs))
+
+    async def release(self, instance_id: str, **kwargs: Any) -> None:
+        """verl releases after every call: the instance goes, its episode stays (`episodes.close`)."""
+        self.episodes.instances.pop(instance_id, None)
+
+
+def verl_tools(tools: ToolSet, tasks: TaskSet, **env_kwargs: Any) -> list[VerlToolAdapter]:
+    """One verl tool per tool the tasks may use, sharing one set of episodes."""
+    episodes = VerlEpisodes(tools, tasks, **env_kwargs)
+    return [VerlToolAdapter({"tool": t.name}, episodes=episodes) for t in offered_tools(tools, tasks)]
+
+
+__all__ = [
+    "GRPOToolEnv",
+    "VerlToolAdapter",
+    "grpo_dataset",
+    "grpo_environment_class",
+    "grpo_environment_factory",
+    "verl_tools",
+]

@@ -1,0 +1,306 @@
+"""`toolgym export`: runs as training data (checked against OpenAI's format rules and the openai
+SDK's own message types, loaded back with `datasets`) and as OpenTelemetry spans (the SDK's
+in-memory exporter). The runs are real episodes on the bundled MTU mock tasks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+from typer.testing import CliRunner
+
+from toolgym.actions import Action, FinalAnswer
+from toolgym.cli import app
+from toolgym.envs.agents import OracleAgent, ScriptedAgent
+from toolgym.envs.demo import mock_task_paths
+from toolgym.envs.runner import run_episode
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.evaluation.export import (
+    EpisodeFilter,
+    ExportFormat,
+    ToolSchemas,
+    export_records,
+    finished_episodes,
+    openai_format_problems,
+)
+from toolgym.evaluation.runs import load_traces
+from toolgym.protocols.base import RawOutput
+from toolgym.tasks import Task, TaskSet
+from toolgym.tools import ToolSet
+from toolgym.trace import TurnTokens
+
+MTU = next(p for p in mock_task_paths() if p.stem == "mtu")
+TASKS = TaskSet.load(MTU)
+TASK_IDS = ["mtu-balance-002", "mtu-transfer-011", "mtu-door-003"]
+
+
+class WrongAnswer(ScriptedAgent):
+    """The golden calls, then a wrong final answer (reward 0); its first output does not parse."""
+
+    name = "wrong"
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        calls = [s.action for s in task.golden if not isinstance(s.action, FinalAnswer)]
+        self._actions = [*calls, FinalAnswer(text="I could not find out.")]
+        self._next = 0
+        self._garbled = False
+
+    def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
+        if not self._garbled:
+            self._garbled = True
+            return "this is not an assistant message"
+        return super().act(observation, info)
+
+
+class TokenOracle(OracleAgent):
+    """The oracle, reporting token ids the way an agent whose server returned them does: each
+    prompt is the previous prompt and completion plus the env's tokens."""
+
+    name = "token-oracle"
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        super().start(task, observation, info)
+        self._ids = [1, 2, 3]
+        self.turn_tokens: TurnTokens | None = None
+
+    def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
+        prompt = [*self._ids, 900 + self._next] if self.turn_tokens is not None else list(self._ids)
+        completion = [100 + self._next, 200 + self._next]
+        self.turn_tokens = TurnTokens(prompt_ids=prompt, completion_ids=completion, logprobs=[-0.5, -0.25])
+        self._ids = prompt + completion
+        return super().act(observation, info)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("run")
+    env = ToolEnv(ToolSet(), TASKS, protocol="openai")
+    agents = [OracleAgent(env.protocol), WrongAnswer(env.protocol), TokenOracle(env.protocol)]
+    for trial, agent in enumerate(agents):
+        for task_id in TASK_IDS:
+            run_episode(env, agent, TASKS[task_id], seed=0, trace_dir=out / f"trial-{trial}" / "mtu")
+    env.close()
+    return out
+
+
+def _episodes(run_dir: Path, keep: EpisodeFilter | None = None) -> list[Any]:
+    loaded, problems = load_traces(run_dir)
+    assert not problems
+    return finished_episodes(loaded, {t.id: t for t in TASKS}, keep or EpisodeFilter())
+
+
+def test_openai_records_follow_the_fine_tuning_rules(run_dir: Path) -> None:
+    from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageParam
+
+    records = export_records(_episodes(run_dir), ExportFormat.openai)
+    assert len(records) == 9
+    messages = TypeAdapter(list[ChatCompletionMessageParam])
+    tools = TypeAdapter(list[ChatCompletionFunctionToolParam])
+    for record in records:
+        assert openai_format_problems(record) == []
+        messages.validate_python(record["messages"])
+        tools.validate_python(record["tools"])
+        assert record["parallel_tool_calls"] is False
+        assert {"task_id", "seed", "reward"} <= record["metadata"].keys()
+    transfer = next(
+        r for r in records if r["metadata"]["task_id"] == "mtu-transfer-011" and r["metadata"]["trial"] == 0
+    )
+    roles = [m["role"] for m in transfer["messages"]]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    call = transfer["messages"][1]["tool_calls"][0]
+    assert (
+        call["function"]["name"] == "transfer_funds" and transfer["messages"][2]["tool_call_id"] == call["id"]
+    )
+    assert {t["function"]["name"] for t in transfer["tools"]} == set(TASKS["mtu-transfer-011"].tools or [])
+    wrong = next(r for r in records if r["metadata"]["trial"] == 1)
+    assert wrong["messages"][1] == {
+        "role": "assistant",
+        "content": "this is not an assistant message",
+        "weight": 0,
+    }
+    assert wrong["messages"][2]["role"] == "user" and "format_error" in wrong["messages"][2]["content"]
+    assert wrong["metadata"]["reward"] == 0.0
+
+    # the checker catches what the rules forbid
+    broken = {**transfer, "messages": transfer["messages"][:3], "extra": 1}
+    assert openai_format_problems(broken) == [
+        "unknown keys ['extra']",
+        "the last message must be the assistant's",
+    ]
+
+
+def test_filters(run_dir: Path) -> None:
+    assert len(_episodes(run_dir, EpisodeFilter(passed_only=True))) == 6
+    assert len(_episodes(run_dir, EpisodeFilter(min_reward=0.5))) == 6
+    assert len(_episodes(run_dir, EpisodeFilter(task_sets=frozenset({"other"})))) == 0
+    kept = _episodes(run_dir, EpisodeFilter(categories=frozenset({"write"})))
+    assert {e.task.id for e in kept} == {"mtu-transfer-011"} and len(kept) == 3
+
+
+def test_hf_and_sharegpt_load_with_datasets(run_dir: Path, tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    runner = CliRunner()
+    for fmt in ("hf", "sharegpt"):
+        out = tmp_path / f"{fmt}.jsonl"
+        result = runner.invoke(
+            app, ["export", str(run_dir), "--format", fmt, "--out", str(out), "--passed-only"]
+        )
+        assert result.exit_code == 0, result.output
+        data = datasets.load_dataset("json", data_files=str(out), split="train")
+        assert len(data) == 6 and set(data["reward"]) == {1.0} and set(data["seed"]) == {0}
+        if fmt == "hf":
+            row = next(r for r in data if r["task_id"] == "mtu-transfer-011")
+            call = row["messages"][1]["tool_calls"][0]["function"]
+            assert call["name"] == "transfer_funds" and call["arguments"]["amount"] == 500
+            assert row["messages"][2]["role"] == "tool" and row["messages"][2]["name"] == "transfer_funds"
+            assert row["tools"][0]["type"] == "function"
+        else:
+            for row in data:
+                turns = row["conversations"]
+                # LLaMA-Factory: human/observation at odd positions, gpt/function_call at even ones
+                assert all(t["from"] in ("human", "observation") for t in turns[0::2])
+                assert all(t["from"] in ("gpt", "function_call") for t in turns[1::2])
+                assert turns[-1]["from"] == "gpt"
+            calls = [
+                json.loads(t["value"])
+                for r in data
+                for t in r["conversations"]
+                if t["from"] == "function_call"
+            ]
+            assert {"name": "get_account_balance", "arguments": {"account_number": "123456"}} in calls
+            assert json.loads(data[0]["tools"])[0]["name"]
+
+
+def test_preference_pairs(run_dir: Path) -> None:
+    records = export_records(_episodes(run_dir), ExportFormat.preference)
+    assert len(records) == len(TASK_IDS)  # oracle (reward 1) against the wrong answer (reward 0)
+    for record in records:
+        assert set(record) == {"input", "preferred_output", "non_preferred_output", "metadata"}
+        assert (
+            record["metadata"]["preferred_reward"] == 1.0
+            and record["metadata"]["non_preferred_reward"] == 0.0
+        )
+        assert record["input"]["messages"][-1]["role"] == "user"  # they part at the first output
+        assert record["preferred_output"][0]["role"] == "assistant"
+        assert record["non_preferred_output"][0]["content"] == "this is not an assistant message"
+        assert (
+            openai_format_problems({"messages": [*record["input"]["messages"], *record["preferred_output"]]})
+            == []
+        )
+
+
+def test_token_trajectories(run_dir: Path) -> None:
+    records = export_records(_episodes(run_dir), ExportFormat.tokens)
+    assert len(records) == len(TASK_IDS)  # only the token oracle's traces kept token ids
+    balance = next(r for r in records if r["task_id"] == "mtu-balance-002")
+    assert balance["turns"][0] == {
+        "prompt_ids": [1, 2, 3],
+        "completion_ids": [100, 200],
+        "logprobs": [-0.5, -0.25],
+    }
+    assert balance["input_ids"] == [1, 2, 3, 100, 200, 901, 101, 201]
+    assert balance["loss_mask"] == [0, 0, 0, 1, 1, 0, 1, 1]
+    assert balance["logprobs"] == [None, None, None, -0.5, -0.25, None, -0.5, -0.25]
+
+
+def test_tool_schemas_skip_unknown_tools(run_dir: Path) -> None:
+    episode = _episodes(run_dir)[0]
+    assert [t["function"]["name"] for t in ToolSchemas(ToolSet()).of(episode)] == TASKS[episode.task.id].tools
+
+
+def test_otel_spans_follow_the_genai_conventions(run_dir: Path) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import StatusCode
+
+    from toolgym.evaluation.otel import export_spans
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    episodes = [e for e in _episodes(run_dir) if e.task.id == "mtu-transfer-011" and e.loaded.trial in (0, 1)]
+    count = export_spans(episodes, provider, start_ns=1_000_000_000)
+    spans = exporter.get_finished_spans()
+    assert count == len(spans) == 2 + 2 + 1 + 3 + 1  # per episode: the agent, its chats, its tool calls
+    roots = [s for s in spans if s.parent is None]
+    assert [s.name for s in roots] == ["invoke_agent oracle", "invoke_agent wrong"]
+    assert roots[0].attributes is not None and roots[0].attributes["toolgym.reward"] == 1.0
+    tools = [s for s in spans if s.attributes and s.attributes["gen_ai.operation.name"] == "execute_tool"]
+    assert [s.name for s in tools] == ["execute_tool transfer_funds"] * 2
+    for span in tools:
+        assert span.attributes is not None and span.attributes["gen_ai.tool.call.id"]
+        assert span.parent is not None and span.parent.span_id == next(
+            r.context.span_id for r in roots if r.context.trace_id == span.context.trace_id
+        )
+    chats = [s for s in spans if s.attributes and s.attributes["gen_ai.operation.name"] == "chat"]
+    garbled = [s for s in chats if s.status.status_code is StatusCode.ERROR]
+    assert (
+        len(garbled) == 1
+        and garbled[0].attributes is not None
+        and garbled[0].attributes["error.type"] == "format_error"
+    )
+    assert all(
+        s.start_time is not None and s.end_time is not None and s.start_time < s.end_time for s in spans
+    )
+
+
+def test_export_command_otel_and_errors(run_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    runner = CliRunner()
+    out = tmp_path / "spans.jsonl"
+    result = runner.invoke(
+        app, ["export", str(run_dir), "--format", "otel", "--out", str(out), "--passed-only"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sum(line["name"].startswith("invoke_agent") for line in lines) == 6
+    bad = runner.invoke(app, ["export", str(run_dir), "--format", "csv"])
+    assert bad.exit_code == 2 and "choose one of" in bad.output
+    other = tmp_path / "tasks.jsonl"
+    TaskSet([Task(id="x", query="q")]).dump(other)
+    unknown = runner.invoke(app, ["export", str(run_dir), "--tasks", str(other)])
+    assert unknown.exit_code == 2 and "none of the task sets" in unknown.output
+
+
+def test_export_command_sends_otlp_to_a_collector(run_dir: Path) -> None:
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from toolgym.http import ServerThread
+
+    received: list[bytes] = []
+
+    async def traces(request: Request) -> Response:
+        received.append(await request.body())
+        return Response(b"", media_type="application/x-protobuf")
+
+    collector = Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])])
+    with ServerThread(collector) as url:
+        result = CliRunner().invoke(
+            app,
+            [
+                "export",
+                str(run_dir),
+                "--format",
+                "otel",
+                "--otlp-endpoint",
+                f"{url}/v1/traces",
+                "--passed-only",
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    names = []
+    for body in received:
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        names += [s.name for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    assert names.count("invoke_agent oracle") == 3 and "execute_tool transfer_funds" in names
