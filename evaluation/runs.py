@@ -38,6 +38,7 @@ from toolgym.envs.rollouts import (
     Executor,
     InProcessExecutor,
     UserSpec,
+    WorldSpec,
     episode_specs,
     rollout,
 )
@@ -209,6 +210,7 @@ def run_trials(
     executor: Executor | None = None,
     faults: FaultPlan | None = None,
     user: UserSpec | None = None,
+    worlds: WorldSpec | None = None,
 ) -> RunSummary:
     """Run every task `trials` times and write traces and OUT/run.json. By default episodes run in
     this process, up to `concurrency` at once; `executor` spreads them over processes or Ray actors
@@ -217,7 +219,9 @@ def run_trials(
     whichever executor ran them. `faults`: a fault plan every episode runs under (checked against
     the tasks' tools first: a plan naming a tool no task offers raises FaultPlanError before any
     episode runs). `user`: how workers build the user simulator of tasks with a user scenario
-    (default: rule-based)."""
+    (default: rule-based). `worlds`: how workers build their tasks' worlds (default: in-process
+    mock worlds; `toolgym.evaluation.simulators:LLMSimulatedWorlds` answers simulated tools with
+    an LLM)."""
     if trials < 1 or concurrency < 1:
         raise ValueError("trials and concurrency must be at least 1")
     fault_tools: list[str] = []
@@ -238,7 +242,12 @@ def run_trials(
         out=out,
         executor=executor or InProcessExecutor(concurrency),
         env=EnvConfig(
-            protocol=protocol, max_steps=max_steps, faults=faults, fault_tools=tuple(fault_tools), user=user
+            protocol=protocol,
+            max_steps=max_steps,
+            faults=faults,
+            fault_tools=tuple(fault_tools),
+            user=user,
+            worlds=worlds,
         ),
         agent=make_agent,
         toolset=toolset,
