@@ -240,6 +240,14 @@ def run(
             sets.append((set_name(path), task_set))
     if not sets:
         raise typer.BadParameter(f"no task with id {', '.join(task_id or [])}", param_hint="--task-id")
+    if agent is AgentKind.oracle:
+        unplayable = [t.id for _, s in sets for t in s if not t.golden]
+        if unplayable:  # ToolEyes' queries, for one: they have no reference chain
+            raise typer.BadParameter(
+                f"{len(unplayable)} tasks have no golden chain for the oracle to play "
+                f"({', '.join(unplayable[:3])}{', ...' if len(unplayable) > 3 else ''}): use --agent llm",
+                param_hint="--agent",
+            )
     plans = _fault_plans(faults or [], sets)  # a bad plan stops the command before any episode
     user_config = user_llm_config(user_base_url, user_model, user_api_key_env, timeout, max_retries)
 
