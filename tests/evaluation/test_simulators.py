@@ -237,5 +237,5 @@ def test_toolgym_run_with_the_llm_simulator(tmp_path: Path) -> None:
     assert trace.steps[0].observations[0]["content"] == {"answer_from": "the simulator LLM"}
     settings = json.loads((out / "run.json").read_text(encoding="utf-8"))["settings"]
     assert settings["simulator"] == {"backend": LLM, "model": "sim", "base_url": fake.base_url}
-    bad = CliRunner().invoke(app, ["run", "--tasks", "tooleyes", "--simulator-model", "sim"])
+    bad = CliRunner().invoke(app, ["run", "--tasks", "demo", "--simulator-model", "sim"])
     assert bad.exit_code == 2 and "--simulator-base-url and --simulator-model together" in bad.output
