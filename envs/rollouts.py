@@ -131,6 +131,17 @@ class UserSpec:
 
 
 @dataclass(frozen=True)
+class WorldSpec:
+    """How a worker builds the world factory of its envs (`ToolEnv(world_factory=...)`): `builder`
+    names a `package.module:attr`, called once per worker with `kwargs`, returning a
+    `WorldFactory`; it may hold resources (an HTTP client) and release them in `close()`. The LLM
+    tool simulator's is `toolgym.evaluation.simulators:LLMSimulatedWorlds`, named, never imported."""
+
+    builder: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class EnvConfig:
     """What every episode's env is built with. `toolset` names a `package.module:factory` that
     returns the ToolSet; `tool_url`, when set, serves the tools of that server instead of the local
@@ -147,6 +158,9 @@ class EnvConfig:
     fault_tools: tuple[str, ...] = ()
     # the user simulator of tasks with a scenario; None: the env's default (rule-based)
     user: UserSpec | None = None
+    # where tasks' worlds come from; None: the env's default (in-process mock worlds, simulated
+    # libraries answered by the deterministic simulator)
+    worlds: WorldSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -270,6 +284,7 @@ class EpisodeWorker:
         self._envs: dict[str, ToolEnv] = {}
         self._staging: str | None = None
         self._users: UserFactory | None = None  # built once, with the first env
+        self._worlds: Any = None  # the WorldSpec's builder result, built once, with the first env
 
     def env_for(self, task_set: str) -> ToolEnv:
         env = self._envs.get(task_set)
@@ -277,6 +292,9 @@ class EpisodeWorker:
             cfg = self.context.env
             if cfg.user is not None and self._users is None:
                 self._users = load_object(cfg.user.builder, "user builder")(**cfg.user.kwargs)
+            if cfg.worlds is not None and self._worlds is None:
+                self._worlds = load_object(cfg.worlds.builder, "world builder")(**cfg.worlds.kwargs)
+            extra: dict[str, Any] = {} if self._worlds is None else {"world_factory": self._worlds()}
             env = ToolEnv(
                 self.toolset,
                 self.tasks[task_set],
@@ -285,6 +303,7 @@ class EpisodeWorker:
                 tool_layers=[FaultLayer(cfg.faults, known_tools=cfg.fault_tools)] if cfg.faults else [],
                 reward_fn=fault_aware(task_scores) if cfg.faults else task_scores,
                 user=self._users() if self._users is not None else None,
+                **extra,
             )
             self._envs[task_set] = env
         return env
@@ -374,6 +393,10 @@ class EpisodeWorker:
         if callable(close_users):
             close_users()
         self._users = None
+        close_worlds = getattr(self._worlds, "close", None)
+        if callable(close_worlds):
+            close_worlds()
+        self._worlds = None
         if self._staging is not None:
             shutil.rmtree(self._staging, ignore_errors=True)
 

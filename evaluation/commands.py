@@ -424,6 +424,17 @@ def run(
     ] = None,
     user_model: UserModelOption = None,
     user_api_key_env: UserApiKeyEnvOption = None,
+    simulator_base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="answer simulated tools (docs/simulated-tools.md) with an LLM on this "
+            "OpenAI-compatible base URL (default: the deterministic simulator); needs --simulator-model"
+        ),
+    ] = None,
+    simulator_model: Annotated[str | None, typer.Option(help="the simulator LLM's model name")] = None,
+    simulator_api_key_env: Annotated[
+        str | None, typer.Option(help="environment variable holding the simulator LLM's API key")
+    ] = None,
 ) -> None:
     """Run an agent over task sets, k trials per task, n episodes at once; write traces and run.json.
     Ctrl-C stops it cleanly; the same command (same --out) resumes it."""
@@ -547,6 +558,29 @@ def run(
 
         user_spec = UserSpec("toolgym.evaluation.users:LLMUsers", {"config": user_config})
         settings["user"] = user_settings(user_config)
+    worlds = None
+    if simulator_base_url or simulator_model:
+        if not (simulator_base_url and simulator_model):
+            raise typer.BadParameter("give --simulator-base-url and --simulator-model together")
+        from toolgym.envs.rollouts import WorldSpec
+
+        try:
+            simulator_key = api_key_from_env(simulator_api_key_env)
+        except LLMError as exc:
+            raise typer.BadParameter(exc.message, param_hint="--simulator-api-key-env") from None
+        simulator_config = LLMConfig(
+            base_url=simulator_base_url,
+            model=simulator_model,
+            api_key=simulator_key,
+            timeout_s=timeout,
+            max_retries=max_retries,
+        )
+        worlds = WorldSpec("toolgym.evaluation.simulators:LLMSimulatedWorlds", {"config": simulator_config})
+        settings["simulator"] = {
+            "backend": "simulated:llm",
+            "model": simulator_model,
+            "base_url": simulator_base_url,
+        }
     run_dir = out or default_run_dir()
     total = trials * sum(len(s) for _, s in sets)
     if episodes_slice is not None:
@@ -570,6 +604,7 @@ def run(
         cancel=cancel,
         max_consecutive_aborts=max_consecutive_aborts or None,
         resume=resume_command(ctx, run_dir),
+        worlds=worlds,
     )
     faulted: list[RunSummary] = []
     with human_output_to_stderr(json_output), cancel_on_signals(cancel) as signals:

@@ -48,6 +48,7 @@ from toolgym.envs.rollouts import (
     InProcessExecutor,
     RolloutCancelled,
     UserSpec,
+    WorldSpec,
     episode_specs,
     rollout,
 )
@@ -315,6 +316,7 @@ def run_trials(
     cancel: Cancel | None = None,
     max_consecutive_aborts: int | None = None,
     resume: str | None = None,
+    worlds: WorldSpec | None = None,
 ) -> RunSummary:
     """Run every task `trials` times and write traces and OUT/run.json. By default episodes run in
     this process, up to `concurrency` at once; `executor` spreads them over processes or Ray actors
@@ -324,7 +326,9 @@ def run_trials(
     (`oracle`, `scripted:FILE`, `package.module:factory`). `faults`: a fault plan every episode runs
     under (checked against the tasks' tools first: a plan naming a tool no task offers raises
     FaultPlanError before any episode runs). `user`: how workers build the user simulator of tasks
-    with a user scenario (default: rule-based).
+    with a user scenario (default: rule-based). `worlds`: how workers build their tasks' worlds
+    (default: in-process mock worlds; `toolgym.evaluation.simulators:LLMSimulatedWorlds` answers
+    simulated tools with an LLM).
 
     Resuming: a run already in `out` with the same config keeps its finished episodes (RunDirError
     for another config, unless `overwrite`); `retry_aborted` runs its aborted ones again; `limit`
@@ -399,6 +403,7 @@ def run_trials(
                 faults=faults,
                 fault_tools=tuple(fault_tools),
                 user=user,
+                worlds=worlds,
             ),
             agent=make_agent,
             toolset=toolset,

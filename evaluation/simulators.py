@@ -15,7 +15,7 @@ records the simulated tools' answers themselves, so a recorded run replays with 
 from __future__ import annotations
 
 from toolgym.envs.tool_env import WorldFactory
-from toolgym.evaluation.llm import ChatClient
+from toolgym.evaluation.llm import ChatClient, LLMConfig
 from toolgym.evaluation.users import ChatUserLLM
 from toolgym.mocks.apps import get_app
 from toolgym.mocks.simulated.app import with_simulator
@@ -49,3 +49,19 @@ def simulated_worlds(simulator: Simulator) -> WorldFactory:
         return MockWorld(apps, seed=task.seed, clock=task.clock)
 
     return factory
+
+
+class LLMSimulatedWorlds:
+    """The world builder of rollout workers for `toolgym run --simulator-base-url ...`
+    (`WorldSpec("toolgym.evaluation.simulators:LLMSimulatedWorlds", {"config": ...})`): one
+    ChatClient and one simulator per worker, shared by the worlds of its envs."""
+
+    def __init__(self, config: LLMConfig, attempts: int = 3) -> None:
+        self.client = ChatClient(config)
+        self.simulator = llm_simulator(self.client, attempts=attempts)
+
+    def __call__(self) -> WorldFactory:
+        return simulated_worlds(self.simulator)
+
+    def close(self) -> None:
+        self.client.close()

@@ -101,7 +101,12 @@ class SimulatedApp(App):
 
     # ---- one call ------------------------------------------------------------------------------
     def simulate(self, doc: ToolDoc, arguments: dict[str, Any], ctx: ToolContext) -> Any:
-        history: list[dict[str, Any]] = ctx.extras.setdefault(HISTORY_KEY, {}).setdefault(doc.name, [])
+        # this episode's calls to the tool, for simulators that read them (the LLM's prompt);
+        # the ToolContext is the episode's, so a new episode starts with none
+        keep = self.simulator.history_limit
+        history: list[dict[str, Any]] = (
+            ctx.extras.setdefault(HISTORY_KEY, {}).setdefault(doc.name, []) if keep else []
+        )
         found = self._record_named(arguments) if doc.action in ("get", "update", "delete") else None
         if found is None and doc.action in ("update", "delete") and self._names_own_id(arguments):
             raise not_found(doc.resource, self._names_own_id(arguments))
@@ -116,7 +121,9 @@ class SimulatedApp(App):
                 answer = self._create(doc, answer)
             elif doc.action == "list":
                 answer = self._with_records(doc, arguments, answer)
-        history.append({"arguments": arguments, "answer": answer})
+        if keep:
+            history.append({"arguments": arguments, "answer": answer})
+            del history[:-keep]
         return answer
 
     def _id_field(self, doc: ToolDoc) -> str:

@@ -51,9 +51,11 @@ class SimCall:
 
 class Simulator(Protocol):
     """Writes the answer to a call from the documentation. `backend` names it in tool metadata
-    and traces ("simulated:deterministic", "simulated:llm")."""
+    and traces ("simulated:deterministic", "simulated:llm"); `history_limit`: how many of the
+    episode's earlier calls to the tool it reads (`SimCall.history`; 0: none are kept)."""
 
     backend: str
+    history_limit: int
 
     def answer(self, call: SimCall) -> Any: ...
 
@@ -159,6 +161,7 @@ class DeterministicSimulator:
     """Answers from the doc alone: the same call (seed, tool, arguments) answers the same."""
 
     backend = DETERMINISTIC
+    history_limit = 0  # the same call answers the same, whatever came before
 
     def answer(self, call: SimCall) -> Any:
         draw = draw_for(call)
@@ -228,6 +231,7 @@ class LLMSimulator:
     """Answers written by a chat model, checked against the doc; see the module docstring."""
 
     backend = LLM
+    history_limit = 10  # the episode's latest calls to the tool go into the prompt
 
     def __init__(self, model: ChatModel, *, attempts: int = 3, max_bytes: int = MAX_ANSWER_BYTES) -> None:
         if attempts < 1:

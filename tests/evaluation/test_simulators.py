@@ -197,3 +197,45 @@ def test_model_requests_through_a_cassette(fake: FakeOpenAI, tmp_path: Path) -> 
                 SimCall(doc=DOCS[0], arguments={"hotel": "X", "nights": 1}, seed=0, clock=CLOCK)
             )
     assert len(fake.requests) == 1  # the replays and the miss made no request
+
+
+def test_toolgym_run_with_the_llm_simulator(tmp_path: Path) -> None:
+    """`toolgym run --simulator-base-url ... --simulator-model ...`: ToolEyes' tools answered by
+    the LLM on the local server, said so in the traces and the run's settings."""
+    from typer.testing import CliRunner
+
+    from tests.evaluation.tooleyes_model import tooleyes_script
+    from toolgym.cli import app
+    from toolgym.trace import read_trace
+
+    def script(body: Mapping[str, Any]) -> Reply:
+        system = str(body["messages"][0].get("content", ""))
+        if system.startswith("You simulate a web API"):
+            return text('{"answer_from": "the simulator LLM"}')
+        return tooleyes_script(body)
+
+    out = tmp_path / "run"
+    with serve(FakeOpenAI(script)) as fake:
+        args = [
+            "run",
+            "--tasks",
+            "tooleyes",
+            "--task-id",
+            "tooleyes-000",
+            "--agent",
+            "llm",
+            "--protocol",
+            "react",
+        ]
+        args += ["--base-url", fake.base_url, "--model", "agent", "--out", str(out)]
+        args += ["--simulator-base-url", fake.base_url, "--simulator-model", "sim"]
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (path,) = (out / "trial-0").rglob("*.jsonl")
+    trace = read_trace(path)
+    assert {t.backend for t in trace.header.tools} == {LLM}
+    assert trace.steps[0].observations[0]["content"] == {"answer_from": "the simulator LLM"}
+    settings = json.loads((out / "run.json").read_text(encoding="utf-8"))["settings"]
+    assert settings["simulator"] == {"backend": LLM, "model": "sim", "base_url": fake.base_url}
+    bad = CliRunner().invoke(app, ["run", "--tasks", "demo", "--simulator-model", "sim"])
+    assert bad.exit_code == 2 and "--simulator-base-url and --simulator-model together" in bad.output

@@ -677,3 +677,10 @@ def test_eval_and_report_show_five_dimensions_per_scenario(tmp_path: Path) -> No
     )
     assert all(f"<td>{s}</td>" in page for s in SCENARIOS)
     assert "simulated:deterministic" in page
+
+
+def test_the_oracle_cannot_play_tooleyes(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["run", "--tasks", "tooleyes", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "382 tasks have no golden chain" in " ".join(result.output.split())
+    assert not (tmp_path / "run.json").exists()

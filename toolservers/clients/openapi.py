@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,44 +27,28 @@ import httpx
 
 from toolgym.errors import InfraError, ToolError
 from toolgym.files import StoredFile
+from toolgym.mocks.simulated.docs import OPENAPI_METHODS, RefError, operation_name, resolve_refs
 from toolgym.tools import SCHEMA_PARAM_TYPES, ReturnSpec, SchemaTool, ToolContext, ToolSet
 
 from ._common import bearer, error_for_status, store_bytes, transport_error
 
-METHODS = ("get", "post", "put", "patch", "delete")
+METHODS = OPENAPI_METHODS
 
 
 class SpecError(ValueError):
     """The spec cannot be turned into tools (a reference that does not resolve, a shape not supported)."""
 
 
-def _resolve(spec: Mapping[str, Any], node: Any, seen: frozenset[str] = frozenset()) -> Any:
-    """`node` with local `$ref`s (`#/...`) replaced by what they point at."""
-    if isinstance(node, Mapping):
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            if not ref.startswith("#/"):
-                raise SpecError(f"only local references are supported, got {ref!r}")
-            if ref in seen:
-                raise SpecError(f"recursive reference {ref!r}")
-            target: Any = spec
-            for part in ref[2:].split("/"):
-                part = part.replace("~1", "/").replace("~0", "~")
-                if not isinstance(target, Mapping) or part not in target:
-                    raise SpecError(f"reference {ref!r} does not resolve")
-                target = target[part]
-            return _resolve(spec, target, seen | {ref})
-        return {k: _resolve(spec, v, seen) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_resolve(spec, v, seen) for v in node]
-    return node
+def _resolve(spec: Mapping[str, Any], node: Any) -> Any:
+    """`node` with local `$ref`s (`#/...`) replaced by what they point at (one resolver for served
+    and simulated OpenAPI tools: toolgym.mocks.simulated.docs)."""
+    try:
+        return resolve_refs(spec, node)
+    except RefError as exc:
+        raise SpecError(str(exc)) from None
 
 
-def _tool_name(op: Mapping[str, Any], method: str, path: str) -> str:
-    op_id = op.get("operationId")
-    if isinstance(op_id, str) and op_id:
-        return re.sub(r"[^A-Za-z0-9_.-]", "_", op_id)
-    return re.sub(r"[^A-Za-z0-9_]+", "_", f"{method}_{path}").strip("_")
+_tool_name = operation_name
 
 
 def _file_kind(schema: Mapping[str, Any]) -> str | None:
