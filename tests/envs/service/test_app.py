@@ -140,6 +140,8 @@ def test_http_sessions_speak_openenv_bodies(served: Served, catalog: Catalog, tm
         assert body["done"] is True and body["reward"] == 1.0
         state = http.get("/state", params={"session_id": session_id}).json()
         assert state["step_count"] == 2
+        [row] = http.get("/sessions").json()["sessions"]  # openenv's session table counts the steps
+        assert row["session_id"] == session_id and row["step_count"] == 2 and row["transport"] == "http"
         listing = http.get(f"/sessions/{session_id}/traces").json()
         assert listing["traces"] == [state["trace"]]
         assert http.post("/close", json={"session_id": session_id}).json()["closed"] is True
