@@ -211,14 +211,9 @@ class _Sessions:
                 WSCloseMessage(**message)
                 return None
             return _ws_error(f"Unknown message type: {kind}", WSErrorCode.UNKNOWN_TYPE)
-        except ValidationError as exc:
-            return WSErrorResponse(
-                data={
-                    "message": "Invalid message",
-                    "code": WSErrorCode.VALIDATION_ERROR,
-                    "errors": exc.errors(),
-                }
-            ).model_dump_json()
+        except ValidationError as exc:  # without context: a validator's exception object is no JSON
+            errors = exc.errors(include_url=False, include_context=False)
+            return _ws_error("Invalid message", WSErrorCode.VALIDATION_ERROR, errors=errors)
         except Exception as exc:  # a ServiceError's message starts with its [kind]
             return _ws_error(str(exc), WSErrorCode.EXECUTION_ERROR)
 
