@@ -134,7 +134,7 @@ def server(code: str, *args: str) -> Iterator[str]:
 
 
 # ---- clients: reset to a task, step with model text, close --------------------------------------
-Episode = tuple[str, list[str]]  # task id, the step inputs
+Episode = tuple[str, list[Any]]  # task id, the step inputs (ReAct text)
 TARGET_S = 0.0005
 
 
@@ -390,8 +390,7 @@ def main() -> None:
             "GenericEnvClient (sync, WebSocket)": Generic(echo_url, echo=True),
             "raw HTTP (openenv's stateless /step)": RawHTTP(echo_url, echo=True),
         }
-        plan: list[tuple[str, str, Any, LocalTool | LocalEcho]]
-        plan = [("ours", name, c, LocalTool()) for name, c in ours.items()]
+        plan: list[tuple[str, str, Any, Any]] = [("ours", name, c, LocalTool()) for name, c in ours.items()]
         plan += [("echo", name, c, LocalEcho()) for name, c in echo.items()]
         for _, _, client, local in plan:  # warm-up: imports, worlds built, connections open
             lockstep(client, local, episodes)

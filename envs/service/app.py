@@ -1,8 +1,9 @@
 """The env service's ASGI app: openenv-core's `HTTPEnvServer` plus stateful HTTP sessions.
 
-What comes from openenv-core unchanged: `/ws` (a session per connection: reset, step, state,
-close messages), `/health`, `/metadata`, the session table with its capacity limit,
-per-session executor threads and idle reaper. openenv's own HTTP `/reset`, `/step` and `/state`
+What comes from openenv-core unchanged: `/health`, `/metadata`, the session table with its
+capacity limit, per-session executor threads and idle reaper, the `/ws` protocol (a session per
+connection: reset, step, state, close messages; its message and error types). `/ws` itself is
+served here (`_Sessions.serve_websocket`) so that each answer is encoded once. openenv's own HTTP `/reset`, `/step` and `/state`
 are stateless (each request builds and closes a fresh env), which cannot hold a multi-step
 toolgym episode, so the server registers openenv's routes in its "production" mode (which leaves
 those three out) and serves them here with the same bodies and responses plus a `session_id`:
@@ -79,7 +80,8 @@ DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 
 class _Sessions:
-    """toolgym's HTTP sessions in openenv's session table (private API of HTTPEnvServer)."""
+    """toolgym's HTTP and WebSocket sessions in openenv's session table (private API of
+    HTTPEnvServer)."""
 
     def __init__(self, server: HTTPEnvServer, steps_on_loop: bool = False) -> None:
         self.server = server
@@ -118,7 +120,7 @@ class _Sessions:
         self.busy.add(sid)
         try:
             result = await self._in_session(sid, getattr(env, method), *args, **kwargs)
-            self.server._update_session_activity(sid, increment_step=method == "step")
+            self.server._update_session_activity(sid, increment_step=method == "step_answer")
             return result
         finally:
             self.busy.discard(sid)
@@ -209,14 +211,9 @@ class _Sessions:
                 WSCloseMessage(**message)
                 return None
             return _ws_error(f"Unknown message type: {kind}", WSErrorCode.UNKNOWN_TYPE)
-        except ValidationError as exc:
-            return WSErrorResponse(
-                data={
-                    "message": "Invalid message",
-                    "code": WSErrorCode.VALIDATION_ERROR,
-                    "errors": exc.errors(),
-                }
-            ).model_dump_json()
+        except ValidationError as exc:  # without context: a validator's exception object is no JSON
+            errors = exc.errors(include_url=False, include_context=False)
+            return _ws_error("Invalid message", WSErrorCode.VALIDATION_ERROR, errors=errors)
         except Exception as exc:  # a ServiceError's message starts with its [kind]
             return _ws_error(str(exc), WSErrorCode.EXECUTION_ERROR)
 

@@ -140,6 +140,8 @@ def test_http_sessions_speak_openenv_bodies(served: Served, catalog: Catalog, tm
         assert body["done"] is True and body["reward"] == 1.0
         state = http.get("/state", params={"session_id": session_id}).json()
         assert state["step_count"] == 2
+        [row] = http.get("/sessions").json()["sessions"]  # openenv's session table counts the steps
+        assert row["session_id"] == session_id and row["step_count"] == 2 and row["transport"] == "http"
         listing = http.get(f"/sessions/{session_id}/traces").json()
         assert listing["traces"] == [state["trace"]]
         assert http.post("/close", json={"session_id": session_id}).json()["closed"] is True
@@ -253,10 +255,17 @@ def test_bad_websocket_input_is_typed_and_changes_nothing(served: Served, catalo
         assert "[not_reset]" in ask({"type": "step", "data": {"text": "a"}})["data"]["message"]
         assert ask({"type": "reset", "data": RESET})["type"] == "observation"
         state = ask({"type": "state"})
-        for bad in ("{not json", {"type": "step", "data": {"bogus": 1}}, {"type": "step"}, {"type": "fly"}):
+        for bad, code in (
+            ("{not json", "INVALID_JSON"),
+            ({"type": "step", "data": {"bogus": 1}}, "VALIDATION_ERROR"),
+            ({"type": "step", "data": {"text": "a", "message": {"content": "b"}}}, "VALIDATION_ERROR"),
+            ({"type": "step"}, "VALIDATION_ERROR"),
+            ({"type": "fly"}, "UNKNOWN_TYPE"),
+            ({"type": "mcp", "data": {}}, "UNKNOWN_TYPE"),
+            ("[1, 2]", "UNKNOWN_TYPE"),
+        ):
             reply = ask(bad)
-            assert reply["type"] == "error", bad
-            assert reply["data"]["code"] in {"INVALID_JSON", "VALIDATION_ERROR", "UNKNOWN_TYPE"}
+            assert reply["type"] == "error" and reply["data"]["code"] == code, bad
         assert ask({"type": "state"}) == state
         # an oversized model output is the agent's format_error, as in-process; the world is untouched
         reply = ask({"type": "step", "data": {"text": "x" * (MAX_OUTPUT_CHARS + 1)}})
