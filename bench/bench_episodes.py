@@ -33,10 +33,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +43,7 @@ from bench_mocks import fmt, line, sample, stats
 from toolgym.actions import FinalAnswer, ToolCall
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import mock_task_paths
-from toolgym.envs.rollouts import AgentSpec, ProcessExecutor, TraceCommitter, episode_specs, rollout
+from toolgym.envs.rollouts import AgentSpec, ProcessExecutor, episode_specs, rollout
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.protocols import get_protocol
 from toolgym.tasks import Task, TaskSet
@@ -331,57 +329,6 @@ def rollout_steps(workers: int, trials: int) -> tuple[float, float]:
         outcomes = rollout(sets, specs, out=Path(out), executor=ProcessExecutor(workers), agent=AgentSpec())
         elapsed = time.perf_counter() - t0
     return sum(o.steps for o in outcomes) / elapsed, len(outcomes) / elapsed
-
-
-def fsync_per_trace(out: Path, traces: list[tuple[str, bytes]]) -> None:
-    """The driver's old way, as the baseline: each trace to a temporary name, fsync, rename, on
-    four writer threads so the fsync waits overlap."""
-
-    def one(item: tuple[str, bytes]) -> None:
-        path = out / item[0]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{threading.get_ident()}.tmp")
-        with tmp.open("wb") as fh:
-            fh.write(item[1])
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-
-    with ThreadPoolExecutor(4) as pool:
-        list(pool.map(one, traces))
-
-
-def group_commit(out: Path, traces: list[tuple[str, bytes]]) -> None:
-    committer = TraceCommitter()
-    for rel, data in traces:
-        committer.submit(out / rel, data, lambda: None)
-    committer.close()
-
-
-def bench_trace_writes(count: int, rounds: int) -> dict[str, Any]:
-    """Traces/s the driver commits, group commit against an fsync per trace, same bytes and folder."""
-    with tempfile.TemporaryDirectory() as scratch:
-        sets = mock_sets()
-        specs = episode_specs(sets, trials=1, seed=0)
-        rollout(sets, specs, out=Path(scratch))
-        sizes = [p.read_bytes() for p in Path(scratch).rglob("*.jsonl")]
-    traces = [(f"trial-{i // 100}/t{i}.jsonl", sizes[i % len(sizes)]) for i in range(count)]
-    rates: dict[str, list[float]] = {"fsync per trace (4 threads)": [], "group commit": []}
-    for _ in range(rounds):
-        for label, write in (
-            ("fsync per trace (4 threads)", fsync_per_trace),
-            ("group commit", group_commit),
-        ):
-            with tempfile.TemporaryDirectory(dir=Path.cwd()) as out:  # the disk the runs go to
-                t0 = time.perf_counter()
-                write(Path(out), traces)
-                rates[label].append(count / (time.perf_counter() - t0))
-    base = statistics.median(rates["fsync per trace (4 threads)"])
-    print(f"trace commits by the driver ({count} traces of the bundled tasks' sizes; {load()})")
-    for label, values in rates.items():
-        rate = statistics.median(values)
-        print(f"  {label:<30} {rate:10,.0f} traces/s   {rate / base:.1f}x")
-    return {label: statistics.median(values) for label, values in rates.items()}
 
 
 def bench_throughput(procs: list[int], seconds: float, trials: int, rounds: int) -> dict[str, Any]:
