@@ -16,6 +16,8 @@ Sections (each prints its baseline beside it, so the ratios hold on a loaded mac
   (what every reset paid before they were cached per tool set).
 - cold: a new process (imports, first env, first reset, first read and write step), next to the
   warm figures of the same steps.
+- scoring: the golden end state a state reward compares with, replayed per episode (as before)
+  against the per-process cache (`toolgym.envs.rewards.golden_state_hash`).
 - throughput: mock steps/s with 25% writes, episodes of 20 steps with a reset each, in 1 and 2
   processes at once (`--procs`), next to one process alone; and the process executor of
   `toolgym.envs.rollouts` on the bundled tasks (traces written) with 1 and 2 workers.
@@ -284,6 +286,31 @@ def bench_cold(runs: int) -> dict[str, Any]:
     return {"process": stats(walls), **{k: stats(v) for k, v in phases.items()}, "warm": warm}
 
 
+# ---- per-episode scoring ---------------------------------------------------------------------------
+def bench_scoring(reps: int) -> dict[str, Any]:
+    """The golden end state an episode's state reward compares with: replayed per episode (as
+    before) against the per-process cache of `golden_state_hash`, over the bundled tasks."""
+    from toolgym.envs.rewards import golden_state_hash
+    from toolgym.mocks.rewards import golden_tool_calls, replay_golden_state_hash
+
+    print(f"\nscoring: the golden end state per episode, bundled tasks with apps ({load()})")
+    tasks = [t for _, task_set in mock_sets() for t in task_set if t.apps]
+    for task in tasks:
+        golden_state_hash(task)  # fill the cache, as the first trial of each task does
+    cycle = iter(tasks * reps)
+
+    def replay() -> object:
+        t = next(cycle)
+        return replay_golden_state_hash(t.apps or (), t.seed, t.clock, golden_tool_calls(t.golden))
+
+    replayed = stats(sample(replay, len(tasks)))
+    cycle = iter(tasks * reps)
+    cached = stats(sample(lambda: golden_state_hash(next(cycle)), len(tasks) * reps))
+    line("replayed on a fresh world (per episode before)", replayed)
+    line(f"golden_state_hash, cached ({replayed['median_us'] / cached['median_us']:.0f}x less)", cached)
+    return {"replayed": replayed, "cached": cached}
+
+
 # ---- throughput across processes ------------------------------------------------------------------
 def _steps_for(seconds: float, start_at: float) -> tuple[int, float, float]:
     """Episodes of 20 mixed steps (a reset each) until `seconds` have passed; (steps, elapsed,
@@ -370,18 +397,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="fewer rounds and shorter runs")
     parser.add_argument(
-        "--only", nargs="*", default=None, help="sections: mixed resets toolsets cold throughput"
+        "--only", nargs="*", default=None, help="sections: mixed resets toolsets cold scoring throughput"
     )
     parser.add_argument("--procs", type=int, nargs="*", default=[1, 2], help="process counts for throughput")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     q = args.quick
-    wanted = set(args.only or ["mixed", "resets", "toolsets", "cold", "throughput"])
+    wanted = set(args.only or ["mixed", "resets", "toolsets", "cold", "scoring", "throughput"])
     sections: dict[str, Callable[[], Any]] = {
         "mixed": lambda: bench_mixed(rounds=3 if q else 20, n_isolated=500 if q else 3000),
         "resets": lambda: bench_resets([1, 10, 100, 1000], reps=20 if q else 100),
         "toolsets": lambda: bench_toolsets([10, 256], reps=100 if q else 500),
         "cold": lambda: bench_cold(runs=2 if q else 5),
+        "scoring": lambda: bench_scoring(reps=2 if q else 5),
         "throughput": lambda: bench_throughput(
             args.procs, seconds=2.0 if q else 5.0, trials=2 if q else 8, rounds=1 if q else 3
         ),
