@@ -16,11 +16,8 @@ the agent.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import importlib
 import os
-import queue
 import shutil
 import signal
 import sys
@@ -28,7 +25,7 @@ import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_all_start_methods, get_context
@@ -437,111 +434,15 @@ class Executor(Protocol):
         one of `context.abort_on`. Once `cancel` is set, start no episode and return soon."""
 
 
-def _syncfs() -> Callable[[int], None] | None:
-    """Linux's syncfs(2) (every dirty page of one filesystem in one call), or None elsewhere."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        call = libc.syncfs
-    except (OSError, AttributeError):
-        return None
-
-    def sync(fd: int) -> None:
-        if call(fd) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"syncfs: {os.strerror(err)}")
-
-    return sync
-
-
-class TraceCommitter:
-    """Writes the traces workers send back, durably and atomically, in groups (group commit).
-
-    Each group's traces are written under temporary names, made durable together (one syncfs of
-    the run directory's filesystem; an fsync per file where there is no syncfs), renamed into place,
-    and their folders synced; only then is each episode's outcome recorded. As with an fsync per
-    trace, a trace appears under its name whole and on disk or not at all, and an outcome is never
-    recorded before its trace: a crash loses at most the group in flight, whose outcomes were not
-    recorded either (a rerun of the run does them again). One sync per group instead of one fsync
-    per trace (3-5 ms each on this kind of disk) lifts the cap that put on a driver (about a
-    thousand episodes/s with four writer threads). A group is what has arrived while the previous
-    one was being written, at most `max_group` traces, so a slow trickle still commits at once."""
-
-    def __init__(self, max_group: int = 256) -> None:
-        self.max_group = max_group
-        self._queue: queue.SimpleQueue[tuple[Path, bytes, Callable[[], None]] | None] = queue.SimpleQueue()
-        self._error: BaseException | None = None
-        self._syncfs = _syncfs()
-        self._thread = threading.Thread(target=self._loop, name="trace-committer", daemon=True)
-        self._thread.start()
-
-    def submit(self, path: Path, data: bytes, done: Callable[[], None]) -> None:
-        """Write `data` to `path`; call `done` once it is durable and in place."""
-        if self._error is not None:
-            raise self._error
-        self._queue.put((path, data, done))
-
-    def close(self) -> None:
-        """Commit everything submitted, stop, and raise the first write error, if any."""
-        self._queue.put(None)
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-
-    def _loop(self) -> None:
-        stop = False
-        while not stop:
-            first = self._queue.get()
-            if first is None:
-                return
-            group = [first]
-            while len(group) < self.max_group:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                    break
-                group.append(item)
-            if self._error is None:
-                try:
-                    self._commit(group)
-                except BaseException as exc:  # raised to the driver by submit or close
-                    self._error = exc
-
-    def _commit(self, group: list[tuple[Path, bytes, Callable[[], None]]]) -> None:
-        staged: list[tuple[Path, Path]] = []
-        try:
-            for path, data, _ in group:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-                with tmp.open("wb") as fh:
-                    fh.write(data)
-                    if self._syncfs is None:
-                        fh.flush()
-                        os.fsync(fh.fileno())
-                staged.append((tmp, path))
-            folders = sorted({path.parent for _, path in staged})
-            if self._syncfs is not None:
-                fd = os.open(folders[0], os.O_RDONLY)
-                try:
-                    self._syncfs(fd)  # the data of every file of the group, in one call
-                finally:
-                    os.close(fd)
-            for tmp, path in staged:
-                os.replace(tmp, path)
-            for folder in folders:  # the renames themselves
-                fd = os.open(folder, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-        except BaseException:
-            for tmp, _ in staged:
-                tmp.unlink(missing_ok=True)
-            raise
-        for _, _, done in group:
-            done()
+def write_atomically(path: Path, data: bytes) -> None:
+    """The file appears whole under its name or not at all (as TraceWriter's rename does)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with tmp.open("wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
 
 
 def rollout(
@@ -581,7 +482,7 @@ def rollout(
     claimed: set[int] = set()
     wanted = {spec.index for spec in specs}
     lock = threading.Lock()
-    committer = TraceCommitter()
+    writers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="trace-writer")  # fsync waits overlap
 
     def finish(outcome: EpisodeOutcome) -> None:
         with lock:
@@ -589,6 +490,8 @@ def rollout(
         if on_outcome is not None:
             with lock:
                 on_outcome(outcome)
+
+    pending: list[Future[None]] = []
 
     def deliver(outcome: EpisodeOutcome, data: bytes | None) -> None:
         with lock:
@@ -600,18 +503,21 @@ def rollout(
             finish(outcome)  # written in place already (or no trace)
             return
 
-        committer.submit(out / rel, data, lambda: finish(outcome))
+        def write() -> None:
+            write_atomically(out / rel, data)
+            finish(outcome)
+
+        pending.append(writers.submit(write))
 
     try:
         if cancel is None:
             executor.run(specs, context, deliver)
         else:
             _run_cancellable(executor, specs, context, deliver, cancel)
-    except BaseException:
-        with contextlib.suppress(Exception):  # the executor's error is the one to raise
-            committer.close()
-        raise
-    committer.close()  # episodes left behind by a cancel may still deliver: their traces are dropped
+        for future in list(pending):
+            future.result()
+    finally:
+        writers.shutdown(wait=True)
     if cancel is not None and cancel.is_set():
         with lock:
             done = [outcomes[s.index] for s in specs if s.index in outcomes]
