@@ -4,15 +4,16 @@ answers, from end-to-end traces of mock-app tasks.
 CToolEval's scoring code is not public; `compat` follows the metrics as the CToolEval paper
 describes them (tool matching as the share of gold tools the model called, answers matched as
 keywords, operations judged by the status codes the APIs returned), and `fixed` tightens each one
-(docs/evaluation.md). A task's kind comes from `metadata["ctooleval"]["type"]` (fixed, real_time,
-operation, no_tool) or, failing that, from the task: expected final state -> operation, no golden
-tool call -> no_tool, an answer whitelist -> fixed. A real-time task names the observation fields
+(docs/evaluation.md). A task's kind comes from `metadata["ctooleval"]["type"]` (fixed, open_ended,
+real_time, operation, no_tool) or, failing that, from the task: expected final state -> operation, no golden
+tool call -> no_tool, an answer whitelist -> fixed, reference answers -> open_ended. A real-time task names the observation fields
 its answer must report (`metadata["ctooleval"]["answer_fields"]`); their values are taken from the
 episode's own recorded observations, since a live API's values change between runs.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -29,11 +30,11 @@ from toolgym.evaluation.base import (
     mean,
     observation_error,
 )
-from toolgym.evaluation.metrics.gta import alias_found, fixed_iscorrect
-from toolgym.tasks import Task, TaskSet
+from toolgym.evaluation.metrics.gta import fixed_iscorrect
+from toolgym.tasks import Task, TaskSet, alias_found
 from toolgym.trace import Trace
 
-KINDS = ("fixed", "real_time", "operation", "no_tool")
+KINDS = ("fixed", "open_ended", "real_time", "operation", "no_tool")
 
 
 def task_kind(task: Task) -> str | None:
@@ -46,7 +47,20 @@ def task_kind(task: Task) -> str | None:
         return "no_tool"
     if task.answer is not None and task.answer.whitelist:
         return "fixed"
+    if task.answer is not None and task.answer.references:
+        return "open_ended"
     return None
+
+
+def open_ended_fallback(answer: str, references: Sequence[str]) -> float:
+    """An open-ended answer's score without a judge: its best character-level similarity to the
+    references (difflib ratio on NFKC text, which needs no word boundaries, so it reads Chinese
+    as well as English). CToolEval scores these answers with an LLM against the reference."""
+    from toolgym.envs.rewards import LexicalSimilarity
+
+    return LexicalSimilarity()(
+        unicodedata.normalize("NFKC", answer), [unicodedata.normalize("NFKC", r) for r in references]
+    )
 
 
 def _calls(trace: Trace) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -175,6 +189,8 @@ class CToolEvalSuite:
             if kind == "fixed" and task.answer is not None and task.answer.whitelist:
                 check = compat_keywords if mode == "compat" else fixed_iscorrect
                 got["fixed_answer"] = float(check(answer, task.answer.whitelist, task.answer.blacklist))
+            elif kind == "open_ended" and task.answer is not None and task.answer.references:
+                got["open_ended"] = open_ended_fallback(answer, task.answer.references)
             elif kind == "operation":
                 golden_ok = all(
                     any(str(a.get("name")) == name and _status_ok(obs) for a, obs in calls)
@@ -211,6 +227,7 @@ class CToolEvalSuite:
         names = {
             "tool_match": "ToolMatch",
             "fixed_answer": "FixedAnswerAcc",
+            "open_ended": "OpenEndedScore",
             "operation": "OpSuccess",
             "real_time": "RealTimeAcc",
             "no_tool": "NoToolAcc",
@@ -218,10 +235,17 @@ class CToolEvalSuite:
         metrics = {names[k]: 100 * mean(v) for k, v in values.items()}
         # each episode's own outcome (its answer, operation or no-tool check), averaged
         outcomes = [
-            v for k in ("fixed_answer", "operation", "real_time", "no_tool") for v in values.get(k, [])
+            v
+            for k in ("fixed_answer", "open_ended", "operation", "real_time", "no_tool")
+            for v in values.get(k, [])
         ]
         if outcomes:
             metrics["TaskSuccess"] = 100 * mean(outcomes)
+        if "open_ended" in values:
+            notes.append(
+                "OpenEndedScore: character-level similarity to the reference answer (no judge); "
+                "CToolEval has an LLM judge score these answers"
+            )
         if mode == "compat":
             notes.append(
                 "compat follows the CToolEval paper's metric definitions; its scorer code is not public"
