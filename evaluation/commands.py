@@ -239,6 +239,14 @@ def run(
     ] = None,
     user_model: UserModelOption = None,
     user_api_key_env: UserApiKeyEnvOption = None,
+    retriever: Annotated[
+        str | None,
+        typer.Option(
+            help="offer each task the top K tools a retriever ranks for its query instead of its own "
+            "list: topK (embedder of the ml extra, else BM25), embedding:topK or bm25:topK; the "
+            "rankings go to OUT/retrieval.json, which `eval` scores with NDCG@k and recall@k"
+        ),
+    ] = None,
 ) -> None:
     """Run an agent over task sets, k trials per task, n episodes at once; write traces and run.json."""
     from toolgym.envs.agents import OracleAgent
@@ -275,6 +283,17 @@ def run(
                 "agent (--agent llm) on them",
                 param_hint="--agent",
             )
+    retrieval: dict[str, Any] | None = None
+    if retriever is not None:
+        from toolgym.evaluation.metrics.similarity import ModelUnavailableError
+        from toolgym.evaluation.retrieval import parse_retriever, with_retrieved_tools
+
+        try:
+            sets, retrieval = with_retrieved_tools(sets, toolset, parse_retriever(retriever))
+        except (ValueError, ModelUnavailableError) as exc:
+            raise typer.BadParameter(str(exc), param_hint="--retriever") from None
+        if retrieval.get("note"):
+            console.print(f"[yellow]note[/yellow]: {retrieval['note']}", markup=True, highlight=False)
     plans = _fault_plans(faults or [], sets)  # a bad plan stops the command before any episode
     user_config = user_llm_config(user_base_url, user_model, user_api_key_env, timeout, max_retries)
 
@@ -320,6 +339,8 @@ def run(
             )
 
     settings: dict[str, Any] = {"max_steps": max_steps}
+    if retrieval is not None:
+        settings["retriever"] = {"name": retrieval["retriever"], "k": retrieval["k"]}
     if client is not None:
         settings.update(
             base_url=base_url,
@@ -367,6 +388,10 @@ def run(
     finally:
         if client is not None:
             client.close()
+    if retrieval is not None:
+        from toolgym.evaluation.retrieval import write_retrieval
+
+        write_retrieval(out, retrieval)
     print_run(summary)
     console.print(f"traces and run.json written to {out}/")
     for plan, run_summary in zip(plans, faulted, strict=True):
@@ -467,7 +492,7 @@ def score_suites(
 
     loaded, _ = load_traces(directory)
     traces = [t.trace for t in loaded]
-    _, task_set = _combined_tasks(task_paths, fmt)
+    index, task_set = _combined_tasks(task_paths, fmt)
     results: dict[str, SuiteResult] = {}
     failures: dict[str, str] = {}
     for name in suites:
@@ -475,6 +500,15 @@ def score_suites(
             results[name] = get_suite(name).score(traces, task_set, "compat" if mode == "compat" else "fixed")
         except EvaluationError as exc:
             failures[name] = str(exc)
+    # a run with --retriever left its rankings: NDCG@k and recall@k against the gold APIs
+    from toolgym.evaluation.retrieval import load_retrieval, score_retrieval
+
+    try:
+        record = load_retrieval(directory)
+        if record is not None:
+            results["retrieval"] = score_retrieval(record, index)
+    except EvaluationError as exc:
+        failures["retrieval"] = str(exc)
     return results, failures
 
 

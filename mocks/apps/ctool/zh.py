@@ -1,5 +1,6 @@
 """The zh locale of the CToolEval-style apps: `express_zh` and `messaging_zh`, the express and
-messaging apps with Chinese data (people's names, addresses, goods, messages, group names).
+messaging apps with Chinese data (people's names, addresses, goods, messages, group names) and
+Chinese API descriptions.
 
 Each is its English app with the same APIs, rules and tables, seeded the same way (so its data
 has the same shape), and then its text columns rewritten in Chinese through the tables below:
@@ -74,6 +75,44 @@ REQUEST_NOTES: Final = {
 }
 
 
+EXPRESS_APIS: Final = {
+    "list_service_types": "快递服务类型列表：各类服务的时效和价格。",
+    "estimate_shipping_fee": "按重量、距离和服务类型估算快递运费和送达时间。",
+    "find_service_points": "查询某个城市的快递服务点（可寄件、取件的网点）。",
+    "list_saved_addresses": "寄件人的地址簿（保存的收件人）。",
+    "save_address": "把收件人保存到寄件人的地址簿。",
+    "create_shipment": "寄快递：预约上门揽收，返回运单号和运费。",
+    "get_shipment": "查询快递详情：寄件人、收件人、物品、重量、运费、当前状态和预计送达时间。",
+    "track_shipment": "跟踪快递物流：到目前为止的物流记录和当前状态。",
+    "list_shipments": "寄件人的快递列表，按时间倒序，可按状态筛选。",
+    "cancel_shipment": "取消还没被揽收的快递，运费不收取。",
+    "change_delivery_address": "修改还没从始发分拣中心发出的快递的收货地址，换城市会重新计费。",
+    "get_customer_profile": "寄件人资料：姓名、电话、揽收城市和地址、寄件数量。",
+}
+MESSAGING_APIS: Final = {
+    "get_user_profile": "用户的公开资料（昵称、签名）和好友数量。",
+    "search_users": "按用户名或昵称搜索用户，最多20个。",
+    "list_friends": "用户的好友列表（按昵称）。",
+    "send_friend_request": "向其他用户发送好友申请，对方同意后成为好友。",
+    "list_friend_requests": "用户收到（或发出）的好友申请，按时间倒序。",
+    "respond_to_friend_request": "同意或拒绝待处理的好友申请。",
+    "delete_friend": "删除好友（双方都删除），聊天记录保留。",
+    "create_group": "创建群聊，群主和部分好友入群。",
+    "join_group": "加入公开的群。",
+    "invite_to_group": "邀请好友加入自己所在的群。",
+    "leave_group": "退出群聊，群主不能退出自己的群。",
+    "list_group_members": "群的详情和成员（群主在前）。",
+    "list_my_groups": "用户加入的群。",
+    "send_message": "给好友或自己所在的群发送消息。",
+    "list_conversations": "用户的会话列表，按最近活跃排序，含最后一条消息和未读数。",
+    "get_messages": "分页查看某个会话的聊天消息，最新的在前，不标记已读。",
+    "recall_message": "撤回自己发送的消息，仅限发送后2分钟内。",
+    "mark_conversation_read": "把会话里的消息全部标为已读。",
+    "mark_conversation_unread": "把会话中别人发的最新一条消息重新标为未读。",
+    "get_unread_counts": "各会话的未读消息数和未读总数。",
+}
+
+
 def zh_name(english: str, *, family_first: bool) -> str:
     """'Wang Wei' (family first) or 'Wei Wang' -> '王伟'."""
     a, b = english.split(" ")
@@ -131,6 +170,7 @@ class ExpressZhApp(ExpressApp):
     description = (
         "快递服务：查询运费、寄件、跟踪包裹、在发出前改地址、在揽收前取消。城市参数用拼音代码（如 Nanjing）。"
     )
+    api_descriptions = EXPRESS_APIS
 
     def seed(self, db: Database, rng: random.Random, clock: datetime) -> None:
         super().seed(db, rng, clock)
@@ -161,6 +201,7 @@ class ExpressZhApp(ExpressApp):
 class MessagingZhApp(MessagingApp):
     name = "messaging_zh"
     description = "即时通讯应用：好友与好友申请、群聊、发送、阅读和撤回消息、未读数。"
+    api_descriptions = MESSAGING_APIS
 
     def seed(self, db: Database, rng: random.Random, clock: datetime) -> None:
         super().seed(db, rng, clock)

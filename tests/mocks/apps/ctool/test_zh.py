@@ -119,3 +119,14 @@ def test_zh_golden_chain_replays_and_answers(task: object) -> None:
     assert isinstance(final, FinalAnswer)
     if task.answer is not None and task.answer.whitelist:
         assert answer_matches(final.text, task.answer)
+
+
+def test_zh_apis_are_described_in_chinese() -> None:
+    from toolgym.mocks.app import app_apis
+
+    for cls in CTOOL_ZH_APPS:
+        for api in app_apis(cls):
+            assert HAN.search(api.tool.description), (cls.name, api.name)
+    from toolgym.mocks.apps.ctool import ExpressApp
+
+    assert not any(HAN.search(a.tool.description) for a in app_apis(ExpressApp))
