@@ -203,7 +203,17 @@ def run(
         typer.Option(help="join this Ray cluster (auto, ray://head:10001); implies --ray; default: local"),
     ] = None,
     seed: Annotated[int, typer.Option(help="episode seed (the same for every trial)")] = 0,
-    max_steps: Annotated[int, typer.Option(min=1, help="step limit of tasks that set none")] = 10,
+    max_steps: Annotated[
+        int | None,
+        typer.Option(min=1, help="step limit of tasks that set none (default 10, or the preset's)"),
+    ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            help="a paper's published setup (protocol, turn limit, sampling): tooleyes, gta, mtu, "
+            "teval, ctooleval; options given here win"
+        ),
+    ] = None,
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
     ] = None,
@@ -213,6 +223,16 @@ def run(
     ] = None,
     temperature: Annotated[
         float | None, typer.Option(help="sampling temperature (server default if unset)")
+    ] = None,
+    top_p: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, help="nucleus sampling top_p (server default if unset)")
+    ] = None,
+    few_shot: Annotated[
+        Path | None,
+        typer.Option(
+            help="solved examples for the LLM agent (JSON list or JSONL of chat messages), put in the "
+            "system message after the protocol's instructions"
+        ),
     ] = None,
     llm_seed: Annotated[
         int | None,
@@ -254,10 +274,28 @@ def run(
     from toolgym.envs.tool_env import ToolEnv
     from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig, LLMError, api_key_from_env
     from toolgym.evaluation.runs import FAULTS_DIR, run_trials, set_name
+    from toolgym.evaluation.setups import PRESETS, FewShotError, load_few_shot
     from toolgym.protocols import PROTOCOLS
     from toolgym.tasks import TaskSet
     from toolgym.toolservers.registry import default_toolset
 
+    setup = None
+    if preset is not None:
+        setup = PRESETS.get(preset)
+        if setup is None:
+            raise typer.BadParameter(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+        protocol = protocol or setup.protocol
+        temperature = setup.temperature if temperature is None else temperature
+        top_p = setup.top_p if top_p is None else top_p
+    max_steps = max_steps or (setup.max_steps if setup is not None else 10)
+    examples = None
+    if few_shot is not None:
+        if agent is not AgentKind.llm:
+            raise typer.BadParameter("few-shot examples are for the LLM agent (--agent llm)")
+        try:
+            examples = load_few_shot(few_shot)
+        except FewShotError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--few-shot") from None
     chosen = protocol or ("openai" if agent is AgentKind.llm else "react")
     if chosen not in PROTOCOLS:
         raise typer.BadParameter(f"unknown protocol {chosen!r}; known: {', '.join(sorted(PROTOCOLS))}")
@@ -310,6 +348,7 @@ def run(
             model=model,
             api_key=key,
             temperature=temperature,
+            top_p=top_p,
             seed=llm_seed,
             max_tokens=max_tokens,
             timeout_s=timeout,
@@ -321,7 +360,7 @@ def run(
     def make_agent(env: ToolEnv, trial: int) -> Any:
         if client is None:
             return OracleAgent(env.protocol)
-        return LLMAgent(client, env, seed=None if llm_seed is None else llm_seed + trial)
+        return LLMAgent(client, env, seed=None if llm_seed is None else llm_seed + trial, few_shot=examples)
 
     executor = _executor(workers, ray or ray_address is not None, ray_address, concurrency)
     if executor is not None and len(toolset) != len(default_toolset()):
@@ -335,16 +374,22 @@ def run(
         agents = AgentSpec()
         if client is not None:
             agents = AgentSpec(
-                "toolgym.evaluation.rollout_agents:LLMAgents", {"config": client.config, "llm_seed": llm_seed}
+                "toolgym.evaluation.rollout_agents:LLMAgents",
+                {"config": client.config, "llm_seed": llm_seed, "few_shot": examples},
             )
 
     settings: dict[str, Any] = {"max_steps": max_steps}
     if retrieval is not None:
         settings["retriever"] = {"name": retrieval["retriever"], "k": retrieval["k"]}
+    if preset is not None:
+        settings["preset"] = preset
+    if examples is not None:
+        settings["few_shot"] = {"file": str(few_shot), "examples": len(examples)}
     if client is not None:
         settings.update(
             base_url=base_url,
             temperature=temperature,
+            top_p=top_p,
             llm_seed=llm_seed,
             max_tokens=max_tokens,
             timeout_s=timeout,
