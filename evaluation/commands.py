@@ -540,11 +540,15 @@ def score_suites(
     index, task_set = _combined_tasks(task_paths, fmt)
     results: dict[str, SuiteResult] = {}
     failures: dict[str, str] = {}
+    from toolgym.evaluation.base import by_category
+
     for name in suites:
         try:
             results[name] = get_suite(name).score(traces, task_set, "compat" if mode == "compat" else "fixed")
         except EvaluationError as exc:
             failures[name] = str(exc)
+        else:
+            results[name].by_category = by_category(results[name], index)
     # a run with --retriever left its rankings: NDCG@k and recall@k against the gold APIs
     from toolgym.evaluation.retrieval import load_retrieval, score_retrieval
 
@@ -679,6 +683,7 @@ def eval_command(
         for metric, value in result.metrics.items():
             table.add_row(metric, f"{value:.2f}")
         console.print(table)
+        print_breakdowns(name, result)
         if result.counts:
             console.print("counts: " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
         for note in result.notes:
@@ -704,6 +709,29 @@ def eval_command(
             console.print(f"[red]{name}: {n} MTU rows or responses without a partner (--strict)[/red]")
     if failures or unpaired:
         raise typer.Exit(code=1)
+
+
+def print_breakdowns(name: str, result: SuiteResult) -> None:
+    """The result's scores per task category and its error kinds, as tables."""
+    if len(result.by_category) > 1:
+        keys = list(dict.fromkeys(k for row in result.by_category.values() for k in row))
+        table = Table(title=f"{name}: per category (mean per-task score, % where a fraction)")
+        for column in ["category", *keys]:
+            table.add_column(column, justify="left" if column == "category" else "right")
+        for category, scores in result.by_category.items():
+            table.add_row(category, *[_fmt(scores.get(k)) for k in keys])
+        console.print(table)
+    from toolgym.evaluation.base import error_kinds
+
+    kinds = error_kinds(result.counts)
+    if kinds:
+        columns = list(dict.fromkeys(k for row in kinds.values() for k in row))
+        table = Table(title=f"{name}: errors by kind")
+        for column in ["", *columns]:
+            table.add_column(column, justify="left" if not column else "right")
+        for group, found in kinds.items():
+            table.add_row(group, *[str(found.get(c, 0)) for c in columns])
+        console.print(table)
 
 
 # ---- report ----------------------------------------------------------------------------------
