@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -13,7 +12,7 @@ from typing import Any, Protocol
 
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
 from toolgym.canonical import canonical_hash
-from toolgym.tasks import AnswerSpec, Task
+from toolgym.tasks import AnswerSpec, Task, alias_found
 from toolgym.world import World
 
 
@@ -48,22 +47,15 @@ class Episode:
 RewardFn = Callable[[Task, Episode], "float | Mapping[str, float]"]
 
 
-def _alias_pattern(aliases: Sequence[str]) -> re.Pattern[str]:
-    # whole word or phrase: no word character may touch the alias on either side. For aliases
-    # that start and end with word characters this is GTA's `\b(?:a|b)\b`; unlike `\b` it also
-    # works for aliases such as "$23.50" or "C++".
-    body = "|".join(re.escape(a.strip()) for a in aliases if a.strip())
-    return re.compile(rf"(?<!\w)(?:{body})(?!\w)", re.IGNORECASE)
-
-
 def answer_matches(text: str, spec: AnswerSpec) -> bool:
-    """GTA's objective-answer rule: every whitelist group matched, no blacklist alias present."""
+    """GTA's objective-answer rule: every whitelist group matched, no blacklist alias present.
+    Aliases match as whole words or phrases (`alias_found`): no word character may touch them,
+    where Chinese characters are no word characters, so "58" is found in "58元"."""
     if not spec.whitelist:
         return False
-    for group in spec.whitelist:
-        if not group or not _alias_pattern(group).search(text):
-            return False
-    return all(not (group and _alias_pattern(group).search(text)) for group in spec.blacklist or [])
+    if not all(any(alias_found(text, a) for a in group) for group in spec.whitelist):
+        return False
+    return not any(alias_found(text, a) for group in spec.blacklist or [] for a in group)
 
 
 class Similarity(Protocol):
@@ -115,6 +107,8 @@ def score_answer(text: str | None, spec: AnswerSpec | None, similarity: Similari
     if spec.whitelist:
         return 1.0 if answer_matches(text, spec) else 0.0
     if spec.references:
+        if any(text.strip() == r.strip() for r in spec.references):
+            return 1.0  # the reference itself: float32 embeddings can put its cosine a hair under 1
         return (similarity or default_similarity())(text, spec.references)
     return 0.0
 

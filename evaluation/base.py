@@ -46,6 +46,39 @@ class SuiteResult(BaseModel):
     per_task: dict[str, dict[str, float]] = Field(default_factory=dict)
     counts: dict[str, int] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    # task category (ToolEyes' scenario, MTU's split, ...) -> per-task score -> mean (see by_category)
+    by_category: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+
+def error_kinds(counts: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    """Error-kind counts a suite reports (`[group/]errors/<kind>`, e.g. MTU's action, parameter
+    and format errors per split) as group -> kind -> count."""
+    out: dict[str, dict[str, int]] = {}
+    for key, value in counts.items():
+        head, sep, kind = key.rpartition("errors/")
+        if sep and (not head or head.endswith("/")):
+            out.setdefault(head.rstrip("/") or "all", {})[kind] = value
+    return out
+
+
+def by_category(result: SuiteResult, tasks: Mapping[str, Task]) -> dict[str, dict[str, float]]:
+    """Every per-task score of a result averaged per task category (tasks without one: "-"), as
+    percentages where the scores are fractions (all within 0..1), else plain means."""
+    groups: dict[str, list[dict[str, float]]] = {}
+    for task_id, scores in result.per_task.items():
+        task = tasks.get(task_id)
+        groups.setdefault((task.category if task is not None else None) or "-", []).append(scores)
+    keys = list(dict.fromkeys(k for scores in result.per_task.values() for k in scores))
+    fractions = {k for k in keys if all(0.0 <= s[k] <= 1.0 for s in result.per_task.values() if k in s)}
+    out: dict[str, dict[str, float]] = {}
+    for category in sorted(groups):
+        row: dict[str, float] = {}
+        for key in keys:
+            values = [s[key] for s in groups[category] if key in s]
+            if values:
+                row[key] = (100.0 if key in fractions else 1.0) * mean(values)
+        out[category] = row
+    return out
 
 
 @runtime_checkable

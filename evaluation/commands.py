@@ -363,7 +363,17 @@ def run(
         ),
     ] = "127.0.0.1",
     seed: Annotated[int, typer.Option(help="episode seed (the same for every trial)")] = 0,
-    max_steps: Annotated[int, typer.Option(min=1, help="step limit of tasks that set none")] = 10,
+    max_steps: Annotated[
+        int | None,
+        typer.Option(min=1, help="step limit of tasks that set none (default 10, or the preset's)"),
+    ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            help="a paper's published setup (protocol, turn limit, sampling): tooleyes, gta, mtu, "
+            "teval, ctooleval; options given here win"
+        ),
+    ] = None,
     limit: Annotated[
         str | None,
         typer.Option(help="run only episodes N (the first N) or A:B (A to B-1), in (trial, set, task) order"),
@@ -398,6 +408,16 @@ def run(
     ] = None,
     temperature: Annotated[
         float | None, typer.Option(help="sampling temperature (server default if unset)")
+    ] = None,
+    top_p: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, help="nucleus sampling top_p (server default if unset)")
+    ] = None,
+    few_shot: Annotated[
+        Path | None,
+        typer.Option(
+            help="solved examples for the LLM agent (JSON list or JSONL of chat messages), put in the "
+            "system message after the protocol's instructions"
+        ),
     ] = None,
     llm_seed: Annotated[
         int | None,
@@ -435,6 +455,14 @@ def run(
     simulator_api_key_env: Annotated[
         str | None, typer.Option(help="environment variable holding the simulator LLM's API key")
     ] = None,
+    retriever: Annotated[
+        str | None,
+        typer.Option(
+            help="offer each task the top K tools a retriever ranks for its query instead of its own "
+            "list: topK (embedder of the ml extra, else BM25), embedding:topK or bm25:topK; the "
+            "rankings go to OUT/retrieval.json, which `eval` scores with NDCG@k and recall@k"
+        ),
+    ] = None,
 ) -> None:
     """Run an agent over task sets, k trials per task, n episodes at once; write traces and run.json.
     Ctrl-C stops it cleanly; the same command (same --out) resumes it."""
@@ -449,10 +477,28 @@ def run(
         preflight,
     )
     from toolgym.evaluation.runs import FAULTS_DIR, RunDirError, parse_limit, run_trials, set_name
+    from toolgym.evaluation.setups import PRESETS, FewShotError, load_few_shot
     from toolgym.protocols import PROTOCOLS
     from toolgym.tasks import TaskSet
     from toolgym.toolservers.registry import default_toolset
 
+    setup = None
+    if preset is not None:
+        setup = PRESETS.get(preset)
+        if setup is None:
+            raise typer.BadParameter(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+        protocol = protocol or setup.protocol
+        temperature = setup.temperature if temperature is None else temperature
+        top_p = setup.top_p if top_p is None else top_p
+    max_steps = max_steps or (setup.max_steps if setup is not None else 10)
+    examples = None
+    if few_shot is not None:
+        if agent != "llm":
+            raise typer.BadParameter("few-shot examples are for the LLM agent (--agent llm)")
+        try:
+            examples = load_few_shot(few_shot)
+        except FewShotError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--few-shot") from None
     llm = agent == "llm"
     chosen = protocol or ("openai" if llm else "react")
     if chosen not in PROTOCOLS:
@@ -489,6 +535,17 @@ def run(
                 "agent (--agent llm) on them",
                 param_hint="--agent",
             )
+    retrieval: dict[str, Any] | None = None
+    if retriever is not None:
+        from toolgym.evaluation.metrics.similarity import ModelUnavailableError
+        from toolgym.evaluation.retrieval import parse_retriever, with_retrieved_tools
+
+        try:
+            sets, retrieval = with_retrieved_tools(sets, toolset, parse_retriever(retriever))
+        except (ValueError, ModelUnavailableError) as exc:
+            raise typer.BadParameter(str(exc), param_hint="--retriever") from None
+        if retrieval.get("note"):
+            console.print(f"[yellow]note[/yellow]: {retrieval['note']}", markup=True, highlight=False)
     plans = _fault_plans(faults or [], sets)  # a bad plan stops the command before any episode
     user_config = user_llm_config(user_base_url, user_model, user_api_key_env, timeout, max_retries)
 
@@ -505,6 +562,7 @@ def run(
             model=model,
             api_key=key,
             temperature=temperature,
+            top_p=top_p,
             seed=llm_seed,
             max_tokens=max_tokens,
             timeout_s=timeout,
@@ -519,7 +577,7 @@ def run(
 
     def make_agent(env: ToolEnv, trial: int) -> Any:
         assert client is not None
-        return LLMAgent(client, env, seed=None if llm_seed is None else llm_seed + trial)
+        return LLMAgent(client, env, seed=None if llm_seed is None else llm_seed + trial, few_shot=examples)
 
     tool_server = _tool_server(
         ray_tool_server_gpus, ray_tool_server_tool, ray_tool_server_host, default_toolset
@@ -540,14 +598,22 @@ def run(
     agents: AgentSpec | Callable[[ToolEnv, int], Any] = named_agent or make_agent
     if executor is not None and client is not None:  # workers build their own agents from a picklable spec
         agents = AgentSpec(
-            "toolgym.evaluation.rollout_agents:LLMAgents", {"config": client.config, "llm_seed": llm_seed}
+            "toolgym.evaluation.rollout_agents:LLMAgents",
+            {"config": client.config, "llm_seed": llm_seed, "few_shot": examples},
         )
 
     settings: dict[str, Any] = {"max_steps": max_steps}
+    if retrieval is not None:
+        settings["retriever"] = {"name": retrieval["retriever"], "k": retrieval["k"]}
+    if preset is not None:
+        settings["preset"] = preset
+    if examples is not None:
+        settings["few_shot"] = {"file": str(few_shot), "examples": len(examples)}
     if client is not None:
         settings.update(
             base_url=base_url,
             temperature=temperature,
+            top_p=top_p,
             llm_seed=llm_seed,
             max_tokens=max_tokens,
             timeout_s=timeout,
@@ -630,6 +696,10 @@ def run(
         finally:
             if client is not None and not cancel.is_set():
                 client.close()  # a cancelled run may leave requests in flight on it: let exit end them
+        if retrieval is not None:
+            from toolgym.evaluation.retrieval import write_retrieval
+
+            write_retrieval(run_dir, retrieval)
         print_run(summary)
         if tool_server is not None:
             print_tool_server(tool_server, executor)
@@ -846,6 +916,8 @@ def score_suites(
     ]
     results: dict[str, SuiteResult] = {}
     failures: dict[str, str] = {}
+    from toolgym.evaluation.base import by_category
+
     for name in suites:
         keep, skipped = applicable(name, benchmarks)
         others = ", ".join(f"{bench} {n}" for bench, n in sorted(skipped.items()))
@@ -866,7 +938,17 @@ def score_suites(
             result.notes.append(
                 f"{sum(skipped.values())} traces of other benchmarks not scored by {name}: {others}"
             )
+        result.by_category = by_category(result, index)
         results[name] = result
+    # a run with --retriever left its rankings: NDCG@k and recall@k against the gold APIs
+    from toolgym.evaluation.retrieval import load_retrieval, score_retrieval
+
+    try:
+        record = load_retrieval(directory)
+        if record is not None:
+            results["retrieval"] = score_retrieval(record, index)
+    except EvaluationError as exc:
+        failures["retrieval"] = str(exc)
     return results, failures
 
 
@@ -1039,6 +1121,7 @@ def print_results(results: Mapping[str, SuiteResult], failures: Mapping[str, str
         for metric, value in result.metrics.items():
             table.add_row(metric, f"{value:.2f}")
         console.print(table)
+        print_breakdowns(name, result)
         if result.counts:
             console.print("counts: " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
         for note in result.notes:
@@ -1087,6 +1170,29 @@ def _eval_directory(
     target.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     console.print(f"results written to {target}", highlight=False)
     return payload
+
+
+def print_breakdowns(name: str, result: SuiteResult) -> None:
+    """The result's scores per task category and its error kinds, as tables."""
+    if len(result.by_category) > 1:
+        keys = list(dict.fromkeys(k for row in result.by_category.values() for k in row))
+        table = Table(title=f"{name}: per category (mean per-task score, % where a fraction)")
+        for column in ["category", *keys]:
+            table.add_column(column, justify="left" if column == "category" else "right")
+        for category, scores in result.by_category.items():
+            table.add_row(category, *[_fmt(scores.get(k)) for k in keys])
+        console.print(table)
+    from toolgym.evaluation.base import error_kinds
+
+    kinds = error_kinds(result.counts)
+    if kinds:
+        columns = list(dict.fromkeys(k for row in kinds.values() for k in row))
+        table = Table(title=f"{name}: errors by kind")
+        for column in ["", *columns]:
+            table.add_column(column, justify="left" if not column else "right")
+        for group, found in kinds.items():
+            table.add_row(group, *[str(found.get(c, 0)) for c in columns])
+        console.print(table)
 
 
 # ---- report ----------------------------------------------------------------------------------

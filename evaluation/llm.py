@@ -382,10 +382,13 @@ class LLMAgent:
         seed: int | None = None,
         stop: Sequence[str] | None = None,
         name: str | None = None,
+        few_shot: Sequence[Sequence[Mapping[str, str]]] | None = None,
     ) -> None:
         self.client = client
         self.env = env
         self.seed = seed
+        # solved examples, closing the system message (toolgym.evaluation.setups)
+        self.few_shot = [[dict(m) for m in example] for example in few_shot or []]
         self.native = isinstance(env.protocol, OpenAIProtocol)
         # ReAct models go on to invent the tool result; the parser drops it, stopping saves tokens
         self.stop = (
@@ -400,8 +403,13 @@ class LLMAgent:
         self._turns = 0
 
     def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        system = info["instructions"]
+        if self.few_shot:
+            from toolgym.evaluation.setups import few_shot_block
+
+            system = f"{system}\n\n{few_shot_block(self.few_shot)}"
         self.messages = [
-            {"role": "system", "content": info["instructions"]},
+            {"role": "system", "content": system},
             {"role": "user", "content": observation},
         ]
         self.usage = Usage()

@@ -23,7 +23,7 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from toolgym.evaluation.base import SuiteResult
+from toolgym.evaluation.base import SuiteResult, error_kinds
 from toolgym.evaluation.glossary import METRICS, anchor, glossary_entry
 from toolgym.evaluation.robustness import RobustnessRow, robustness_rows
 from toolgym.evaluation.runs import (
@@ -376,6 +376,19 @@ def metrics_section(data: ReportData) -> str:
                     columns, rows = grid
                     body += _table(["", *columns], rows, "grid")
                 body += _table(["metric", "value"], [(_metric_link(k, name), v) for k, v in metrics.items()])
+            if len(result.by_category) > 1:
+                keys = list(dict.fromkeys(k for row in result.by_category.values() for k in row))
+                rows = [
+                    [category, *[row.get(k, float("nan")) for k in keys]]
+                    for category, row in result.by_category.items()
+                ]
+                body += "<h4>per category (mean per-task score, % where a fraction)</h4>"
+                body += _table(["category", *keys], rows)
+            kinds = error_kinds(result.counts)
+            if kinds:
+                columns = list(dict.fromkeys(k for row in kinds.values() for k in row))
+                rows = [[group, *[row.get(c, 0) for c in columns]] for group, row in kinds.items()]
+                body += "<h4>errors by kind</h4>" + _table(["", *columns], rows)
             if result.counts:
                 body += _table(["count", "value"], result.counts.items(), "counts")
             for note in result.notes:

@@ -3,6 +3,8 @@ one once and gets the factory that makes each episode's agent."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig
 
@@ -11,12 +13,19 @@ class LLMAgents:
     """LLM agents on an OpenAI-compatible server: one ChatClient per worker, shared by its episodes;
     trial t samples with `llm_seed + t`, as in one process."""
 
-    def __init__(self, config: LLMConfig, llm_seed: int | None = None) -> None:
+    def __init__(
+        self,
+        config: LLMConfig,
+        llm_seed: int | None = None,
+        few_shot: Sequence[Sequence[Mapping[str, str]]] | None = None,
+    ) -> None:
         self.client = ChatClient(config)
         self.llm_seed = llm_seed
+        self.few_shot = few_shot
 
     def __call__(self, env: ToolEnv, trial: int) -> LLMAgent:
-        return LLMAgent(self.client, env, seed=None if self.llm_seed is None else self.llm_seed + trial)
+        seed = None if self.llm_seed is None else self.llm_seed + trial
+        return LLMAgent(self.client, env, seed=seed, few_shot=self.few_shot)
 
     def close(self) -> None:
         self.client.close()

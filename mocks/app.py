@@ -188,6 +188,8 @@ class App:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    # published API name -> its description in place of the docstring (a locale's apps, zh.py)
+    api_descriptions: ClassVar[Mapping[str, str]] = {}
     schema: ClassVar[str] = ""
     volatile: ClassVar[Volatile] = {}
     version: ClassVar[str] = "1"
@@ -304,7 +306,7 @@ def app_apis(cls: type[App]) -> tuple[AppApi, ...]:
         tool = Tool(
             getattr(proto, attr),
             name=published,
-            description=spec.description,
+            description=cls.api_descriptions.get(published, spec.description),
             category="app",
             mutates_state=spec.write,
             version=f"{cls.name}-{cls.version}" + (f"/{spec.version}" if spec.version else ""),

@@ -5,6 +5,9 @@ The native format is JSONL, one Task per line; file paths are relative to the JS
 
 from __future__ import annotations
 
+import math
+import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -49,6 +52,46 @@ class AnswerSpec(BaseModel):
     whitelist: list[list[str]] | None = None
     blacklist: list[list[str]] | None = None
     references: list[str] | None = None
+
+
+# A "word character" for answer boundaries: letters and digits of spaced scripts. Han, kana and
+# other unspaced scripts are no word characters here (Chinese has no spaces between words), so
+# "58" is found in "58天" and "南京" in "寄往南京的包裹".
+_UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f"
+_WORD = rf"[^\W{_UNSPACED}]"
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d])")
+
+
+def _norm(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def as_number(text: str) -> float | None:
+    """A plain decimal number ("4,825.50" -> 4825.5), or None."""
+    t = text.strip().replace(",", "")
+    if re.fullmatch(r"[-+]?\d+(?:\.\d+)?", t):
+        return float(t)
+    return None
+
+
+def alias_found(text: str, alias: str) -> bool:
+    """Unicode-aware whole-word match (NFKC, so full-width digits and punctuation count as their
+    ASCII forms; case-folded; boundaries that work for "$5", "C++" and unspaced scripts such as
+    Chinese); a numeric alias also matches the same number written differently ("4,825.50" for
+    "4825.5")."""
+    a = _norm(alias).strip()
+    if not a:
+        return False
+    t = _norm(text)
+    if re.search(rf"(?<!{_WORD})" + re.escape(a) + rf"(?!{_WORD})", t):
+        return True
+    value = as_number(a)
+    if value is None:
+        return False
+    return any(
+        math.isclose(float(m.group().replace(",", "")), value, rel_tol=1e-9, abs_tol=1e-9)
+        for m in _NUMBER.finditer(t)
+    )
 
 
 class UserScenario(BaseModel):

@@ -4,9 +4,9 @@ answers, from end-to-end traces of mock-app tasks.
 CToolEval's scoring code is not public; `compat` follows the metrics as the CToolEval paper
 describes them (tool matching as the share of gold tools the model called, answers matched as
 keywords, operations judged by the status codes the APIs returned), and `fixed` tightens each one
-(docs/evaluation.md). A task's kind comes from `metadata["ctooleval"]["type"]` (fixed, real_time,
-operation, no_tool) or, failing that, from the task: expected final state -> operation, no golden
-tool call -> no_tool, an answer whitelist -> fixed. A real-time task names the observation fields
+(docs/evaluation.md). A task's kind comes from `metadata["ctooleval"]["type"]` (fixed, open_ended,
+real_time, operation, no_tool) or, failing that, from the task: expected final state -> operation, no golden
+tool call -> no_tool, an answer whitelist -> fixed, reference answers -> open_ended. A real-time task names the observation fields
 its answer must report (`metadata["ctooleval"]["answer_fields"]`); their values are taken from the
 episode's own recorded observations, since a live API's values change between runs.
 
@@ -18,6 +18,7 @@ environment's (toolgym.evaluation.metrics.judge); without one these tasks are co
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -34,12 +35,12 @@ from toolgym.evaluation.base import (
     mean,
     observation_error,
 )
-from toolgym.evaluation.metrics.gta import alias_found, fixed_iscorrect
+from toolgym.evaluation.metrics.gta import fixed_iscorrect
 from toolgym.evaluation.metrics.judge import Judge, judge_from_env
-from toolgym.tasks import Task, TaskSet
+from toolgym.tasks import Task, TaskSet, alias_found
 from toolgym.trace import Trace
 
-KINDS = ("fixed", "real_time", "operation", "no_tool", "open_ended")
+KINDS = ("fixed", "open_ended", "real_time", "operation", "no_tool")
 
 
 def task_kind(task: Task) -> str | None:
@@ -52,7 +53,20 @@ def task_kind(task: Task) -> str | None:
         return "no_tool"
     if task.answer is not None and task.answer.whitelist:
         return "fixed"
+    if task.answer is not None and task.answer.references:
+        return "open_ended"
     return None
+
+
+def open_ended_fallback(answer: str, references: Sequence[str]) -> float:
+    """An open-ended answer's score without a judge: its best character-level similarity to the
+    references (difflib ratio on NFKC text, which needs no word boundaries, so it reads Chinese
+    as well as English). CToolEval scores these answers with an LLM against the reference."""
+    from toolgym.envs.rewards import LexicalSimilarity
+
+    return LexicalSimilarity()(
+        unicodedata.normalize("NFKC", answer), [unicodedata.normalize("NFKC", r) for r in references]
+    )
 
 
 def _calls(trace: Trace) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -243,14 +257,17 @@ class CToolEvalSuite:
                 got["no_tool"] = float(not calls)
             elif kind == "open_ended":
                 reference = reference_answer(task)
-                if judge is None or reference is None:
-                    counts["open_ended_unscored"] += 1
-                else:
+                if judge is not None and reference is not None:
                     verdict = judge.ask(open_ended_question(task.query, reference, answer))
                     if verdict.score is not None:
                         got["open_ended"] = verdict.score / 10
                     elif mode == "compat":
                         got["open_ended"] = 0.0  # a reply without a score counts 0, as ToolEyes'
+                elif task.answer is not None and task.answer.references:
+                    got["open_ended"] = open_ended_fallback(answer, task.answer.references)
+                    counts["open_ended_unjudged"] += 1
+                else:
+                    counts["open_ended_unscored"] += 1
             counts[f"kind/{kind or 'unknown'}"] += 1
             per_task[task.id] = got
             for key, value in got.items():
@@ -262,15 +279,17 @@ class CToolEvalSuite:
         names = {
             "tool_match": "ToolMatch",
             "fixed_answer": "FixedAnswerAcc",
+            "open_ended": "OpenEndedScore",
             "operation": "OpSuccess",
             "real_time": "RealTimeAcc",
             "no_tool": "NoToolAcc",
-            "open_ended": "OpenEndedScore",
         }
         metrics = {names[k]: 100 * mean(v) for k, v in values.items()}
         # each episode's own outcome (its answer, operation or no-tool check), averaged
         outcomes = [
-            v for k in ("fixed_answer", "operation", "real_time", "no_tool") for v in values.get(k, [])
+            v
+            for k in ("fixed_answer", "operation", "real_time", "no_tool")  # graded open-ended apart
+            for v in values.get(k, [])
         ]
         if outcomes:
             metrics["TaskSuccess"] = 100 * mean(outcomes)
@@ -279,7 +298,12 @@ class CToolEvalSuite:
                 f"{counts['open_ended_unscored']} open-ended tasks not scored: they need a judge "
                 "(CToolEvalSuite(judge=...) or TOOLGYM_JUDGE_BASE_URL and TOOLGYM_JUDGE_MODEL) and a reference"
             )
-        elif judge is not None and "open_ended" in values:
+        if counts["open_ended_unjudged"]:
+            notes.append(
+                f"OpenEndedScore of {counts['open_ended_unjudged']} tasks: character-level similarity to "
+                "the reference answer, as no judge was set; CToolEval has an LLM judge score these answers"
+            )
+        if judge is not None and "open_ended" in values:
             notes.append(f"open-ended answers judged by {judge.name} against references; our prompt")
         if mode == "compat":
             notes.append(

@@ -14,7 +14,6 @@ own parse and corrects the quirks (docs/evaluation.md lists each difference).
 from __future__ import annotations
 
 import json
-import math
 import re
 import unicodedata
 from collections import Counter
@@ -51,6 +50,8 @@ from toolgym.protocols.lagent import (
     lagent_render,
 )
 from toolgym.tasks import AnswerSpec, Task, TaskSet
+from toolgym.tasks import alias_found as alias_found  # the answer matcher lives with AnswerSpec
+from toolgym.tasks import as_number as _as_number
 from toolgym.trace import Trace, TraceStep
 
 CATEGORIES: dict[str, tuple[str, ...]] = {
@@ -98,43 +99,6 @@ def compat_iscorrect(
         return True
     flat = [re.escape(a) for aliases in blacklist for a in aliases]
     return not re.search(r"\b(?:" + "|".join(flat) + r")\b", pred, re.IGNORECASE)
-
-
-# A "word character" for answer boundaries: letters and digits of spaced scripts. Han, kana and
-# other unspaced scripts are no word characters here, so "58" is found in "58天".
-_UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f"
-_WORD = rf"[^\W{_UNSPACED}]"
-_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d])")
-
-
-def _norm(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
-
-
-def _as_number(text: str) -> float | None:
-    t = text.strip().replace(",", "")
-    if re.fullmatch(r"[-+]?\d+(?:\.\d+)?", t):
-        return float(t)
-    return None
-
-
-def alias_found(text: str, alias: str) -> bool:
-    """Unicode-aware whole-word match (NFKC, case-folded; boundaries that work for "$5", "C++"
-    and unspaced scripts); a numeric alias also matches the same number written differently
-    ("4,825.50" for "4825.5")."""
-    a = _norm(alias).strip()
-    if not a:
-        return False
-    t = _norm(text)
-    if re.search(rf"(?<!{_WORD})" + re.escape(a) + rf"(?!{_WORD})", t):
-        return True
-    value = _as_number(a)
-    if value is None:
-        return False
-    return any(
-        math.isclose(float(m.group().replace(",", "")), value, rel_tol=1e-9, abs_tol=1e-9)
-        for m in _NUMBER.finditer(t)
-    )
 
 
 def fixed_iscorrect(

@@ -832,6 +832,24 @@ def _multi_flags(item: Item, mode: Mode) -> tuple[float, float]:
     return fixed_multi_scores(item.gold if item.gold is not None else gold_calls(item.answer), calls)
 
 
+def error_split(
+    rows: Sequence[Item], per_task: Mapping[str, Mapping[str, float]], tool: str, params: str
+) -> dict[str, int]:
+    """MTU's error analysis: each failed turn is a format error (a reply that cannot be read), an
+    action error (the wrong tools, or a call where none was due) or a parameter error (the right
+    tools with wrong arguments)."""
+    out = {"action": 0, "parameter": 0, "format": 0}
+    for it in rows:
+        flags = per_task[it.key]
+        if it.format_error:
+            out["format"] += 1
+        elif flags[tool] < 1:
+            out["action"] += 1
+        elif flags[params] < 1:
+            out["parameter"] += 1
+    return out
+
+
 def _sats(flags: Sequence[float]) -> float:
     scores = []
     last_fail: int | None = None
@@ -917,6 +935,8 @@ def score_items(items: Sequence[Item], mode: Mode, suite: str = "mtu") -> SuiteR
             counts[f"{split}/dialog_turns"] = sum(len(t) for t in flags.values())
         counts[f"{split}/items"] = len(rows)
         counts[f"{split}/no_call_gold"] = sum(1 for it in rows if not gold_calls(it.answer))
+        for kind, n in error_split(rows, per_task, first, second).items():
+            counts[f"{split}/errors/{kind}"] = n
         if mode == "fixed":
             counts[f"{split}/format_errors"] = sum(1 for it in rows if it.format_error)
         prefix = "" if len(by_split) == 1 else f"{split}/"

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from toolgym.mocks.app import App
 from toolgym.mocks.apps.banking import BankingApp
-from toolgym.mocks.apps.ctool import CTOOL_APPS
+from toolgym.mocks.apps.ctool import CTOOL_APPS, CTOOL_ZH_APPS
 from toolgym.mocks.apps.mtu import MTU_APPS
 from toolgym.mocks.apps.shopping import ShoppingApp
 from toolgym.mocks.apps.teval import TEVAL_APPS
@@ -25,7 +25,9 @@ def _registry(classes: Iterable[type[App]]) -> dict[str, type[App]]:
     return dict(sorted(out.items()))
 
 
-ALL_APPS: dict[str, type[App]] = _registry([BankingApp, ShoppingApp, *CTOOL_APPS, *MTU_APPS, *TEVAL_APPS])
+ALL_APPS: dict[str, type[App]] = _registry(
+    [BankingApp, ShoppingApp, *CTOOL_APPS, *CTOOL_ZH_APPS, *MTU_APPS, *TEVAL_APPS]
+)
 
 
 def get_app(name: str) -> type[App]:

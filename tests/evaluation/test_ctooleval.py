@@ -139,3 +139,78 @@ def test_infra_errors_and_other_traces(tasks: TaskSet, tmp_path: Path) -> None:
         CToolEvalSuite().score([read_trace(path)], tasks, "compat")
     with pytest.raises(EvaluationError, match="needs the task set"):
         CToolEvalSuite().score([trace], None, "compat")
+
+
+# ---- Chinese tasks (zh locale) -------------------------------------------------------------------
+CTOOL_ZH = CTOOL.with_name("ctool_zh.jsonl")
+
+
+@pytest.fixture(scope="module")
+def zh_tasks() -> TaskSet:
+    return TaskSet.load(CTOOL_ZH)
+
+
+def test_oracle_scores_full_marks_on_the_chinese_tasks(zh_tasks: TaskSet, tmp_path: Path) -> None:
+    env = ToolEnv(ToolSet(), zh_tasks)
+    try:
+        paths = [
+            run_episode(env, OracleAgent(env.protocol), t, trace_dir=tmp_path).trace_path for t in zh_tasks
+        ]
+    finally:
+        env.close()
+    traces = [read_trace(p) for p in paths if p is not None]
+    for mode in MODES:
+        result = CToolEvalSuite().score(traces, zh_tasks, mode)
+        for metric in (
+            "ToolMatch",
+            "FixedAnswerAcc",
+            "OpenEndedScore",
+            "OpSuccess",
+            "RealTimeAcc",
+            "TaskSuccess",
+        ):
+            assert result.metrics[metric] == 100.0, (mode, metric)
+        assert {k: v for k, v in result.counts.items() if k.startswith("kind/")} == {
+            "kind/fixed": 30,
+            "kind/open_ended": 20,
+            "kind/operation": 20,
+            "kind/real_time": 20,
+        }
+
+
+def test_chinese_answers_match_without_word_boundaries(zh_tasks: TaskSet, tmp_path: Path) -> None:
+    task = zh_tasks["ctoolzh-fixed-002"]  # fee and weight of a parcel
+    call = task.golden[0].action
+    assert task.answer is not None and task.answer.whitelist
+    fee, weight = task.answer.whitelist[0][0], task.answer.whitelist[1][0]
+    right = run_e2e(
+        ToolSet(), zh_tasks, task, [call, f"Final Answer: 运费{fee}元，重{weight}公斤"], tmp_path / "a"
+    )
+    # full-width digits and no spaces around the numbers still match; another number does not
+    wide = fee.translate(str.maketrans("0123456789.", "０１２３４５６７８９．"))
+    width = run_e2e(
+        ToolSet(), zh_tasks, task, [call, f"Final Answer: 运费{wide}元，重{weight}公斤"], tmp_path / "b"
+    )
+    wrong = run_e2e(
+        ToolSet(), zh_tasks, task, [call, f"Final Answer: 运费{fee}1元，重{weight}公斤"], tmp_path / "c"
+    )
+    scores = [
+        CToolEvalSuite().score([t], zh_tasks, "fixed").metrics["FixedAnswerAcc"]
+        for t in (right, width, wrong)
+    ]
+    assert scores == [100.0, 100.0, 0.0]
+
+
+def test_open_ended_answers_fall_back_to_similarity_with_the_reference(
+    zh_tasks: TaskSet, tmp_path: Path
+) -> None:
+    task = zh_tasks["ctoolzh-open-ended-004"]
+    assert task_kind(task) == "open_ended" and task.answer is not None and task.answer.references
+    reference = task.answer.references[0]
+    call = task.golden[0].action
+    near = run_e2e(ToolSet(), zh_tasks, task, [call, "Final Answer: " + reference[:-8]], tmp_path / "near")
+    off = run_e2e(ToolSet(), zh_tasks, task, [call, "Final Answer: 不知道。"], tmp_path / "off")
+    near_result = CToolEvalSuite().score([near], zh_tasks, "fixed")
+    off_score = CToolEvalSuite().score([off], zh_tasks, "fixed").metrics["OpenEndedScore"]
+    assert 80.0 < near_result.metrics["OpenEndedScore"] < 100.0 and off_score < 20.0
+    assert any("no judge" in n for n in near_result.notes)

@@ -37,8 +37,8 @@ def test_mock_task_sets_run_the_same_through_the_service(service_url: str, tmp_p
     """Mock-app tasks of the demo sets, oracle agent: same rewards, scores and step records
     (observations, state hashes, diffs) as the in-process run."""
     sets = _mock_task_sets()
-    # ctool, mtu, teval and the multi-turn set (a simulated user beside a remote world)
-    assert len(sets) == 4 and all(len(s) == 7 for s in sets)
+    # ctool, its Chinese set, mtu, teval and the multi-turn set (a simulated user beside a remote world)
+    assert len(sets) == 5 and all(len(s) == 7 for s in sets)
     lab = Lab.attach(mocks_url=service_url)
     for task_set in sets:
         local_env = ToolEnv(tasks=task_set)

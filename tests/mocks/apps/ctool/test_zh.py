@@ -1,0 +1,132 @@
+"""The zh locale of the CToolEval-style apps (express_zh, messaging_zh): sound apps whose data is
+Chinese, the same APIs and rules as the English apps, and English apps' state hashes unchanged;
+and the Chinese task set (fixtures/mock_tasks/ctool_zh.jsonl): 80+ tasks of CToolEval's four
+query types whose golden chains replay and whose answers match Chinese-aware."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.mocks.apps import expect_error
+from toolgym.actions import FinalAnswer, ToolCall
+from toolgym.envs.rewards import answer_matches
+from toolgym.mocks.apps.ctool import CTOOL_ZH_APPS, resolve_app_names
+from toolgym.mocks.apps.ctool.zh import ExpressZhApp, MessagingZhApp, zh_address, zh_message, zh_name
+from toolgym.mocks.rewards import check_assertions
+from toolgym.mocks.world import MockWorld, check_app
+from toolgym.tasks import TaskSet
+
+ROOT = Path(__file__).resolve().parents[4]
+TASKS = TaskSet.load(ROOT / "fixtures" / "mock_tasks" / "ctool_zh.jsonl")
+CLOCK = datetime(2024, 1, 1, tzinfo=UTC)
+HAN = re.compile(r"[\u4e00-\u9fff]")
+# the English apps' state hashes (seed 0, 2024-01-01) before the zh locale was added
+ENGLISH_HASHES = {
+    "express": "2148339ea252c01212373d5c675d232720fe079c7207980ef41ef536089b7724",
+    "messaging": "f8db47f8a25e5c791394f1dd40e29f2f59cb94d7334813728644c35337be2c56",
+}
+
+
+@pytest.mark.parametrize("cls", CTOOL_ZH_APPS, ids=lambda c: c.name)
+def test_zh_apps_are_sound(cls: type) -> None:
+    assert check_app(cls) == []
+
+
+@pytest.mark.parametrize("name", sorted(ENGLISH_HASHES))
+def test_the_english_apps_keep_their_state_hashes(name: str) -> None:
+    with MockWorld([name], seed=0, clock=CLOCK) as world:
+        assert world.state_hash() == ENGLISH_HASHES[name]
+        assert not HAN.search(
+            str(world.rows(f"{name}_messages" if name == "messaging" else "express_shipments", {})[:50])
+        )
+
+
+def test_zh_data_is_chinese_and_api_codes_stay() -> None:
+    with MockWorld(["express_zh", "messaging_zh"], seed=0, clock=CLOCK) as world:
+        shipment = world.rows("express_shipments", {})[0]
+        for column in ("sender_name", "recipient_name", "recipient_address", "item_description", "courier"):
+            assert HAN.search(shipment[column]), (column, shipment[column])
+        assert shipment["recipient_city"].isascii() and shipment["service"].isascii()
+        message = world.rows("messaging_messages", {})[0]["content"]
+        user = world.rows("messaging_users", {})[0]
+        assert HAN.search(message) and HAN.search(user["display_name"]) and user["username"].isascii()
+        # the same APIs and rules: a Chinese name is found, a picked-up parcel cannot be cancelled
+        found = world.call("search_users", keyword=user["display_name"][:1])["users"]
+        assert user["user_id"] in [u["user_id"] for u in found]
+        moving = next(
+            r["tracking_number"]
+            for r in world.rows("express_shipments", {})
+            if world.call("track_shipment", tracking_number=r["tracking_number"])["shipment_status"]
+            == "in_transit"
+        )
+        expect_error(world, "cancel_shipment", code=409, tracking_number=moving)
+        # an agent writes Chinese text into the apps
+        sender, friend = user["user_id"], world.call("list_friends", user_id=user["user_id"])["friends"][0]
+        sent = world.call(
+            "send_message", sender_id=sender, to_user_id=friend["user_id"], content="你好，明天见"
+        )
+        assert (
+            world.rows("messaging_messages", {"message_id": sent["message_id"]})[0]["content"]
+            == "你好，明天见"
+        )
+
+
+def test_translations() -> None:
+    assert zh_name("Wang Wei", family_first=True) == zh_name("Wei Wang", family_first=False) == "王伟"
+    assert zh_address("88 Jiefang Road, Building 2") == "解放路88号2栋"
+    assert zh_address("3 Heping Street, Building 10") == "和平街3号10栋"
+    assert zh_message("Hi, the meeting moved to next week.") == "你好，会议改到下周了。"
+    with pytest.raises(ValueError, match="not a seeded street address"):
+        zh_address("somewhere")
+    assert {ExpressZhApp.name, MessagingZhApp.name} == {"express_zh", "messaging_zh"}
+
+
+def test_zh_task_set_has_every_query_type() -> None:
+    assert len(TASKS) >= 80
+    kinds = Counter(t.metadata["ctooleval"]["type"] for t in TASKS)
+    assert set(kinds) == {"fixed", "open_ended", "real_time", "operation"} and min(kinds.values()) >= 10
+    assert all(HAN.search(t.query) for t in TASKS)
+    for task in TASKS:
+        kind = task.metadata["ctooleval"]["type"]
+        if kind == "open_ended":
+            assert task.answer is not None and task.answer.references, task.id
+        if kind == "operation":
+            assert task.expected_state, task.id
+        if kind == "real_time":
+            assert task.metadata["ctooleval"]["answer_fields"], task.id
+
+
+@pytest.mark.parametrize("task", TASKS.tasks, ids=lambda t: t.id)
+def test_zh_golden_chain_replays_and_answers(task: object) -> None:
+    from toolgym.tasks import Task
+
+    assert isinstance(task, Task) and task.apps and task.tools
+    with MockWorld(resolve_app_names(task.apps), seed=task.seed, clock=task.clock) as world:
+        start = world.state_hash()
+        calls = [s.action for s in task.golden if isinstance(s.action, ToolCall)]
+        for call in calls:
+            assert call.name in task.tools
+            obs = world.step(call)
+            assert obs.error is None, obs.text
+        assert check_assertions(world, task.expected_state).passed
+        assert (world.state_hash() != start) == bool(task.expected_state)
+    final = task.golden[-1].action
+    assert isinstance(final, FinalAnswer)
+    if task.answer is not None and task.answer.whitelist:
+        assert answer_matches(final.text, task.answer)
+
+
+def test_zh_apis_are_described_in_chinese() -> None:
+    from toolgym.mocks.app import app_apis
+
+    for cls in CTOOL_ZH_APPS:
+        for api in app_apis(cls):
+            assert HAN.search(api.tool.description), (cls.name, api.name)
+    from toolgym.mocks.apps.ctool import ExpressApp
+
+    assert not any(HAN.search(a.tool.description) for a in app_apis(ExpressApp))
