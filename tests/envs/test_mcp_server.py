@@ -226,3 +226,28 @@ def test_mcp_inspector_cli() -> None:
     assert result["isError"] is False and result["structuredContent"]["result"]["balance"] == "$4,825.50"
     unknown = _inspect("--method", "tools/call", "--tool-name", "no_such_tool")
     assert unknown.returncode != 0 and "-32602" in unknown.stderr + unknown.stdout
+
+
+def test_builtin_tools_and_an_unfinished_episode(tmp_path: Path) -> None:
+    """Without apps or tasks the server offers the built-in tools; a session that ends mid-episode
+    (the client closes it) leaves its trace readable as `.partial`."""
+    config = make_config(trace_dir=tmp_path)
+    asgi, close_all = http_app(config)
+
+    async def main(url: str) -> tuple[list[str], types.CallToolResult]:
+        async with Client(url) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            return names, await client.call_tool("Calculator", {"expression": "6*7"})
+
+    with ServerThread(asgi) as url:
+        names, result = anyio.run(main, f"{url}/mcp")
+        assert "Calculator" in names and "OCR" in names
+        assert not result.is_error and "42" in _text(result)
+        partial = tmp_path / "session-1" / "ep1.mcp-world.jsonl.partial"
+        for _ in range(100):  # the session closes when the server handles the client's DELETE
+            if partial.exists() and partial.stat().st_size:
+                break
+            anyio.run(anyio.sleep, 0.05)
+    close_all()
+    trace = read_trace(partial)
+    assert not trace.complete and [s.actions[0]["name"] for s in trace.steps] == ["Calculator"]
