@@ -251,3 +251,23 @@ def test_builtin_tools_and_an_unfinished_episode(tmp_path: Path) -> None:
     close_all()
     trace = read_trace(partial)
     assert not trace.complete and [s.actions[0]["name"] for s in trace.steps] == ["Calculator"]
+
+
+def test_a_new_task_announces_its_tools(http_server: str) -> None:
+    seen: list[str] = []
+
+    async def on_message(message: object) -> None:
+        seen.append(str(getattr(message, "method", type(message).__name__)))
+
+    async def main() -> list[str]:
+        async with Client(http_server, mode="legacy", message_handler=on_message) as client:
+            await client.get_prompt(BALANCE)
+            for _ in range(100):
+                if len(seen) >= 2:
+                    break
+                await anyio.sleep(0.02)
+            return [t.name for t in (await client.list_tools()).tools]
+
+    tools = anyio.run(main)
+    assert "notifications/tools/list_changed" in seen and "notifications/resources/list_changed" in seen
+    assert "get_account_balance" in tools and "transfer_funds" in tools
