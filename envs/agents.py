@@ -1,11 +1,21 @@
-"""Agents that drive a ToolEnv: a scripted oracle that follows the golden chain, and a script player."""
+"""Agents that drive a ToolEnv: a scripted oracle that follows the golden chain, script players,
+and the one grammar that names an agent on the command line and in the Python runner:
+
+    oracle                    the golden chain of each task
+    scripted:FILE             per-task actions from a JSONL file ({"task_id": ..., "actions": [...]})
+    package.module:factory    your own: a callable taking the env's ActionProtocol, returning an Agent
+
+(`llm` is the fourth name `toolgym run` knows; its client lives above this floor.)
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
-from toolgym.actions import Action
+from toolgym.actions import ACTION_ADAPTER, Action
 from toolgym.protocols.base import ActionProtocol, RawOutput
 from toolgym.tasks import Task
 
@@ -54,3 +64,73 @@ class OracleAgent(ScriptedAgent):
     def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
         self._actions = [step.action for step in task.golden]
         self._next = 0
+
+
+class TaskScriptAgent(ScriptedAgent):
+    """A scripted agent with one action list per task id (JSONL: {"task_id": ..., "actions": [...]})."""
+
+    name = "scripted"
+
+    def __init__(self, protocol: ActionProtocol, scripts: dict[str, list[Action]]) -> None:
+        super().__init__(protocol)
+        self.scripts = scripts
+
+    @classmethod
+    def load(cls, protocol: ActionProtocol, path: Path) -> TaskScriptAgent:
+        return cls(protocol, read_scripts(path))
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        if task.id not in self.scripts:
+            raise KeyError(f"no script for task {task.id!r}")
+        self._actions = list(self.scripts[task.id])
+        self._next = 0
+
+
+def read_scripts(path: Path) -> dict[str, list[Action]]:
+    """Action lists by task id from a script file; a bad line is `path:line: reason`."""
+    scripts: dict[str, list[Action]] = {}
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                scripts[str(row["task_id"])] = [ACTION_ADAPTER.validate_python(a) for a in row["actions"]]
+            except (ValueError, KeyError, TypeError) as exc:
+                reason = " ".join(str(exc).split())
+                raise ValueError(f"{path}:{lineno}: not a script line: {reason}") from None
+    return scripts
+
+
+ProtocolAgentFactory = Callable[[ActionProtocol], Agent]  # the env's protocol -> a fresh agent
+
+
+def agent_factory(spec: str) -> ProtocolAgentFactory:
+    """The agent that `spec` names (`oracle`, `scripted:FILE`, `package.module:factory`), as a
+    callable taking the env's ActionProtocol. Only importable names are resolved, nothing is
+    evaluated; a script file is read (and checked) here, once. ValueError says what is wrong."""
+    if spec == "oracle":
+        return OracleAgent
+    if spec.startswith("scripted:"):
+        path = Path(spec.removeprefix("scripted:"))
+        if not path.is_file():
+            raise ValueError(f"agent {spec!r}: no such script file: {path}")
+        scripts = read_scripts(path)
+        return lambda protocol: TaskScriptAgent(protocol, scripts)
+    from toolgym.envs.rollouts import load_object  # the one resolver of `module:attr` names
+
+    found = load_object(spec, "agent")
+    if not callable(found):
+        raise ValueError(f"agent {spec!r}: {spec.partition(':')[2]} is not callable")
+    return found  # type: ignore[no-any-return]
+
+
+class NamedAgents:
+    """A rollout worker's agent builder for a name in the agent grammar (`AgentSpec.named`): one
+    fresh agent per episode, built for the episode's env."""
+
+    def __init__(self, spec: str) -> None:
+        self.make = agent_factory(spec)
+
+    def __call__(self, env: Any, trial: int) -> Agent:
+        return self.make(env.protocol)

@@ -21,15 +21,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolgym.envs.rollouts import (
+    Cancel,
     Deliver,
     EpisodeOutcome,
     EpisodeSpec,
     EpisodeWorker,
     RolloutError,
     WorkerContext,
-    WorkerLost,
     batches,
     load_object,
+    lost_outcome,
 )
 
 INSTALL_HINT = "pip install 'toolgym[ray]'"
@@ -156,7 +157,13 @@ class RayExecutor:
         self.live: list[Any] = []  # the rollout actors' handles while a run goes on
         self.server: Any = None  # the tool server actor's handle while a run goes on
 
-    def run(self, specs: Sequence[EpisodeSpec], context: WorkerContext, deliver: Deliver) -> None:
+    def run(
+        self,
+        specs: Sequence[EpisodeSpec],
+        context: WorkerContext,
+        deliver: Deliver,
+        cancel: Cancel | None = None,
+    ) -> None:
         ray = import_ray()
         started = False
         if not ray.is_initialized():
@@ -178,7 +185,7 @@ class RayExecutor:
                 self.stats.server_accelerators = ray.get(self.server.accelerators.remote())
                 tools_env = replace(context.env, tool_url=url, tool_token=spec.token)
                 context = replace(context, env=tools_env)
-            self._drive(ray, specs, context, deliver)
+            self._drive(ray, specs, context, deliver, cancel)
         finally:
             for actor in self.live:
                 ray.kill(actor)
@@ -190,7 +197,12 @@ class RayExecutor:
                 ray.shutdown()
 
     def _drive(
-        self, ray: Any, specs: Sequence[EpisodeSpec], context: WorkerContext, deliver: Deliver
+        self,
+        ray: Any,
+        specs: Sequence[EpisodeSpec],
+        context: WorkerContext,
+        deliver: Deliver,
+        cancel: Cancel | None = None,
     ) -> None:
         from ray.exceptions import RayActorError, RayTaskError
 
@@ -220,6 +232,8 @@ class RayExecutor:
         max_started = actors * (self.max_attempts + 1) + len(specs)  # no endless replacement loop
 
         while queue or in_flight:
+            if cancel is not None and cancel.is_set():
+                return  # `run` kills the actors, and the episodes in flight with them
             while queue and slots:
                 batch, alone = queue[0]
                 if in_flight and episodes_in_flight + len(batch) > limit:
@@ -230,13 +244,16 @@ class RayExecutor:
                 slot = min(open_slots, key=lambda s: s.load)
                 queue.popleft()
                 in_flight[slot.handle.run_batch.remote(batch)] = (slot, batch, alone)
+                if cancel is not None:
+                    cancel.started.update(spec.index for spec in batch)
                 slot.load += 1
                 slot.alone = alone
                 episodes_in_flight += len(batch)
                 self.stats.peak_in_flight = max(self.stats.peak_in_flight, episodes_in_flight)
             if not in_flight:
                 raise RolloutError("no rollout actor is left to run the remaining episodes")
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            # a short wait when cancellable: the cancel is noticed within a tenth of a second
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=None if cancel is None else 0.1)
             for ref in ready:
                 slot, batch, alone = in_flight.pop(ref)
                 episodes_in_flight -= len(batch)
@@ -257,7 +274,7 @@ class RayExecutor:
                         if alone:
                             deaths[spec.index] = deaths.get(spec.index, 0) + 1
                         if deaths.get(spec.index, 0) >= self.max_attempts:
-                            deliver(_lost_outcome(spec, deaths[spec.index], exc), None)
+                            deliver(lost_outcome(spec, deaths[spec.index], exc), None)
                         else:
                             self.stats.resubmitted += 1
                             queue.appendleft(([spec], True))
@@ -273,19 +290,3 @@ class _Slot:
     handle: Any
     load: int = 0  # batches in flight on this actor
     alone: bool = False  # it runs a suspect episode: nothing else goes to it meanwhile
-
-
-def _lost_outcome(spec: EpisodeSpec, attempts: int, cause: BaseException) -> EpisodeOutcome:
-    why = str(cause).strip().splitlines()[0][:200] if str(cause).strip() else type(cause).__name__
-    error = WorkerLost(f"the worker running this episode alone died {attempts} times (last: {why})")
-    return EpisodeOutcome(
-        index=spec.index,
-        trial=spec.trial,
-        task_set=spec.task_set,
-        task_id=spec.task_id,
-        status="aborted",
-        reward=0.0,
-        steps=0,
-        error=f"WorkerLost: {error}",
-        agent=spec.agent,
-    )

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import difflib
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
+from toolgym.canonical import canonical_hash
 from toolgym.tasks import AnswerSpec, Task
 from toolgym.world import World
 
@@ -164,10 +167,41 @@ def _writes_state(task: Task, episode: Episode) -> bool:
     )
 
 
+MAX_GOLDEN_HASHES = 4096  # golden end states a process remembers (64 bytes each, with the key)
+_golden_hashes: OrderedDict[str, str | None] = OrderedDict()
+_golden_lock = threading.Lock()
+
+
+def golden_state_hash(task: Task) -> str | None:
+    """The state hash the task's golden chain ends with on a fresh world, or None when the chain
+    itself fails there. The replay is deterministic (seeded template, fixed clock), so it runs once
+    per (apps, seed, clock, golden calls) in a process, not once per episode: scoring a trial of a
+    task it has seen costs a dictionary lookup instead of a world build and the replay."""
+    from toolgym.mocks.rewards import GoldenReplayError, golden_tool_calls, replay_golden_state_hash
+
+    calls = golden_tool_calls(task.golden)
+    key = canonical_hash(
+        [list(task.apps or ()), task.seed, task.clock.isoformat(), [c.model_dump(mode="json") for c in calls]]
+    )
+    with _golden_lock:
+        if key in _golden_hashes:
+            _golden_hashes.move_to_end(key)
+            return _golden_hashes[key]
+    try:
+        found: str | None = replay_golden_state_hash(task.apps or (), task.seed, task.clock, calls)
+    except GoldenReplayError:
+        found = None
+    with _golden_lock:
+        _golden_hashes[key] = found
+        while len(_golden_hashes) > MAX_GOLDEN_HASHES:
+            _golden_hashes.popitem(last=False)
+    return found
+
+
 def state_scores(task: Task, episode: Episode) -> dict[str, float]:
     """tau-bench style: the golden chain replayed on a fresh world must reach the episode's final
     state hash (volatile fields ignored); the task's state assertions must hold."""
-    from toolgym.mocks.rewards import STATE_ASSERTIONS, GoldenReplayError, check_assertions, replay_golden
+    from toolgym.mocks.rewards import STATE_ASSERTIONS, check_assertions
     from toolgym.mocks.world import MockWorld
 
     world = episode.world
@@ -177,15 +211,11 @@ def state_scores(task: Task, episode: Episode) -> dict[str, float]:
         # a world elsewhere (the mock-app service) scores itself where its state lives
         remote: Callable[[Task], Mapping[str, float]] | None = getattr(world, "state_scores", None)
         return dict(remote(task)) if callable(remote) else {}
-    try:
-        golden = replay_golden(task.apps, task.seed, task.clock, task.golden)
-    except GoldenReplayError:
+    expected = golden_state_hash(task)
+    if expected is None:
         # the task's own chain fails on a fresh world: a task bug, never a reward for the agent
         return {"golden_error": 1.0, "state_match": 0.0, "assertions": 0.0, "state": 0.0}
-    try:
-        same_state = golden.state_hash() == world.state_hash()
-    finally:
-        golden.close()
+    same_state = expected == world.state_hash()
     report = check_assertions(world, STATE_ASSERTIONS.validate_python(task.expected_state))
     return {
         "state_match": float(same_state),

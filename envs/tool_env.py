@@ -42,10 +42,11 @@ from toolgym.protocols import get_protocol
 from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol
 from toolgym.protocols.json_protocol import check_arguments
 from toolgym.tasks import Task, TaskSet
-from toolgym.tools import ToolContext, ToolSet, to_json_value
+from toolgym.tools import BaseTool, ToolContext, ToolSet, to_json_value
 from toolgym.world import World
 
 MAX_OBSERVATION_CHARS = 100_000
+MAX_CACHED_INSTRUCTIONS = 64  # tool sets whose rendered instructions an env keeps
 
 
 @runtime_checkable
@@ -180,6 +181,8 @@ class ToolEnv(gym.Env[str, Any]):
         self._listeners: list[Callable[[str, dict[str, Any]], None]] = []
         self.tool_layers: list[ToolLayer] = [*tool_layers, *([cassette] if cassette is not None else [])]
         self.world_factory = world_factory
+        # rendered instructions by (protocol, offered tools): a reset renders only a new tool set
+        self._instructions: dict[tuple[ActionProtocol, tuple[BaseTool, ...]], str] = {}
 
     # ---- episode start --------------------------------------------------------------------
     def _pick_task(self, options: Mapping[str, Any] | None) -> Task:
@@ -226,6 +229,19 @@ class ToolEnv(gym.Env[str, Any]):
             base = base.merged(self.world.tools)
         return base.subset(task.tools)
 
+    def instructions(self) -> str:
+        """The protocol's instructions for the tools offered this episode, rendered once per
+        (protocol, tool set) and reused by later resets (rendering 256 tools' schemas costs about
+        a millisecond). The key holds the tool objects themselves: tool layers keep them (they wrap
+        the set, not each tool), and a tool is never changed once offered."""
+        key = (self.protocol, tuple(self.offered))
+        text = self._instructions.get(key)
+        if text is None:
+            if len(self._instructions) >= MAX_CACHED_INSTRUCTIONS:
+                self._instructions.pop(next(iter(self._instructions)))  # oldest first
+            text = self._instructions[key] = self.protocol.instructions(self.offered)
+        return text
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
@@ -259,7 +275,7 @@ class ToolEnv(gym.Env[str, Any]):
         info: dict[str, Any] = {
             "task_id": task.id,
             "step": 0,
-            "instructions": self.protocol.instructions(self.offered),
+            "instructions": self.instructions(),
             "tools": self.offered.names,
             "files": files,
             "observation": obs.model_dump(mode="json"),

@@ -4,13 +4,17 @@ folders with metric suites, and write an HTML report. `register(app)` adds them 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape  # messages quote pip extras: toolgym[ml] is no markup tag
 from rich.progress import Progress
 from rich.table import Table
 
@@ -24,20 +28,20 @@ from toolgym.envs.user_options import (
 
 if TYPE_CHECKING:
     from toolgym.envs.faults import FaultPlan
-    from toolgym.envs.rollouts import Executor
+    from toolgym.envs.ray_rollouts import ToolServerSpec
+    from toolgym.envs.rollouts import Cancel, Executor
+    from toolgym.envs.tool_env import ToolEnv
     from toolgym.evaluation.base import SuiteResult
     from toolgym.evaluation.llm import LLMConfig
-    from toolgym.evaluation.runs import EpisodeRecord, RunSummary
+    from toolgym.evaluation.runs import EpisodeRecord, LoadedTrace, RunSummary
     from toolgym.tasks import Task, TaskSet
+    from toolgym.tools import ToolSet
 
 console = Console()
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
+TOOL_SERVER_TOKEN_ENV = "TOOLGYM_TOOL_SERVER_TOKEN"  # the tool-server actor's bearer token
 EVAL_FILE = "eval.{mode}.json"  # what `toolgym eval` writes into the trace folder; `report` reads it
-
-
-class AgentKind(StrEnum):
-    oracle = "oracle"
-    llm = "llm"
 
 
 class ScoreMode(StrEnum):
@@ -64,14 +68,48 @@ def _fault_plans(paths: Sequence[Path], sets: Sequence[tuple[str, TaskSet]]) -> 
     return plans
 
 
-def _task_paths(tasks: Sequence[Path] | None) -> list[Path]:
-    from toolgym.envs.demo import default_task_paths
+def task_set_paths(tasks: Sequence[str | Path] | None) -> list[Path]:
+    """The files of `--tasks` values (file paths or bundled set names; default: every bundled set)."""
+    from toolgym.envs.demo import resolve_task_sets
 
-    paths = list(tasks) if tasks else default_task_paths()
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        raise typer.BadParameter(f"no such task set file: {', '.join(missing)}", param_hint="--tasks")
-    return paths
+    try:
+        return resolve_task_sets([str(t) for t in tasks] if tasks else None)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tasks") from None
+
+
+class TaskFormat(StrEnum):
+    toolgym = "toolgym"
+    gta = "gta"
+    teval = "teval"
+    tooleyes = "tooleyes"
+    mtu = "mtu"
+
+
+FormatOption = Annotated[
+    TaskFormat | None,
+    typer.Option(
+        "--format",
+        help="format of the --tasks files: toolgym JSONL, GTA dataset.json, a T-Eval file, ToolEyes "
+        "queries or MTU rows; default: told by their content",
+    ),
+]
+
+
+def load_task_sets(paths: Sequence[Path], fmt: TaskFormat | None) -> list[tuple[Path, str, TaskSet]]:
+    """(path, format, tasks) per task file; a file of the wrong shape stops the command with one
+    line naming the file, the row and what is wrong (exit 2)."""
+    from toolgym.evaluation.loaders.formats import TaskFileError, load_tasks
+
+    out = []
+    for path in paths:
+        try:
+            kind, task_set = load_tasks(path, None if fmt is None else fmt.value)
+        except TaskFileError as exc:
+            err_console.print(f"error: {exc}", markup=False)
+            raise typer.Exit(code=2) from None
+        out.append((path, kind, task_set))
+    return out
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -127,25 +165,160 @@ def print_run(summary: RunSummary) -> None:
             f"in {usage['requests']} requests ({usage['retries']} retries)"
         )
     for e in summary.aborted:
-        console.print(f"[red]aborted[/red] trial {e.trial} {e.task_set}/{e.task_id}: {e.error}")
+        console.print(f"[red]aborted[/red] trial {e.trial} {e.task_set}/{e.task_id}: {escape(str(e.error))}")
+
+
+AGENT_HELP = (
+    "oracle (golden chains), llm (a chat server: --base-url, --model), scripted:FILE (actions per "
+    "task, JSONL) or package.module:factory (your own agent; README: 'Your own agent')"
+)
+
+
+def default_run_dir(root: Path = Path("runs")) -> Path:
+    """A new folder per run (runs/run-<UTC time>), never an earlier run's."""
+    from datetime import UTC, datetime
+
+    base = root / datetime.now(UTC).strftime("run-%Y%m%d-%H%M%S")
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def resume_command(ctx: typer.Context, out: Path) -> str:
+    """The command line that finishes this run: the options given (those off their defaults),
+    into the same folder, never with --overwrite (which would start it over)."""
+    import shlex
+
+    args = ["toolgym", ctx.info_name or "run"]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if param.name in ("out", "overwrite") or value is None or value == param.default or value == []:
+            continue
+        option = max(param.opts, key=len)  # the long spelling
+        if getattr(param, "is_flag", False):
+            args += [option] if value else []
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                args += [option, str(item)]
+        else:
+            args += [option, str(value.value if isinstance(value, StrEnum) else value)]
+    return shlex.join([*args, "--out", str(out)])
+
+
+class RunProgress:
+    """Progress of a run: a live bar on a terminal; elsewhere (CI, a pipe) one line every
+    `every_s` seconds and at the end: done/total, rate, ETA, aborted episodes."""
+
+    def __init__(self, total: int, *, every_s: float | None = None) -> None:
+        import os
+        import time
+
+        self.total, self.done, self.aborted = total, 0, 0
+        self._clock = time.monotonic
+        self._start = self._last = self._clock()
+        self.every_s = (
+            every_s if every_s is not None else float(os.environ.get("TOOLGYM_PROGRESS_EVERY", "10"))
+        )
+        self._bar: Progress | None = None
+        if console.is_terminal:
+            self._bar = Progress(console=console, transient=True)
+            self._task = self._bar.add_task("episodes", total=total)
+
+    def __enter__(self) -> RunProgress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+        elif self.done and self._last != self._clock():
+            self._log()
+
+    def advance(self, record: EpisodeRecord) -> None:
+        self.done += 1
+        self.aborted += record.status == "aborted"
+        if self._bar is not None:
+            self._bar.advance(self._task)
+        elif self.done == self.total or self._clock() - self._last >= self.every_s:
+            self._log()
+
+    def _log(self) -> None:
+        self._last = now = self._clock()
+        elapsed = max(now - self._start, 1e-9)
+        rate = self.done / elapsed
+        eta = (self.total - self.done) / rate if rate else float("inf")
+        console.print(
+            f"progress: {self.done}/{self.total} episodes, {rate:.2f}/s, "
+            f"ETA {eta:.0f} s, {self.aborted} aborted, {elapsed:.0f} s elapsed",
+            highlight=False,
+        )
+
+
+@contextmanager
+def cancel_on_signals(cancel: Cancel) -> Iterator[list[int]]:
+    """Ctrl-C and SIGTERM stop the run gracefully (no new episode, in-flight ones cancelled after
+    a grace); a second signal stops at once. Yields the signals received."""
+    import signal
+    import threading
+
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received  # signal handlers live in the main thread only
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        received.append(signum)
+        if cancel.is_set():
+            raise KeyboardInterrupt  # the second signal: no more grace
+        cancel.set(f"interrupted by {signal.Signals(signum).name}")
+        print(f"toolgym: {signal.Signals(signum).name}: stopping (again to stop at once)", file=sys.stderr)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@contextmanager
+def human_output_to_stderr(enabled: bool) -> Iterator[None]:
+    """With --json, stdout carries the JSON alone: tables and messages go to stderr."""
+    if not enabled:
+        yield
+        return
+    saved = console.file
+    console.file = sys.stderr
+    try:
+        yield
+    finally:
+        console.file = saved
 
 
 def run(
-    agent: Annotated[
-        AgentKind, typer.Option(help="oracle (golden chains) or llm (a chat server)")
-    ] = AgentKind.oracle,
-    out: Annotated[Path, typer.Option(help="run directory: traces per trial and run.json")] = Path(
-        "runs/run"
-    ),
-    tasks: Annotated[
-        list[Path] | None,
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Option(help=AGENT_HELP)] = "oracle",
+    out: Annotated[
+        Path | None,
         typer.Option(
-            help="task set files (JSONL); default: the bundled demo set and every mock-app task set"
+            help="run directory: traces per trial and run.json (default: a new runs/run-<time>/); "
+            "a directory holding the same run resumes it"
         ),
     ] = None,
+    tasks: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="task set files (JSONL) or bundled set names (`toolgym tasks` lists them); "
+            "default: the bundled demo set and every mock-app task set"
+        ),
+    ] = None,
+    task_format: FormatOption = None,
     task_id: Annotated[list[str] | None, typer.Option("--task-id", help="run only these task ids")] = None,
     protocol: Annotated[
-        str | None, typer.Option(help="react, json or openai; default: openai for llm, react for oracle")
+        str | None, typer.Option(help="react, json or openai; default: openai for llm, react otherwise")
     ] = None,
     trials: Annotated[
         int, typer.Option(min=1, help="trials per task (pass@k / pass^k need k <= trials)")
@@ -166,14 +339,62 @@ def run(
         str | None,
         typer.Option(help="join this Ray cluster (auto, ray://head:10001); implies --ray; default: local"),
     ] = None,
+    ray_tool_server_gpus: Annotated[
+        float | None,
+        typer.Option(
+            min=0,
+            help="place a tool server as its own Ray actor asking for this many GPUs (0: CPU only); "
+            "the rollout actors call its tools over HTTP; implies --ray",
+        ),
+    ] = None,
+    ray_tool_server_tool: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ray-tool-server-tool",
+            help="a tool the tool-server actor serves (repeat; default: every tool); the others stay "
+            "in the rollout actors",
+        ),
+    ] = None,
+    ray_tool_server_host: Annotated[
+        str,
+        typer.Option(
+            help="address the tool-server actor binds: loopback (one machine), or on a cluster the "
+            "GPU node's address, with TOOLGYM_TOOL_SERVER_TOKEN set (16+ chars)"
+        ),
+    ] = "127.0.0.1",
     seed: Annotated[int, typer.Option(help="episode seed (the same for every trial)")] = 0,
     max_steps: Annotated[int, typer.Option(min=1, help="step limit of tasks that set none")] = 10,
+    limit: Annotated[
+        str | None,
+        typer.Option(help="run only episodes N (the first N) or A:B (A to B-1), in (trial, set, task) order"),
+    ] = None,
+    retry_aborted: Annotated[
+        bool,
+        typer.Option(
+            "--retry-aborted",
+            help="resuming: run again the episodes that infra errors aborted (kept otherwise)",
+        ),
+    ] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="replace the run in --out instead of resuming it")
+    ] = False,
+    max_consecutive_aborts: Annotated[
+        int,
+        typer.Option(min=0, help="stop the run after this many aborted episodes in a row (0: never)"),
+    ] = 5,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="print the run summary (run.json) as JSON on stdout")
+    ] = False,
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
     ] = None,
     model: Annotated[str | None, typer.Option(help="model name sent in requests")] = None,
     api_key_env: Annotated[
-        str | None, typer.Option(help="environment variable holding the API key (sent as a bearer token)")
+        str | None,
+        typer.Option(
+            help="environment variable holding the API key (sent as a bearer token); default: "
+            "OPENAI_API_KEY when it is set"
+        ),
     ] = None,
     temperature: Annotated[
         float | None, typer.Option(help="sampling temperature (server default if unset)")
@@ -204,37 +425,68 @@ def run(
     user_model: UserModelOption = None,
     user_api_key_env: UserApiKeyEnvOption = None,
 ) -> None:
-    """Run an agent over task sets, k trials per task, n episodes at once; write traces and run.json."""
-    from toolgym.envs.agents import OracleAgent
-    from toolgym.envs.rollouts import AgentSpec
-    from toolgym.envs.tool_env import ToolEnv
-    from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig, LLMError, api_key_from_env
-    from toolgym.evaluation.runs import FAULTS_DIR, run_trials, set_name
+    """Run an agent over task sets, k trials per task, n episodes at once; write traces and run.json.
+    Ctrl-C stops it cleanly; the same command (same --out) resumes it."""
+    from toolgym.envs.rollouts import AgentSpec, Cancel
+    from toolgym.evaluation.llm import (
+        DEFAULT_KEY_ENV,
+        ChatClient,
+        LLMAgent,
+        LLMConfig,
+        LLMError,
+        api_key_from_env,
+        preflight,
+    )
+    from toolgym.evaluation.runs import FAULTS_DIR, RunDirError, parse_limit, run_trials, set_name
     from toolgym.protocols import PROTOCOLS
     from toolgym.tasks import TaskSet
     from toolgym.toolservers.registry import default_toolset
 
-    chosen = protocol or ("openai" if agent is AgentKind.llm else "react")
+    llm = agent == "llm"
+    chosen = protocol or ("openai" if llm else "react")
     if chosen not in PROTOCOLS:
         raise typer.BadParameter(f"unknown protocol {chosen!r}; known: {', '.join(sorted(PROTOCOLS))}")
+    named_agent: AgentSpec | None = None
+    if not llm:
+        try:
+            named_agent = AgentSpec.named(agent)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--agent") from None
+    try:
+        episodes_slice = parse_limit(limit) if limit is not None else None
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--limit") from None
+    from toolgym.evaluation.loaders.formats import benchmark_tools
+
     sets: list[tuple[str, TaskSet]] = []
-    for path in _task_paths(tasks):
-        task_set = TaskSet.load(path)
+    toolset = default_toolset()
+    for path, kind, task_set in load_task_sets(task_set_paths(tasks), task_format):
         if task_id:
             task_set = TaskSet([t for t in task_set if t.id in task_id], base_dir=task_set.base_dir)
         if len(task_set):
             sets.append((set_name(path), task_set))
+            # a benchmark's own tools (schemas it publishes, not run) beside the default ones
+            toolset = toolset.merged(benchmark_tools(kind, path, task_set, toolset))
     if not sets:
         raise typer.BadParameter(f"no task with id {', '.join(task_id or [])}", param_hint="--task-id")
+    if agent == "oracle":
+        unsolved = [f"{name}/{t.id}" for name, task_set in sets for t in task_set if not t.golden]
+        if unsolved:
+            more = f" and {len(unsolved) - 1} more" if len(unsolved) > 1 else ""
+            raise typer.BadParameter(
+                f"the oracle replays golden actions, and {unsolved[0]}{more} has none: run an LLM "
+                "agent (--agent llm) on them",
+                param_hint="--agent",
+            )
     plans = _fault_plans(faults or [], sets)  # a bad plan stops the command before any episode
     user_config = user_llm_config(user_base_url, user_model, user_api_key_env, timeout, max_retries)
 
     client: ChatClient | None = None
-    if agent is AgentKind.llm:
+    if llm:
         if not base_url or not model:
             raise typer.BadParameter("--agent llm needs --base-url and --model")
         try:
-            key = api_key_from_env(api_key_env)
+            key = api_key_from_env(api_key_env, default=DEFAULT_KEY_ENV)
         except LLMError as exc:
             raise typer.BadParameter(exc.message, param_hint="--api-key-env") from None
         config = LLMConfig(
@@ -248,21 +500,37 @@ def run(
             max_retries=max_retries,
             concurrency=concurrency,
         )
+        try:
+            preflight(config)  # a dead server, a wrong key or model: one line now, not per episode
+        except LLMError as exc:
+            raise typer.BadParameter(exc.message, param_hint="--base-url") from None
         client = ChatClient(config)
 
     def make_agent(env: ToolEnv, trial: int) -> Any:
-        if client is None:
-            return OracleAgent(env.protocol)
+        assert client is not None
         return LLMAgent(client, env, seed=None if llm_seed is None else llm_seed + trial)
 
-    executor = _executor(workers, ray or ray_address is not None, ray_address, concurrency)
-    agents: AgentSpec | Callable[[ToolEnv, int], Any] = make_agent
-    if executor is not None:  # workers build their own agents from a picklable spec
-        agents = AgentSpec()
-        if client is not None:
-            agents = AgentSpec(
-                "toolgym.evaluation.rollout_agents:LLMAgents", {"config": client.config, "llm_seed": llm_seed}
-            )
+    tool_server = _tool_server(
+        ray_tool_server_gpus, ray_tool_server_tool, ray_tool_server_host, default_toolset
+    )
+    executor = _executor(
+        workers,
+        ray or ray_address is not None or tool_server is not None,
+        ray_address,
+        concurrency,
+        tool_server,
+    )
+    if executor is not None and len(toolset) != len(default_toolset()):
+        raise typer.BadParameter(
+            "these task files need their benchmark's tools, which workers do not build: run them "
+            "without --workers / --ray",
+            param_hint="--tasks",
+        )
+    agents: AgentSpec | Callable[[ToolEnv, int], Any] = named_agent or make_agent
+    if executor is not None and client is not None:  # workers build their own agents from a picklable spec
+        agents = AgentSpec(
+            "toolgym.evaluation.rollout_agents:LLMAgents", {"config": client.config, "llm_seed": llm_seed}
+        )
 
     settings: dict[str, Any] = {"max_steps": max_steps}
     if client is not None:
@@ -279,48 +547,95 @@ def run(
 
         user_spec = UserSpec("toolgym.evaluation.users:LLMUsers", {"config": user_config})
         settings["user"] = user_settings(user_config)
+    run_dir = out or default_run_dir()
     total = trials * sum(len(s) for _, s in sets)
+    if episodes_slice is not None:
+        total = len(range(total)[episodes_slice])
+    cancel = Cancel()
     common: dict[str, Any] = dict(
-        toolset=default_toolset() if executor is None else None,
+        toolset=toolset if executor is None else None,
         protocol=chosen,
         trials=trials,
         concurrency=concurrency,
         seed=seed,
         max_steps=max_steps,
-        agent_name="oracle" if client is None else f"llm:{model}",
+        agent_name=f"llm:{model}" if client is not None else agent,
         model=model if client is not None else None,
         settings=settings,
         executor=executor,
         user=user_spec,
+        limit=episodes_slice,
+        retry_aborted=retry_aborted,
+        overwrite=overwrite,
+        cancel=cancel,
+        max_consecutive_aborts=max_consecutive_aborts or None,
+        resume=resume_command(ctx, run_dir),
     )
-    try:
-        with Progress(console=console, transient=True) as progress:
-            bar = progress.add_task("episodes", total=total * (1 + len(plans)))
-            summary = run_trials(sets, agents, out=out, on_episode=lambda r: progress.advance(bar), **common)
-            # the same episodes again under each fault plan, beside the clean run
-            faulted = [
-                run_trials(
-                    sets,
-                    agents,
-                    out=out / FAULTS_DIR / plan.name,
-                    on_episode=lambda r: progress.advance(bar),
-                    faults=plan,
-                    **common,
-                )
-                for plan in plans
-            ]
-    finally:
-        if client is not None:
-            client.close()
-    print_run(summary)
-    console.print(f"traces and run.json written to {out}/")
-    for plan, run_summary in zip(plans, faulted, strict=True):
-        console.print(f"under fault plan {plan.name} (in {out / FAULTS_DIR / plan.name}/):")
-        print_run(run_summary)
+    faulted: list[RunSummary] = []
+    with human_output_to_stderr(json_output), cancel_on_signals(cancel) as signals:
+        try:
+            with RunProgress(total * (1 + len(plans))) as progress:
+                summary = run_trials(sets, agents, out=run_dir, on_episode=progress.advance, **common)
+                # the same episodes again under each fault plan, beside the clean run
+                for plan in plans:
+                    if cancel.is_set():
+                        break
+                    faulted.append(
+                        run_trials(
+                            sets,
+                            agents,
+                            out=run_dir / FAULTS_DIR / plan.name,
+                            on_episode=progress.advance,
+                            faults=plan,
+                            **{**common, "overwrite": overwrite},
+                        )
+                    )
+        except RunDirError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--out") from None
+        finally:
+            if client is not None and not cancel.is_set():
+                client.close()  # a cancelled run may leave requests in flight on it: let exit end them
+        print_run(summary)
+        if tool_server is not None:
+            print_tool_server(tool_server, executor)
+        console.print(f"traces and run.json written to {run_dir}/")
+        if progress.done:
+            _note_stale_results(run_dir)
+        for plan, run_summary in zip(plans, faulted, strict=False):
+            console.print(f"under fault plan {plan.name} (in {run_dir / FAULTS_DIR / plan.name}/):")
+            print_run(run_summary)
+        if json_output:
+            print(json.dumps(summary.to_json(), indent=2, sort_keys=True))
+    stopped = next((r for r in [summary, *faulted] if r.stopped), None)
+    if stopped is not None:
+        console.print(
+            f"[red]stopped: {stopped.stopped}[/red]; {len(stopped.cancelled)} episodes cancelled in flight",
+            highlight=False,
+        )
+        console.print(f"resume with: {stopped.resume}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code=128 + signals[0] if signals else 1)
     aborted = len(summary.aborted) + sum(len(f.aborted) for f in faulted)
     if aborted:
         console.print(f"[red]{aborted} episodes aborted: the results are incomplete[/red]")
+        console.print(
+            f"rerun them with: {resume_command(ctx, run_dir)} --retry-aborted",
+            highlight=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(code=1)
+
+
+def _note_stale_results(run_dir: Path) -> None:
+    """Episodes were added to a run that eval or report had already read: say so (the report
+    flags such results too, by the traces' digest)."""
+    from toolgym.evaluation.runs import OWN_FILES
+
+    older = sorted(p.name for pattern in OWN_FILES for p in run_dir.glob(pattern))
+    if older:
+        console.print(
+            f"note: {', '.join(older)} describe the run before these episodes; run toolgym eval / report again",
+            highlight=False,
+        )
 
 
 def user_llm_config(
@@ -349,7 +664,61 @@ def user_settings(config: LLMConfig) -> dict[str, Any]:
     return {"simulator": f"llm:{config.model}", "model": config.model, "base_url": config.base_url}
 
 
-def _executor(workers: int | None, ray: bool, address: str | None, concurrency: int) -> Executor | None:
+def _tool_server(
+    gpus: float | None, tools: list[str] | None, host: str, toolset: Callable[[], ToolSet]
+) -> ToolServerSpec | None:
+    """The tool-server actor the `--ray-tool-server-*` options ask for (None: none)."""
+    if gpus is None:
+        if tools or host != "127.0.0.1":
+            raise typer.BadParameter(
+                "--ray-tool-server-tool and --ray-tool-server-host need --ray-tool-server-gpus",
+                param_hint="--ray-tool-server-gpus",
+            )
+        return None
+    from toolgym.envs.ray_rollouts import ToolServerSpec
+    from toolgym.http import InsecureBindError, check_bind
+
+    known = set(toolset().names)
+    unknown = [t for t in tools or [] if t not in known]
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown tools {unknown}; known: {', '.join(sorted(known))}", param_hint="--ray-tool-server-tool"
+        )
+    token = os.environ.get(TOOL_SERVER_TOKEN_ENV) or None
+    try:
+        check_bind(host, token)
+    except InsecureBindError as exc:
+        raise typer.BadParameter(
+            f"{str(exc).split(';')[0]}: set {TOOL_SERVER_TOKEN_ENV} (16+ characters), which the "
+            "rollout actors send",
+            param_hint="--ray-tool-server-host",
+        ) from None
+    # the actor asks for GPUs only: its server thread waits on I/O, the rollout actors get the CPUs
+    return ToolServerSpec(
+        tools=tuple(tools) if tools else None, num_gpus=gpus, num_cpus=0, host=host, token=token
+    )
+
+
+def print_tool_server(spec: ToolServerSpec, executor: Executor | None) -> None:
+    """What the run placed: the tool-server actor's tools, its request and the GPUs Ray gave it."""
+    from toolgym.envs.ray_rollouts import RayExecutor
+
+    assert isinstance(executor, RayExecutor)
+    held = executor.stats.server_accelerators
+    given = ", ".join(f"{kind} {' '.join(ids)}" for kind, ids in sorted(held.items())) or "no accelerator"
+    tools = ", ".join(spec.tools) if spec.tools else "every tool"
+    console.print(
+        f"tool-server actor: {tools} at {spec.host}, asked num_gpus={spec.num_gpus:g}, Ray gave it {given}"
+    )
+
+
+def _executor(
+    workers: int | None,
+    ray: bool,
+    address: str | None,
+    concurrency: int,
+    tool_server: ToolServerSpec | None = None,
+) -> Executor | None:
     """The rollout executor the options ask for; None: in this process (threads)."""
     if not ray and (workers or 1) == 1:
         return None
@@ -370,61 +739,99 @@ def _executor(workers: int | None, ray: bool, address: str | None, concurrency: 
         import_ray()
     except RolloutError as exc:
         raise typer.BadParameter(str(exc), param_hint="--ray") from None
-    return RayExecutor(workers, address=address)  # None: one actor per CPU of the cluster
+    # workers None: one actor per CPU of the cluster
+    return RayExecutor(workers, address=address, tool_server=tool_server)
 
 
 # ---- eval ------------------------------------------------------------------------------------
-def load_task_file(path: Path) -> TaskSet:
-    """A toolgym task set (JSONL of Task), an MTU-Eval file (rows of {id, question, answer}) read
-    through the MTU loader, or a T-Eval data or result file (one JSON object keyed by id) read
-    through the T-Eval loader, so traces can be scored against the benchmark's own files."""
-    from toolgym.evaluation.loaders.teval import is_teval_file, load_teval_file
-    from toolgym.tasks import TaskSet
+def load_task_file(path: Path, fmt: str | None = None) -> TaskSet:
+    """Any task file `--tasks` takes (toolgym JSONL, GTA dataset.json, T-Eval data or result
+    files, ToolEyes queries, MTU-Eval rows: evaluation/loaders/formats.py), so traces can be scored
+    against the benchmark's own files; a bad file is a TaskFileError (one line)."""
+    from toolgym.evaluation.loaders.formats import load_tasks
 
-    if is_teval_file(path):
-        return load_teval_file(path)
-    with path.open(encoding="utf-8") as fh:
-        first = next((line for line in fh if line.strip()), "")
-    try:
-        row = json.loads(first) if first else None
-    except ValueError:
-        row = None  # TaskSet.load reports the bad line with its number
-    if isinstance(row, dict) and {"question", "answer"} <= row.keys() and "query" not in row:
-        from toolgym.evaluation.loaders.mtu import load_mtu_tasks
-
-        return load_mtu_tasks(path)
-    return TaskSet.load(path)
+    return load_tasks(path, fmt)[1]
 
 
-def _combined_tasks(paths: Sequence[Path]) -> tuple[dict[str, Task], TaskSet]:
+def _combined_tasks(paths: Sequence[Path], fmt: TaskFormat | None = None) -> tuple[dict[str, Task], TaskSet]:
+    from toolgym.evaluation.loaders.formats import TaskFileError
     from toolgym.evaluation.runs import load_task_index
     from toolgym.tasks import TaskSet
 
     try:
-        index = load_task_index(paths, load_task_file)
+        index = load_task_index(paths, lambda p: load_task_file(p, None if fmt is None else fmt.value))
+    except TaskFileError as exc:
+        err_console.print(f"error: {exc}", markup=False)
+        raise typer.Exit(code=2) from None
     except (ValueError, OSError) as exc:
         raise typer.BadParameter(str(exc), param_hint="--tasks") from None
     return index, TaskSet(index.values())
 
 
+def suite_names(suite: str) -> list[str]:
+    """The `--suite` list, checked against the registry before anything is read."""
+    from toolgym.evaluation.suites import SUITES
+
+    names = [s.strip() for s in suite.split(",") if s.strip()]
+    if not names:
+        raise typer.BadParameter("name at least one suite", param_hint="--suite")
+    unknown = [n for n in names if n not in SUITES]
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown metric suite {', '.join(unknown)}; known: {', '.join(sorted(SUITES))}",
+            param_hint="--suite",
+        )
+    return names
+
+
 def score_suites(
-    directory: Path, suites: Sequence[str], mode: str, task_paths: Sequence[Path]
+    directory: Path,
+    suites: Sequence[str],
+    mode: str,
+    task_paths: Sequence[Path],
+    fmt: TaskFormat | None = None,
+    *,
+    loaded: Sequence[LoadedTrace] | None = None,
 ) -> tuple[dict[str, SuiteResult], dict[str, str]]:
-    """Each suite's result on the traces under `directory`, or why it could not score."""
+    """Each suite's result on the traces of `directory` (or the `loaded` ones), or why it could not
+    score. A suite scores the traces of its own benchmark and of task sets of no benchmark; it
+    counts the others apart (`skipped_other_benchmark`) and says so in a note."""
     from toolgym.evaluation.base import EvaluationError
     from toolgym.evaluation.runs import load_traces
-    from toolgym.evaluation.suites import get_suite
+    from toolgym.evaluation.suites import applicable, benchmark_of, get_suite
 
-    loaded, _ = load_traces(directory)
-    traces = [t.trace for t in loaded]
-    _, task_set = _combined_tasks(task_paths)
+    if loaded is None:
+        loaded, _ = load_traces(directory)
+    index, task_set = _combined_tasks(task_paths, fmt)
+    benchmarks = [
+        benchmark_of(
+            index[t.trace.header.task_id].metadata if t.trace.header.task_id in index else None, t.task_set
+        )
+        for t in loaded
+    ]
     results: dict[str, SuiteResult] = {}
     failures: dict[str, str] = {}
     for name in suites:
+        keep, skipped = applicable(name, benchmarks)
+        others = ", ".join(f"{bench} {n}" for bench, n in sorted(skipped.items()))
+        if not keep:
+            failures[name] = f"none of the {len(loaded)} traces is a {name} task" + (
+                f" (they belong to: {others})" if others else ""
+            )
+            continue
         try:
-            results[name] = get_suite(name).score(traces, task_set, "compat" if mode == "compat" else "fixed")
+            result = get_suite(name).score(
+                [loaded[i].trace for i in keep], task_set, "compat" if mode == "compat" else "fixed"
+            )
         except EvaluationError as exc:
             failures[name] = str(exc)
+            continue
+        if skipped:
+            result.counts["skipped_other_benchmark"] = sum(skipped.values())
+            result.notes.append(
+                f"{sum(skipped.values())} traces of other benchmarks not scored by {name}: {others}"
+            )
+        results[name] = result
     return results, failures
 
 
@@ -462,8 +869,9 @@ def score_teval_results(paths: Sequence[Path], mode: str) -> tuple[dict[str, Sui
 
 
 def eval_command(
-    directory: Annotated[
-        Path | None, typer.Argument(help="a trace folder (a run directory, or any folder of traces)")
+    directories: Annotated[
+        list[Path] | None,
+        typer.Argument(help="run directories (or folders of traces); each gets its own eval.<mode>.json"),
     ] = None,
     suite: Annotated[
         str, typer.Option(help="comma-separated metric suites: gta, teval, mtu, tooleyes, ctooleval")
@@ -472,11 +880,21 @@ def eval_command(
         ScoreMode, typer.Option(help="compat: the original scorer's numbers; fixed: corrected")
     ] = (ScoreMode.fixed),
     tasks: Annotated[
-        list[Path] | None,
+        list[str] | None,
         typer.Option(
-            help="task set files the traces ran on (toolgym JSONL or MTU-Eval rows); default: bundled"
+            help="task set files the traces ran on (toolgym JSONL, GTA dataset.json, T-Eval files, ToolEyes queries, MTU-Eval rows) or bundled set names; "
+            "default: bundled"
         ),
     ] = None,
+    task_format: FormatOption = None,
+    recursive: Annotated[
+        bool,
+        typer.Option("--recursive", help="also score the other runs below a folder (their own run.json)"),
+    ] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="print what every metric means (and its paper), then exit")
+    ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="print the results as JSON on stdout")] = False,
     mtu_eval: Annotated[
         list[Path] | None, typer.Option(help="MTU-Eval rows (e.g. S-S_eval.jsonl); pair with --mtu-responses")
     ] = None,
@@ -493,7 +911,9 @@ def eval_command(
             "JSON keyed by id), scored together as T-Eval does"
         ),
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="results JSON; default: DIR/eval.<mode>.json")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="results JSON; default: DIR/eval.<mode>.json (one directory only)")
+    ] = None,
     strict: Annotated[
         bool,
         typer.Option(
@@ -502,8 +922,14 @@ def eval_command(
         ),
     ] = False,
 ) -> None:
-    """Score a trace folder with metric suites (and/or MTU-Eval response files, T-Eval result
-    files); print and save."""
+    """Score runs with metric suites (and/or MTU-Eval response files, T-Eval result files); print
+    and save. Every option is checked before any trace is read."""
+    if explain:
+        from toolgym.evaluation.glossary import glossary_text
+
+        print(glossary_text())
+        return
+    dirs = list(directories or [])
     evals, responses = list(mtu_eval or []), list(mtu_responses or [])
     teval_files = list(teval_results or [])
     if len(evals) != len(responses):
@@ -514,33 +940,63 @@ def eval_command(
     missing = [str(p) for p in teval_files if not p.is_file()]
     if missing:
         raise typer.BadParameter(f"no such file: {', '.join(missing)}", param_hint="--teval-results")
-    if directory is None and not evals and not teval_files:
+    if not dirs and not evals and not teval_files:
         raise typer.BadParameter(
-            "give a trace folder, MTU files with --mtu-eval/--mtu-responses, or --teval-results files"
+            "give a run directory, MTU files with --mtu-eval/--mtu-responses, or --teval-results files"
         )
-    if directory is not None and not directory.is_dir():
-        raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
-    results: dict[str, SuiteResult] = {}
-    failures: dict[str, str] = {}
-    if directory is not None:
-        from toolgym.evaluation.runs import load_traces
+    for directory in dirs:
+        if not directory.is_dir():
+            raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORIES")
+    if out is not None and len(dirs) > 1:
+        raise typer.BadParameter(
+            "--out takes one directory's results; give one directory", param_hint="--out"
+        )
+    names = suite_names(suite) if dirs else []
+    task_paths = task_set_paths(tasks) if dirs else []
+    outputs: dict[str, dict[str, Any]] = {}
+    any_failed = False
+    with human_output_to_stderr(json_output):
+        for directory in dirs:
+            payload = _eval_directory(directory, names, mode.value, task_paths, recursive, out, task_format)
+            outputs[str(directory)] = payload
+            any_failed = any_failed or bool(payload["failures"])
+        results: dict[str, SuiteResult] = {}
+        failures: dict[str, str] = {}
+        if evals:
+            mtu_results, mtu_failures = score_mtu_pairs(evals, responses, mode.value)
+            results.update(mtu_results)
+            failures.update(mtu_failures)
+        if teval_files:
+            teval_scores, teval_failures = score_teval_results(teval_files, mode.value)
+            results.update(teval_scores)
+            failures.update(teval_failures)
+        if results or failures:
+            print_results(results, failures)
+            payload = {
+                "mode": mode.value,
+                "results": {name: r.model_dump(mode="json") for name, r in results.items()},
+                "failures": failures,
+            }
+            target = out if not dirs else None
+            if target is not None:
+                target.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+                console.print(f"results written to {target}")
+            outputs["files"] = payload
+            any_failed = any_failed or bool(failures)
+        unpaired: dict[str, int] = {}
+        if strict:
+            from toolgym.evaluation.metrics.mtu import unpaired_count
 
-        names = [s.strip() for s in suite.split(",") if s.strip()]
-        if not names:
-            raise typer.BadParameter("name at least one suite", param_hint="--suite")
-        loaded, problems = load_traces(directory)
-        for problem in problems:
-            console.print(f"[yellow]skipped[/yellow] {problem}")
-        console.print(f"{len(loaded)} traces in {directory}")
-        results, failures = score_suites(directory, names, mode.value, _task_paths(tasks))
-    if evals:
-        mtu_results, mtu_failures = score_mtu_pairs(evals, responses, mode.value)
-        results.update(mtu_results)
-        failures.update(mtu_failures)
-    if teval_files:
-        teval_scores, teval_failures = score_teval_results(teval_files, mode.value)
-        results.update(teval_scores)
-        failures.update(teval_failures)
+            unpaired = {name: n for name, r in results.items() if (n := unpaired_count(r))}
+            for name, n in unpaired.items():
+                console.print(f"[red]{name}: {n} MTU rows or responses without a partner (--strict)[/red]")
+    if json_output:
+        print(json.dumps(next(iter(outputs.values())) if len(outputs) == 1 else outputs, indent=2))
+    if any_failed or unpaired:
+        raise typer.Exit(code=1)
+
+
+def print_results(results: Mapping[str, SuiteResult], failures: Mapping[str, str]) -> None:
     for name, result in results.items():
         table = Table(title=f"{name} ({result.mode} mode)")
         table.add_column("metric")
@@ -551,28 +1007,51 @@ def eval_command(
         if result.counts:
             console.print("counts: " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
         for note in result.notes:
-            console.print(f"note: {note}")
+            console.print(f"note: {escape(note)}")
     for name, message in failures.items():
-        console.print(f"[red]{name}: not scored[/red]: {message}")
-    target = out or (directory / EVAL_FILE.format(mode=mode.value) if directory is not None else None)
-    if target is not None:
-        payload = {
-            "mode": mode.value,
-            "results": {name: r.model_dump(mode="json") for name, r in results.items()},
-            "failures": failures,
-        }
-        # suite order kept: metrics read in the order the suite gives them (P_F1, O_F1, ...)
-        target.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-        console.print(f"results written to {target}")
-    unpaired: dict[str, int] = {}
-    if strict:
-        from toolgym.evaluation.metrics.mtu import unpaired_count
+        console.print(f"[red]{escape(name)}: not scored[/red]: {escape(message)}")
+    if results:
+        console.print("what each metric means: toolgym eval --explain")
 
-        unpaired = {name: n for name, r in results.items() if (n := unpaired_count(r))}
-        for name, n in unpaired.items():
-            console.print(f"[red]{name}: {n} MTU rows or responses without a partner (--strict)[/red]")
-    if failures or unpaired:
-        raise typer.Exit(code=1)
+
+def _eval_directory(
+    directory: Path,
+    names: Sequence[str],
+    mode: str,
+    task_paths: Sequence[Path],
+    recursive: bool,
+    out: Path | None,
+    fmt: TaskFormat | None = None,
+) -> dict[str, Any]:
+    """Score one run directory, print the results, write its eval.<mode>.json (replacing an older
+    one: it carries the digest of the traces it scored, so a report can tell it is current)."""
+    from toolgym.evaluation.runs import load_traces, nested_runs, traces_digest
+
+    loaded, problems = load_traces(directory, recursive=recursive)
+    for problem in problems:
+        console.print(f"[yellow]skipped[/yellow] {escape(problem)}")
+    left_out = [] if recursive else nested_runs(directory)
+    console.print(f"{len(loaded)} traces in {directory}", highlight=False)
+    if left_out:
+        console.print(
+            f"left out {len(left_out)} other runs below {directory} (--recursive scores them too)",
+            highlight=False,
+        )
+    results, failures = score_suites(directory, names, mode, task_paths, fmt, loaded=loaded)
+    print_results(results, failures)
+    payload = {
+        "mode": mode,
+        "results": {name: r.model_dump(mode="json") for name, r in results.items()},
+        "failures": failures,
+        "traces": len(loaded),
+        "recursive": recursive,
+        "traces_digest": traces_digest(loaded),
+    }
+    # suite order kept: metrics read in the order the suite gives them (P_F1, O_F1, ...)
+    target = out or directory / EVAL_FILE.format(mode=mode)
+    target.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    console.print(f"results written to {target}", highlight=False)
+    return payload
 
 
 # ---- report ----------------------------------------------------------------------------------
@@ -587,28 +1066,128 @@ def report_command(
     ] = None,
     mode: Annotated[ScoreMode, typer.Option(help="scoring mode for --suite")] = ScoreMode.fixed,
     tasks: Annotated[
-        list[Path] | None,
-        typer.Option(help="task set files the traces ran on (categories); default: the bundled sets"),
+        list[str] | None,
+        typer.Option(
+            help="task set files the traces ran on (categories) or bundled set names; default: the bundled sets"
+        ),
     ] = None,
     title: Annotated[str | None, typer.Option(help="report title")] = None,
 ) -> None:
-    """Write a self-contained HTML report (plots inline) for a trace folder."""
+    """Write a self-contained HTML report (plots inline) for a run directory. Results of
+    `toolgym eval` on other traces than the ones there now are flagged stale, never shown."""
     from toolgym.evaluation.report import collect_report_data, write_report
 
     if not directory.is_dir():
         raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
-    paths = _task_paths(tasks)
+    names = suite_names(suite) if suite else []
+    paths = task_set_paths(tasks)
     index, _ = _combined_tasks(paths)
     data = collect_report_data(directory, index, title=title)
-    if suite:
-        names = [s.strip() for s in suite.split(",") if s.strip()]
-        results, failures = score_suites(directory, names, mode.value, paths)
+    if names:
+        results, failures = score_suites(directory, names, mode.value, paths, loaded=data.traces)
         data.add_suite_results(mode.value, results, failures)
     target = out or directory / "report.html"
     write_report(data, target)
     for name, message in data.suite_failures.items():
-        console.print(f"[yellow]{name} not in the report[/yellow]: {message}")
+        console.print(f"[yellow]{escape(name)} not in the report[/yellow]: {escape(message)}")
+    for problem in data.problems:
+        console.print(f"[yellow]note[/yellow]: {escape(problem)}", highlight=False)
     console.print(f"{data.episode_count} episodes; report written to {target}")
+
+
+# ---- teval-subsets -----------------------------------------------------------------------------
+def teval_subsets_command(
+    traces: Annotated[
+        Path, typer.Argument(help="a folder of reference traces (golden traces, or the oracle's run)")
+    ],
+    out: Annotated[Path, typer.Option(help="folder for the T-Eval files (<subset>.json)")] = Path(
+        "runs/teval-subsets"
+    ),
+    tasks: Annotated[
+        list[Path] | None,
+        typer.Option(help="task set files the traces ran on (toolgym JSONL); default: the bundled sets"),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed that picks review's irrelevant responses")] = 0,
+    golden_predictions: Annotated[
+        bool,
+        typer.Option(
+            help="fill each datum's prediction with its ground truth (a result file that scores 100)"
+        ),
+    ] = False,
+) -> None:
+    """Build T-Eval's six step-wise subsets (instruct, plan, reason, retrieve, understand, review;
+    JSON and string formats) from reference traces, in T-Eval's file format."""
+    from toolgym.evaluation.base import EvaluationError
+    from toolgym.evaluation.loaders.teval_subsets import build_subsets, write_subsets
+    from toolgym.evaluation.runs import load_traces
+    from toolgym.tasks import TaskSet
+
+    if not traces.is_dir():
+        raise typer.BadParameter(f"{traces} is not a directory", param_hint="TRACES")
+    loaded, problems = load_traces(traces)
+    for problem in problems:
+        console.print(f"[yellow]skipped[/yellow] {escape(problem)}")
+    try:
+        task_sets = [TaskSet.load(p) for p in task_set_paths(tasks)]
+    except (ValueError, OSError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tasks") from None
+    try:
+        subsets = build_subsets([t.trace for t in loaded], task_sets, seed=seed)
+    except EvaluationError as exc:
+        console.print(f"[red]no subsets[/red]: {escape(str(exc))}")
+        raise typer.Exit(code=1) from None
+    for path in write_subsets(subsets, out, golden_predictions=golden_predictions):
+        console.print(f"{path} ({len(subsets[path.stem])} items)")
+    console.print(f"score predictions with: toolgym eval --teval-results {out}/<subset>.json ...")
+
+
+# ---- winrate -----------------------------------------------------------------------------------
+def winrate_command(
+    directory: Annotated[Path, typer.Argument(help="the candidate run's trace folder")],
+    reference: Annotated[Path, typer.Option(help="the reference run's trace folder")],
+    tasks: Annotated[
+        list[Path] | None,
+        typer.Option(help="task set files the runs ran on; default: the bundled sets"),
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="results JSON; default: DIR/winrate.json")] = None,
+) -> None:
+    """End-to-end win rate of a run against a reference run, judged pairwise (both orders) by the
+    judge the environment configures (TOOLGYM_JUDGE_BASE_URL, TOOLGYM_JUDGE_MODEL; with
+    TOOLGYM_JUDGE_CASSETTE its questions are recorded, or replayed with no LLM)."""
+    from toolgym.evaluation.base import EvaluationError
+    from toolgym.evaluation.metrics.judge import judge_from_env
+    from toolgym.evaluation.metrics.winrate import win_rate
+    from toolgym.evaluation.runs import load_traces
+
+    for folder, hint in ((directory, "DIRECTORY"), (reference, "--reference")):
+        if not folder.is_dir():
+            raise typer.BadParameter(f"{folder} is not a directory", param_hint=hint)
+    _, task_set = _combined_tasks(task_set_paths(tasks))
+    try:
+        judge = judge_from_env()
+    except EvaluationError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    if judge is None:
+        raise typer.BadParameter(
+            "the win rate needs a judge: set TOOLGYM_JUDGE_BASE_URL and TOOLGYM_JUDGE_MODEL"
+        )
+    try:
+        candidate = [t.trace for t in load_traces(directory)[0]]
+        baseline = [t.trace for t in load_traces(reference)[0]]
+        result = win_rate(candidate, baseline, task_set, judge)
+    except EvaluationError as exc:
+        console.print(f"[red]winrate: not scored[/red]: {escape(str(exc))}")
+        raise typer.Exit(code=1) from None
+    finally:
+        judge.close()
+    for metric, value in result.metrics.items():
+        console.print(f"{metric}: {value:.2f}")
+    console.print("counts: " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
+    for note in result.notes:
+        console.print(f"note: {escape(note)}")
+    target = out or directory / "winrate.json"
+    target.write_text(json.dumps(result.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+    console.print(f"results written to {target}")
 
 
 # ---- export ----------------------------------------------------------------------------------
@@ -626,7 +1205,10 @@ def export_command(
         Path | None, typer.Option(help="the JSONL file; default: DIR/export.<format>.jsonl")
     ] = None,
     tasks: Annotated[
-        list[Path] | None, typer.Option(help="task set files the traces ran on; default: the bundled sets")
+        list[str] | None,
+        typer.Option(
+            help="task set files the traces ran on, or bundled set names; default: the bundled sets"
+        ),
     ] = None,
     min_reward: Annotated[float | None, typer.Option(help="keep episodes with at least this reward")] = None,
     passed_only: Annotated[bool, typer.Option(help="keep only passed episodes (reward 1)")] = False,
@@ -666,7 +1248,7 @@ def export_command(
         ) from None
     if not directory.is_dir():
         raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
-    index, _ = _combined_tasks(_task_paths(tasks))
+    index, _ = _combined_tasks(task_set_paths(tasks))
     loaded, problems = load_traces(directory)
     for problem in problems:
         console.print(f"[yellow]skipped[/yellow] {problem}")
@@ -727,4 +1309,6 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run)
     app.command("eval")(eval_command)
     app.command("report")(report_command)
+    app.command("teval-subsets")(teval_subsets_command)
+    app.command("winrate")(winrate_command)
     app.command("export")(export_command)

@@ -84,15 +84,54 @@ class LLMConfig:
         return self.base_url.rstrip("/") + "/chat/completions"
 
 
-def api_key_from_env(name: str | None) -> str | None:
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"  # read when no --api-key-env is given, as the OpenAI SDK does
+
+
+def api_key_from_env(name: str | None, *, default: str | None = None) -> str | None:
     """The key in environment variable `name`; a named but unset variable is an error (a run that
-    silently goes out without its key would fail on every request)."""
+    silently goes out without its key would fail on every request). With no `name`, the
+    `default` variable's value if it is set (a keyless local server needs none)."""
     if not name:
-        return None
+        return os.environ.get(default) or None if default else None
     value = os.environ.get(name)
     if not value:
         raise LLMRequestError(f"environment variable {name} (the API key) is not set")
     return value
+
+
+def preflight(config: LLMConfig, *, timeout_s: float = 10.0) -> None:
+    """One cheap request (`GET {base_url}/models`) before a run's first episode, so a dead server,
+    a wrong key or a misspelt model fails in seconds with one line (LLMRequestError) instead of
+    after every episode's retries. A server that does not list models (404) passes unchecked."""
+    url = config.base_url.rstrip("/") + "/models"
+    headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+    try:
+        response = httpx.get(url, headers=headers, timeout=min(timeout_s, config.timeout_s))
+    except httpx.TimeoutException:
+        raise LLMRequestError(
+            f"the model server at {config.base_url} did not answer in {timeout_s:g} s"
+        ) from None
+    except httpx.TransportError as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise LLMRequestError(f"cannot reach the model server at {config.base_url}: {reason}") from None
+    if response.status_code in (401, 403):
+        raise LLMRequestError(
+            f"the model server at {config.base_url} refused the API key (HTTP {response.status_code}); "
+            f"set {DEFAULT_KEY_ENV} or name the variable with --api-key-env",
+            status=response.status_code,
+        )
+    if response.status_code != 200:
+        return  # no model list here (404), or a busy server: the requests' own retries decide
+    try:
+        data = response.json().get("data")
+        served = [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
+    except (ValueError, AttributeError, TypeError):
+        return  # not OpenAI's list format: nothing to check the model against
+    if served and config.model not in served:
+        listed = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "")
+        raise LLMRequestError(
+            f"model {config.model!r} is not served at {config.base_url} (it serves: {listed})"
+        )
 
 
 @dataclass

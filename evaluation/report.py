@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from toolgym.evaluation.base import SuiteResult
+from toolgym.evaluation.glossary import METRICS, anchor, glossary_entry
 from toolgym.evaluation.robustness import RobustnessRow, robustness_rows
 from toolgym.evaluation.runs import (
     EpisodeRecord,
@@ -34,8 +35,10 @@ from toolgym.evaluation.runs import (
     pass_k_table,
     read_run_summary,
     records_from_traces,
+    traces_digest,
 )
 from toolgym.tasks import Task
+from toolgym.trace import TraceHeader
 
 NO_TOOL = "(no tool)"  # errors with no tool: format errors, unknown tools the parser could not name
 NO_CATEGORY = "(none)"
@@ -73,9 +76,18 @@ class ReportData:
 
 
 def _read_eval_files(directory: Path, data: ReportData) -> None:
+    """The results `toolgym eval` left, when they were computed on the traces there now; results
+    of other traces (an older run in the same folder, a resumed run) are flagged, not shown."""
+    current = traces_digest(data.traces)
     for path in sorted(directory.glob("eval.*.json")):
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
+            if payload.get("traces_digest") != current:
+                data.problems.append(
+                    f"{path.name} is stale: it scored other traces than the {len(data.traces)} here now "
+                    "(left out of this report; run `toolgym eval` again)"
+                )
+                continue
             mode = str(payload["mode"])
             results = {
                 name: SuiteResult.model_validate(value) for name, value in payload.get("results", {}).items()
@@ -207,7 +219,34 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = "")
     return f"<table{klass}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+class Markup(str):
+    """Cell text that is HTML already (a link built from escaped parts)."""
+
+
+def _metric_link(name: str, suite: str) -> Markup:
+    """A metric's name, linked to its glossary entry when it has one."""
+    entry = glossary_entry(name, suite)
+    if entry is None:
+        return Markup(html.escape(name))
+    return Markup(
+        f'<a href="#{anchor(entry.name)}" title="{html.escape(entry.definition)}">{html.escape(name)}</a>'
+    )
+
+
+def glossary_section() -> str:
+    rows = "".join(
+        f'<tr id="{anchor(m.name)}"><td>{html.escape(m.name)}</td><td>{html.escape(m.suite)}</td>'
+        f"<td>{html.escape(m.definition)}</td><td>{html.escape(m.paper.title)}</td></tr>"
+        for m in METRICS
+    )
+    head = "".join(f"<th>{h}</th>" for h in ("metric", "suite", "meaning", "paper"))
+    body = f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    return _section("glossary", "What the metrics mean (toolgym eval --explain)", body)
+
+
 def _cell(value: Any) -> str:
+    if isinstance(value, Markup):
+        return str(value)
     if isinstance(value, float):
         return f"{value:.3f}" if abs(value) < 10 else f"{value:.2f}"
     return html.escape(str(value))
@@ -227,6 +266,30 @@ def _category(data: ReportData, record: EpisodeRecord) -> str:
         return record.category
     task = data.tasks.get(record.task_id)
     return task.category if task is not None and task.category else NO_CATEGORY
+
+
+def tool_backends(headers: Iterable[TraceHeader]) -> dict[str, int]:
+    """Distinct tools (name and version) per backend, over the traces' headers."""
+    seen: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for header in headers:
+        for t in header.tools:
+            seen[t.backend].add((t.name, t.version))
+    return {backend: len(tools) for backend, tools in sorted(seen.items())}
+
+
+def scenario_grid(metrics: Mapping[str, float]) -> tuple[list[str], list[list[Any]]] | None:
+    """Metrics named "<group>/<metric>" (ToolEyes' "TG/IF", ...) as a grid: one row per group,
+    one column per metric; None when there are none."""
+    grouped: dict[str, dict[str, float]] = defaultdict(dict)
+    for key, value in metrics.items():
+        group, sep, metric = key.partition("/")
+        if sep and group and metric and "/" not in metric:
+            grouped[group][metric] = value
+    if not grouped:
+        return None
+    columns = list(dict.fromkeys(m for g in grouped.values() for m in g))
+    rows = [[group, *(values.get(c, "-") for c in columns)] for group, values in grouped.items()]
+    return columns, rows
 
 
 def summary_section(data: ReportData) -> str:
@@ -250,6 +313,10 @@ def summary_section(data: ReportData) -> str:
         ("mean steps", sum(e.steps for e in finished) / len(finished) if finished else "-"),
         ("errors (all kinds)", errors),
     ]
+    backends = tool_backends(headers)
+    if backends:
+        # simulated tools say so: "simulated:deterministic 5 tools", beside real ones and mocks
+        rows.append(("tool backends", ", ".join(f"{b} ({n} tools)" for b, n in backends.items())))
     if data.summary is not None:
         if data.summary.model:
             rows.insert(1, ("model", data.summary.model))
@@ -304,7 +371,11 @@ def metrics_section(data: ReportData) -> str:
                         bar_figure(list(plotted), {name: list(plotted.values())}, ylabel="%", ylim=100.0),
                         f"{name} metrics",
                     )
-                body += _table(["metric", "value"], metrics.items())
+                grid = scenario_grid(metrics)
+                if grid is not None:
+                    columns, rows = grid
+                    body += _table(["", *columns], rows, "grid")
+                body += _table(["metric", "value"], [(_metric_link(k, name), v) for k, v in metrics.items()])
             if result.counts:
                 body += _table(["count", "value"], result.counts.items(), "counts")
             for note in result.notes:
@@ -533,6 +604,7 @@ def render_report(data: ReportData) -> str:
         f1_section(data),
         pass_k_section(data),
         robustness_section(data),
+        glossary_section(),
     ]
     present = [s for s in sections if s is not None]
     nav = " ".join(

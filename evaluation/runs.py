@@ -13,6 +13,12 @@ refused request) is recorded as `aborted` with the reason and its partial trace;
 are not agent failures and are left out of success rates and pass@k / pass^k (they are counted
 apart, as infra errors are everywhere in toolgym).
 
+A run directory is resumable: run.json is rewritten (indented, atomically) after every episode, so
+a killed run loses only the episodes in flight, and running into a directory that holds a run
+keeps its finished episodes (same task hash, seed, trial and run config) and runs the rest. A run
+stopped early (Ctrl-C, SIGTERM, the circuit breaker) says why in `stopped`, lists the episodes it
+left unfinished in `cancelled`, and `resume` holds the command that finishes it.
+
 pass@k and pass^k follow tau-bench: from n trials of a task with c successes, pass^k = C(c,k)/C(n,k)
 (the chance that k i.i.d. trials all succeed) and pass@k = 1 - C(n-c,k)/C(n,k) (at least one does);
 both are averaged over the tasks with n >= k.
@@ -21,22 +27,26 @@ both are averaged over the tasks with n >= k.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from math import comb
 from pathlib import Path
 from typing import Any
 
-from toolgym.canonical import canonical_json
+from toolgym.canonical import canonical_hash, escape_surrogates
 from toolgym.envs.faults import FaultPlan, offered_tool_names
 from toolgym.envs.rollouts import (
     AgentFactory,
     AgentSpec,
+    Cancel,
     EnvConfig,
     EpisodeResult,
     Executor,
     InProcessExecutor,
+    RolloutCancelled,
     UserSpec,
     episode_specs,
     rollout,
@@ -80,6 +90,19 @@ class RunSummary:
     model: str | None = None
     concurrency: int = 1
     settings: dict[str, Any] = field(default_factory=dict)
+    stopped: str | None = None  # why the run stopped before its last episode (None: it finished)
+    cancelled: list[dict[str, Any]] = field(default_factory=list)  # episodes in flight then
+    resume: str | None = None  # the command that finishes a stopped run
+
+    def config(self) -> dict[str, Any]:
+        """What must match for a run directory to be resumed (trials and concurrency may change)."""
+        return {
+            "agent": self.agent,
+            "protocol": self.protocol,
+            "model": self.model,
+            "seed": self.seed,
+            "settings": self.settings,
+        }
 
     @property
     def usage(self) -> dict[str, int | float]:
@@ -99,9 +122,14 @@ class RunSummary:
         return data
 
     def write(self, out: Path) -> Path:
+        """run.json, indented for people and diffs, keys sorted; replaced atomically, so a kill
+        mid-write leaves the previous checkpoint."""
         path = out / SUMMARY_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(canonical_json(self.to_json()) + "\n", encoding="utf-8")
+        text = json.dumps(self.to_json(), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        tmp = path.with_name(f".{SUMMARY_FILE}.{os.getpid()}.tmp")
+        tmp.write_text(escape_surrogates(text) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
         return path
 
     @classmethod
@@ -189,11 +217,83 @@ def pass_k_table(episodes: Iterable[EpisodeRecord], ks: Sequence[int] | None = N
 # ---- running ---------------------------------------------------------------------------------
 # LLMError (retries exhausted, a refused request) aborts the episode, not the run
 ABORT_ON = ("toolgym.evaluation.llm:LLMError",)
+OWN_FILES = ("eval.*.json", "report.html")  # what eval and report add to a run directory
+
+
+class RunDirError(ValueError):
+    """The run directory holds a run with another config (resume only continues the same run)."""
+
+
+def parse_limit(text: str) -> slice:
+    """`--limit N` (the first N episodes) or `--limit A:B` (episodes A to B-1, in run order)."""
+    first, sep, last = text.partition(":")
+    try:
+        if not sep:
+            n = int(text)
+            if n < 1:
+                raise ValueError
+            return slice(0, n)
+        start, stop = int(first or 0), int(last) if last else None
+        if start < 0 or (stop is not None and stop <= start):
+            raise ValueError
+        return slice(start, stop)
+    except ValueError:
+        raise ValueError(
+            f"--limit {text!r}: use N (the first N episodes) or A:B (episodes A to B-1)"
+        ) from None
+
+
+def clear_run(out: Path) -> None:
+    """Remove what a run wrote into `out` (run.json, traces, faulted runs, eval results, report),
+    and nothing else."""
+    (out / SUMMARY_FILE).unlink(missing_ok=True)
+    for child in out.iterdir() if out.is_dir() else ():
+        if child.is_dir() and (_TRIAL_RE.match(child.name) or child.name == FAULTS_DIR):
+            shutil.rmtree(child)
+    for pattern in OWN_FILES:
+        for path in out.glob(pattern):
+            path.unlink()
+
+
+def _key(trial: int, task_set: str, task_id: str) -> tuple[int, str, str]:
+    return trial, task_set, task_id
+
+
+def resumable(
+    out: Path, config: Mapping[str, Any], hashes: Mapping[tuple[str, str], str], *, retry_aborted: bool
+) -> dict[tuple[int, str, str], EpisodeRecord]:
+    """The episodes of the run in `out` that a run with `config` keeps: finished ones (and aborted
+    ones unless `retry_aborted`) whose task is unchanged. RunDirError when `out` holds a run
+    with another config, or a run.json that cannot be read."""
+    summary, problem = read_run_summary(out)
+    if problem is not None:
+        raise RunDirError(f"{out / SUMMARY_FILE}: {problem}; use --overwrite to replace the run")
+    if summary is None:
+        return {}
+    theirs = summary.config()
+    differ = sorted(k for k in set(theirs) | set(config) if theirs.get(k) != config.get(k))
+    if differ:
+        changes = "; ".join(f"{k}: {_short(theirs.get(k))} -> {_short(config.get(k))}" for k in differ)
+        raise RunDirError(
+            f"{out} holds a run with another config ({changes}); give another --out, or --overwrite to replace it"
+        )
+    kept: dict[tuple[int, str, str], EpisodeRecord] = {}
+    for e in summary.episodes:
+        if e.status == "aborted" and retry_aborted:
+            continue
+        if e.task_hash is not None and hashes.get((e.task_set, e.task_id)) == e.task_hash:
+            kept[_key(e.trial, e.task_set, e.task_id)] = e
+    return kept
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def run_trials(
     task_sets: Sequence[tuple[str, TaskSet]],
-    make_agent: AgentFactory | AgentSpec,
+    make_agent: AgentFactory | AgentSpec | str,
     *,
     out: Path,
     toolset: ToolSet | None = None,
@@ -209,17 +309,32 @@ def run_trials(
     executor: Executor | None = None,
     faults: FaultPlan | None = None,
     user: UserSpec | None = None,
+    limit: slice | None = None,
+    retry_aborted: bool = False,
+    overwrite: bool = False,
+    cancel: Cancel | None = None,
+    max_consecutive_aborts: int | None = None,
+    resume: str | None = None,
 ) -> RunSummary:
     """Run every task `trials` times and write traces and OUT/run.json. By default episodes run in
     this process, up to `concurrency` at once; `executor` spreads them over processes or Ray actors
     (`toolgym.envs.rollouts`), which need an `AgentSpec` and the default tools. Records come back in
     (trial, task set, task) order whatever the finishing order, and the traces are the same bytes
-    whichever executor ran them. `faults`: a fault plan every episode runs under (checked against
-    the tasks' tools first: a plan naming a tool no task offers raises FaultPlanError before any
-    episode runs). `user`: how workers build the user simulator of tasks with a user scenario
-    (default: rule-based)."""
+    whichever executor ran them. `make_agent` may also name an agent in the agent grammar
+    (`oracle`, `scripted:FILE`, `package.module:factory`). `faults`: a fault plan every episode runs
+    under (checked against the tasks' tools first: a plan naming a tool no task offers raises
+    FaultPlanError before any episode runs). `user`: how workers build the user simulator of tasks
+    with a user scenario (default: rule-based).
+
+    Resuming: a run already in `out` with the same config keeps its finished episodes (RunDirError
+    for another config, unless `overwrite`); `retry_aborted` runs its aborted ones again; `limit`
+    picks a slice of the run's episodes. run.json is checkpointed after every episode. `cancel`
+    (or `max_consecutive_aborts` aborted episodes in a row, the circuit breaker) stops the run:
+    the summary says why in `stopped` and carries `resume`, the command to finish it."""
     if trials < 1 or concurrency < 1:
         raise ValueError("trials and concurrency must be at least 1")
+    if isinstance(make_agent, str):
+        make_agent = AgentSpec.named(make_agent)
     fault_tools: list[str] = []
     if faults is not None:
         from toolgym.toolservers.registry import default_toolset
@@ -228,34 +343,81 @@ def run_trials(
         fault_tools = offered_tool_names(offered, [t for _, task_set in task_sets for t in task_set])
         faults.check_tools(fault_tools)
         settings = {**(settings or {}), "faults": faults.model_dump(mode="json")}
-    specs = episode_specs(task_sets, trials=trials, seed=seed)
-
-    record = EpisodeRecord.of
-
-    outcomes = rollout(
-        task_sets,
-        specs,
-        out=out,
-        executor=executor or InProcessExecutor(concurrency),
-        env=EnvConfig(
-            protocol=protocol, max_steps=max_steps, faults=faults, fault_tools=tuple(fault_tools), user=user
-        ),
-        agent=make_agent,
-        toolset=toolset,
-        abort_on=ABORT_ON,
-        on_outcome=None if on_episode is None else lambda outcome: on_episode(record(outcome)),
-    )
+    all_specs = episode_specs(task_sets, trials=trials, seed=seed)
+    specs = all_specs[limit] if limit is not None else all_specs
     summary = RunSummary(
         agent=agent_name,
         protocol=protocol,
         trials=trials,
         seed=seed,
-        episodes=[record(o) for o in outcomes],
+        episodes=[],
         model=model,
         concurrency=concurrency,
         settings=dict(settings or {}),
+        resume=resume,
     )
-    summary.write(out)
+    hashes = {(name, t.id): canonical_hash(t.model_dump(mode="json")) for name, ts in task_sets for t in ts}
+    if overwrite:
+        clear_run(out)
+    records = resumable(out, summary.config(), hashes, retry_aborted=retry_aborted)
+    todo = [s for s in specs if _key(s.trial, s.task_set, s.task_id) not in records]
+    order = {_key(s.trial, s.task_set, s.task_id): s.index for s in all_specs}
+
+    def checkpoint() -> None:
+        summary.episodes = sorted(
+            records.values(), key=lambda e: order.get(_key(e.trial, e.task_set, e.task_id), len(order))
+        )
+        summary.write(out)
+
+    cancel = cancel if cancel is not None else Cancel()
+    aborts_in_a_row = 0
+
+    def finished(outcome: EpisodeResult) -> None:  # called under the rollout's lock
+        nonlocal aborts_in_a_row
+        record = EpisodeRecord.of(outcome)
+        records[_key(record.trial, record.task_set, record.task_id)] = record
+        checkpoint()
+        aborts_in_a_row = aborts_in_a_row + 1 if record.status == "aborted" else 0
+        if max_consecutive_aborts is not None and aborts_in_a_row >= max_consecutive_aborts:
+            cancel.set(
+                f"{aborts_in_a_row} episodes in a row aborted by infra errors (last: {record.error}); "
+                "the run was stopped instead of failing every episode"
+            )
+        if on_episode is not None:
+            on_episode(record)
+
+    checkpoint()  # the run directory names its run from the start
+    try:
+        rollout(
+            task_sets,
+            todo,
+            out=out,
+            executor=executor or InProcessExecutor(concurrency),
+            env=EnvConfig(
+                protocol=protocol,
+                max_steps=max_steps,
+                faults=faults,
+                fault_tools=tuple(fault_tools),
+                user=user,
+            ),
+            agent=make_agent,
+            toolset=toolset,
+            abort_on=ABORT_ON,
+            on_outcome=finished,
+            cancel=cancel,
+        )
+    except RolloutCancelled as stop:
+        for outcome in stop.finished:
+            records.setdefault(
+                _key(outcome.trial, outcome.task_set, outcome.task_id), EpisodeRecord.of(outcome)
+            )
+        summary.stopped = stop.reason
+        summary.cancelled = [
+            {"trial": s.trial, "task_set": s.task_set, "task_id": s.task_id} for s in stop.in_flight
+        ]
+    else:
+        summary.resume = None  # nothing left to resume
+    checkpoint()
     return summary
 
 
@@ -269,13 +431,32 @@ def trial_of(path: Path, root: Path) -> int:
     return 0
 
 
-def find_traces(root: Path, *, partial: bool = False) -> list[Path]:
-    """Every trace file under root (finished `*.jsonl`; with `partial`, also `*.jsonl.partial`).
-    The faulted runs under root/faults/ are runs of their own and left out."""
+def find_traces(root: Path, *, partial: bool = False, recursive: bool = False) -> list[Path]:
+    """Every trace file of the run (or trace folder) at root: finished `*.jsonl`; with `partial`,
+    also `*.jsonl.partial`. The faulted runs under root/faults/ are runs of their own and left out,
+    and so are other runs below root (a folder with its own run.json) unless `recursive`."""
     found = [p for p in root.rglob("*.jsonl") if p.is_file()]
     if partial:
         found += [p for p in root.rglob("*.jsonl.partial") if p.is_file()]
-    return sorted(p for p in found if p.relative_to(root).parts[0] != FAULTS_DIR)
+    nested = set() if recursive else {p.parent for p in root.rglob(SUMMARY_FILE) if p.parent != root}
+    return sorted(
+        p
+        for p in found
+        if p.relative_to(root).parts[0] != FAULTS_DIR and not any(parent in nested for parent in p.parents)
+    )
+
+
+def nested_runs(root: Path) -> list[Path]:
+    """The runs below root (folders with their own run.json), which a scan of root leaves out."""
+    return sorted(p.parent for p in root.rglob(SUMMARY_FILE) if p.parent != root)
+
+
+def traces_digest(traces: Iterable[LoadedTrace]) -> str:
+    """One hash over the traces' paths and bytes: what `toolgym eval` scored, so a report can tell
+    results of other (earlier) traces from current ones."""
+    from toolgym.canonical import sha256_hex
+
+    return canonical_hash(sorted([t.rel, sha256_hex(t.path.read_bytes())] for t in traces))
 
 
 @dataclass(frozen=True)
@@ -287,12 +468,12 @@ class LoadedTrace:
     trace: Trace
 
 
-def load_traces(root: Path) -> tuple[list[LoadedTrace], list[str]]:
-    """The traces under root and the problems met (a file that is not a trace is reported, not fatal:
-    a run directory may hold other JSONL files)."""
+def load_traces(root: Path, *, recursive: bool = False) -> tuple[list[LoadedTrace], list[str]]:
+    """The traces of root (`find_traces`) and the problems met (a file that is not a trace is
+    reported, not fatal: a run directory may hold other JSONL files)."""
     loaded: list[LoadedTrace] = []
     problems: list[str] = []
-    for path in find_traces(root):
+    for path in find_traces(root, recursive=recursive):
         try:
             trace = read_trace(path)
         except (ValueError, OSError) as exc:

@@ -22,21 +22,24 @@ from toolgym.recorder.cassette import Cassette
 
 
 class ChatUserLLM:
-    """`UserLLM` over a `ChatClient` (retries, timeouts and token accounting are the client's)."""
+    """`UserLLM` over a `ChatClient` (retries, timeouts and token accounting are the client's).
+    The LLM tool simulator's `ChatModel` has the same shape (`toolgym.evaluation.simulators`);
+    `label` names the role in error messages."""
 
-    def __init__(self, client: ChatClient) -> None:
+    def __init__(self, client: ChatClient, *, label: str = "user LLM") -> None:
         self.client = client
         self.model = client.config.model
+        self.label = label
 
     def chat(self, messages: Sequence[Mapping[str, str]], *, seed: int | None) -> str:
         try:
             result = self.client.complete(messages, seed=seed)
         except LLMError as exc:
-            raise InfraError(f"user LLM: {exc.message}", data={"status": exc.status}) from None
+            raise InfraError(f"{self.label}: {exc.message}", data={"status": exc.status}) from None
         content = result.message.get("content")
         if not isinstance(content, str):
             raise InfraError(
-                f"user LLM: the reply has no text content (got {type(content).__name__})",
+                f"{self.label}: the reply has no text content (got {type(content).__name__})",
                 data={"message": result.message},
             )
         return content

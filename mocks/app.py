@@ -52,7 +52,7 @@ from toolgym.mocks.clock import SimClock, format_time
 from toolgym.mocks.responses import AppError, bad_request, not_found
 from toolgym.mocks.seeding import insert_rows as insert_rows  # seed() helpers; the public name stays here too
 from toolgym.mocks.store import META_TABLE, Store, quote_ident
-from toolgym.tools import Tool
+from toolgym.tools import BaseTool, Tool
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -203,6 +203,11 @@ class App:
     # ---- binding --------------------------------------------------------------------------
     def bind(self, store: Store, clock: SimClock) -> None:
         self.store, self.clock = store, clock
+
+    def bound_tools(self, prefix: str = "") -> list[BaseTool]:
+        """The app's tools bound to this instance (after `bind`); apps whose tools are not
+        methods (simulated libraries) override it."""
+        return list(bind_tools(self, prefix))
 
     @property
     def db(self) -> sqlite3.Connection:

@@ -6,9 +6,14 @@ How it works
 * Every table gets AFTER INSERT/UPDATE/DELETE triggers that append to `_tg_undo` the row's rowid
   and, for updates and deletes, its old values. The value columns of the log are untyped, so every
   value (REAL, INTEGER, TEXT, BLOB, NULL) comes back exactly: no JSON, no rounding.
-* A *position* is the highest `seq` of the log. `rollback_to(pos)` replays the newer records
-  backwards (delete what was inserted, put back what was updated or deleted) and truncates the log;
-  every intermediate state is one that existed before, so UNIQUE constraints hold throughout.
+* A *position* is the highest `seq` of the log. `rollback_to(pos)` puts every row changed since
+  back as it was at `pos`, once per row however often it changed (delete what was inserted, set
+  back only the columns that differ, insert what was deleted), and truncates the log.
+* `reset()` replays the log, or, after a long episode on a small database, copies the template
+  again (a new connection): it picks whichever its estimates say is cheaper (`reset_path`).
+* A read runs unguarded by SQLite: the connection's change counter must not move during it; if it
+  does, the read's changes are undone from the log and ReadOnlyError raised. World connections
+  refuse DDL (an authorizer, consulted only when a statement is prepared).
 * The log since a position tells which rows changed; the first record of a row after the position
   holds the row as it was at that position, and a lookup by rowid gives the row as it is now. The
   state hash and the diffs are built from that, never from a table scan.
@@ -33,9 +38,8 @@ import math
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import groupby
 from operator import itemgetter
 from types import TracebackType
 from typing import Any, Final
@@ -139,8 +143,15 @@ def _same(a: Values, b: Values) -> bool:
     return a == b and all(type(x) is type(y) for x, y in zip(a, b, strict=True))
 
 
+_FETCH_IN_MAX: Final = 16  # up to this many rows are fetched with IN (?, ...), more with json_each
+
+
 class StoreError(RuntimeError):
     """Misuse of the store: a schema it cannot track, a hash asked for inside a call, ..."""
+
+
+class ReadOnlyError(StoreError):
+    """A read API changed the database: what it changed is undone and the call fails."""
 
 
 class TableInfo:
@@ -150,6 +161,8 @@ class TableInfo:
         "_fields",
         "_fields_scan",
         "_head",
+        "_sql_fetch_in",
+        "_sql_restore",
         "columns",
         "hashed",
         "hashed_idx",
@@ -198,6 +211,29 @@ class TableInfo:
         self.sql_fetch_one = f"SELECT rowid, {cols} FROM {q} WHERE rowid = ?"
         self.sql_fetch_many = f"SELECT rowid, {cols} FROM {q} WHERE rowid IN (SELECT value FROM json_each(?))"
         self.sql_scan_hashed = f"SELECT {', '.join(quote_ident(c) for c in self.hashed)} FROM {q}"
+        self._sql_restore: dict[tuple[int, ...], str] = {}
+        self._sql_fetch_in: dict[int, str] = {}
+
+    def sql_fetch(self, count: int) -> str:
+        """SELECT of `count` rows by rowid: `IN (?, ...)` for a step's few rows (json_each costs
+        more than the lookups themselves), json_each for a longer list."""
+        if count > _FETCH_IN_MAX:
+            return self.sql_fetch_many
+        sql = self._sql_fetch_in.get(count)
+        if sql is None:
+            sql = self._sql_fetch_in[count] = self.sql_fetch_one.replace(
+                "rowid = ?", f"rowid IN ({', '.join('?' * count)})"
+            )
+        return sql
+
+    def sql_restore(self, changed: tuple[int, ...]) -> str:
+        """UPDATE of only the columns at `changed` (by rowid): setting a key or an indexed column
+        that did not change would rewrite its index entries for nothing (10x slower at 1M rows)."""
+        sql = self._sql_restore.get(changed)
+        if sql is None:
+            sets = ", ".join(f"{quote_ident(self.columns[i])} = ?" for i in changed)
+            sql = self._sql_restore[changed] = f"UPDATE {quote_ident(self.name)} SET {sets} WHERE rowid = ?"
+        return sql
 
     def as_row(self, values: Values) -> Row:
         """A row as a JSON-ready dict of all its columns."""
@@ -245,6 +281,34 @@ def connect() -> sqlite3.Connection:
     recursive triggers on, so that rows deleted by REPLACE conflict resolution are logged too."""
     conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False, cached_statements=512)
     conn.execute("PRAGMA recursive_triggers = ON")
+    return conn
+
+
+# schema changes a world's connection refuses: a table made after the template would not roll back
+_SCHEMA_ACTIONS: Final = frozenset(
+    getattr(sqlite3, name)
+    for name in dir(sqlite3)
+    if name.startswith(("SQLITE_CREATE_", "SQLITE_DROP_"))
+    or name in ("SQLITE_ALTER_TABLE", "SQLITE_ATTACH", "SQLITE_DETACH")
+)
+
+
+def _refuse_schema_changes(action: int, *_: str | None) -> int:
+    return sqlite3.SQLITE_DENY if action in _SCHEMA_ACTIONS else sqlite3.SQLITE_OK
+
+
+def world_connection(
+    image: bytes | None = None, source: sqlite3.Connection | None = None
+) -> sqlite3.Connection:
+    """A world's connection: the template `image` deserialized, or a page copy of `source`.
+    It refuses DDL (checked when a statement is prepared, so the hot path pays nothing): the
+    store tracks only the template's tables, and a read's guard counts row changes only."""
+    conn = connect()
+    if source is not None:
+        source.backup(conn)  # one page copy; serialize + deserialize would copy three times
+    elif image is not None:
+        conn.deserialize(image)
+    conn.set_authorizer(_refuse_schema_changes)
     return conn
 
 
@@ -389,19 +453,34 @@ class _Atomic:
             return
         store.conn.execute("ROLLBACK TO tg_call")
         store.conn.execute("RELEASE tg_call")
-        store.epoch += 1  # caches (clock, memo) may hold values of the rolled-back call
+        store._rolled_back_call()
 
 
 class _ReadOnly:
-    __slots__ = ("_store",)
+    """A read must leave the connection's change counter (rows inserted, updated or deleted,
+    triggers included) where it was; if it moved, the read's changes are undone from the undo log
+    and ReadOnlyError is raised. Outside a write this costs two attribute reads: the log position
+    to go back to is the store's cached top. Inside a write (a read called from a write's
+    savepoint) a nested savepoint does the undoing. Not `PRAGMA query_only`: switching a flag
+    pragma expires every prepared statement of the connection, so each read made the next
+    statements be prepared again (+110 µs on the next write)."""
+
+    __slots__ = ("_changes", "_pos", "_store")
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._changes = 0
+        self._pos: int | None = None
 
     def __enter__(self) -> None:
         store = self._store
         if store._readonly_depth == 0:
-            store.conn.execute("PRAGMA query_only = ON")
+            if store._depth:
+                self._pos = None
+                store.conn.execute("SAVEPOINT tg_read")
+            else:
+                self._pos = store.top()
+            self._changes = store.conn.total_changes
         store._readonly_depth += 1
 
     def __exit__(
@@ -409,20 +488,38 @@ class _ReadOnly:
     ) -> None:
         store = self._store
         store._readonly_depth -= 1
-        if store._readonly_depth == 0:
-            store.conn.execute("PRAGMA query_only = OFF")
+        if store._readonly_depth:
+            return
+        conn = store.conn
+        wrote = conn.total_changes != self._changes
+        if self._pos is None:
+            if wrote:
+                conn.execute("ROLLBACK TO tg_read")
+            conn.execute("RELEASE tg_read")
+        elif wrote:
+            if conn.in_transaction:  # a read that opened a transaction and left it open
+                conn.execute("ROLLBACK")
+            store._replay(self._pos)
+        if wrote:
+            store._rolled_back_call()
+            raise ReadOnlyError("a read API wrote to the database; its changes were undone") from exc
 
 
 class Store:
     """One world's database plus its positions: checkpoints, where the hash and the diff stand."""
 
+    # Reset picks the cheaper of undo replay and a fresh copy of the template by these estimates
+    # (nanoseconds; measured with bench/profile_step.py on the 2-core machine, docs/perf-profiles.md).
+    # A copy is a new connection, so the statements it had prepared are prepared again on the next
+    # steps: COPY_NS_FIXED counts that too.
+    UNDO_NS_PER_RECORD: int = 5000
+    COPY_NS_FIXED: int = 250_000
+    COPY_NS_PER_BYTE: float = 0.65
+
     def __init__(self, template: Template, *, source: sqlite3.Connection | None = None) -> None:
-        self.conn = connect()
-        if source is None:
-            self.conn.deserialize(template.image)
-        else:
-            source.backup(self.conn)  # one page copy; serialize + deserialize would copy three times
+        self.conn = world_connection(template.image if source is None else None, source)
         self.template = template
+        self.last_reset_path: str | None = None  # "undo" or "copy": what the latest reset did
         self.epoch = 0  # bumped by every rollback: anything cached from the database is stale
         self._checkpoints: dict[str, int] = {}
         self._acc: int | None = None  # hash accumulator at _hash_pos, None = not known yet
@@ -430,6 +527,7 @@ class Store:
         self._diff_pos = BASE_POS
         self._depth = 0  # open atomic() blocks
         self._readonly_depth = 0
+        self._top_cache = (-1, BASE_POS)  # (conn.total_changes, top) when top was last read
         self._memo: tuple[tuple[int, int, int], Changes] | None = None
         self._vcols = "".join(f", v{i}" for i in range(template.undo_width))
 
@@ -443,9 +541,21 @@ class Store:
         return [name for name, t in self.tables.items() if not t.internal]
 
     def top(self) -> int:
-        """The current log position."""
+        """The current log position. Cached by the connection's change counter: the log grows
+        only by changes, which move the counter; rollbacks, which do not, drop the cache."""
+        changes = self.conn.total_changes
+        if self._top_cache[0] == changes:
+            return self._top_cache[1]
         value = self.conn.execute(f"SELECT max(seq) FROM {UNDO_TABLE}").fetchone()[0]
-        return int(value or 0)
+        top = int(value or 0)
+        self._top_cache = (changes, top)
+        return top
+
+    def _rolled_back_call(self) -> None:
+        """After a call's changes were rolled back: caches may hold values of the undone changes."""
+        self.epoch += 1  # the clock's and changes_since's caches
+        self._memo = None
+        self._top_cache = (-1, BASE_POS)
 
     def log_length(self, since: int = BASE_POS) -> int:
         return int(
@@ -461,8 +571,8 @@ class Store:
         return _Atomic(self)
 
     def read_only(self) -> _ReadOnly:
-        """`with store.read_only(): ...`: writes inside fail (PRAGMA query_only), so a read API
-        that writes by mistake is caught at once instead of corrupting an episode."""
+        """`with store.read_only(): ...`: a block that changes rows is undone and raises
+        ReadOnlyError, so a read API that writes by mistake cannot corrupt an episode."""
         return _ReadOnly(self)
 
     # ---- counters and meta ------------------------------------------------------------------
@@ -488,33 +598,110 @@ class Store:
         )
 
     # ---- rollback ----------------------------------------------------------------------------
-    def rollback_to(self, pos: int) -> None:
-        """Undo every change logged after `pos`; O(changes since pos)."""
-        self._require_idle("rollback")
+    def _rows_then(self, pos: int, *, internal: bool) -> dict[RowKey, Values | None]:
+        """Every row changed after `pos`, as it was at `pos` (None: absent then): the first log
+        record of a row after `pos` holds it. `internal`: the framework's tables too."""
+        tables = self.tables
+        first: dict[RowKey, Values | None] = {}
+        for record in self.conn.execute(
+            f"SELECT tbl, op, rid{self._vcols} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq", (pos,)
+        ):
+            key = (record[0], record[2])
+            if key not in first:
+                t = tables[key[0]]
+                if internal or not t.internal:
+                    first[key] = None if record[1] == "I" else record[3 : 3 + len(t.columns)]
+        return first
+
+    def _rows_now(self, keys: Iterable[RowKey]) -> dict[RowKey, Values]:
+        """The rows at `keys` as they are now (absent ones left out): one query per table."""
+        by_table: dict[str, list[int]] = {}
+        for tbl, rid in keys:
+            by_table.setdefault(tbl, []).append(rid)
+        current: dict[RowKey, Values] = {}
         conn = self.conn
-        records = conn.execute(
-            f"SELECT tbl, op, rid{self._vcols} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq DESC", (pos,)
-        ).fetchall()
-        if records:
+        for tbl, rids in by_table.items():
+            sql = self.tables[tbl].sql_fetch(len(rids))
+            for row in conn.execute(sql, rids if len(rids) <= _FETCH_IN_MAX else (json.dumps(rids),)):
+                current[(tbl, row[0])] = row[1:]
+        return current
+
+    def rollback_to(self, pos: int) -> None:
+        """Undo every change logged after `pos`: O(rows changed since pos), each row once however
+        often it changed. Rows absent at `pos` are deleted, rows changed get back only the columns
+        that differ, rows deleted are inserted again, in that order: every state on the way is a
+        subset of the state at `pos` plus rows being put back, so constraints hold (a cycle of
+        unique values between changed rows falls back to deleting and inserting them)."""
+        self._require_idle("rollback")
+        self._replay(pos)
+        self._rolled_back(pos)
+
+    def _replay(self, pos: int) -> None:
+        """The database part of rollback_to: the rows back as they were at `pos`, the log cut."""
+        then = self._rows_then(pos, internal=True) if self.top() > pos else {}
+        if then:
+            now = self._rows_now(then)
+            deletes: dict[str, list[tuple[int]]] = {}
+            inserts: dict[str, list[Values]] = {}
+            updates: dict[tuple[str, tuple[int, ...]], list[Values]] = {}
+            # in rowid order: neighbouring rows share B-tree pages (2x faster at 1M rows)
+            for (tbl, rid), old in sorted(then.items(), key=itemgetter(0)):
+                new = now.get((tbl, rid))
+                if old is None:
+                    if new is not None:
+                        deletes.setdefault(tbl, []).append((rid,))
+                elif new is None:
+                    inserts.setdefault(tbl, []).append((rid, *old))
+                elif not _same(old, new):
+                    changed = tuple(
+                        i
+                        for i, (x, y) in enumerate(zip(old, new, strict=True))
+                        if x != y or type(x) is not type(y)
+                    )
+                    updates.setdefault((tbl, changed), []).append((*(old[i] for i in changed), rid))
+            conn = self.conn
             conn.execute("BEGIN")
             try:
-                # runs of records with the same table and operation go in one executemany; the
-                # order is kept, which is all that correctness needs
-                for (tbl, op), run in groupby(records, key=itemgetter(0, 1)):
-                    t = self.tables[tbl]
-                    n = len(t.columns)
-                    if op == "I":
-                        conn.executemany(t.sql_delete, [(r[2],) for r in run])
-                    elif op == "U":
-                        conn.executemany(t.sql_update, [(*r[3 : 3 + n], r[2]) for r in run])
-                    else:
-                        conn.executemany(t.sql_insert, [(r[2], *r[3 : 3 + n]) for r in run])
+                for tbl, rows in deletes.items():
+                    conn.executemany(self.tables[tbl].sql_delete, rows)
+                if updates:
+                    self._restore_changed(updates, then, inserts)
+                for tbl, vals in inserts.items():
+                    conn.executemany(self.tables[tbl].sql_insert, vals)
                 # the replay logged itself too: everything after pos goes
                 conn.execute(f"DELETE FROM {UNDO_TABLE} WHERE seq > ?", (pos,))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
+                self._top_cache = (-1, BASE_POS)
                 raise
+
+    def _restore_changed(
+        self,
+        updates: Mapping[tuple[str, tuple[int, ...]], list[Values]],
+        then: Mapping[RowKey, Values | None],
+        inserts: dict[str, list[Values]],
+    ) -> None:
+        """UPDATE the changed rows back; if two of them swapped a unique value, delete them all
+        instead and leave them to the inserts (any order of inserts of the old rows fits)."""
+        conn = self.conn
+        conn.execute("SAVEPOINT tg_restore")
+        try:
+            for (tbl, changed), rows in updates.items():
+                conn.executemany(self.tables[tbl].sql_restore(changed), rows)
+        except sqlite3.IntegrityError:
+            conn.execute("ROLLBACK TO tg_restore")
+            for (tbl, _), rows in updates.items():
+                rids = [r[-1] for r in rows]
+                conn.executemany(self.tables[tbl].sql_delete, [(rid,) for rid in rids])
+                for rid in rids:
+                    old = then[(tbl, rid)]
+                    assert old is not None  # only rows present at pos are updated
+                    inserts.setdefault(tbl, []).append((rid, *old))
+        conn.execute("RELEASE tg_restore")
+
+    def _rolled_back(self, pos: int) -> None:
+        """Forget what the database no longer holds: caches, later checkpoints, a later hash."""
         self.epoch += 1
         self._memo = None
         self._checkpoints = {n: p for n, p in self._checkpoints.items() if p <= pos}
@@ -522,10 +709,26 @@ class Store:
             self._acc, self._hash_pos = None, BASE_POS
         self._diff_pos = pos
 
-    def reset(self) -> None:
-        """Back to the seeded state; drops every checkpoint."""
+    def reset_path(self) -> str:
+        """What `reset()` would do now: "undo" (replay the log) or "copy" (a fresh copy of the
+        template), whichever the estimates say is cheaper for this log and this database."""
+        undo_ns = (self.top() - BASE_POS) * self.UNDO_NS_PER_RECORD  # seq has no gaps after BASE_POS
+        copy_ns = self.COPY_NS_FIXED + len(self.template.image) * self.COPY_NS_PER_BYTE
+        return "copy" if copy_ns < undo_ns else "undo"
+
+    def reset(self, how: str = "auto") -> None:
+        """Back to the seeded state; drops every checkpoint. `how`: "auto" (the cheaper, see
+        reset_path), "undo" or "copy" (tests and benchmarks force one)."""
+        self._require_idle("reset")
+        path = self.reset_path() if how == "auto" else how
+        if path not in ("undo", "copy"):
+            raise ValueError(f"reset how={how!r}: expected 'auto', 'undo' or 'copy'")
         self._checkpoints.clear()
-        self.rollback_to(BASE_POS)
+        if path == "copy":
+            self._replace_connection(self.template)
+        else:
+            self.rollback_to(BASE_POS)
+        self.last_reset_path = path
 
     def checkpoint(self, name: str) -> None:
         self._require_idle("checkpoint")
@@ -545,13 +748,12 @@ class Store:
     def checkpoints(self) -> list[str]:
         return list(self._checkpoints)
 
-    def load(self, template: Template) -> None:
-        """Replace the whole database with another template's (another seed): O(size)."""
+    def _replace_connection(self, template: Template) -> None:
+        """A new connection on a copy of `template`'s image: O(size), the log empty.
+        A fresh connection, not deserialize() in place: deserializing drops the schema objects
+        that statements the connection has prepared still point to."""
         self._require_idle("load")
-        # A fresh connection, not deserialize() in place: two images can carry the same schema
-        # cookie with different root pages, and cached statements would then read the wrong pages.
-        conn = connect()
-        conn.deserialize(template.image)
+        conn = world_connection(template.image)
         self.conn.close()
         self.conn = conn
         self.template = template
@@ -559,7 +761,12 @@ class Store:
         self._checkpoints.clear()
         self._acc, self._hash_pos, self._diff_pos = None, BASE_POS, BASE_POS
         self._memo = None
+        self._top_cache = (-1, BASE_POS)  # a new connection counts changes from 0 again
         self.epoch += 1
+
+    def load(self, template: Template) -> None:
+        """Replace the whole database with another template's (another seed): O(size)."""
+        self._replace_connection(template)
 
     def fork(self) -> Store:
         """An independent copy, checkpoints and log included: O(size) (the backup API)."""
@@ -576,34 +783,12 @@ class Store:
     def changes_since(self, pos: int) -> Changes:
         """Rows of the user tables that differ between position `pos` and now: O(changes)."""
         self._require_idle("changes_since")
-        conn, tables = self.conn, self.tables
         top = self.top()
         memo_key = (pos, top, self.epoch)
         if self._memo is not None and self._memo[0] == memo_key:
             return self._memo[1]
-        first: dict[RowKey, Values | None] = {}
-        if top > pos:
-            for tbl, op, rid, *vals in conn.execute(
-                f"SELECT tbl, op, rid{self._vcols} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq", (pos,)
-            ):
-                key = (tbl, rid)
-                if key not in first:
-                    t = tables[tbl]
-                    if not t.internal:
-                        first[key] = None if op == "I" else tuple(vals[: len(t.columns)])
-        by_table: dict[str, list[int]] = {}
-        for tbl, rid in first:
-            by_table.setdefault(tbl, []).append(rid)
-        current: dict[RowKey, Values] = {}
-        for tbl, rids in by_table.items():
-            t = tables[tbl]
-            cursor = (
-                conn.execute(t.sql_fetch_one, (rids[0],))
-                if len(rids) == 1
-                else conn.execute(t.sql_fetch_many, (json.dumps(rids),))
-            )
-            for rid, *vals in cursor:
-                current[(tbl, rid)] = tuple(vals)
+        first = self._rows_then(pos, internal=False) if top > pos else {}
+        current = self._rows_now(first)
         out: Changes = {}
         for key, old in first.items():
             new = current.get(key)
@@ -619,20 +804,16 @@ class Store:
         """Every row (internal tables included: counters, the clock) that changed after `pos`, as
         JSON `[table, rowid, old values or None, new values or None]`, exact SQLite values: what a
         cassette records so that replay can make the same change without running the API."""
-        conn, tables = self.conn, self.tables
-        first: dict[RowKey, Values | None] = {}
-        for tbl, op, rid, *vals in conn.execute(
-            f"SELECT tbl, op, rid{self._vcols} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq", (pos,)
-        ):
-            if (tbl, rid) not in first:
-                first[(tbl, rid)] = None if op == "I" else tuple(vals[: len(tables[tbl].columns)])
+        first = self._rows_then(pos, internal=True)
+        current = self._rows_now(first)
         out: list[Any] = []
-        for (tbl, rid), old in sorted(first.items()):
-            row = conn.execute(tables[tbl].sql_fetch_one, (rid,)).fetchone()
-            new = None if row is None else tuple(row[1:])
+        for key, old in sorted(first.items()):
+            new = current.get(key)
             if old is None and new is None:
                 continue
-            out.append([tbl, rid, jsonable(list(old)) if old else None, jsonable(list(new)) if new else None])
+            out.append(
+                [key[0], key[1], jsonable(list(old)) if old else None, jsonable(list(new)) if new else None]
+            )
         return out
 
     def apply_effects(self, effects: list[Any]) -> None:

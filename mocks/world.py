@@ -24,10 +24,10 @@ from sqlite_utils import Database
 
 from toolgym.actions import Observation, ToolCall
 from toolgym.files import FileStore
-from toolgym.mocks.app import App, bind_tools, validate_app
+from toolgym.mocks.app import App, validate_app
 from toolgym.mocks.clock import SimClock, init_clock
 from toolgym.mocks.store import TEMPLATES, Diff, Store, Template, TemplateCache, build_template, quote_ident
-from toolgym.tools import DEFAULT_CLOCK, Tool, ToolContext, ToolSet
+from toolgym.tools import DEFAULT_CLOCK, BaseTool, ToolContext, ToolSet
 
 AppLike = type[App] | str
 
@@ -123,10 +123,10 @@ class MockWorld:
             app = cls()
             app.bind(self.store, self.clock)
             self.apps[cls.name] = app
-        tools: list[Tool] = []
+        tools: list[BaseTool] = []
         owner: dict[str, str] = {}
         for name, app in self.apps.items():
-            for t in bind_tools(app, self.prefixes.get(name, "")):
+            for t in app.bound_tools(self.prefixes.get(name, "")):
                 if t.name in owner:
                     raise ValueError(
                         f"API {t.name!r} is published by both {owner[t.name]!r} and {name!r};"

@@ -34,6 +34,10 @@ Simulated users' LLM calls go through the same cassette (`cassette.wrap_user_llm
 {"model", "messages"} (the whole chat request) and the episode seed; the entry holds the reply as
 a `user` observation. A miss in strict replay raises InfraError, which the env turns into an
 `infra_error` observation; failed calls are not recorded.
+
+LLM judges' calls too (`cassette.chat_call`, used by `toolgym.evaluation.metrics.judge.RecordedJudge`):
+keyed by tool `judge`, version JUDGE_VERSION and the whole chat request (model, messages, sampling
+settings), so a judged score replays with no LLM.
 """
 
 from __future__ import annotations
@@ -69,6 +73,8 @@ DEFAULT_SECRET_ARGS = frozenset(
 GENERATIVE_CATEGORIES = frozenset({"creativity"})
 USER_LLM_TOOL = "user_llm"  # the cassette's tool name for a simulated user's chat calls
 USER_LLM_VERSION = "1"  # bump when the user's request layout changes
+JUDGE_TOOL = "judge"  # the cassette's tool name for an LLM judge's chat calls (evaluation)
+JUDGE_VERSION = "1"  # bump when the judge's request layout changes
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -470,16 +476,34 @@ class Cassette:
         seed: int | None,
     ) -> str:
         """One chat call of a simulated user through the cassette; `live` makes it for real."""
+        return self.chat_call(
+            live,
+            tool=USER_LLM_TOOL,
+            version=USER_LLM_VERSION,
+            request={"model": model, "messages": [dict(m) for m in messages]},
+            seed=seed,
+        )
+
+    def chat_call(
+        self,
+        live: Callable[[], str],
+        *,
+        tool: str,
+        version: str,
+        request: Mapping[str, Any],
+        seed: int | None,
+    ) -> str:
+        """One LLM chat call (a simulated user's, a judge's) through the cassette, keyed by `tool`,
+        `version`, the `request` as sent and `seed`; `live` makes it for real and returns the
+        reply text. A strict-replay miss raises InfraError; failed calls are not recorded."""
         if self.mode == "live":
             self.stats.live_calls += 1
             return live()
         secrets = self.secrets.secret_values()
         key: dict[str, Any] = {
-            "tool": USER_LLM_TOOL,
-            "version": USER_LLM_VERSION,
-            "arguments": self.secrets.scrub(
-                {"model": model, "messages": [dict(m) for m in messages]}, secrets
-            ),
+            "tool": tool,
+            "version": version,
+            "arguments": self.secrets.scrub(dict(request), secrets),
             "files": {},
             "state": None,
             "ordinal": None,
@@ -491,7 +515,7 @@ class Cassette:
             self.stats.not_recorded += 1
             if self.mode == "replay":
                 self.stats.misses += 1
-                raise InfraError(f"cassette: this user request has no canonical JSON ({exc})") from None
+                raise InfraError(f"cassette: this {tool} request has no canonical JSON ({exc})") from None
             self.stats.live_calls += 1
             return live()
         if self.mode in ("replay", "record_missing"):

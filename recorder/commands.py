@@ -111,8 +111,9 @@ def record(
 ) -> None:
     """Run an agent over task sets and store golden traces and the cassette of every tool response
     (and of every user LLM call)."""
+    from toolgym.envs.agents import agent_factory
     from toolgym.envs.demo import default_task_paths
-    from toolgym.recorder.golden import agent_factory, record_golden
+    from toolgym.recorder.golden import record_golden
 
     if mode not in ("record", "record_missing", "live"):
         raise typer.BadParameter("record, record_missing or live", param_hint="--mode")

@@ -12,10 +12,6 @@ only from the cassette (strict replay), writes the new traces and compares them 
 
 from __future__ import annotations
 
-import importlib
-import json
-import os
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +21,9 @@ from pydantic import BaseModel, Field
 
 from toolgym.actions import ACTION_ADAPTER, Action
 from toolgym.canonical import canonical_json
-from toolgym.envs.agents import Agent, OracleAgent, ScriptedAgent
+from toolgym.envs.agents import Agent, TaskScriptAgent, agent_factory  # noqa: F401  (TaskScriptAgent: its old home)
 from toolgym.envs.faults import FaultLayer, FaultPlan, FaultPlanError, offered_tool_names
+from toolgym.envs.rollouts import load_object as rollout_object
 from toolgym.envs.runner import EpisodeResult, run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.envs.users import LLMUser, UserLLM
@@ -67,62 +64,12 @@ class GoldenManifest(BaseModel):
 
 
 # ---- agents ----------------------------------------------------------------------------------------
-class TaskScriptAgent(ScriptedAgent):
-    """A scripted agent with one action list per task id (JSONL: {"task_id": ..., "actions": [...]})."""
-
-    name = "scripted"
-
-    def __init__(self, protocol: ActionProtocol, scripts: dict[str, list[Action]]) -> None:
-        super().__init__(protocol)
-        self.scripts = scripts
-
-    @classmethod
-    def load(cls, protocol: ActionProtocol, path: Path) -> TaskScriptAgent:
-        scripts: dict[str, list[Action]] = {}
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    scripts[str(row["task_id"])] = [ACTION_ADAPTER.validate_python(a) for a in row["actions"]]
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise ValueError(f"{path}:{lineno}: not a script line: {exc}") from None
-        return cls(protocol, scripts)
-
-    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
-        if task.id not in self.scripts:
-            raise KeyError(f"no script for task {task.id!r}")
-        self._actions = list(self.scripts[task.id])
-        self._next = 0
-
-
-def agent_factory(spec: str) -> AgentFactory:
-    """`oracle`, `scripted:<file.jsonl>`, or `package.module:factory` (a callable taking the
-    env's ActionProtocol and returning an Agent). Only importable names are resolved; nothing
-    is evaluated."""
-    if spec == "oracle":
-        return OracleAgent
-    if spec.startswith("scripted:"):
-        path = Path(spec.removeprefix("scripted:"))
-        return lambda protocol: TaskScriptAgent.load(protocol, path)
-    return load_object(spec, "agent")
-
-
 def load_object(spec: str, what: str) -> Callable[..., Any]:
-    """The callable named by `package.module:attr`, imported (never evaluated). The current
+    """The callable named by `package.module:attr`, imported (never evaluated); the current
     directory is importable, as with uvicorn's `module:app`."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"{what} {spec!r}: use package.module:factory")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        found = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"{what} {spec!r}: {exc}") from None
+    found = rollout_object(spec, what)
     if not callable(found):
-        raise ValueError(f"{what} {spec!r}: {attr} is not callable")
+        raise ValueError(f"{what} {spec!r}: {spec.partition(':')[2]} is not callable")
     return found  # type: ignore[no-any-return]
 
 

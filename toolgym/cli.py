@@ -1,11 +1,28 @@
-"""The `toolgym` command line."""
+"""The `toolgym` command line.
+
+`main()` is the entry point: it runs the commands and turns every error into one line on stderr
+(`file:line: reason` where the error names a place) with exit status 2 for a user's mistake (a
+missing or malformed file, a bad option value, a port in use) and 1 for anything else, so a log
+never ends in a traceback; `toolgym --debug ...` shows the traceback instead. Off a terminal it
+also keeps tables wide (full headers in CI logs) and silences other libraries' progress bars.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+if not sys.stdout.isatty():
+    # set before any rich Console exists: off a terminal rich assumes 80 columns and cuts headers
+    os.environ.setdefault("COLUMNS", "200")
+    # tqdm / Hugging Face bars are terminal animations; in a log they are noise
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import typer
 from rich.console import Console
@@ -16,15 +33,108 @@ app = typer.Typer(
     help="toolgym: tool environments, tool servers and mock apps for LLM agents.", no_args_is_help=True
 )
 console = Console()
+_debug = False  # `toolgym --debug`: tracebacks instead of one-line errors
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolgym")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        print(f"toolgym {_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="show the full traceback of an error instead of one line")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="print the version and exit"),
+    ] = False,
+) -> None:
+    """toolgym: tool environments, tool servers and mock apps for LLM agents."""
+    global _debug
+    _debug = debug or _debug
+
+
+# user mistakes: the message says what to fix, exit status 2 (as for a bad option)
+_USER_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, KeyError, LookupError)
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its message with line breaks folded (pydantic's messages span
+    several), the OS error's file name in front (`path: No such file or directory`)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = exc.filename if exc.filename is not None else None
+        message = f"{where}: {exc.strerror}" if where is not None else exc.strerror
+    elif isinstance(exc, KeyError) and exc.args:
+        message = str(exc.args[0])
+    else:
+        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    lines = [part.strip() for part in str(message).splitlines() if part.strip()]
+    # pydantic ends its messages with a link to its docs: noise on a one-line error
+    return " ".join(line for line in lines if not line.startswith("For further information visit"))
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    print(f"toolgym: error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The `toolgym` command: every error is one line (exit 2: a user's mistake, 1: anything
+    else) unless `--debug` (or TOOLGYM_DEBUG=1) asks for the traceback."""
+    from typer._click import exceptions as click_errors
+
+    global _debug
+    args = list(sys.argv[1:] if argv is None else argv)
+    _debug = _debug or os.environ.get("TOOLGYM_DEBUG", "") not in ("", "0")
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args, prog_name="toolgym", standalone_mode=False)
+    except typer.Exit as exc:
+        code = exc.exit_code
+    except click_errors.NoArgsIsHelpError as exc:  # bare `toolgym`: the help, as before
+        exc.show()
+        sys.exit(2)
+    except click_errors.ClickException as exc:  # bad options and arguments: click's message, on one line
+        if _debug:
+            raise
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+        _fail(one_line(ValueError(exc.format_message())) + hint, 2)
+    except (typer.Abort, KeyboardInterrupt):
+        if _debug:
+            raise
+        _fail("interrupted", 130)
+    except _USER_ERRORS as exc:
+        if _debug:
+            raise
+        _fail(one_line(exc), 2)
+    except Exception as exc:  # a bug: still one line in a log, the traceback one flag away
+        if _debug:
+            raise
+        _fail(f"{type(exc).__name__}: {one_line(exc)} (rerun with toolgym --debug for the traceback)", 1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option(help="directory for the episode traces")] = Path("runs/demo"),
     tasks: Annotated[
-        list[Path] | None,
+        list[str] | None,
         typer.Option(
-            help="task set files (JSONL); default: the bundled demo set and every mock-app task set"
+            help="task set files (JSONL) or bundled set names (`toolgym tasks`); default: the bundled "
+            "demo set and every mock-app task set"
         ),
     ] = None,
     protocol: Annotated[
@@ -34,18 +144,21 @@ def demo(
 ) -> None:
     """Run the demo task sets in-process with the oracle agent; print scores, write traces."""
     from toolgym.envs.agents import OracleAgent
-    from toolgym.envs.demo import default_task_paths
+    from toolgym.envs.demo import resolve_task_sets
     from toolgym.envs.runner import EpisodeResult, run_episode
     from toolgym.envs.tool_env import ToolEnv
+    from toolgym.protocols import get_protocol
     from toolgym.tasks import TaskSet
     from toolgym.toolservers.registry import default_toolset
 
-    task_sets = [TaskSet.load(p) for p in (tasks or default_task_paths())]
+    get_protocol(protocol)  # a bad name: one line before any task is loaded
+    paths = resolve_task_sets(tasks)
+    task_sets = [TaskSet.load(p) for p in paths]
     toolset = default_toolset()
     results: list[tuple[str, EpisodeResult]] = []
     with Progress(console=console, transient=True) as progress:
         bar = progress.add_task("episodes", total=sum(len(ts) for ts in task_sets))
-        for path, task_set in zip(tasks or default_task_paths(), task_sets, strict=True):
+        for path, task_set in zip(paths, task_sets, strict=True):
             env = ToolEnv(toolset, task_set, protocol=protocol)
             agent = OracleAgent(env.protocol)
             for task in task_set:
@@ -80,6 +193,22 @@ def demo(
     console.print(f"traces written to {out}/")
     if solved != len(results):
         raise typer.Exit(code=1)
+
+
+@app.command("tasks")
+def tasks_command() -> None:
+    """List the bundled task sets: the names `--tasks` takes in run, demo and eval."""
+    from toolgym.envs.demo import bundled_task_sets
+    from toolgym.tasks import TaskSet
+
+    table = Table(title="toolgym task sets (--tasks NAME)")
+    for column in ("name", "tasks", "categories", "file"):
+        table.add_column(column)
+    for name, path in bundled_task_sets().items():
+        task_set = TaskSet.load(path)
+        categories = sorted({t.category for t in task_set if t.category})
+        table.add_row(name, str(len(task_set)), ", ".join(categories), str(path))
+    console.print(table)
 
 
 class ToolFormat(StrEnum):
@@ -154,4 +283,4 @@ app.command(name="mcp")(mcp_command)
 
 
 if __name__ == "__main__":
-    app()
+    main()

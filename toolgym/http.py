@@ -356,7 +356,11 @@ def bind_socket(host: str, port: int) -> socket.socket:
     # keep-alive response waits ~40 ms for a delayed ACK
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host.strip("[]"), port))
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:  # say which address: "Address already in use" alone names no port
+        sock.close()
+        raise OSError(exc.errno, f"cannot bind {host}:{port}: {exc.strerror}") from None
     sock.set_inheritable(True)
     return sock
 

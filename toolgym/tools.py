@@ -153,6 +153,81 @@ class _ParamBinding:
     file_kind: FileKind | None
 
 
+_PLAIN_TYPES: tuple[type, ...] = (str, int, float, bool)
+_EXACT_FLOAT_INT = 2**53  # ints a float holds exactly: pydantic turns them into that float
+
+
+@dataclass(frozen=True, slots=True)
+class _PlainParam:
+    """A parameter whose value pydantic would pass through unchanged when it already has the
+    right type: str, int, float or bool, optionally None, or a Literal of strings."""
+
+    key: str  # the name in the arguments (the alias, if any)
+    pname: str  # the function's parameter
+    kind: type
+    nullable: bool
+    choices: frozenset[str] | None
+    required: bool
+    default: Any
+
+
+def _plain_params(model: type[BaseModel]) -> tuple[_PlainParam, ...] | None:
+    """The fast path's view of an arguments model, or None when a field is not plain (or has
+    validators or constraints: then pydantic must see every value)."""
+    found = []
+    for pname, info in model.model_fields.items():
+        plain = None
+        if not info.metadata:
+            required = info.is_required()
+            plain = _plain_param(pname, info.alias or pname, info.annotation, required, info.default)
+        if plain is None:
+            return None
+        found.append(plain)
+    return tuple(found)
+
+
+def _plain_param(pname: str, key: str, field_type: Any, required: bool, default: Any) -> _PlainParam | None:
+    base = _strip_optional(field_type)
+    nullable = base is not field_type
+    choices = None
+    if get_origin(base) is Literal:
+        values = get_args(base)
+        if not all(type(v) is str for v in values):
+            return None
+        base, choices = str, frozenset(values)
+    if base not in _PLAIN_TYPES or (not required and type(default) not in (*_PLAIN_TYPES, type(None))):
+        return None
+    return _PlainParam(key, pname, base, nullable, choices, required, default)
+
+
+def _plain_arguments(params: tuple[_PlainParam, ...], arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What pydantic's model_validate would give for arguments that are already of the declared
+    types (the common case), without building a model; None for anything else, which then takes
+    pydantic's path (coercions and every error message stay pydantic's)."""
+    out: dict[str, Any] = {}
+    seen = 0
+    for p in params:
+        if p.key in arguments:
+            value = arguments[p.key]
+            seen += 1
+            kind = type(value)
+            if kind is p.kind:
+                if p.choices is not None and value not in p.choices:
+                    return None
+            elif value is None and p.nullable:
+                pass
+            elif kind is int and p.kind is float and -_EXACT_FLOAT_INT <= value <= _EXACT_FLOAT_INT:
+                value = float(value)
+            else:
+                return None
+            out[p.pname] = value
+        elif p.required:
+            return None
+        else:
+            out[p.pname] = p.default
+    return out if seen == len(arguments) else None  # an unknown key: pydantic says which
+
+
 class BaseTool(ABC):
     """What the env, the server and the exporters need from a tool. `Tool` builds one from a typed
     Python function; `SchemaTool` from a JSON Schema (remote tools, imported specs)."""
@@ -279,9 +354,7 @@ class Tool(BaseTool):
                 ),
                 file_kind=file_kind,
             )
-        self.args_model: type[BaseModel] = create_model(
-            f"{self.name}Args", __config__=ConfigDict(extra="forbid"), **fields
-        )
+        self.args_model = create_model(f"{self.name}Args", __config__=ConfigDict(extra="forbid"), **fields)
         properties = self.args_model.model_json_schema().get("properties", {})
         for pname, binding in self._bindings.items():
             schema = dict(properties.get(binding.spec.name, {}))
@@ -297,6 +370,9 @@ class Tool(BaseTool):
             self._bindings[pname] = _ParamBinding(
                 spec=binding.spec.model_copy(update={"json_schema": schema}), file_kind=binding.file_kind
             )
+        self._file_kinds: dict[str, FileKind] = {
+            b.spec.name: b.file_kind for b in self._bindings.values() if b.file_kind is not None
+        }
         self.returns = _return_specs(hints.get("return", inspect.Signature.empty))
         if returns_description and self.returns:
             self.returns = [self.returns[0].model_copy(update={"description": returns_description})]
@@ -314,9 +390,32 @@ class Tool(BaseTool):
             "additionalProperties": False,
         }
 
+    @property
+    def file_params(self) -> dict[str, FileKind]:
+        return dict(self._file_kinds)
+
+    @property
+    def args_model(self) -> type[BaseModel]:
+        """The pydantic model of the arguments. Setting it (apps adjust their prototypes) also
+        sets what the fast path of `validate` may take without it."""
+        return self._args_model
+
+    @args_model.setter
+    def args_model(self, model: type[BaseModel]) -> None:
+        self._args_model = model
+        self._plain = _plain_params(model)
+
     # ---- calling ------------------------------------------------------------------------
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validated arguments (file params still as references); ArgumentError otherwise."""
+        if self._plain is not None and isinstance(arguments, dict):
+            found = _plain_arguments(self._plain, arguments)
+            if found is not None:
+                return found
+        return self.validate_with_pydantic(arguments)
+
+    def validate_with_pydantic(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """`validate` by the model alone: what the fast path must agree with (tests compare)."""
         if not isinstance(arguments, Mapping):
             raise ArgumentError(
                 f"{self.name}: arguments must be a JSON object, got {type(arguments).__name__}"
@@ -334,7 +433,9 @@ class Tool(BaseTool):
     def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
         """Validate, resolve file references, run. Raises ToolgymError subclasses, or whatever
         the tool itself raises."""
-        kwargs = self.resolve_files(self.validate(arguments), ctx)
+        kwargs = self.validate(arguments)
+        if self._file_kinds:
+            kwargs = self.resolve_files(kwargs, ctx)
         if self._context_param:
             kwargs[self._context_param] = ctx
         return self.fn(**kwargs)
@@ -406,7 +507,10 @@ class SchemaTool(BaseTool):
         mutates_state: bool = False,
         version: str = "1",
         backend: str = "remote",
+        check_schema: bool = True,
     ) -> None:
+        """`check_schema=False` skips the meta-schema check, for callers that checked already
+        (it costs ~1 ms a schema with jsonschema)."""
         from jsonschema import Draft202012Validator
 
         self.name = name
@@ -418,7 +522,8 @@ class SchemaTool(BaseTool):
         self.returns = list(returns)
         self.fn = fn
         self._schema = {"type": "object", "properties": {}, **dict(parameters)}
-        Draft202012Validator.check_schema(self._schema)
+        if check_schema:
+            Draft202012Validator.check_schema(self._schema)
         self._validator = Draft202012Validator(self._schema)
         required = set(self._schema.get("required", []))
         self._params = [
@@ -589,15 +694,32 @@ def _render(value: Any, content: Any) -> str:
     return canonical_json(content)
 
 
+def _json_and_files(value: Any, files: list[FileHandle]) -> Any:
+    """to_json_value(value), with _collect_files(value) appended to `files`, in one walk: plain
+    JSON data (the usual result) by exact type; anything else by those two functions."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return None if value != value else value
+    if kind is dict:
+        return {k if type(k) is str else str(k): _json_and_files(v, files) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [_json_and_files(v, files) for v in value]
+    files.extend(_collect_files(value))
+    return to_json_value(value)
+
+
 def result_observation(call: ToolCall, value: Any) -> Observation:
-    content = to_json_value(value)
+    files: list[FileHandle] = []
+    content = _json_and_files(value, files)
     return Observation(
         type="tool_result",
         text=_render(value, content),
         tool=call.name,
         call_id=call.call_id,
         content=content,
-        files=tuple(_collect_files(value)),
+        files=tuple(files),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -51,6 +52,19 @@ def server_config(
     return cfg
 
 
+def doc_libraries(paths: Sequence[Path]) -> list[str]:
+    """Each documentation file as a simulated library of this process; their app names."""
+    from toolgym.mocks.simulated.app import register_library
+    from toolgym.mocks.simulated.docs import load_docs
+
+    names = []
+    for n, path in enumerate(paths):
+        library = f"docs/{n}/{path.name}"
+        register_library(library, load_docs(path))
+        names.append(f"simulated:{library}")
+    return names
+
+
 def serve(
     host: Annotated[
         str, typer.Option(help="address to bind; beyond loopback a --token is required")
@@ -62,6 +76,14 @@ def serve(
     ] = None,
     apps: Annotated[
         list[str] | None, typer.Option("--apps", help="mock apps whose APIs to host (one shared world)")
+    ] = None,
+    docs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--docs",
+            help="tool documentation files (OpenAI function records, ToolBench, T-Eval, MTU, OpenAPI) "
+            "whose tools to host, simulated (deterministic)",
+        ),
     ] = None,
     token: Annotated[
         str | None, typer.Option(envvar="TOOLGYM_TOKEN", help="bearer token clients must send (>= 16 chars)")
@@ -88,6 +110,8 @@ def serve(
     ] = None,
 ) -> None:
     """Serve tools over HTTP: native JSON API (/v1), AgentLego protocol (/openapi.json) and MCP (/mcp)."""
+    if docs and backend is not None:
+        raise typer.BadParameter("--docs serves from this process; leave out --backend", param_hint="--docs")
     if backend is not None:
         from toolgym.toolservers.hosting.commands import serve_with_backend
 
@@ -108,6 +132,7 @@ def serve(
         return
     from rich.console import Console
 
+    from toolgym.http import bind_socket
     from toolgym.toolservers.server.app import serve as run_server
     from toolgym.toolservers.server.providers import catalog
 
@@ -120,7 +145,12 @@ def serve(
         "agentlego": agentlego,
     }
     cfg = server_config(overrides, config=config, tools=tools, lazy=lazy, device=device)
-    providers = catalog(names_option(apps) or ())
+    try:
+        providers = catalog([*(names_option(apps) or ()), *doc_libraries(docs or [])])
+    except ValueError as exc:  # a bad doc (DocError names file and tool), or two files with one tool
+        console.print(f"[red]cannot serve these tools:[/red] {exc}")
+        raise typer.Exit(code=2) from None
+    bind_socket(cfg.host, cfg.port).close()  # a port in use: one line, before the banner says "on"
     served = cfg.tools or [p.name for p in providers]
     shown = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
     console.print(f"toolgym server on http://{shown}:{cfg.port}  tools: {', '.join(served)}")

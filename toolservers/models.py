@@ -104,7 +104,36 @@ def backend_statuses(config: ModelConfig | None = None) -> list[BackendStatus]:
         rows.append(t.status(selected=True))
     for t in stylization_backends(cfg):
         rows.append(t.status(selected=True))
+    rows.extend(simulated_statuses())
     return rows
+
+
+def simulated_statuses() -> list[BackendStatus]:
+    """The simulators of tools known only by their documentation (toolgym.mocks.simulated)."""
+    from importlib.metadata import version
+
+    from toolgym.mocks.simulated.app import bundled_libraries
+    from toolgym.mocks.simulated.simulator import DETERMINISTIC, LLM
+
+    libraries = bundled_libraries()
+    tool = f"simulated tools ({len(libraries)} bundled libraries)"
+    return [
+        BackendStatus(
+            tool,
+            DETERMINISTIC,
+            True,
+            f"no LLM: answers derived from the docs, values from Faker {version('faker')}",
+            True,
+        ),
+        BackendStatus(
+            tool,
+            LLM,
+            True,
+            "an OpenAI-compatible endpoint writes answers from the docs, checked against their "
+            "return schema; chosen per run, replayed from cassettes",
+            False,
+        ),
+    ]
 
 
 def models_command(

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,27 +38,39 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
-from starlette.websockets import WebSocketDisconnect
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from toolgym.envs.service import OPENENV_MISSING
 from toolgym.envs.service.catalog import Catalog, ServiceError
 from toolgym.envs.service.environment import (
     SESSION_ID,
     TRACE_FILE,
+    Answer,
     ToolgymAction,
     ToolgymEnvironment,
     ToolgymObservation,
     ToolgymState,
 )
 from toolgym.errors import redact_paths
+from toolgym.http import json_bytes
 from toolgym.toolservers.server.http import BearerAuth, BodyLimit, error_body, json_response
 
 try:
     from fastapi import FastAPI
     from openenv.core.env_server.exceptions import EnvironmentFactoryError, SessionCapacityError
     from openenv.core.env_server.http_server import HTTPEnvServer
-    from openenv.core.env_server.serialization import serialize_observation
-    from openenv.core.env_server.types import ConcurrencyConfig, ServerMode
+    from openenv.core.env_server.types import (
+        ConcurrencyConfig,
+        ServerMode,
+        WSCloseMessage,
+        WSErrorCode,
+        WSErrorResponse,
+        WSResetMessage,
+        WSStateMessage,
+        WSStateResponse,
+        WSStepMessage,
+    )
+    from pydantic import ValidationError
 except ImportError as exc:
     raise ImportError(OPENENV_MISSING) from exc
 
@@ -68,8 +81,9 @@ DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 class _Sessions:
     """toolgym's HTTP sessions in openenv's session table (private API of HTTPEnvServer)."""
 
-    def __init__(self, server: HTTPEnvServer) -> None:
+    def __init__(self, server: HTTPEnvServer, steps_on_loop: bool = False) -> None:
         self.server = server
+        self.steps_on_loop = steps_on_loop  # run env calls inline (see create_app)
         self.http: set[str] = set()  # sessions opened over HTTP: a WebSocket's are its own
         self.busy: set[str] = set()
 
@@ -103,7 +117,7 @@ class _Sessions:
             raise ServiceError("session_busy", f"session {sid} is running another request", 409)
         self.busy.add(sid)
         try:
-            result = await self.server._run_in_session_executor(sid, getattr(env, method), *args, **kwargs)
+            result = await self._in_session(sid, getattr(env, method), *args, **kwargs)
             self.server._update_session_activity(sid, increment_step=method == "step")
             return result
         finally:
@@ -112,6 +126,108 @@ class _Sessions:
     async def close(self, session_id: str) -> None:
         self.http.discard(session_id)
         await self.server._destroy_session(session_id)
+
+    async def serve_websocket(self, websocket: WebSocket) -> None:
+        """openenv's `/ws` protocol, message for message (a session per connection; reset, step,
+        state and close; the same answers and error codes), with each reset and step answer
+        encoded once, in the session's thread, from the env's wire dict: openenv's own handler
+        builds an Observation, dumps it, validates the dump into a response model and encodes
+        that, which costs a step about as much as the rest of the frame path."""
+        await websocket.accept()
+        session_id: str | None = None
+        try:
+            session_id, env = await self.server._create_session()
+            assert isinstance(env, ToolgymEnvironment)
+            while True:
+                frame = await self._ws_answer(session_id, env, await websocket.receive_text())
+                if frame is None:
+                    break
+                await websocket.send_text(frame)
+        except WebSocketDisconnect:
+            pass
+        except SessionCapacityError as exc:
+            await _send_quietly(
+                websocket,
+                _ws_error(
+                    str(exc),
+                    WSErrorCode.CAPACITY_REACHED,
+                    active_sessions=exc.active_sessions,
+                    max_sessions=exc.max_sessions,
+                ),
+            )
+        except EnvironmentFactoryError as exc:
+            await _send_quietly(
+                websocket, _ws_error(str(exc), WSErrorCode.FACTORY_ERROR, factory_name=exc.factory_name)
+            )
+        except Exception as exc:
+            await _send_quietly(websocket, _ws_error(str(exc), WSErrorCode.SESSION_ERROR))
+        finally:
+            if session_id is not None:
+                await self.server._destroy_session(session_id)
+            with contextlib.suppress(RuntimeError, WebSocketDisconnect):  # the client may be gone
+                await websocket.close()
+
+    async def _framed(self, session_id: str, answer: Callable[..., Answer], *args: Any, **kwargs: Any) -> str:
+        """openenv's observation frame around `answer(...)`, run and encoded once in the session's
+        thread (the one its world's SQLite connection belongs to)."""
+
+        def frame() -> str:
+            return json_bytes({"type": "observation", "data": answer(*args, **kwargs)}).decode()
+
+        framed: str = await self._in_session(session_id, frame)
+        return framed
+
+    async def _in_session(self, session_id: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`fn(...)` in the session's own thread (each session's calls one at a time, its world's
+        SQLite connection used by one thread), or on the event loop with `steps_on_loop`."""
+        if self.steps_on_loop:
+            return fn(*args, **kwargs)
+        return await self.server._run_in_session_executor(session_id, fn, *args, **kwargs)
+
+    async def _ws_answer(self, session_id: str, env: ToolgymEnvironment, raw: str) -> str | None:
+        """The frame answering one client message (None: the client closes the session)."""
+        try:
+            message = json.loads(raw)
+        except ValueError as exc:
+            return _ws_error(f"Invalid JSON: {exc}", WSErrorCode.INVALID_JSON)
+        kind = message.get("type", "") if isinstance(message, dict) else ""
+        try:
+            if kind == "step":
+                action = ToolgymAction.model_validate(WSStepMessage(**message).data)
+                frame = await self._framed(session_id, env.step_answer, action)
+                self.server._update_session_activity(session_id, increment_step=True)
+                return frame
+            if kind == "reset":
+                data = WSResetMessage(**message).data
+                frame = await self._framed(session_id, env.reset_answer, **data)
+                self.server._update_session_activity(session_id)
+                return frame
+            if kind == "state":
+                WSStateMessage(**message)
+                return WSStateResponse(data=env.state.model_dump()).model_dump_json()
+            if kind == "close":
+                WSCloseMessage(**message)
+                return None
+            return _ws_error(f"Unknown message type: {kind}", WSErrorCode.UNKNOWN_TYPE)
+        except ValidationError as exc:
+            return WSErrorResponse(
+                data={
+                    "message": "Invalid message",
+                    "code": WSErrorCode.VALIDATION_ERROR,
+                    "errors": exc.errors(),
+                }
+            ).model_dump_json()
+        except Exception as exc:  # a ServiceError's message starts with its [kind]
+            return _ws_error(str(exc), WSErrorCode.EXECUTION_ERROR)
+
+
+def _ws_error(message: str, code: WSErrorCode, **extra: Any) -> str:
+    return WSErrorResponse(data={"message": message, "code": code, **extra}).model_dump_json()
+
+
+async def _send_quietly(websocket: WebSocket, frame: str) -> None:
+    with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+        await websocket.send_text(frame)
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
@@ -125,10 +241,6 @@ async def _json_body(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ServiceError("argument_error", "the body must be a JSON object", 422)
     return body
-
-
-def _result(obs: ToolgymObservation) -> Response:
-    return json_response(serialize_observation(obs))
 
 
 def _traces_of(trace_dir: Path | None, session_id: str) -> Path:
@@ -146,12 +258,12 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
         session_id = body.pop("session_id", None)
         env = sessions.get(session_id) if session_id is not None else await sessions.open()
         try:
-            obs = await sessions.run(env, "reset", **body)
+            answer = await sessions.run(env, "reset_answer", **body)
         except BaseException:
             if session_id is None:  # a session opened for a failed reset is not left behind
                 await sessions.close(env.session_id)
             raise
-        return _result(obs)
+        return json_response(answer)
 
     @app.post("/step")
     async def step(request: Request) -> Response:
@@ -165,7 +277,7 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
             action = ToolgymAction.model_validate(body["action"])
         except ValueError as exc:
             raise ServiceError("argument_error", f"bad action: {exc}", 422) from None
-        return _result(await sessions.run(env, "step", action))
+        return json_response(await sessions.run(env, "step_answer", action))
 
     @app.get("/state")
     async def state(session_id: str | None = None) -> Response:
@@ -241,12 +353,15 @@ def create_app(
     max_sessions: int = 64,
     idle_timeout_s: float | None = 600.0,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    steps_on_loop: bool = False,
 ) -> ASGIApp:
     """The service: sessions built from `catalog`, traces under `trace_dir/<session id>/`,
     at most `max_sessions` open (HTTP and WebSocket together), sessions idle for
     `idle_timeout_s` reaped (openenv's reaper checks every max(timeout/4, 5) s), request bodies
     over `max_body_bytes` refused (413). With `token`, everything but health, schema and
-    metadata needs `Authorization: Bearer <token>`, WebSocket handshakes included."""
+    metadata needs `Authorization: Bearer <token>`, WebSocket handshakes included.
+    `steps_on_loop`: sessions' resets and steps run on the event loop, not in each session's
+    thread (two thread hops less per step; a slow tool stalls the other sessions meanwhile)."""
     server = HTTPEnvServer(
         functools.partial(ToolgymEnvironment, catalog, trace_dir),
         ToolgymAction,
@@ -270,7 +385,9 @@ def create_app(
     async def server_fault(request: Request, exc: Exception) -> Response:
         return json_response(error_body("infra_error", redact_paths(f"{type(exc).__name__}: {exc}")), 500)
 
-    _add_session_routes(app, _Sessions(server), catalog, trace_dir)
+    sessions = _Sessions(server, steps_on_loop)
+    _add_session_routes(app, sessions, catalog, trace_dir)
+    app.add_api_websocket_route("/ws", sessions.serve_websocket)  # before openenv's: this one serves
     server.register_routes(app, mode=ServerMode.PRODUCTION)
     wrapped: ASGIApp = BodyLimit(_QuietDisconnect(app), max_body_bytes)
     if token:

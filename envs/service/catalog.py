@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -63,6 +63,12 @@ class SessionConfig(BaseModel):
         None,
         description="who plays the user of tasks with a user scenario: rule (default), scripted "
         "(the task's user_replies), or llm (only on a server started with a user LLM)",
+    )
+    info: Literal["full", "slim"] | None = Field(
+        None,
+        description="what each step's info carries: full (default; ToolEnv's info) or slim "
+        "(without the parsed actions, structured observations, state diff and faults: a smaller "
+        "answer; the trace and the state message keep them)",
     )
 
 
@@ -167,6 +173,7 @@ class Catalog:
             max_steps=chosen.max_steps or 10,
             faults=chosen.faults,
             user=user,
+            info=chosen.info or "full",
         )
 
     @property
@@ -207,6 +214,7 @@ class ResolvedConfig:
     max_steps: int
     faults: FaultPlan | None = None
     user: str = "rule"
+    info: str = "full"
 
     def simulator(self, catalog: Catalog) -> UserSimulator | None:
         """A fresh simulator for one session's env (None: the env's default, rule-based)."""
@@ -232,4 +240,5 @@ class ResolvedConfig:
             "max_steps": self.max_steps,
             "faults": self.faults.model_dump(mode="json") if self.faults is not None else None,
             "user": self.user,
+            "info": self.info,
         }

@@ -62,6 +62,14 @@ def env_server(
         int, typer.Option(min=1024, help="largest request body or WebSocket message")
     ] = 1 << 20,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+    steps_on_loop: Annotated[
+        bool,
+        typer.Option(
+            help="run every session's reset and step on the server's event loop instead of the "
+            "session's own thread: two thread hops less per step, but a slow tool (a remote tool "
+            "server, an LLM user) stalls every other session meanwhile; for local, fast tools"
+        ),
+    ] = False,
     user_base_url: Annotated[
         str | None,
         typer.Option(
@@ -79,7 +87,7 @@ def env_server(
 
     from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig
     from toolgym.errors import ToolgymError
-    from toolgym.http import InsecureBindError, check_bind
+    from toolgym.http import InsecureBindError, bind_socket, check_bind
     from toolgym.toolservers.commands import names_option
 
     console = Console(stderr=True)
@@ -97,6 +105,8 @@ def env_server(
             user_llm=user_llm,
         )
         from toolgym.envs.service.app import create_app  # openenv-core: an ImportError names the extra
+
+        bind_socket(host, port).close()  # a port in use: one line now, not uvicorn's log after start-up
     except (InsecureBindError, ImportError, ServiceError, ToolgymError, ValueError, OSError) as exc:
         console.print(f"[red]cannot start the env service:[/red] {escape(str(exc))}")
         _close(user_llm)
@@ -110,6 +120,7 @@ def env_server(
         max_sessions=max_sessions,
         idle_timeout_s=idle_timeout,
         max_body_bytes=max_body_bytes,
+        steps_on_loop=steps_on_loop,
     )
     shown = f"[{host}]" if ":" in host else host
     console.print(

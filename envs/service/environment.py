@@ -120,13 +120,27 @@ class _NamedAgent:
         raise NotImplementedError("the agent of a service session runs on the client")
 
 
-def wire_info(info: dict[str, Any]) -> dict[str, Any]:
-    """ToolEnv's info as JSON: `timing` (a dataclass) becomes numbers."""
-    out = dict(info)
+# what a slim info leaves out: the heavy parts, which the trace and the state message keep
+SLIM_DROPS = frozenset({"actions", "observations", "state_diff", "faults"})
+
+
+def wire_info(info: dict[str, Any], slim: bool = False) -> dict[str, Any]:
+    """ToolEnv's info as JSON: `timing` (a dataclass) becomes numbers; `slim` drops SLIM_DROPS."""
+    out = {k: v for k, v in info.items() if k not in SLIM_DROPS} if slim else dict(info)
     timing = out.pop("timing", None)
     if timing is not None:
         out["timing"] = {"latency_s": timing.latency_s, "tool_latency_s": timing.tool_latency_s}
     return out
+
+
+Answer = dict[str, Any]  # openenv's wire answer: {observation: {...}, reward, done}
+
+
+def observation_of(answer: Answer) -> ToolgymObservation:
+    """The answer as openenv's Observation object (its fields are built, not parsed: no checks)."""
+    return ToolgymObservation.model_construct(
+        **answer["observation"], reward=answer["reward"], done=answer["done"]
+    )
 
 
 class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymState]):
@@ -153,10 +167,20 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         self._last: dict[str, Any] = {}
         self._state = ToolgymState(session_id=self.session_id)
 
-    # ---- openenv's Environment -----------------------------------------------------------
+    # ---- openenv's Environment (the service's routes call the `*_answer` methods) ----------
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> ToolgymObservation:
+        return observation_of(self.reset_answer(seed, episode_id, **kwargs))
+
+    def step(
+        self, action: ToolgymAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> ToolgymObservation:
+        return observation_of(self.step_answer(action))
+
+    # ---- the wire answers (what the service's routes send, without an Observation object) ------
+    def reset_answer(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Answer:
+        """`reset`'s answer as openenv's wire dict (what `serialize_observation` makes of it)."""
         self._check_open()
         try:
             options = ResetOptions.model_validate(kwargs)
@@ -216,11 +240,10 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
             trace=trace,
             config=dict(config.as_dict()),
         )
-        return ToolgymObservation(text=obs, info=wire_info(info), session_id=self.session_id, reward=None)
+        return self._answer(obs, info, None, False, False)
 
-    def step(
-        self, action: ToolgymAction, timeout_s: float | None = None, **kwargs: Any
-    ) -> ToolgymObservation:
+    def step_answer(self, action: ToolgymAction) -> Answer:
+        """`step`'s answer as openenv's wire dict."""
         self._check_open()
         env = self._env
         if env is None or env.task is None:
@@ -230,15 +253,20 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         raw = action.payload()
         obs, reward, terminated, truncated, info = env.step(raw)
         self._record(raw, reward, terminated, truncated, info)
-        return ToolgymObservation(
-            text=obs,
-            info=wire_info(info),
-            terminated=terminated,
-            truncated=truncated,
-            done=terminated or truncated,
-            reward=float(reward),
-            session_id=self.session_id,
-        )
+        return self._answer(obs, info, float(reward), terminated, truncated)
+
+    def _answer(
+        self, text: str, info: dict[str, Any], reward: float | None, terminated: bool, truncated: bool
+    ) -> Answer:
+        assert self._config is not None
+        observation = {
+            "text": text,
+            "info": wire_info(info, slim=self._config.info == "slim"),
+            "terminated": terminated,
+            "truncated": truncated,
+            "session_id": self.session_id,
+        }
+        return {"observation": observation, "reward": reward, "done": terminated or truncated}
 
     @property
     def state(self) -> ToolgymState:

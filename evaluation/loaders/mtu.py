@@ -5,8 +5,12 @@ list, the dialog history, the user's last turn) and `answer` the expected calls 
 `{tool: {param: value}}` (`{}` or `{"": {}}`: no call). A row becomes a one-turn task:
 
 - `query` is the prompt exactly as the benchmark gives it, so the model sees what MTU showed;
-- `tools` are the APIs of the prompt's list, offered as SchemaTools that accept the call and do
-  not run it (MTU scores the next turn only, as GTA's step mode does with dummy tools);
+- `tools` are the APIs of the prompt's list; `apps` are where they run end to end: the mock apps
+  that implement them and, for the APIs no mock app implements, the simulated MTU library
+  ("simulated:mtu", toolgym.mocks.simulated), so `toolgym run --tasks S-S_eval.jsonl` runs the
+  dialog against real state. Teacher-forced (`run_mtu_episodes`), they are offered as SchemaTools
+  that accept the call and do not run it (MTU scores the next turn only, as GTA's step mode does
+  with dummy tools);
 - `golden` is the expected next turn (its calls, or a NoCall);
 - `metadata["mtu"]` keeps the row (`id`, `answer` verbatim, `split`, `row` index, `dialog`,
   `turn`) and the parsed dialog history (`history`), so the row can be written back unchanged.
@@ -24,6 +28,7 @@ import ast
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +51,7 @@ from toolgym.evaluation.metrics.mtu import (
     split_prompt,
     unique_keys,
 )
+from toolgym.mocks.simulated.docs import list_parameters_schema
 from toolgym.protocols.base import RawOutput
 from toolgym.tasks import GoldenStep, Task, TaskSet
 from toolgym.tools import SchemaTool, ToolContext, ToolSet
@@ -119,34 +125,32 @@ _TYPES = {
 }
 
 
-def _param_entries(spec: Any) -> list[tuple[str, dict[str, Any]]]:
-    """(name, json schema) from MTU's parameter forms: ["a", "b"], [{"name", "type", ...}] or
-    {"name": default}."""
-    out: list[tuple[str, dict[str, Any]]] = []
-    if isinstance(spec, Mapping):
-        for name, default in spec.items():
-            out.append((str(name), {"default": default}))
-    elif isinstance(spec, list):
-        for entry in spec:
-            if isinstance(entry, str):
-                out.append((entry, {}))
-            elif isinstance(entry, Mapping) and "name" in entry:
-                schema: dict[str, Any] = {}
-                if isinstance(entry.get("description"), str):
-                    schema["description"] = entry["description"]
-                if "default" in entry:
-                    schema["default"] = entry["default"]
-                out.append((str(entry["name"]), schema))
-    return out
-
-
 def api_parameters_schema(api: Mapping[str, Any]) -> dict[str, Any]:
     """A JSON Schema of an MTU API's parameters. Types are left out on purpose: MTU's documented
     types are loose ("integer" parameters get "5"), and its scorer compares text."""
-    required = _param_entries(api.get("required_parameters", []))
-    optional = _param_entries(api.get("optional_parameters", []))
-    properties = {name: schema for name, schema in [*required, *optional]}
-    return {"type": "object", "properties": properties, "required": [n for n, _ in required]}
+    return list_parameters_schema(api, typed=False)
+
+
+@cache
+def api_homes() -> dict[str, str]:
+    """Where each MTU API name runs end to end: its mock app, or the simulated MTU library
+    ("simulated:mtu", fixtures/mtu: the APIs no mock app implements, with their own schemas)."""
+    from toolgym.mocks.app import app_apis
+    from toolgym.mocks.apps.mtu import MTU_APPS
+    from toolgym.mocks.simulated.app import get_simulated_app
+
+    homes = {d.name: "simulated:mtu" for d in get_simulated_app("simulated:mtu").docs}
+    homes.update({api.name: cls.name for cls in MTU_APPS for api in app_apis(cls)})
+    return homes
+
+
+def apps_for(names: Iterable[str]) -> list[str] | None:
+    """The apps a row's APIs need to run end to end (None when one of them has no home)."""
+    homes = api_homes()
+    wanted = list(names)
+    if not wanted or any(n not in homes for n in wanted):
+        return None
+    return sorted({homes[n] for n in wanted})
 
 
 def _not_run(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, str]:
@@ -230,6 +234,7 @@ def row_to_task(
         id=key or item_id,
         query=question,
         tools=names,
+        apps=apps_for(names),
         golden=golden_of(answer),
         category=split,
         max_steps=1,
@@ -387,6 +392,8 @@ def run_mtu_episodes(
     agent = RecordedAgent(outputs, name=agent_name)
     paths = []
     for task in tasks:
+        # teacher-forced: the prompt's APIs as documented, not run (the task's apps run it end to end)
+        task = task.model_copy(update={"apps": None})
         env = ToolEnv(toolset_for(parse_api_list(task.query)), [task], protocol=protocol, max_steps=1)
         try:
             config = outputs.trace_config(task.id) if isinstance(outputs, RecordedResponses) else None

@@ -27,6 +27,7 @@ from toolgym.evaluation.metrics.teval import (
     FINISH,
     INSTRUCT_FORMATS,
     Item,
+    SimilarityCheck,
     TEvalSuite,
     aggregate,
     format_load,
@@ -244,8 +245,11 @@ def score_teval_files(
                 )
         except EvaluationError as exc:
             raise _in_file(path, exc) from None
-    scores, per_task = (suite or TEvalSuite()).score_items(items, mode)
+    scorer = suite or TEvalSuite()
+    similarity = SimilarityCheck()
+    scores, per_task = scorer.score_items(items, mode, similarity)
     result = aggregate(scores, mode)
+    result.notes.extend(scorer.similarity_notes(similarity))
     result.per_task = per_task
     result.counts = {"items": len(items)}
     return result

@@ -6,7 +6,10 @@ FT). Each tool library has a `config_gpt4.json`: OpenAI function records, ending
 `ask_to_user` and `finish` pseudo-tools. A query becomes a task with `id` "tooleyes-<n>", the
 scenario as `category`, and `metadata["tooleyes"]` holding its index, path and scenario, plus the
 tool records when a config for its path is given (the ToolEyes suite checks hallucinations
-against them). `ask_to_user` and `finish` are protocol actions in toolgym (Ask User / Final
+against them); such a task names its library's simulated tools as its app
+("simulated:tooleyes/<Category>/<Tool>", toolgym.mocks.simulated), so it runs end to end offline.
+The bundled task set (`toolgym run --tasks tooleyes`) is fixtures/tooleyes/tasks.jsonl, written by
+scripts/build_tooleyes_tasks.py. `ask_to_user` and `finish` are protocol actions in toolgym (Ask User / Final
 Answer), so `tooleyes_toolset` leaves them out of the tools.
 """
 
@@ -59,12 +62,18 @@ def row_to_task(
         raise EvaluationError(f"ToolEyes row {index}: needs string 'query', 'path' and 'scenario'")
     meta: dict[str, Any] = {"index": index, "path": path, "scenario": scenario}
     tools = configs.get(config_key(path))
-    names = None
+    names = apps = None
     if tools is not None:
         meta["tools"] = [dict(t) for t in tools]
-        names = [str(t["name"]) for t in tools if t["name"] not in PSEUDO_TOOLS]
+        names = list(dict.fromkeys(str(t["name"]) for t in tools if t["name"] not in PSEUDO_TOOLS))
+        apps = [f"simulated:tooleyes/{config_key(path)}"]
     return Task(
-        id=f"{ID_PREFIX}{index:03d}", query=query, tools=names, category=scenario, metadata={"tooleyes": meta}
+        id=f"{ID_PREFIX}{index:03d}",
+        query=query,
+        tools=names,
+        apps=apps,
+        category=scenario,
+        metadata={"tooleyes": meta},
     )
 
 
@@ -102,7 +111,9 @@ def tooleyes_toolset(
     records: Sequence[Mapping[str, Any]], fns: Mapping[str, ToolFn] | None = None
 ) -> ToolSet:
     """SchemaTools from a ToolEyes config; a tool without an implementation in `fns` answers
-    that it did not run (enough to score format and tool selection)."""
+    that it did not run (enough to score format and tool selection). Tasks from
+    `load_tooleyes_queries` with a config need none of it: their world serves the library's
+    tools, simulated."""
     tools = ToolSet()
     for record in records:
         name = str(record["name"])

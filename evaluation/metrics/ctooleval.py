@@ -9,6 +9,11 @@ operation, no_tool) or, failing that, from the task: expected final state -> ope
 tool call -> no_tool, an answer whitelist -> fixed. A real-time task names the observation fields
 its answer must report (`metadata["ctooleval"]["answer_fields"]`); their values are taken from the
 episode's own recorded observations, since a live API's values change between runs.
+
+Open-ended tasks (`type: open_ended`) have no single right answer: as in the paper, an LLM judge
+rates the answer against a reference (`metadata["ctooleval"]["reference"]`, else the golden final
+answer) on a 1-10 scale (OpenEndedScore, 0-100). The judge is `CToolEvalSuite(judge=...)` or the
+environment's (toolgym.evaluation.metrics.judge); without one these tasks are counted, not scored.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from toolgym.actions import ToolCall
+from toolgym.actions import FinalAnswer, ToolCall
 from toolgym.evaluation.base import (
     EvaluationError,
     Mode,
@@ -30,10 +35,11 @@ from toolgym.evaluation.base import (
     observation_error,
 )
 from toolgym.evaluation.metrics.gta import alias_found, fixed_iscorrect
+from toolgym.evaluation.metrics.judge import Judge, judge_from_env
 from toolgym.tasks import Task, TaskSet
 from toolgym.trace import Trace
 
-KINDS = ("fixed", "real_time", "operation", "no_tool")
+KINDS = ("fixed", "real_time", "operation", "no_tool", "open_ended")
 
 
 def task_kind(task: Task) -> str | None:
@@ -144,13 +150,48 @@ def state_reached(trace: Trace, task: Task) -> bool:
         world.close()
 
 
+def reference_answer(task: Task) -> str | None:
+    meta = task.metadata.get("ctooleval")
+    if isinstance(meta, dict) and isinstance(meta.get("reference"), str):
+        return str(meta["reference"])
+    return next((g.action.text for g in reversed(task.golden) if isinstance(g.action, FinalAnswer)), None)
+
+
+def open_ended_question(query: str, reference: str, answer: str) -> list[dict[str, str]]:
+    """Our wording of CToolEval's open-ended grading: the answer rated against a reference."""
+    system = (
+        "You grade an assistant's answer to a user's request that has no single correct answer. "
+        "A reference answer shows what a good answer covers. Rate the assistant's answer from 1 to "
+        "10: 10 when it serves the request as well as the reference (other wording and other valid "
+        "content are fine), lower for each missing, wrong or irrelevant part, 1 when it does not "
+        "address the request. Answers may be in Chinese or English.\n"
+        "Answer in this format:\nScoring Reason: <why>\nEvaluation Score: <an integer from 1 to 10>"
+    )
+    user = f'Request:\n"""\n{query}\n"""\n\nReference answer:\n"""\n{reference}\n"""\n\nAnswer:\n"""\n{answer}\n"""'
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
 class CToolEvalSuite:
     name = "ctooleval"
+
+    def __init__(self, judge: Judge | None = None) -> None:
+        self.judge = judge
 
     def score(self, traces: Sequence[Trace], tasks: TaskSet | None, mode: Mode) -> SuiteResult:
         mode = check_mode(mode)
         if tasks is None:
             raise EvaluationError("the ctooleval suite needs the task set the traces were run on")
+        needs_judge = any(
+            t.header.task_id in tasks and task_kind(tasks[t.header.task_id]) == "open_ended" for t in traces
+        )
+        owned = judge_from_env() if self.judge is None and needs_judge else None
+        try:
+            return self._score(traces, tasks, mode, self.judge or owned)
+        finally:
+            if owned is not None:
+                owned.close()
+
+    def _score(self, traces: Sequence[Trace], tasks: TaskSet, mode: Mode, judge: Judge | None) -> SuiteResult:
         per_task: dict[str, dict[str, float]] = {}
         values: dict[str, list[float]] = {}
         counts: Counter[str] = Counter()
@@ -200,6 +241,16 @@ class CToolEvalSuite:
                     got["real_time"] = float(ok)
             elif kind == "no_tool":
                 got["no_tool"] = float(not calls)
+            elif kind == "open_ended":
+                reference = reference_answer(task)
+                if judge is None or reference is None:
+                    counts["open_ended_unscored"] += 1
+                else:
+                    verdict = judge.ask(open_ended_question(task.query, reference, answer))
+                    if verdict.score is not None:
+                        got["open_ended"] = verdict.score / 10
+                    elif mode == "compat":
+                        got["open_ended"] = 0.0  # a reply without a score counts 0, as ToolEyes'
             counts[f"kind/{kind or 'unknown'}"] += 1
             per_task[task.id] = got
             for key, value in got.items():
@@ -214,6 +265,7 @@ class CToolEvalSuite:
             "operation": "OpSuccess",
             "real_time": "RealTimeAcc",
             "no_tool": "NoToolAcc",
+            "open_ended": "OpenEndedScore",
         }
         metrics = {names[k]: 100 * mean(v) for k, v in values.items()}
         # each episode's own outcome (its answer, operation or no-tool check), averaged
@@ -222,6 +274,13 @@ class CToolEvalSuite:
         ]
         if outcomes:
             metrics["TaskSuccess"] = 100 * mean(outcomes)
+        if counts["open_ended_unscored"]:
+            notes.append(
+                f"{counts['open_ended_unscored']} open-ended tasks not scored: they need a judge "
+                "(CToolEvalSuite(judge=...) or TOOLGYM_JUDGE_BASE_URL and TOOLGYM_JUDGE_MODEL) and a reference"
+            )
+        elif judge is not None and "open_ended" in values:
+            notes.append(f"open-ended answers judged by {judge.name} against references; our prompt")
         if mode == "compat":
             notes.append(
                 "compat follows the CToolEval paper's metric definitions; its scorer code is not public"

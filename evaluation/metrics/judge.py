@@ -13,6 +13,10 @@ client (toolgym.evaluation.llm) later.
 Scores are read ToolEyes' way: the first "Evaluation Score:" line, and on it "10" or the first
 digit. From the environment: TOOLGYM_JUDGE_BASE_URL, TOOLGYM_JUDGE_MODEL, TOOLGYM_JUDGE_API_KEY,
 TOOLGYM_JUDGE_CACHE (see `judge_from_env`).
+
+`RecordedJudge` sends every question through a cassette (toolgym.recorder.cassette, tool
+`judge`): recorded once, a judged score replays from the cassette with no LLM at all
+(TOOLGYM_JUDGE_CASSETTE and TOOLGYM_JUDGE_CASSETTE_MODE: record, replay, record_missing).
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ import httpx
 from pydantic import BaseModel
 
 from toolgym.canonical import canonical_hash, canonical_json
+from toolgym.errors import InfraError
 from toolgym.evaluation.base import EvaluationError
+from toolgym.recorder.cassette import JUDGE_TOOL, JUDGE_VERSION, Cassette, CassetteError, CassetteMode
 
 _SCORE_LINE = re.compile(r"Evaluation Score:[^\n]*")
 _SCORE = re.compile(r"(10|\d)")
@@ -155,16 +161,77 @@ class OpenAIJudge:
             self.cache.close()
 
 
-def judge_from_env() -> OpenAIJudge | None:
+class RecordedJudge:
+    """An OpenAIJudge whose questions go through a cassette: `record` asks and stores, `replay`
+    answers from the cassette only (a question it lacks is a JudgeError), `record_missing` asks
+    only what is not there. The key is the judge's whole request, so another model, prompt or
+    sampling setting is another question."""
+
+    def __init__(self, judge: OpenAIJudge, cassette: Cassette) -> None:
+        self.inner = judge
+        self.cassette = cassette
+        self.name = judge.name
+
+    @property
+    def requests(self) -> int:
+        return self.inner.requests  # questions that reached the LLM
+
+    @property
+    def cache_hits(self) -> int:
+        return self.inner.cache_hits + self.cassette.stats.hits
+
+    def ask(self, messages: Sequence[Mapping[str, Any]]) -> Verdict:
+        body = self.inner.request_body(messages)
+        asked: list[Verdict] = []
+
+        def live() -> str:
+            asked.append(self.inner.ask(messages))
+            return asked[0].reason
+
+        try:
+            text = self.cassette.chat_call(
+                live, tool=JUDGE_TOOL, version=JUDGE_VERSION, request=body, seed=None
+            )
+        except InfraError as exc:
+            raise JudgeError(f"judge {self.name}: {exc.message}") from None
+        return Verdict(key=canonical_hash(body), score=parse_score(text), reason=text, cached=not asked)
+
+    def close(self) -> None:
+        self.inner.close()
+        self.cassette.close()
+
+
+def judge_from_env() -> OpenAIJudge | RecordedJudge | None:
     """The judge the environment configures (TOOLGYM_JUDGE_BASE_URL and TOOLGYM_JUDGE_MODEL,
-    optional TOOLGYM_JUDGE_API_KEY and TOOLGYM_JUDGE_CACHE), or None."""
+    optional TOOLGYM_JUDGE_API_KEY and TOOLGYM_JUDGE_CACHE; TOOLGYM_JUDGE_CASSETTE records or
+    replays its questions, in TOOLGYM_JUDGE_CASSETTE_MODE, default record_missing), or None."""
     base_url = os.environ.get("TOOLGYM_JUDGE_BASE_URL")
     model = os.environ.get("TOOLGYM_JUDGE_MODEL")
     if not base_url or not model:
         return None
-    return OpenAIJudge(
+    judge = OpenAIJudge(
         base_url,
         model,
         api_key=os.environ.get("TOOLGYM_JUDGE_API_KEY"),
         cache_path=os.environ.get("TOOLGYM_JUDGE_CACHE", "runs/judge_cache.sqlite"),
     )
+    cassette_path = os.environ.get("TOOLGYM_JUDGE_CASSETTE")
+    if not cassette_path:
+        return judge
+    mode = os.environ.get("TOOLGYM_JUDGE_CASSETTE_MODE", "record_missing")
+    try:
+        cassette = Cassette(cassette_path, _cassette_mode(mode))
+    except CassetteError as exc:
+        judge.close()
+        raise JudgeError(f"TOOLGYM_JUDGE_CASSETTE: {exc}") from None
+    return RecordedJudge(judge, cassette)
+
+
+def _cassette_mode(mode: str) -> CassetteMode:
+    if mode == "record":
+        return "record"
+    if mode == "replay":
+        return "replay"
+    if mode == "record_missing":
+        return "record_missing"
+    raise JudgeError(f"TOOLGYM_JUDGE_CASSETTE_MODE {mode!r}: expected record, replay or record_missing")

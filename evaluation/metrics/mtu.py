@@ -728,6 +728,9 @@ class Item:
     format_error: bool = False
     missing: bool = False  # no response was paired with this row
     compat_pred: dict[str, dict[str, Any]] | None = None  # compat: calls of a whole episode
+    # fixed mode: the gold calls as a list (a whole episode's chain may call one tool twice,
+    # which `answer`, a dict keyed by tool name as MTU writes it, cannot hold)
+    gold: list[Call] | None = None
 
 
 def split_of(item_id: str) -> str:
@@ -826,7 +829,7 @@ def _multi_flags(item: Item, mode: Mode) -> tuple[float, float]:
     if item.format_error or item.missing:
         return 0.0, 0.0
     calls = item.calls if item.calls is not None else parse_fixed(item.response)[0]
-    return fixed_multi_scores(gold_calls(item.answer), calls)
+    return fixed_multi_scores(item.gold if item.gold is not None else gold_calls(item.answer), calls)
 
 
 def _sats(flags: Sequence[float]) -> float:
@@ -1034,8 +1037,10 @@ def _trace_calls(trace: Trace) -> tuple[list[Call], bool]:
 
 
 def _episode_item(trace: Trace, task: Task) -> Item:
-    """A whole episode as one multi-call item: all its calls against the golden chain's calls."""
-    gold = [g.action for g in task.golden if isinstance(g.action, ToolCall)]
+    """A whole episode as one multi-call item: all its calls against the golden chain's calls.
+    Fixed mode compares the two call lists, repeats included; compat keeps MTU's dict keyed by
+    tool name (a repeated tool keeps its first arguments), as MTU's scorer reads an answer."""
+    gold = actions_to_calls(g.action for g in task.golden)
     answer: dict[str, Any] = {}
     for call in gold:
         answer.setdefault(call.name, dict(call.arguments))
@@ -1055,6 +1060,7 @@ def _episode_item(trace: Trace, task: Task) -> Item:
         key=task.id,
         calls=calls,
         compat_pred=compat_pred,
+        gold=gold,
     )
 
 

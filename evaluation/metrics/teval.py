@@ -11,13 +11,16 @@ Two kinds of traces are scored:
 
 `compat` keeps T-Eval's behaviour, quirks included; `fixed` corrects them (docs/evaluation.md).
 Similarity (plan, reason) uses the configured sentence embedder (all-MiniLM-L6-v2 by default;
-T-Eval uses all-mpnet-base-v2 for English and gte-large-zh for Chinese).
+T-Eval uses all-mpnet-base-v2 for English and gte-large-zh for Chinese). Those two dimensions
+(EMBEDDING_DIMENSIONS) need the `ml` extra; without it the suite scores the other four and a note
+names the two it left out and what installs them.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import json
 import re
 import string
@@ -49,7 +52,9 @@ from toolgym.tasks import Task, TaskSet
 from toolgym.trace import Trace
 
 DIMENSIONS = ("instruct", "plan", "reason", "retrieve", "understand", "review")
-NAME_WEIGHT, ARGS_WEIGHT, MATCH_THRESHOLD = 0.75, 0.25, 0.8  # T-Eval's PlanningEvaluator defaults
+# T-Eval's PlanningEvaluator defaults; the paper writes 0.7 for the match threshold, the code 0.8
+NAME_WEIGHT, ARGS_WEIGHT, MATCH_THRESHOLD = 0.75, 0.25, 0.8
+EMBEDDING_DIMENSIONS = ("plan", "reason")  # scored by sentence similarity: they need the ml extra
 FINISH = "FinishAction"
 # instruct items name their response format "json" or "string" (the label T-Eval's evaluator reads;
 # its metric keys are string_format_metric ...); "str" is accepted too. Our metric names say "str".
@@ -326,14 +331,18 @@ def _max_weight_matching(weights: Any, threshold: float) -> dict[int, int]:
 
 
 def plan_scores(
-    pred: Sequence[Mapping[str, Any]], gold: Sequence[Mapping[str, Any]], embedder: Embedder, mode: Mode
+    pred: Sequence[Mapping[str, Any]],
+    gold: Sequence[Mapping[str, Any]],
+    embedder: Embedder,
+    mode: Mode,
+    threshold: float = MATCH_THRESHOLD,
 ) -> dict[str, float]:
     """T-Eval's bertscore_match: name/args similarity (0.75/0.25), max-weight matching of the
-    pairs above 0.8, then the longest increasing run of matched gold positions in predicted
+    pairs above `threshold` (0.8 in T-Eval's code, 0.7 in its paper), then the longest increasing run of matched gold positions in predicted
     order. compat starts every predicted step at length 1, so a plan with no match at all still
     counts one correct step; fixed counts matched steps only."""
     zero = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
-    if not pred or not gold:
+    if mode == "compat" and (not pred or not gold):
         return zero
     p = sorted(pred, key=lambda x: int(x.get("id", 0)))
     g = sorted(gold, key=lambda x: int(x.get("id", 0)))
@@ -343,7 +352,8 @@ def plan_scores(
         g = g[:-1]
     if not p or not g:
         if mode == "fixed" and not p and not g:
-            return {"precision": 1.0, "recall": 1.0, "f1": 1.0}  # both plans: finish right away
+            # both plans call no tool (a str plan with no line, or only FinishAction)
+            return {"precision": 1.0, "recall": 1.0, "f1": 1.0}
         return zero  # T-Eval crashes here (max() of an empty list)
     names, args = cosine_blocks(
         embedder,
@@ -353,7 +363,7 @@ def plan_scores(
         ],
     )
     weights = names * NAME_WEIGHT + args * ARGS_WEIGHT
-    mapping = _max_weight_matching(weights, MATCH_THRESHOLD)
+    mapping = _max_weight_matching(weights, threshold)
     matched = [mapping.get(i, -1) for i in range(len(p))]
     start = 1 if mode == "compat" else 0
     dp = [start if (mode == "compat" or matched[i] != -1) else 0 for i in range(len(p))]
@@ -461,12 +471,58 @@ class _Scores:
         self.values.setdefault(metric, []).append(value)
 
 
+@dataclass
+class SimilarityCheck:
+    """Whether this scoring pass can embed: checked once, on the first item that needs it."""
+
+    unavailable: str | None = None  # why not (the install hint), once checked
+    checked: bool = False
+    skipped: set[str] = field(default_factory=set)  # dimensions left unscored for it
+
+
 class TEvalSuite(EmbedderUser):
+    """`plan_threshold`: the similarity a predicted and a gold plan step need to match (T-Eval's
+    code: 0.8, its paper: 0.7)."""
+
     name = "teval"
 
+    def __init__(self, embedder: Embedder | None = None, *, plan_threshold: float = MATCH_THRESHOLD) -> None:
+        super().__init__(embedder)
+        self.plan_threshold = plan_threshold
+
+    def _can_embed(self, similarity: SimilarityCheck, dimension: str) -> bool:
+        """Whether `dimension` (plan or reason) can be scored here; records it as skipped if not."""
+        if not similarity.checked:
+            similarity.checked = True
+            try:
+                _ = self.embedder
+                if importlib.util.find_spec("networkx") is None:
+                    raise ModelUnavailableError(f"plan matching needs networkx: {INSTALL_HINT}")
+            except ModelUnavailableError as exc:
+                similarity.unavailable = str(exc)
+        if similarity.unavailable is not None:
+            similarity.skipped.add(dimension)
+            return False
+        return True
+
+    @staticmethod
+    def similarity_notes(similarity: SimilarityCheck) -> list[str]:
+        if not similarity.skipped:
+            return []
+        left_out = ", ".join(d for d in EMBEDDING_DIMENSIONS if d in similarity.skipped)
+        return [
+            f"{left_out} not scored: {', '.join(EMBEDDING_DIMENSIONS)} need sentence embeddings "
+            f"({similarity.unavailable})"
+        ]
+
     # ---- T-Eval items ----
-    def score_items(self, items: Sequence[Item], mode: Mode) -> tuple[_Scores, dict[str, dict[str, float]]]:
+    def score_items(
+        self, items: Sequence[Item], mode: Mode, similarity: SimilarityCheck | None = None
+    ) -> tuple[_Scores, dict[str, dict[str, float]]]:
+        """Scores and per-item figures; plan and reason items are left out when nothing can embed
+        (`similarity` then lists them: see `similarity_notes`)."""
         mode = check_mode(mode)
+        similarity = similarity if similarity is not None else SimilarityCheck()
         scores = _Scores()
         per_task: dict[str, dict[str, float]] = {}
         thoughts: list[tuple[str, str, str]] = []  # (key, prediction thought, gold thought)
@@ -483,7 +539,10 @@ class TEvalSuite(EmbedderUser):
                     pred = _str_plan(item.prediction, api_names)
                 else:
                     pred = _plan_list(item.prediction)
-                result = plan_scores(pred, gold, self.embedder, mode)
+                if not self._can_embed(similarity, "plan"):
+                    per_task[item.key] = {}
+                    continue
+                result = plan_scores(pred, gold, self.embedder, mode, self.plan_threshold)
                 got = {"plan": result["f1"], "plan_parsed": float(bool(pred and gold))}
                 scores.add(f"plan/{item.prompt_type}", result["f1"])
             elif item.dimension == "review":
@@ -515,7 +574,7 @@ class TEvalSuite(EmbedderUser):
                         ]: item.prediction
                     }
                     wanted = (item.dimension,)
-                if "reason" in wanted:
+                if "reason" in wanted and self._can_embed(similarity, "reason"):
                     if "thought" in pred_fields and "thought" in gold_fields:
                         thoughts.append((item.key, str(pred_fields["thought"]), str(gold_fields["thought"])))
                     else:
@@ -558,7 +617,13 @@ class TEvalSuite(EmbedderUser):
 
     # ---- generic traces (golden chains) ----
     def _generic(
-        self, trace: Trace, task: Task, mode: Mode, scores: _Scores, per_task: dict[str, dict[str, float]]
+        self,
+        trace: Trace,
+        task: Task,
+        mode: Mode,
+        scores: _Scores,
+        per_task: dict[str, dict[str, float]],
+        similarity: SimilarityCheck,
     ) -> None:
         from toolgym.canonical import canonical_json
 
@@ -602,7 +667,7 @@ class TEvalSuite(EmbedderUser):
             if retrieve:
                 got["retrieve"] = mean(retrieve)
                 got["understand"] = mean(understand)
-            if pairs:
+            if pairs and self._can_embed(similarity, "reason"):
                 got["reason"] = mean(
                     pair_similarities(self.embedder, [p[0] for p in pairs], [p[1] for p in pairs])
                 )
@@ -618,7 +683,10 @@ class TEvalSuite(EmbedderUser):
             ]
             gold_plan.append({"id": len(gold_plan), "name": FINISH, "args": "{}"})
             pred_plan.append({"id": len(pred_plan), "name": FINISH, "args": "{}"})
-            got["plan"] = plan_scores(pred_plan, gold_plan, self.embedder, mode)["f1"]
+            if self._can_embed(similarity, "plan"):
+                got["plan"] = plan_scores(pred_plan, gold_plan, self.embedder, mode, self.plan_threshold)[
+                    "f1"
+                ]
         for k, v in got.items():
             scores.add(f"{k}/trace", v)
         per_task.setdefault(task.id, {}).update(got)
@@ -646,10 +714,12 @@ class TEvalSuite(EmbedderUser):
                 skipped += 1
         if not items and not generic:
             raise EvaluationError(f"none of the {len(traces)} traces belongs to a task with a golden chain")
-        scores, per_task = self.score_items(items, mode)
+        similarity = SimilarityCheck()
+        scores, per_task = self.score_items(items, mode, similarity)
         for trace, task in generic:
-            self._generic(trace, task, mode, scores, per_task)
+            self._generic(trace, task, mode, scores, per_task, similarity)
         result = aggregate(scores, mode, self.name)
+        result.notes.extend(self.similarity_notes(similarity))
         result.per_task = per_task
         result.counts = {"items": len(items), "traces": len(generic)}
         if skipped:

@@ -35,6 +35,8 @@ from toolgym.tasks import Task, TaskSet
 from toolgym.trace import Trace
 
 FAILED_ANSWER = "I cannot handle the task."
+# ToolEyes' five capability dimensions and their mean, as metric names (per scenario too)
+DIMENSIONS = ("IF", "TS", "IU", "BP", "AO", "overall")
 _THOUGHT = re.compile(r"Thought:.*?Action:", re.DOTALL)
 _ACTION = re.compile(r"Action:.*?Action Input:", re.DOTALL)
 _ACTION_INPUT = re.compile(r"Action Input:.*", re.DOTALL)
@@ -126,6 +128,8 @@ class Episode:
     thoughts: list[str]
     tool_turns: list[dict[str, Any]] = field(default_factory=list)  # fixed: per step facts
     answer: str = ""
+    # the agent gave its final answer before the turn limit (ToolEyes' p_AO: 9 turns in the paper)
+    answered_in_time: bool = False
 
 
 def episode_of(trace: Trace, task: Task) -> Episode:
@@ -164,6 +168,7 @@ def episode_of(trace: Trace, task: Task) -> Episode:
         thoughts=thoughts,
         tool_turns=turns,
         answer=final_answer(trace) or "",
+        answered_in_time=ended_by_answer and (trace.end is None or trace.end.status == "terminated"),
     )
 
 
@@ -378,7 +383,9 @@ class ToolEyesSuite:
         if quality is not None and validity is not None:
             out["BP"] = quality * validity
         if relevance is not None:
-            out["AO"] = relevance
+            # the paper's S_AO = r_AO x p_AO, p_AO: answered within the turn limit; ToolEyes' code
+            # keeps p_AO at 1 (`Ans_pass`), which compat follows
+            out["AO"] = relevance if mode == "compat" else relevance * float(ep.answered_in_time)
         return out
 
     def score(self, traces: Sequence[Trace], tasks: TaskSet | None, mode: Mode) -> SuiteResult:
@@ -395,7 +402,7 @@ class ToolEyesSuite:
     def _score(self, traces: Sequence[Trace], tasks: TaskSet, mode: Mode, judge: Judge | None) -> SuiteResult:
         per_task: dict[str, dict[str, float]] = {}
         values: dict[str, list[float]] = {}
-        by_scenario: dict[str, list[float]] = {}
+        by_scenario: dict[str, dict[str, list[float]]] = {}
         skipped = infra = 0
         for trace in traces:
             if trace.header.task_id not in tasks or not trace.steps:
@@ -423,12 +430,19 @@ class ToolEyesSuite:
                 if key in got:
                     values.setdefault(key, []).append(got[key])
             scenario = task.category or str(task.metadata.get("tooleyes", {}).get("scenario", ""))
-            if scenario and "overall" in got:
-                by_scenario.setdefault(scenario, []).append(got["overall"])
+            if scenario:
+                dims = by_scenario.setdefault(scenario, {})
+                for key in DIMENSIONS:
+                    if key in got:
+                        dims.setdefault(key, []).append(got[key])
         if not per_task:
             raise EvaluationError(f"none of the {len(traces)} traces could be scored (no task, or no steps)")
         metrics = {k: 100 * mean(v) for k, v in values.items()}
-        metrics.update({f"{s}/overall": 100 * mean(v) for s, v in sorted(by_scenario.items())})
+        # per scenario (TG, RS, ...): each of the five dimensions and the overall score
+        for scenario in sorted(by_scenario):
+            for key in DIMENSIONS:
+                if key in by_scenario[scenario]:
+                    metrics[f"{scenario}/{key}"] = 100 * mean(by_scenario[scenario][key])
         result = SuiteResult(suite=self.name, mode=mode, metrics=metrics, per_task=per_task)
         result.counts = {"episodes": len(per_task)}
         if skipped:

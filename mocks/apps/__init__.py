@@ -29,6 +29,12 @@ ALL_APPS: dict[str, type[App]] = _registry([BankingApp, ShoppingApp, *CTOOL_APPS
 
 
 def get_app(name: str) -> type[App]:
+    """A mock app by name; "simulated:<library>" names a library of simulated tools
+    (toolgym.mocks.simulated: registered in this process, or bundled)."""
+    if name.startswith("simulated:"):
+        from toolgym.mocks.simulated.app import get_simulated_app
+
+        return get_simulated_app(name)
     try:
         return ALL_APPS[name]
     except KeyError:

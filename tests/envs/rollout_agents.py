@@ -5,9 +5,10 @@ the episodes it does finish are the oracle's."""
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from toolgym.actions import Action
 from toolgym.envs.agents import OracleAgent
@@ -31,8 +32,8 @@ class Bug(Exception):
 
 class HostileOracle(OracleAgent):
     """The oracle, until it reaches step `at` of a target task; then it does `what`:
-    `exit` kills the worker process (the first time only, when `marker_dir` is given: a file there
-    remembers it), `abort` raises Abort, `bug` raises Bug."""
+    `exit` ends the worker process (`kill`: by SIGKILL; the first time only, when `marker_dir` is
+    given: a file there remembers it), `abort` raises Abort, `bug` raises Bug."""
 
     def __init__(
         self, protocol: ActionProtocol, targets: Sequence[str], what: str, at: int, marker_dir: str | None
@@ -53,12 +54,17 @@ class HostileOracle(OracleAgent):
             if self.what == "bug":
                 raise Bug(f"bug in {self.task.id}")
             if self.marker_dir is None:
-                os._exit(3)
+                self._die()
             marker = Path(self.marker_dir) / self.task.id
             if not marker.exists():
                 marker.touch()
-                os._exit(3)  # mid-episode: the env has stepped, the trace is half written
+                self._die()  # mid-episode: the env has stepped, the trace is half written
         return super().act(observation, info)
+
+    def _die(self) -> NoReturn:
+        if self.what == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        os._exit(3)
 
 
 def hostile(
@@ -75,3 +81,8 @@ def pid_oracle(pid_file: str) -> AgentFactory:
     with open(pid_file, "a", encoding="utf-8") as fh:
         fh.write(f"{os.getpid()}\n")
     return lambda env, trial: OracleAgent(env.protocol)
+
+
+def kill_self(targets: Sequence[str], marker_dir: str | None = None) -> AgentFactory:
+    """`hostile`, with the worker process killed by SIGKILL (as the OOM killer does) mid-episode."""
+    return hostile(targets, "kill", 1, marker_dir)

@@ -188,7 +188,7 @@ def test_files_are_session_resources(tmp_path: Path) -> None:
 def test_setup_errors_are_typed() -> None:
     with pytest.raises(McpSetupError, match="no mock app"):
         make_config(apps=["no_such_app"])
-    with pytest.raises(McpSetupError, match="no task set"):
+    with pytest.raises(McpSetupError, match="no such task set"):
         make_config(tasks="no_such_set")
     with pytest.raises(McpSetupError, match="no task 'nope'"):
         make_config(tasks="mtu", task="nope")

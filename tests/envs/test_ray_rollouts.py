@@ -152,6 +152,42 @@ def test_a_gpu_tool_server_actor_serves_the_cpu_rollout_actors(tmp_path: Path) -
     assert executor.server is None  # the server actor is gone with the run
 
 
+def test_toolgym_run_places_the_gpu_tool_server_actor(tmp_path: Path) -> None:
+    """`toolgym run --ray-tool-server-gpus 1`: the Calculator runs in an actor holding the (fake)
+    GPU, the rollout actors call it over loopback HTTP, and the command says what it placed."""
+    args = ["run", "--tasks", str(demo_tasks_path()), "--task-id", "fish-oil-days", "--trials", "2"]
+    placed = [*args, "--out", str(tmp_path), "--ray-tool-server-gpus", "1"]
+    result = CliRunner().invoke(app, [*placed, "--ray-tool-server-tool", "Calculator"])
+    assert result.exit_code == 0, result.output
+    assert "tool-server actor: Calculator at 127.0.0.1, asked num_gpus=1, Ray gave it GPU 0" in result.output
+    traces = sorted(tmp_path.rglob("*.jsonl"))
+    assert len(traces) == 2
+    for path in traces:
+        trace = read_trace(path)
+        assert trace.end is not None and trace.end.reward == 1.0
+        backends = {t.name: t.backend for t in trace.header.tools}
+        assert backends["Calculator"].startswith("remote:")  # served by the actor
+        assert not any(b.startswith("remote:") for name, b in backends.items() if name != "Calculator")
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--ray-tool-server-gpus", "1", "--ray-tool-server-tool", "Abacus"], "unknown tools ['Abacus']"),
+        (["--ray-tool-server-gpus", "1", "--ray-tool-server-host", "0.0.0.0"], "TOOLGYM_TOOL_SERVER_TOKEN"),
+        (["--ray-tool-server-tool", "Calculator"], "need --ray-tool-server-gpus"),
+    ],
+)
+def test_bad_tool_server_options_stop_the_command_before_any_episode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str], said: str
+) -> None:
+    monkeypatch.delenv("TOOLGYM_TOOL_SERVER_TOKEN", raising=False)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", "--out", str(out), "--task-id", "fish-oil-days", *extra])
+    assert result.exit_code == 2 and said in " ".join(result.output.split())
+    assert not out.exists()
+
+
 def test_without_ray_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # what a default install (no ray) sees
     with pytest.raises(RolloutError, match=r"pip install 'toolgym\[ray\]'"):

@@ -60,3 +60,36 @@ def test_combined_weighs_named_rewards_and_reports_each_part() -> None:
         {"answer": (answer_reward, 0.75), "steps": (lambda _t, e: float(len(e.steps) <= 0), 0.25)}
     )
     assert reward(task, episode) == {"answer": 1.0, "steps": 0.0, "reward": 0.75}
+
+
+def test_golden_end_state_is_replayed_once_per_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolgym.actions import ToolCall
+    from toolgym.envs import rewards
+    from toolgym.mocks import rewards as mock_rewards
+    from toolgym.tasks import GoldenStep, Task
+
+    replays: list[int] = []
+    real = mock_rewards.replay_golden_state_hash
+
+    def counted(*args: object, **kwargs: object) -> str:
+        replays.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mock_rewards, "replay_golden_state_hash", counted)
+    pay = ToolCall(
+        name="transfer",
+        arguments={"from_account_id": "ACC-10001", "to_account_id": "ACC-10002", "amount": 3.5},
+    )
+    task = Task(id="pay", query="q", apps=["banking"], golden=[GoldenStep(action=pay)])
+    expected = real(["banking"], task.seed, task.clock, [pay])
+    assert rewards.golden_state_hash(task) == expected
+    # another task (another id, another trial) with the same chain: served from the cache
+    assert rewards.golden_state_hash(task.model_copy(update={"id": "pay-again"})) == expected
+    assert len(replays) == 1
+    # a different amount is another end state, replayed on its own
+    other = pay.model_copy(update={"arguments": {**pay.arguments, "amount": 4.0}})
+    changed = rewards.golden_state_hash(task.model_copy(update={"golden": [GoldenStep(action=other)]}))
+    assert changed is not None and changed != expected and len(replays) == 2
+    # a chain that fails on a fresh world is remembered as None (a task bug, scored golden_error)
+    broken = ToolCall(name="transfer", arguments={**pay.arguments, "from_account_id": "ACC-NOPE"})
+    assert rewards.golden_state_hash(task.model_copy(update={"golden": [GoldenStep(action=broken)]})) is None

@@ -3,32 +3,41 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from tests.envs.rollout_agents import Bug
+from toolgym.actions import Action
 from toolgym.cli import app
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import default_task_paths, demo_tasks_path, mock_task_paths
 from toolgym.envs.rollouts import (
     AgentSpec,
+    Cancel,
     Deliver,
     EnvConfig,
+    EpisodeOutcome,
     EpisodeSpec,
     EpisodeWorker,
     InProcessExecutor,
     ProcessExecutor,
+    RolloutCancelled,
     RolloutError,
     WorkerContext,
     batches,
     episode_specs,
     rollout,
 )
-from toolgym.evaluation.runs import RunSummary, run_trials, set_name
-from toolgym.tasks import TaskSet
+from toolgym.evaluation.runs import EpisodeRecord, RunSummary, run_trials, set_name
+from toolgym.protocols.base import ActionProtocol, RawOutput
+from toolgym.tasks import Task, TaskSet
 from toolgym.trace import read_trace
 
 # cheap demo tasks (no OCR model to load in every worker) beside the mock-app sets
@@ -170,6 +179,86 @@ def test_a_bug_in_a_worker_stops_the_run(tmp_path: Path) -> None:
         )
 
 
+# ---- worker processes that die ---------------------------------------------------------------
+def test_a_worker_process_killed_mid_run_has_its_episodes_rerun_on_a_fresh_pool(
+    baseline: Path, tmp_path: Path
+) -> None:
+    """The driver kills a worker process (SIGKILL) when the first episode reports, with most of
+    the run still to go: a fresh pool re-runs what the broken one lost, and the traces and
+    run.json are the one-process run's bytes, each written once."""
+    pids = tmp_path / "pids"
+    killed: list[int] = []
+
+    def kill_a_worker(record: EpisodeRecord) -> None:
+        if not killed:
+            killed.append(int(pids.read_text().split()[0]))
+            os.kill(killed[0], signal.SIGKILL)
+
+    executor = ProcessExecutor(2, batch_size=3)
+    summary = run_trials(
+        bundled_sets(),
+        AgentSpec("tests.envs.rollout_agents:pid_oracle", {"pid_file": str(pids)}),
+        out=tmp_path / "run",
+        trials=2,
+        agent_name="oracle",
+        executor=executor,
+        on_episode=kill_a_worker,
+    )
+    assert killed and executor.stats.pools_broken == 1 and executor.stats.pools_started == 2
+    assert executor.stats.resubmitted >= 1  # the killed worker's batch and every other one in flight
+    assert len(pids.read_text().split()) == 4  # two workers in each pool
+    assert all(e.success for e in summary.episodes)
+    assert tree(tmp_path / "run") == tree(baseline)
+
+
+def test_episodes_that_kill_their_worker_mid_episode_run_again_alone(tmp_path: Path) -> None:
+    """Two episodes SIGKILL their own worker process after one step, the first time they run;
+    every trace is there once, byte-identical to one process, no staged or partial file left."""
+    sets = bundled_sets()[1:3]
+    specs = episode_specs(sets, trials=1, seed=0)
+    clean = tmp_path / "clean"
+    rollout(sets, specs, out=clean)
+    targets = [specs[2].task_id, specs[-3].task_id]
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    executor = ProcessExecutor(2, batch_size=2)
+    outcomes = rollout(
+        sets,
+        specs,
+        out=tmp_path / "run",
+        executor=executor,
+        agent=AgentSpec(
+            "tests.envs.rollout_agents:kill_self", {"targets": targets, "marker_dir": str(markers)}
+        ),
+    )
+    assert sorted(p.name for p in markers.iterdir()) == sorted(targets)  # each did kill its worker
+    assert executor.stats.pools_broken == 2 and executor.stats.pools_started == 3
+    assert all(o.status == "terminated" and o.reward == 1.0 for o in outcomes)
+    assert tree(tmp_path / "run") == tree(clean)
+
+
+def test_an_episode_that_always_kills_its_worker_is_aborted_with_a_typed_error(tmp_path: Path) -> None:
+    sets = bundled_sets()[1:2]
+    specs = episode_specs(sets, trials=1, seed=0)
+    clean = tmp_path / "clean"
+    rollout(sets, specs, out=clean)
+    poison = specs[1].task_id
+    outcomes = rollout(
+        sets,
+        specs,
+        out=tmp_path / "run",
+        executor=ProcessExecutor(2, max_attempts=2),
+        agent=AgentSpec("tests.envs.rollout_agents:kill_self", {"targets": [poison]}),
+    )
+    [lost] = [o for o in outcomes if o.status == "aborted"]
+    assert lost.task_id == poison and lost.trace is None
+    assert lost.error is not None and lost.error.startswith(
+        "WorkerLost: the worker running this episode alone died 2 times (last: "
+    )
+    assert all(o.reward == 1.0 for o in outcomes if o is not lost)
+    assert tree(tmp_path / "run") == {k: v for k, v in tree(clean).items() if poison not in k}
+
+
 def test_objects_only_run_in_process(tmp_path: Path) -> None:
     sets = bundled_sets()[1:2]
     with pytest.raises(TypeError, match="AgentSpec"):
@@ -185,7 +274,13 @@ def test_objects_only_run_in_process(tmp_path: Path) -> None:
 class Repeating:
     """An executor that reports every episode twice (a worker thought lost that came back)."""
 
-    def run(self, specs: Sequence[EpisodeSpec], context: WorkerContext, deliver: Deliver) -> None:
+    def run(
+        self,
+        specs: Sequence[EpisodeSpec],
+        context: WorkerContext,
+        deliver: Deliver,
+        cancel: Cancel | None = None,
+    ) -> None:
         worker = EpisodeWorker(context)
         try:
             for spec in specs:
@@ -197,7 +292,13 @@ class Repeating:
 
 
 class Silent:
-    def run(self, specs: Sequence[EpisodeSpec], context: WorkerContext, deliver: Deliver) -> None:
+    def run(
+        self,
+        specs: Sequence[EpisodeSpec],
+        context: WorkerContext,
+        deliver: Deliver,
+        cancel: Cancel | None = None,
+    ) -> None:
         return None
 
 
@@ -270,3 +371,89 @@ def test_one_rollout_runs_several_agents(tmp_path: Path, baseline: Path) -> None
     assert tree(tmp_path / "oracle") == expected
     with pytest.raises(ValueError, match="not among"):
         rollout(sets, specs, out=tmp_path / "x", agent={"oracle": AgentSpec()})
+
+
+class Blocking(OracleAgent):
+    """The oracle, except that the episodes of `stuck` wait on `release` (a request that hangs)."""
+
+    def __init__(self, protocol: ActionProtocol, stuck: set[str], release: threading.Event) -> None:
+        super().__init__(protocol)
+        self.stuck, self.release = stuck, release
+        self.task_id = ""
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        self.task_id = task.id
+        super().start(task, observation, info)
+
+    def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
+        if self.task_id in self.stuck:
+            self.release.wait(60)
+        return super().act(observation, info)
+
+
+def test_a_cancelled_rollout_reports_what_finished_and_what_was_running(tmp_path: Path) -> None:
+    sets = bundled_sets()[1:2]
+    specs = episode_specs(sets, trials=1, seed=0)
+    stuck = {specs[1].task_id, specs[2].task_id}
+    release, cancel = threading.Event(), Cancel(grace_s=0.2)
+    finished: list[int] = []
+
+    def on_outcome(outcome: EpisodeOutcome) -> None:
+        finished.append(outcome.index)
+        if len(finished) == 1:
+            cancel.set("test")  # after the first episode; two more are stuck in flight
+
+    try:
+        with pytest.raises(RolloutCancelled) as stopped:
+            rollout(
+                sets,
+                specs,
+                out=tmp_path,
+                executor=InProcessExecutor(3),
+                agent=lambda env, trial: Blocking(env.protocol, stuck, release),
+                on_outcome=on_outcome,
+                cancel=cancel,
+            )
+    finally:
+        release.set()
+    assert stopped.value.reason == "test"
+    assert [o.index for o in stopped.value.finished] == [0]
+    assert sorted(s.index for s in stopped.value.in_flight) == [1, 2]  # never waited for
+    assert len(cancel.started) == 3  # nothing started after the cancel
+
+
+def test_the_trace_committer_records_an_outcome_only_once_its_trace_is_in_place(tmp_path: Path) -> None:
+    import functools
+
+    from toolgym.envs.rollouts import TraceCommitter
+
+    committer = TraceCommitter(max_group=7)
+    seen: list[str] = []
+
+    def done(path: Path, data: bytes) -> None:
+        assert path.read_bytes() == data  # whole, under its name, before the outcome counts
+        seen.append(path.name)
+
+    expected = {}
+    for i in range(50):
+        path = tmp_path / f"trial-{i % 3}" / f"t{i}.jsonl"
+        data = f'{{"episode": {i}}}\n'.encode() * (i + 1)
+        expected[path] = data
+        committer.submit(path, data, functools.partial(done, path, data))
+    committer.close()
+    assert sorted(seen) == sorted(p.name for p in expected)
+    assert {p: p.read_bytes() for p in expected} == expected
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_a_trace_that_cannot_be_written_fails_the_run_and_records_nothing(tmp_path: Path) -> None:
+    from toolgym.envs.rollouts import TraceCommitter
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the trace folder should be")
+    committer = TraceCommitter()
+    recorded: list[str] = []
+    committer.submit(blocker / "t.jsonl", b"{}\n", lambda: recorded.append("t"))
+    with pytest.raises(OSError):
+        committer.close()
+    assert recorded == [] and blocker.read_text().startswith("a file")

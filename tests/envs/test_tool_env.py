@@ -9,7 +9,9 @@ from gymnasium.utils.env_checker import check_env
 from toolgym import AnswerSpec, AskUser, FinalAnswer, NoCall, Task, ToolCall, ToolEnv, ToolSet, tool
 from toolgym.envs.tool_env import MAX_OBSERVATION_CHARS, NO_MORE_USER_INPUT
 from toolgym.errors import ToolError
+from toolgym.protocols import get_protocol
 from toolgym.protocols.base import MAX_OUTPUT_CHARS
+from toolgym.protocols.react import ReActProtocol
 
 
 @tool(category="logic")
@@ -247,6 +249,67 @@ def test_tool_layers_wrap_the_offered_tools_in_order_every_episode() -> None:
     # an unknown tool never reaches a layer: the env refuses it first
     env.step(ToolCall(name="nope", arguments={}))
     assert inner.calls == ["add", "add"]
+
+
+class _CountingReAct(ReActProtocol):
+    """The real ReAct protocol, counting how often it renders instructions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rendered: list[list[str]] = []
+
+    def instructions(self, tools: ToolSet) -> str:
+        self.rendered.append(tools.names)
+        return super().instructions(tools)
+
+
+class _Hiding:
+    """A layer that offers every tool but `hidden` (changes the tool set, unlike a cassette)."""
+
+    def __init__(self, hidden: str) -> None:
+        self.hidden = hidden
+
+    def wrap(self, tools: ToolSet, world: Any = None) -> ToolSet:
+        return ToolSet(t for t in tools if t.name != self.hidden)
+
+    def start_episode(self) -> None:
+        pass
+
+
+def test_instructions_are_rendered_once_per_tool_set() -> None:
+    protocol = _CountingReAct()
+    env = make_env(protocol=protocol)
+    first = env.reset(options={"task": "sum"})[1]["instructions"]
+    env.step(ToolCall(name="add", arguments={"a": 1, "b": 2}))
+    assert env.reset(options={"task": "sum"})[1]["instructions"] == first
+    assert protocol.rendered == [["add"]]
+    assert first == ReActProtocol().instructions(ToolSet([add]))  # the cache serves what a render gives
+    # another task's tools: rendered once, then served again; the first set's text is still kept
+    everything = env.reset(options={"task": "all"})[1]["instructions"]
+    assert "fail" in everything and "fail" not in first
+    assert env.reset(options={"task": "all"})[1]["instructions"] == everything
+    assert env.reset(options={"task": "sum"})[1]["instructions"] == first
+    assert protocol.rendered == [["add"], ["add", "fail", "crash", "shout"]]
+
+
+def test_instructions_follow_a_layer_that_changes_the_tool_set() -> None:
+    protocol = _CountingReAct()
+    env = make_env(protocol=protocol)
+    before = env.reset(options={"task": "all"})[1]["instructions"]
+    # a layer that keeps the tools (as cassettes and fault plans do) reuses the render
+    env.add_tool_layer(_RecordingLayer("same tools", []))
+    assert env.reset(options={"task": "all"})[1]["instructions"] == before
+    assert len(protocol.rendered) == 1
+    env.add_tool_layer(_Hiding("crash"))
+    _, info = env.reset(options={"task": "all"})
+    assert info["tools"] == ["add", "fail", "shout"]
+    assert '"name": "crash"' in before and '"name": "crash"' not in info["instructions"]
+    assert protocol.rendered[-1] == ["add", "fail", "shout"]
+    # another protocol object renders its own
+    env.protocol = get_protocol("json")
+    assert env.reset(options={"task": "all"})[1]["instructions"] == get_protocol("json").instructions(
+        env.offered
+    )
 
 
 def test_world_factory_builds_one_world_per_app_set() -> None:

@@ -104,6 +104,7 @@ class FakeOpenAI:
     script: Script
     api_key: str | None = None
     model: str = "fake-model"
+    models: tuple[str, ...] | None = None  # GET /v1/models lists these; None: 404, as bare servers do
     faults: deque[Fault] = field(default_factory=deque)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
@@ -184,6 +185,15 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(payload)
+
+        def do_GET(self) -> None:
+            if self.path != "/v1/models" or fake.models is None:
+                self._send(404, {}, b'{"error": {"message": "not found"}}')
+            elif fake.api_key is not None and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
+                self._send(401, {}, b'{"error": {"message": "invalid api key"}}')
+            else:
+                listing = {"object": "list", "data": [{"id": m, "object": "model"} for m in fake.models]}
+                self._send(200, {}, json.dumps(listing).encode())
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))

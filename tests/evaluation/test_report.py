@@ -34,7 +34,7 @@ from toolgym.evaluation.report import (
     tool_error_counts,
     write_report,
 )
-from toolgym.evaluation.runs import EpisodeRecord, load_task_index, run_trials
+from toolgym.evaluation.runs import EpisodeRecord, load_task_index, load_traces, run_trials, traces_digest
 from toolgym.tasks import AnswerSpec, GoldenStep, Task, TaskSet
 from toolgym.toolservers.registry import default_toolset
 
@@ -158,7 +158,16 @@ def test_report_of_a_multi_trial_llm_run(llm_run: Path, tmp_path: Path) -> None:
     data = collect_report_data(llm_run, load_task_index(default_task_paths()))
     target = write_report(data, tmp_path / "report.html")
     page = parse(target.read_text(encoding="utf-8"))
-    assert page.sections == ["summary", "metrics", "categories", "tasks", "errors", "steps", "pass-k"]
+    assert page.sections == [
+        "summary",
+        "metrics",
+        "categories",
+        "tasks",
+        "errors",
+        "steps",
+        "pass-k",
+        "glossary",
+    ]
     assert page.tags["script"] == 0 and page.tags["link"] == 0  # self-contained, nothing runs
     images = decode_images(page)
     assert len(images) == 5  # episode scores, categories, errors per tool, steps, pass@k
@@ -237,6 +246,7 @@ def test_report_shows_suite_results_and_gta_tool_f1(tmp_path: Path) -> None:
         "mode": "fixed",
         "results": {"gta": gta.model_dump(mode="json")},
         "failures": {"mtu": "no MTU traces"},
+        "traces_digest": traces_digest(load_traces(tmp_path)[0]),  # scored on these very traces
     }
     (tmp_path / "eval.fixed.json").write_text(json.dumps(payload))
     (tmp_path / "eval.compat.json").write_text("{not json")
@@ -303,19 +313,18 @@ def test_eval_command_scores_mtu_traces_to_the_reference_numbers(split: str, tmp
     decode_images(page)
 
 
-def test_eval_command_on_a_trace_folder_reports_suites_it_cannot_score(llm_run: Path, tmp_path: Path) -> None:
+def test_eval_command_rejects_an_unknown_suite_before_reading_traces(llm_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "eval.json"
-    result = CliRunner().invoke(app, ["eval", str(llm_run), "--suite", "nosuch", "--out", str(out)])
-    assert result.exit_code == 1
-    assert "traces in" in result.output and "nosuch: not scored" in flat(result.output)
-    stored = json.loads(out.read_text())
-    assert stored["results"] == {} and "unknown metric suite" in stored["failures"]["nosuch"]
+    result = CliRunner().invoke(app, ["eval", str(llm_run), "--suite", "gta,nosuch", "--out", str(out)])
+    assert result.exit_code == 2
+    assert "unknown metric suite nosuch" in flat(result.output) and "traces in" not in result.output
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "give a trace folder"),
+        ([], "give a run directory"),
         (["/nonexistent/dir"], "is not a directory"),
         (["--mtu-eval", str(MTU_DIR / "S-S_eval.jsonl")], "one --mtu-responses per --mtu-eval"),
         (["--mtu-eval", "/nonexistent.jsonl", "--mtu-responses", "/nonexistent2.jsonl"], "no such file"),

@@ -204,7 +204,9 @@ def test_a_bug_in_an_episode_stops_the_run(tmp_path: Path) -> None:
             trials=2,
             concurrency=2,
         )
-    assert not (tmp_path / "run.json").exists()
+    # run.json is checkpointed from the start: it keeps only the episodes that finished (trial 0)
+    kept = RunSummary.load(tmp_path).episodes
+    assert all(e.trial == 0 for e in kept)
 
 
 def test_bad_run_settings_are_rejected(tmp_path: Path) -> None:

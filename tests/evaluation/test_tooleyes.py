@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import builtins
 import json
+import subprocess
+import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -17,12 +19,18 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from tests.evaluation.fake_openai import FakeOpenAI, serve
 from tests.evaluation.helpers import run_e2e
+from tests.evaluation.tooleyes_model import JUDGE_SCORE, tooleyes_script
 from tests.shared_data import DATA
+from toolgym.cli import app
+from toolgym.envs.demo import tooleyes_tasks_path
 from toolgym.evaluation import EvaluationError, get_suite
 from toolgym.evaluation.base import MODES
 from toolgym.evaluation.loaders.tooleyes import (
+    SCENARIOS,
     config_key,
     load_tool_configs,
     load_tooleyes_queries,
@@ -44,7 +52,8 @@ from toolgym.evaluation.metrics.tooleyes import (
     split_message,
 )
 from toolgym.tasks import TaskSet
-from toolgym.trace import Trace
+from toolgym.tools import ToolSet
+from toolgym.trace import Trace, read_trace
 
 TE = DATA / "tooleyes"
 CONFIGS = sorted(TE.glob("config_gpt4.*.json"))
@@ -134,8 +143,8 @@ def test_tooleyes_text_checks() -> None:
 
 
 def _episode(tasks: TaskSet, task_id: str, outputs: list[str], out: Path) -> Trace:
-    task = tasks[task_id]
-    return run_e2e(tooleyes_toolset(task.metadata["tooleyes"]["tools"]), tasks, task, outputs, out)
+    # the task's world serves its library's tools, simulated (toolgym.mocks.simulated)
+    return run_e2e(ToolSet(), tasks, tasks[task_id], outputs, out)
 
 
 def test_rules_on_a_clean_episode(tasks: TaskSet, tmp_path: Path) -> None:
@@ -567,3 +576,104 @@ def test_compat_judge_questions_quote_thoughts_as_tooleyes_cuts_them(
         if "Thought chain" in r["body"]["messages"][1]["content"]
     ]
     assert chains and all("Turn 1:\nI need a UUID first." in c for c in chains)
+
+
+# ---- end to end: the bundled task set over simulated tools ---------------------------------------
+
+
+def _run_args(base_url: str, out: Path, ids: Sequence[str] = ()) -> list[str]:
+    args = ["run", "--tasks", "tooleyes", "--agent", "llm", "--protocol", "react"]
+    args += ["--base-url", base_url, "--model", "m", "--out", str(out)]
+    for task_id in ids:
+        args += ["--task-id", task_id]
+    return args
+
+
+def _traces(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((out / "trial-0" / "tooleyes").glob("*.jsonl"))}
+
+
+def test_all_382_queries_run_end_to_end_and_replay_byte_identically(tmp_path: Path) -> None:
+    """`toolgym run --tasks tooleyes --agent llm` on a local OpenAI-compatible server: every
+    query runs (no aborted episode), each calls its library's simulated tool without an error and
+    finishes with ToolEyes' `finish`; `toolgym eval` scores them; a second process running some of
+    the same episodes writes the same bytes."""
+    runner = CliRunner()
+    out = tmp_path / "run"
+    with serve(FakeOpenAI(tooleyes_script)) as fake:
+        result = runner.invoke(app, _run_args(fake.base_url, out))
+        assert result.exit_code == 0, result.output
+        summary = json.loads((out / "run.json").read_text(encoding="utf-8"))
+        assert len(summary["episodes"]) == 382
+        assert all(e["status"] == "terminated" and not e["error_counts"] for e in summary["episodes"])
+        traces = _traces(out)
+        assert len(traces) == 382
+        for name in traces:
+            trace = read_trace(out / "trial-0" / "tooleyes" / name)
+            assert {t.backend for t in trace.header.tools} == {"simulated:deterministic"}
+            call, finish = trace.steps
+            assert call.actions[0]["type"] == "tool_call" and call.observations[0]["error"] is None
+            assert finish.actions[0]["type"] == "final_answer"  # `Action: finish` is the protocol's
+        some = sorted(traces)[::40]
+        again = tmp_path / "again"
+        child = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "toolgym.cli",
+                *_run_args(fake.base_url, again, [n.split(".")[0] for n in some]),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert child.returncode == 0, child.stderr[-2000:]
+    assert _traces(again) == {name: traces[name] for name in some}
+    scored = runner.invoke(
+        app, ["eval", str(out), "--suite", "tooleyes", "--tasks", "tooleyes"], env=_NO_JUDGE
+    )
+    assert scored.exit_code == 0, scored.output
+    metrics = json.loads((out / "eval.fixed.json").read_text(encoding="utf-8"))["results"]["tooleyes"][
+        "metrics"
+    ]
+    assert metrics["IF"] == 100.0 and metrics["tool_reality"] == 100.0
+    assert {f"{s}/IF" for s in SCENARIOS} <= set(metrics)
+
+
+_NO_JUDGE = {"TOOLGYM_JUDGE_BASE_URL": "", "TOOLGYM_JUDGE_MODEL": ""}
+
+
+def test_eval_and_report_show_five_dimensions_per_scenario(tmp_path: Path) -> None:
+    tasks = TaskSet.load(tooleyes_tasks_path())
+    one_each = [next(t.id for t in tasks if t.category == s) for s in SCENARIOS]
+    out = tmp_path / "run"
+    runner = CliRunner()
+    with serve(FakeOpenAI(tooleyes_script)) as fake:
+        assert runner.invoke(app, _run_args(fake.base_url, out, one_each)).exit_code == 0
+        judge = {
+            "TOOLGYM_JUDGE_BASE_URL": fake.base_url,
+            "TOOLGYM_JUDGE_MODEL": "judge",
+            "TOOLGYM_JUDGE_CACHE": str(tmp_path / "judge.sqlite"),
+        }
+        scored = runner.invoke(
+            app, ["eval", str(out), "--suite", "tooleyes", "--tasks", "tooleyes"], env=judge
+        )
+    assert scored.exit_code == 0, scored.output
+    metrics = json.loads((out / "eval.fixed.json").read_text(encoding="utf-8"))["results"]["tooleyes"][
+        "metrics"
+    ]
+    for scenario in SCENARIOS:
+        for dimension in ("IF", "TS", "IU", "BP", "AO", "overall"):
+            assert f"{scenario}/{dimension}" in metrics
+        assert metrics[f"{scenario}/IU"] == 10 * JUDGE_SCORE  # the judge's 7 of 10
+        assert metrics[f"{scenario}/BP"] == pytest.approx((10 * JUDGE_SCORE) ** 2 / 100)
+    assert f"{SCENARIOS[0]}/TS" in scored.output
+    reported = runner.invoke(app, ["report", str(out), "--tasks", "tooleyes"])
+    assert reported.exit_code == 0, reported.output
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert (
+        '<table class="grid"><thead><tr><th></th><th>IF</th><th>TS</th><th>IU</th><th>BP</th><th>AO</th>'
+        in page
+    )
+    assert all(f"<td>{s}</td>" in page for s in SCENARIOS)
+    assert "simulated:deterministic" in page

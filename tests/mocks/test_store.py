@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from toolgym.canonical import canonical_json, sha256_hex
 from toolgym.mocks.store import (
     BASE_POS,
+    ReadOnlyError,
     Store,
     StoreError,
     TableInfo,
@@ -195,10 +197,43 @@ def test_hash_and_rollback_refused_inside_atomic(store: Store) -> None:
             store.rollback_to(BASE_POS)
 
 
-def test_read_only_blocks_writes(store: Store) -> None:
-    with store.read_only(), pytest.raises(sqlite3.OperationalError):
+def test_read_only_undoes_writes_and_raises(store: Store) -> None:
+    store.conn.execute("UPDATE items SET note = 'before' WHERE id = 1")
+    before, h0, top, diff_then = snapshot(store), store.state_hash(), store.top(), store.take_diff()
+    with pytest.raises(ReadOnlyError), store.read_only():
         store.conn.execute("DELETE FROM items")
-    store.conn.execute("UPDATE items SET note = 'ok' WHERE id = 1")
+        store.next_counter("X")
+        with store.read_only():  # nested: still one guard, undone as a whole
+            store.conn.execute("INSERT INTO tags VALUES ('a', 'b', 'c')")
+    assert snapshot(store) == before and store.top() == top
+    assert store.state_hash() == h0 == store.full_hash() and store.take_diff() == {} and diff_then
+    assert not store.conn.in_transaction
+    assert store.next_counter("X") == 1  # the counter's change was undone with the rest
+    with store.read_only():  # a read that reads passes, and its reads see the data
+        assert store.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 5
+    store.conn.execute("UPDATE items SET note = 'ok' WHERE id = 1")  # writes outside are fine
+
+
+def test_read_only_undoes_writes_of_a_read_that_fails_too(store: Store) -> None:
+    h0 = store.state_hash()
+    with pytest.raises(ReadOnlyError) as caught, store.read_only():
+        store.conn.execute("UPDATE items SET note = 'x'")
+        raise KeyError("the read's own error")
+    assert isinstance(caught.value.__cause__, KeyError)
+    assert store.state_hash() == h0 == store.full_hash()
+
+
+def test_world_connections_refuse_schema_changes(store: Store) -> None:
+    h0, top = store.state_hash(), store.top()
+    for ddl in (
+        "CREATE TABLE extra (a INTEGER PRIMARY KEY)",
+        "DROP TABLE tags",
+        "CREATE INDEX i ON items(note)",
+    ):
+        with pytest.raises(sqlite3.DatabaseError, match="not authorized"):
+            store.conn.execute(ddl)
+    assert store.user_tables == ["items", "log", "tags"]
+    assert store.state_hash() == h0 and store.top() == top
 
 
 def test_counters_roll_back(store: Store) -> None:
@@ -383,3 +418,245 @@ def test_property_incremental_hash_and_exact_rollback(first: list[Any], second: 
     store.reset()
     assert store.state_hash() == store.full_hash() == Store(make_template(key="prop")).full_hash()
     store.close()
+
+
+# ---- state machine: the store against a model of its rows ----------------------------------------
+ModelState = dict[str, dict[int, tuple[Any, ...]]]  # table -> rowid -> values
+
+
+def _initial_model() -> ModelState:
+    return {
+        "items": {i: (i, f"item{i}", i * 1.5, bytes([i % 256]), None) for i in range(1, 6)},
+        "tags": {1: ("item1", "red", "t0"), 2: ("item2", "blue", "t0")},
+        "log": {},
+    }
+
+
+def _model_snapshot(model: ModelState) -> dict[str, list[tuple[Any, ...]]]:
+    """The model in `snapshot`'s layout (rowid first, exact value types)."""
+    return {
+        table: [tuple((type(v).__name__, v) for v in (rid, *vals)) for rid, vals in sorted(rows.items())]
+        for table, rows in model.items()
+    }
+
+
+def _copy(model: ModelState) -> ModelState:
+    return {table: dict(rows) for table, rows in model.items()}
+
+
+def _model_changes(store: Store, then: ModelState, now: ModelState) -> dict[Any, Any]:
+    """What take_diff must report, worked out from the model alone (row by row, types included)."""
+    out = {}
+    for table in store.user_tables:
+        for rid in then[table].keys() | now[table].keys():
+            old, new = then[table].get(rid), now[table].get(rid)
+            same = (
+                old is not None
+                and new is not None
+                and [(type(v), v) for v in old] == [(type(v), v) for v in new]
+            )
+            if old != new or not same:
+                out[(table, rid)] = (old, new)
+    return {k: v for k, v in out.items() if v != (None, None)}
+
+
+model_values = st.one_of(
+    st.none(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=False),
+    st.text(max_size=4),
+    st.binary(max_size=3),
+)
+
+
+class StoreMachine(RuleBasedStateMachine):
+    """Random writes, checkpoints, restores, resets by both paths, forks and guarded reads; after
+    every rule the rows equal the model's, the incremental hash a full scan, and take_diff the
+    changes the model saw since the last diff."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store = Store(make_template(key="machine"))
+        self.model = _initial_model()
+        self.diff_base = _copy(self.model)
+        self.saved: dict[str, ModelState] = {}  # checkpoints, oldest first
+        self.initial_hash = self.store.state_hash()
+
+    def teardown(self) -> None:
+        self.store.close()
+
+    # -- writes: each runs on SQLite and on the model -------------------------------------------
+    @rule(i=st.integers(1, 14), v=model_values)
+    def insert_item(self, i: int, v: Any) -> None:
+        self.store.conn.execute(
+            "INSERT OR IGNORE INTO items(id, name, price, data) VALUES (?, ?, 1.0, ?)", (i, f"n{i}", v)
+        )
+        items = self.model["items"]
+        if i not in items and f"n{i}" not in {r[1] for r in items.values()}:
+            items[i] = (i, f"n{i}", 1.0, v, None)
+
+    @rule(i=st.integers(1, 14), v=model_values)
+    def update_item(self, i: int, v: Any) -> None:
+        self.store.conn.execute("UPDATE items SET data = ?, price = price + 0.5 WHERE id = ?", (v, i))
+        row = self.model["items"].get(i)
+        if row is not None:
+            self.model["items"][i] = (row[0], row[1], row[2] + 0.5, v, row[4])
+
+    @rule(i=st.integers(1, 14))
+    def delete_item(self, i: int) -> None:
+        self.store.conn.execute("DELETE FROM items WHERE id = ?", (i,))
+        self.model["items"].pop(i, None)
+
+    @rule(i=st.integers(1, 14), j=st.integers(1, 20))
+    def move_item(self, i: int, j: int) -> None:
+        self.store.conn.execute("UPDATE OR IGNORE items SET id = ? WHERE id = ?", (j, i))
+        items = self.model["items"]
+        if i in items and j not in items:
+            row = items.pop(i)
+            items[j] = (j, *row[1:])
+
+    @rule(i=st.integers(1, 14), j=st.integers(1, 14))
+    def swap_names(self, i: int, j: int) -> None:
+        """Two rows trade a UNIQUE value: undoing it in place would collide (the restore's fallback)."""
+        items = self.model["items"]
+        if i == j or i not in items or j not in items:
+            return
+        a, b = items[i][1], items[j][1]
+        c = self.store.conn
+        c.execute("UPDATE items SET name = '~swap' WHERE id = ?", (i,))
+        c.execute("UPDATE items SET name = ? WHERE id = ?", (a, j))
+        c.execute("UPDATE items SET name = ? WHERE id = ?", (b, i))
+        items[i], items[j] = (*items[i][:1], b, *items[i][2:]), (*items[j][:1], a, *items[j][2:])
+
+    @rule(i=st.integers(1, 6), stamp=st.text(max_size=3))
+    def tag(self, i: int, stamp: str) -> None:
+        self.store.conn.execute("INSERT OR IGNORE INTO tags VALUES (?, 't', ?)", (f"item{i}", stamp))
+        tags = self.model["tags"]
+        if (f"item{i}", "t") not in {r[:2] for r in tags.values()}:
+            tags[max(tags, default=0) + 1] = (f"item{i}", "t", stamp)
+
+    @rule(i=st.integers(1, 6))
+    def untag(self, i: int) -> None:
+        self.store.conn.execute("DELETE FROM tags WHERE item = ?", (f"item{i}",))
+        self.model["tags"] = {k: r for k, r in self.model["tags"].items() if r[0] != f"item{i}"}
+
+    @rule(n=st.integers(1, 300), start=st.integers(100, 400))
+    def bulk_insert(self, n: int, start: int) -> None:
+        """A large episode: enough rows changed that a reset may rather copy the template."""
+        rows = [(k, f"bulk{k}", 0.25, k) for k in range(start, start + n)]
+        self.store.conn.executemany(
+            "INSERT OR IGNORE INTO items(id, name, price, data) VALUES (?, ?, ?, ?)", rows
+        )
+        items = self.model["items"]
+        names = {r[1] for r in items.values()}
+        for k, name, price, data in rows:
+            if k not in items and name not in names:
+                items[k] = (k, name, price, data, None)
+                names.add(name)
+
+    @rule()
+    def double_prices(self) -> None:
+        self.store.conn.execute("UPDATE items SET price = price * 2")
+        self.model["items"] = {k: (r[0], r[1], r[2] * 2, *r[3:]) for k, r in self.model["items"].items()}
+
+    @rule(i=st.integers(1, 14))
+    def read_that_writes(self, i: int) -> None:
+        with pytest.raises(ReadOnlyError), self.store.read_only():
+            self.store.conn.execute("SELECT * FROM items").fetchall()
+            self.store.conn.execute("DELETE FROM items WHERE id = ?", (i,))
+            self.store.conn.execute("INSERT INTO items(id, name) VALUES (999, 'sneaky')")
+
+    # -- positions -----------------------------------------------------------------------------
+    @rule(name=st.sampled_from(["a", "b", "c"]))
+    def checkpoint(self, name: str) -> None:
+        self.store.checkpoint(name)
+        self.saved.pop(name, None)
+        self.saved[name] = _copy(self.model)
+
+    @rule(name=st.sampled_from(["a", "b", "c"]))
+    def restore(self, name: str) -> None:
+        if name not in self.saved:
+            with pytest.raises(KeyError):
+                self.store.restore(name)
+            return
+        self.store.restore(name)
+        names = list(self.saved)
+        for later in names[names.index(name) + 1 :]:
+            del self.saved[later]
+        self.model = _copy(self.saved[name])
+        self.diff_base = _copy(self.model)
+        assert self.store.checkpoints == list(self.saved)
+
+    @rule(how=st.sampled_from(["auto", "undo", "copy"]))
+    def reset(self, how: str) -> None:
+        expected = self.store.reset_path() if how == "auto" else how
+        self.store.reset(how)
+        assert self.store.last_reset_path == expected
+        self.model, self.saved = _initial_model(), {}
+        self.diff_base = _copy(self.model)
+        assert self.store.state_hash() == self.initial_hash and self.store.checkpoints == []
+
+    @rule()
+    def take_diff(self) -> None:
+        expected = self.store.format_diff(_model_changes(self.store, self.diff_base, self.model))
+        assert self.store.take_diff() == expected
+        self.diff_base = _copy(self.model)
+
+    @rule()
+    def fork(self) -> None:
+        other = self.store.fork()
+        try:
+            assert snapshot(other) == _model_snapshot(self.model)
+            assert (
+                other.state_hash() == self.store.state_hash() and other.checkpoints == self.store.checkpoints
+            )
+            other.conn.execute("DELETE FROM items")
+            other.reset("copy")
+            assert other.state_hash() == self.initial_hash
+        finally:
+            other.close()
+
+    @invariant()
+    def rows_hash_and_diff_agree_with_the_model(self) -> None:
+        assert snapshot(self.store) == _model_snapshot(self.model)
+        assert self.store.state_hash() == self.store.full_hash()
+        changes = _model_changes(self.store, self.diff_base, self.model)
+        assert self.store.changes_since(self.store._diff_pos) == {k: (v[0], v[1]) for k, v in changes.items()}
+
+
+TestStoreMachine = StoreMachine.TestCase
+TestStoreMachine.settings = settings(
+    max_examples=60, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+def test_reset_path_follows_the_estimates() -> None:
+    store = Store(make_template(key="paths"))
+    store.conn.execute("UPDATE items SET note = 'one change' WHERE id = 1")
+    assert store.reset_path() == "undo"  # one record: replaying it beats any copy
+    store.reset()
+    assert store.last_reset_path == "undo"
+    records = store.COPY_NS_FIXED // store.UNDO_NS_PER_RECORD + len(store.template.image)  # surely past
+    store.conn.executemany("INSERT INTO log VALUES (?, ?)", [(f"k{i}", i) for i in range(records)])
+    assert store.reset_path() == "copy"
+    store.reset()
+    assert store.last_reset_path == "copy" and store.log_length() == 0
+    assert snapshot(store) == _model_snapshot(_initial_model())
+    with pytest.raises(ValueError, match="expected"):
+        store.reset("sideways")
+    store.close()
+
+
+def test_rollback_of_rows_that_traded_unique_values(store: Store) -> None:
+    """Putting the names back in place one row at a time would collide: the restore deletes and
+    inserts those rows instead, and the result is exact."""
+    before, h0 = snapshot(store), store.state_hash()
+    store.checkpoint("start")
+    c = store.conn
+    c.execute("UPDATE items SET name = '~swap' WHERE id = 1")
+    c.execute("UPDATE items SET name = 'item1' WHERE id = 2")
+    c.execute("UPDATE items SET name = 'item2', note = 'kept apart' WHERE id = 1")
+    c.execute("UPDATE items SET price = 0 WHERE id = 3")  # an ordinary change beside them
+    store.restore("start")
+    assert snapshot(store) == before and store.state_hash() == h0 == store.full_hash()
+    assert store.log_length() == 0

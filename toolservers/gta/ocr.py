@@ -19,7 +19,7 @@ import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
 import numpy as np
 from PIL import Image as PILImage
@@ -104,6 +104,12 @@ def format_lines(lines: list[OCRLine]) -> str:
 
 
 # ---- RapidOCR ---------------------------------------------------------------------------------------
+# config keys that choose other model files than the bundled defaults
+_MODEL_SELECTION: Final = ("engine_type", "model_type", "ocr_version", "lang_type", "model_path")
+# each task's model files in the rapidocr wheel's model folder
+_MODEL_PATTERNS: Final = (("Det", "*_det_*.onnx"), ("Rec", "*_rec_*.onnx"), ("Cls", "*cls*.onnx"))
+
+
 class RapidOCRBackend:
     """RapidOCR 3.x on onnxruntime with the models bundled in the `rapidocr` wheel.
 
@@ -176,11 +182,10 @@ class RapidOCRBackend:
         if root is None or not root.is_dir():
             return None
         names = self._default_model_names()
-        selection = ("engine_type", "model_type", "ocr_version", "lang_type", "model_path")
-        if names is None and any(k.split(".")[-1] in selection for k in self.params):
+        if names is None and any(k.split(".")[-1] in _MODEL_SELECTION for k in self.params):
             return None  # a non-default model was asked for and cannot be resolved: never guess
         found: dict[str, Path] = {}
-        for task, pattern in (("Det", "*_det_*.onnx"), ("Rec", "*_rec_*.onnx"), ("Cls", "*cls*.onnx")):
+        for task, pattern in _MODEL_PATTERNS:
             explicit = self.params.get(f"{task}.model_path")
             if explicit is not None:
                 found[task] = Path(explicit)
@@ -200,7 +205,20 @@ class RapidOCRBackend:
         return found
 
     def available(self) -> bool:
-        return self.bundled_models() is not None
+        """Whether OCR can run here. For the default models this is a cheap look at the installed
+        packages and the wheel's model folder: importing rapidocr's model resolver loads its model
+        table with omegaconf (about a second), which only the first recognition needs to pay.
+        A config that selects other models is resolved exactly, as `bundled_models` does."""
+        if self._models is not None:
+            return True
+        if any(k.split(".")[-1] in _MODEL_SELECTION for k in self.params):
+            return self.bundled_models() is not None
+        if importlib.util.find_spec("onnxruntime") is None:
+            return False
+        root = self.model_dir()
+        if root is None or not root.is_dir():
+            return False
+        return all(any(root.glob(pattern)) for _, pattern in _MODEL_PATTERNS)
 
     def _get_engine(self) -> Any:
         with self._lock:

@@ -16,6 +16,7 @@ import pytest
 
 from toolgym.envs.service.catalog import Catalog
 from toolgym.envs.service.client import RemoteEnvError, RemoteToolEnv, step_body
+from toolgym.envs.service.environment import SLIM_DROPS
 from toolgym.trace import read_trace
 
 from .support import TASK_ID, TASK_SET, Served, free_port, golden_outputs, local_env, serve, without_timing
@@ -50,6 +51,66 @@ def test_remote_env_matches_in_process(served: Served, catalog: Catalog, transpo
     finally:
         remote.close()
         local.close()
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_a_slim_session_answers_without_the_heavy_info_and_traces_the_same_bytes(
+    served: Served, catalog: Catalog, transport: Any
+) -> None:
+    """`info: "slim"` drops the parsed actions, structured observations, state diff and faults from
+    each answer; text, reward, done and the rest of the info are in-process's, and the server's
+    trace is the bytes a full session writes for the same episode."""
+    local = local_env(catalog)
+    traces = []
+    try:
+        for info_mode in ("slim", "full"):
+            remote = RemoteToolEnv(served.url, config={**CONFIG, "info": info_mode}, transport=transport)
+            try:
+                obs, _ = local.reset(seed=0, options={"task": TASK_ID})
+                assert remote.reset(seed=0, options={"task": TASK_ID})[0] == obs
+                for raw in golden_outputs(local):
+                    expected = local.step(raw)
+                    got = remote.step(raw)
+                    assert got[:4] == expected[:4]
+                    wanted = without_timing(expected[4])
+                    if info_mode == "slim":
+                        assert {"actions", "observations", "state_diff"} <= wanted.keys()
+                        wanted = {k: v for k, v in wanted.items() if k not in SLIM_DROPS}
+                    assert without_timing(got[4]) == wanted
+                state = remote.state()
+                assert state["config"]["info"] == info_mode and state["state_diff"] is not None
+                traces.append(remote.trace())
+            finally:
+                remote.close()
+    finally:
+        local.close()
+    slim, full = (read_trace_bytes(t) for t in traces)
+    assert slim == full and traces[0] == traces[1]
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_steps_on_the_event_loop_give_the_same_episode(
+    catalog: Catalog, tmp_path: Path, transport: Any
+) -> None:
+    """`steps_on_loop` (no thread hop per step): the same answers as in-process, the same trace."""
+    from toolgym.envs.service.app import create_app
+
+    server = serve(create_app(catalog, trace_dir=tmp_path, steps_on_loop=True))
+    local = local_env(catalog)
+    remote = RemoteToolEnv(server.url, config=CONFIG, transport=transport, agent="oracle")
+    try:
+        obs, info = local.reset(seed=0, options={"task": TASK_ID})
+        got_obs, got_info = remote.reset(seed=0, options={"task": TASK_ID})
+        assert got_obs == obs and without_timing(got_info) == without_timing(info)
+        for raw in golden_outputs(local):
+            expected, got = local.step(raw), remote.step(raw)
+            assert got[:4] == expected[:4] and without_timing(got[4]) == without_timing(expected[4])
+        trace = read_trace_bytes(remote.trace())
+        assert trace[-1]["record"] == "end" and trace[-1]["reward"] == 1.0
+    finally:
+        remote.close()
+        local.close()
+        server.stop()
 
 
 def read_trace_bytes(data: bytes) -> list[dict[str, Any]]:

@@ -225,6 +225,27 @@ def test_backends_satisfy_the_protocol() -> None:
     assert RapidOCRBackend().available()
 
 
+def test_availability_check_is_cheap_for_the_default_models() -> None:
+    """Asking whether OCR can run must not load rapidocr's model table (about a second); a
+    recognition still resolves the exact model files."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from toolgym.toolservers.gta.ocr import RapidOCRBackend\n"
+        "backend = RapidOCRBackend()\n"
+        "assert backend.available()\n"
+        "print(sorted(m for m in sys.modules if m.startswith('rapidocr')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+    backend = RapidOCRBackend()
+    assert backend.available() and backend._models is None  # nothing resolved yet
+    models = backend.bundled_models()
+    assert models is not None and set(models) == {"Det", "Rec", "Cls"}
+
+
 def test_custom_backend_and_reading_order(store: FileStore) -> None:
     lines = [
         OCRLine((300, 101, 360, 130), "9.99", 0.9),  # a pixel higher than its item: same row

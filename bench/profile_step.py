@@ -1,0 +1,327 @@
+"""Where a mock-app step, a bare call and a reset spend their time (per-phase medians, µs).
+
+    .venv/bin/python bench/profile_step.py            # everything, 1k and 1M rows
+    .venv/bin/python bench/profile_step.py --quick    # fewer repetitions, 1k and 100k rows
+    .venv/bin/python bench/profile_step.py --json out.json
+
+Sections:
+* bare calls: `Tool.invoke` of a banking read and write, next to the app method called directly;
+* mixed episodes on the banking app (20 steps, reads and writes interleaved as the bundled tasks
+  do, raw ReAct text parsed every step, each step's trace record built and written like
+  `run_episode`): the median read and write step, and the same steps taken apart phase by phase;
+* reset after 1/10/100/1000 writes (updates, inserts and deletes mixed) on a table of 1k and 1M
+  rows: the world's reset plus the state hash and diff that `ToolEnv.reset` asks for, and which
+  path the store took (undo replay or template copy).
+
+Times are wall-clock on a shared machine: the load average is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from sqlite_utils import Database
+
+from toolgym.actions import ToolCall
+from toolgym.envs.agents import OracleAgent
+from toolgym.envs.runner import trace_header
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.mocks.app import App, read, write
+from toolgym.mocks.responses import ok
+from toolgym.mocks.world import MockWorld
+from toolgym.protocols import get_protocol
+from toolgym.tasks import Task
+from toolgym.tools import Param
+from toolgym.trace import TraceStep, TraceWriter
+
+CLOCK = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def median_us(samples: Sequence[float]) -> float:
+    return statistics.median(samples) / 1000
+
+
+def timed(fn: Callable[[], object], n: int) -> float:
+    """Median of n calls, in µs (after a short warm-up)."""
+    for _ in range(min(n, 50)):
+        fn()
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        fn()
+        out.append(time.perf_counter_ns() - t0)
+    return median_us(out)
+
+
+# ---- bare calls ----------------------------------------------------------------------------------
+def bare_calls(n: int) -> dict[str, float]:
+    world = MockWorld(["banking"], seed=0, clock=CLOCK)
+    ctx = world.context
+    bank: Any = world.apps["banking"]
+    balance, transfer = world.tools.get("get_balance"), world.tools.get("transfer")
+    flip = [0]
+
+    def do_transfer() -> object:
+        flip[0] ^= 1
+        a, b = ("ACC-10001", "ACC-10002") if flip[0] else ("ACC-10002", "ACC-10001")
+        return transfer.invoke({"from_account_id": a, "to_account_id": b, "amount": 1.0}, ctx)
+
+    out = {
+        "app method get_balance (no validation, no guard)": timed(lambda: bank.get_balance("ACC-10001"), n),
+        "Tool.invoke get_balance (read)": timed(lambda: balance.invoke({"account_id": "ACC-10001"}, ctx), n),
+        "Tool.invoke transfer (write)": timed(do_transfer, n),
+    }
+    world.close()
+    return out
+
+
+# ---- mixed episodes ------------------------------------------------------------------------------
+READS = [
+    ToolCall(name="get_balance", arguments={"account_id": "ACC-10001"}),
+    ToolCall(name="list_accounts", arguments={"customer_id": "CUST-0001"}),
+    ToolCall(name="get_transactions", arguments={"account_id": "ACC-10001", "page_size": 5}),
+]
+WRITES = [
+    ToolCall(
+        name="transfer",
+        arguments={"from_account_id": "ACC-10001", "to_account_id": "ACC-10002", "amount": 1.0},
+    ),
+    ToolCall(name="deposit", arguments={"account_id": "ACC-10002", "amount": 2.5}),
+]
+# read, write, read, read, write, ...: 40% writes, about the share of the bundled banking tasks
+PATTERN = "RWRRWRWRRW"
+EPISODE_STEPS = 20  # the bundled tasks take 2-20 steps; the env is reset (untimed) between
+
+
+def _episode_actions(n_steps: int) -> list[tuple[str, Any]]:
+    react = get_protocol("react")
+    reads = [react.format_action(c) for c in READS]
+    writes = [react.format_action(c) for c in WRITES]
+    out = []
+    for i in range(n_steps):
+        kind = PATTERN[i % len(PATTERN)]
+        pool = reads if kind == "R" else writes
+        out.append((kind, pool[i % len(pool)]))
+    return out
+
+
+def _bank_env(n_steps: int) -> tuple[ToolEnv, Task]:
+    task = Task(id="profile-bank", query="profile", apps=["banking"], max_steps=EPISODE_STEPS + 1)
+    return ToolEnv(tasks=[task], max_steps=EPISODE_STEPS + 1), task
+
+
+def mixed_episode(n_steps: int) -> dict[str, Any]:
+    """Median read and write step (env.step on raw ReAct text + the trace record written)."""
+    env, task = _bank_env(n_steps)
+    times: dict[str, list[int]] = {"R": [], "W": []}
+    actions = _episode_actions(EPISODE_STEPS)
+    with tempfile.TemporaryDirectory() as tmp:
+        for episode in range(max(1, n_steps // EPISODE_STEPS)):
+            _, info = env.reset(seed=0)
+            header = trace_header(env, OracleAgent(get_protocol("react")), task, 0, {})
+            writer = TraceWriter(Path(tmp) / f"t{episode}.jsonl", header)
+            hash_before = info.get("state_hash")
+            for kind, raw in actions:
+                t0 = time.perf_counter_ns()
+                _, _, _, _, step_info = env.step(raw)
+                writer.step(
+                    TraceStep(
+                        index=step_info["step"],
+                        raw=raw,
+                        actions=step_info["actions"],
+                        observations=step_info["observations"],
+                        error_kinds=step_info["error_kinds"],
+                        state_hash_before=hash_before,
+                        state_hash_after=step_info.get("state_hash"),
+                        state_diff=step_info.get("state_diff"),
+                        faults=step_info.get("faults"),
+                    )
+                )
+                times[kind].append(time.perf_counter_ns() - t0)
+                hash_before = step_info.get("state_hash")
+            writer.close()
+    env.close()
+    skip = 2 * EPISODE_STEPS  # warm-up
+    return {"read step": median_us(times["R"][skip:]), "write step": median_us(times["W"][skip:])}
+
+
+def phases(n_steps: int) -> dict[str, dict[str, float]]:
+    """The same episodes, the step's work done piece by piece and each piece timed."""
+    env, _ = _bank_env(n_steps)
+    from toolgym.envs.tool_env import json_record
+    from toolgym.trace import record_json
+
+    names = ["parse", "call", "state_hash", "take_diff", "info records", "trace record"]
+    out: dict[str, dict[str, list[int]]] = {k: {p: [] for p in names} for k in "RW"}
+    actions = _episode_actions(EPISODE_STEPS)
+    for _ in range(max(1, n_steps // EPISODE_STEPS)):
+        env.reset(seed=0)
+        world, ctx = env.world, env._ctx
+        assert world is not None and ctx is not None
+        for i, (kind, raw) in enumerate(actions):
+            t = [time.perf_counter_ns()]
+            parsed = env.parse_action(raw)
+            t.append(time.perf_counter_ns())
+            assert isinstance(parsed, list)
+            obs = env.offered.call(parsed[0], ctx)  # type: ignore[arg-type]
+            t.append(time.perf_counter_ns())
+            h = world.state_hash()
+            t.append(time.perf_counter_ns())
+            diff = world.take_diff()
+            t.append(time.perf_counter_ns())
+            acts, obss = [json_record(a) for a in parsed], [json_record(obs)]
+            t.append(time.perf_counter_ns())
+            record_json(
+                TraceStep(
+                    index=i + 1,
+                    raw=raw,
+                    actions=acts,
+                    observations=obss,
+                    error_kinds=[],
+                    state_hash_before=h,
+                    state_hash_after=h,
+                    state_diff=diff,
+                )
+            )
+            t.append(time.perf_counter_ns())
+            for k, name in enumerate(names):
+                out[kind][name].append(t[k + 1] - t[k])
+    env.close()
+    skip = 2 * EPISODE_STEPS
+    return {
+        ("read" if k == "R" else "write"): {p: median_us(v[skip:]) for p, v in d.items()}
+        for k, d in out.items()
+    }
+
+
+# ---- reset after an episode ----------------------------------------------------------------------
+class ResetApp(App):
+    """One table of `n_rows` rows and writes that update, insert and delete."""
+
+    name = "profile_reset"
+    description = "Synthetic rows for the reset profile."
+    schema = """
+    CREATE TABLE pr_rows (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, value INTEGER NOT NULL,
+                          price REAL NOT NULL, note TEXT);
+    """
+    n_rows = 1000
+
+    def seed(self, db: Database, rng: random.Random, clock: datetime) -> None:
+        db.conn.executemany(
+            "INSERT INTO pr_rows VALUES (?, ?, ?, ?, ?)",
+            (
+                (i, f"row-{i}", rng.randrange(1000), round(rng.random() * 100, 2), None)
+                for i in range(self.n_rows)
+            ),
+        )
+
+    @write
+    def bump(self, row_id: Annotated[int, Param("row id")]) -> dict[str, Any]:
+        """Add one to a row's value."""
+        self.execute("UPDATE pr_rows SET value = value + 1 WHERE id = ?", (row_id,))
+        return ok(row_id=row_id)
+
+    @write
+    def add(self, row_id: int) -> dict[str, Any]:
+        """Insert a row."""
+        self.execute("INSERT INTO pr_rows VALUES (?, ?, 0, 1.5, 'new')", (row_id, f"new-{row_id}"))
+        return ok(row_id=row_id)
+
+    @write
+    def remove(self, row_id: int) -> dict[str, Any]:
+        """Delete a row."""
+        self.execute("DELETE FROM pr_rows WHERE id = ?", (row_id,))
+        return ok(row_id=row_id)
+
+    @read
+    def get_row(self, row_id: int) -> dict[str, Any]:
+        """One row."""
+        return ok(self.row("SELECT * FROM pr_rows WHERE id = ?", (row_id,)))
+
+
+def play_writes(world: MockWorld, n_writes: int, n_rows: int, rng: random.Random) -> None:
+    """n_writes API writes: 70% updates of existing rows, 20% inserts, 10% deletes."""
+    next_new = n_rows + 1
+    for _ in range(n_writes):
+        r = rng.random()
+        if r < 0.7:
+            world.call("bump", row_id=rng.randrange(n_rows))
+        elif r < 0.9:
+            world.call("add", row_id=next_new)
+            next_new += 1
+        else:
+            world.call("remove", row_id=rng.randrange(n_rows))
+
+
+def resets(sizes: list[int], episodes: list[int], reps: int) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for size in sizes:
+        cls = type(f"ResetApp{size}", (ResetApp,), {"n_rows": size, "name": f"profile_reset_{size}"})
+        world = MockWorld([cls], seed=0, clock=CLOCK)
+        world.state_hash()
+        world.take_diff()
+        rng = random.Random(0)
+        for n_writes in episodes:
+            samples, paths = [], []
+            for _ in range(max(3, reps // max(1, n_writes // 10))):
+                play_writes(world, n_writes, size, rng)
+                world.state_hash()  # as every env.step does
+                world.take_diff()
+                t0 = time.perf_counter_ns()
+                world.reset(seed=0, clock=CLOCK)
+                world.state_hash()
+                world.take_diff()
+                samples.append(time.perf_counter_ns() - t0)
+                paths.append(getattr(world.store, "last_reset_path", "undo"))
+            out[f"{size} rows, reset after {n_writes} writes"] = {
+                "median_us": median_us(samples),
+                "paths": sorted(set(paths)),
+            }
+        world.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--only", choices=["calls", "steps", "resets"], default=None)
+    args = parser.parse_args()
+    n = 2000 if args.quick else 10000
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    result: dict[str, Any] = {"load_average": load}
+    if args.only in (None, "calls"):
+        result["bare calls"] = bare_calls(n)
+        for k, v in result["bare calls"].items():
+            print(f"  {k:<52} {v:8.1f} µs")
+    if args.only in (None, "steps"):
+        steps = 500 if args.quick else 3000
+        result["mixed episode"] = mixed_episode(steps)
+        for k, v in result["mixed episode"].items():
+            print(f"  {k:<52} {v:8.1f} µs")
+        result["phases"] = phases(steps)
+        for kind, d in result["phases"].items():
+            print(f"  {kind} step phases: " + ", ".join(f"{p} {v:.1f}" for p, v in d.items()))
+    if args.only in (None, "resets"):
+        sizes = [1000, 100_000] if args.quick else [1000, 1_000_000]
+        result["resets"] = resets(sizes, [1, 10, 100, 1000], 10 if args.quick else 40)
+        for k, v in result["resets"].items():
+            print(f"  {k:<52} {v['median_us']:8.1f} µs  ({', '.join(v['paths'])})")
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

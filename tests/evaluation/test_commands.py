@@ -1,0 +1,458 @@
+"""`toolgym run / eval / report` through the real command line, in a subprocess: any agent,
+Ctrl-C and SIGTERM on a run driving a slow local model server, resume, kill -9 checkpoints,
+preflight, the circuit breaker, CI output, eval's trace selection and stale results, and the
+README's everyday loop and example agent as written."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.evaluation.fake_openai import FakeOpenAI, Fault, Reply, serve, text
+from toolgym.envs.demo import demo_tasks_path
+from toolgym.evaluation.runs import RunSummary, run_trials
+from toolgym.tasks import TaskSet
+
+REPO = Path(__file__).resolve().parents[2]
+MTU_TASKS = 19  # the bundled mtu set
+WAIT_S = 120.0  # an upper bound for a wait on a busy machine, never a measured figure
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "COLUMNS")}
+    env["PYTHONPATH"] = str(REPO)
+    env.update(extra)
+    return env
+
+
+def toolgym_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "toolgym.cli", *args]
+
+
+def toolgym(*args: str, cwd: Path, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The real command, its output in pipes (not a terminal, as in CI)."""
+    return subprocess.run(
+        toolgym_argv(*args), cwd=cwd, env=dict(env or cli_env()), capture_output=True, text=True, timeout=600
+    )
+
+
+def start(*args: str, cwd: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        toolgym_argv(*args),
+        cwd=cwd,
+        env=dict(env or cli_env()),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def assert_no_traceback(*outputs: str) -> None:
+    for output in outputs:
+        assert "Traceback" not in output and 'File "' not in output, output
+
+
+def answer_at_once(body: Mapping[str, Any]) -> Reply:
+    return text("done")
+
+
+def llm_args(fake: FakeOpenAI, out: Path, *extra: str) -> list[str]:
+    return [
+        "run",
+        "--agent",
+        "llm",
+        "--base-url",
+        fake.base_url,
+        "--model",
+        "fake-model",
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
+def resume_line(output: str) -> list[str]:
+    """The printed resume command, as arguments for this interpreter."""
+    line = next(line for line in output.splitlines() if line.startswith("resume with: "))
+    words = shlex.split(line.removeprefix("resume with: "))
+    assert words[0] == "toolgym"
+    return words[1:]
+
+
+def summary(out: Path) -> RunSummary:
+    return RunSummary.load(out)
+
+
+# ---- cancel and resume -------------------------------------------------------------------------
+def test_ctrl_c_stops_a_parallel_run_and_the_printed_command_resumes_it(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    fake = FakeOpenAI(answer_at_once, reply_delay_s=60.0, models=("fake-model",))
+    with serve(fake):
+        proc = start(*llm_args(fake, out, "--tasks", "mtu", "--concurrency", "4"), cwd=tmp_path)
+        wait_for(lambda: fake.in_flight == 4, "four requests in flight")
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=WAIT_S)  # long before the 60 s replies
+        assert proc.returncode == 130, stdout + stderr
+        assert_no_traceback(stdout, stderr)
+        stopped = summary(out)
+        assert stopped.stopped == "interrupted by SIGINT" and stopped.episodes == []
+        assert len(stopped.cancelled) == 4  # the four in flight, marked
+        assert stopped.resume is not None and "--out" in stopped.resume
+        assert "stopped: interrupted by SIGINT" in stdout
+        requests_before = len(fake.requests)
+        assert requests_before == 4  # no episode started after the signal
+
+        fake.reply_delay_s = 0.0
+        resumed = toolgym(*resume_line(stdout), cwd=tmp_path)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        done = summary(out)
+        assert len(done.episodes) == MTU_TASKS and done.stopped is None and done.cancelled == []
+        assert done.resume is None
+        assert len(fake.requests) == requests_before + MTU_TASKS
+
+        # the same command again: every episode is kept, none runs
+        again = toolgym(*resume_line(stdout), cwd=tmp_path)
+        assert again.returncode == 0 and len(fake.requests) == requests_before + MTU_TASKS
+
+        # another config into the same folder is refused, in one line, unless --overwrite
+        other = toolgym(*llm_args(fake, out, "--tasks", "mtu", "--temperature", "0.5"), cwd=tmp_path)
+        assert other.returncode == 2 and "another config" in other.stderr
+        assert len(other.stderr.strip().splitlines()) == 1, other.stderr
+        fresh = toolgym(
+            *llm_args(fake, out, "--tasks", "mtu", "--temperature", "0.5", "--overwrite", "--limit", "3"),
+            cwd=tmp_path,
+        )
+        assert fresh.returncode == 0, fresh.stderr
+        assert [e.task_id for e in summary(out).episodes] == [e.task_id for e in done.episodes[:3]]
+
+
+def test_sigterm_stops_a_run_on_worker_processes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    fake = FakeOpenAI(answer_at_once, reply_delay_s=60.0)
+    with serve(fake):
+        proc = start(*llm_args(fake, out, "--tasks", "mtu", "--workers", "2"), cwd=tmp_path)
+        wait_for(lambda: fake.in_flight == 2, "both workers in a request")
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=WAIT_S)
+    assert proc.returncode == 128 + signal.SIGTERM, stdout + stderr
+    assert_no_traceback(stdout, stderr)
+    stopped = summary(out)
+    assert stopped.stopped == "interrupted by SIGTERM" and stopped.episodes == []
+    assert len(stopped.cancelled) >= 2  # the batches the workers held
+
+
+def test_ctrl_c_stops_a_run_on_ray_actors(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    out = tmp_path / "run"
+    fake = FakeOpenAI(answer_at_once, reply_delay_s=60.0)
+    with serve(fake):
+        proc = start(*llm_args(fake, out, "--tasks", "mtu", "--ray", "--workers", "2"), cwd=tmp_path)
+        wait_for(lambda: fake.in_flight == 2, "both actors in a request")
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=WAIT_S)
+    assert proc.returncode == 130, stdout + stderr
+    assert_no_traceback(stdout, stderr)
+    stopped = summary(out)
+    assert stopped.stopped == "interrupted by SIGINT" and stopped.episodes == []
+    assert len(stopped.cancelled) >= 2
+
+
+def test_kill_9_loses_only_the_episodes_in_flight(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    fake = FakeOpenAI(answer_at_once, reply_delay_s=0.3)
+    with serve(fake):
+        proc = start(*llm_args(fake, out, "--tasks", "mtu"), cwd=tmp_path)
+
+        def checkpointed() -> bool:
+            try:
+                return len(summary(out).episodes) >= 3
+            except (OSError, ValueError, KeyError):
+                return False
+
+        wait_for(checkpointed, "three episodes in run.json")
+        proc.kill()
+        proc.communicate(timeout=WAIT_S)
+        kept = summary(out).episodes  # run.json is whole: written atomically after every episode
+        assert all((out / str(e.trace)).is_file() for e in kept)
+        asked = len(fake.requests)
+        resumed = toolgym(*llm_args(fake, out, "--tasks", "mtu"), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(fake.requests) - asked == MTU_TASKS - len(kept)  # one request per episode not kept
+    assert len(summary(out).episodes) == MTU_TASKS
+
+
+def test_retry_aborted_reruns_only_the_aborted_episodes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    failing = {"on": True}
+
+    def script(body: Mapping[str, Any]) -> Reply | Fault:
+        first = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        return Fault(status=500) if failing["on"] and "door" in first.lower() else text("done")
+
+    fake = FakeOpenAI(script)
+    with serve(fake):
+        first = toolgym(*llm_args(fake, out, "--tasks", "mtu", "--max-retries", "0"), cwd=tmp_path)
+        assert first.returncode == 1 and "--retry-aborted" in first.stdout
+        aborted = [e.task_id for e in summary(out).aborted]
+        assert aborted
+        failing["on"] = False
+        asked = len(fake.requests)
+        plain = toolgym(*llm_args(fake, out, "--tasks", "mtu", "--max-retries", "0"), cwd=tmp_path)
+        assert plain.returncode == 1 and len(fake.requests) == asked  # aborted ones are kept by default
+        retried = toolgym(
+            *llm_args(fake, out, "--tasks", "mtu", "--max-retries", "0", "--retry-aborted"), cwd=tmp_path
+        )
+    assert retried.returncode == 0, retried.stdout
+    assert len(fake.requests) - asked == len(aborted) and summary(out).aborted == []
+
+
+def test_the_default_run_directory_is_new_each_time(tmp_path: Path) -> None:
+    for _ in range(2):
+        result = toolgym("run", "--tasks", "demo", "--task-id", "solve-system", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert len(runs) == 2 and all(re.fullmatch(r"run-\d{8}-\d{6}(-\d+)?", p.name) for p in runs)
+
+
+# ---- fail fast -----------------------------------------------------------------------------------
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_preflight_fails_fast_on_a_dead_server_a_wrong_key_or_model(tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{closed_port()}/v1"
+    result = toolgym("run", "--agent", "llm", "--base-url", dead, "--model", "m", "--out", "x", cwd=tmp_path)
+    assert result.returncode == 2 and "cannot reach the model server" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "x").exists()
+
+    fake = FakeOpenAI(answer_at_once, api_key="sk-right", models=("fake-model",))
+    with serve(fake):
+        wrong_key = toolgym(
+            *llm_args(fake, tmp_path / "a"), cwd=tmp_path, env=cli_env(OPENAI_API_KEY="sk-wrong")
+        )
+        assert wrong_key.returncode == 2 and "refused the API key (HTTP 401)" in wrong_key.stderr
+        args = ["run", "--agent", "llm", "--base-url", fake.base_url, "--model", "gpt-nope", "--out", "b"]
+        wrong_model = toolgym(*args, cwd=tmp_path, env=cli_env(OPENAI_API_KEY="sk-right"))
+        assert wrong_model.returncode == 2 and "'gpt-nope' is not served" in wrong_model.stderr
+        assert "fake-model" in wrong_model.stderr
+        assert fake.requests == []  # no chat request went out
+        # OPENAI_API_KEY is read by default
+        right = toolgym(
+            *llm_args(fake, tmp_path / "c", "--tasks", "mtu", "--limit", "1"),
+            cwd=tmp_path,
+            env=cli_env(OPENAI_API_KEY="sk-right"),
+        )
+        assert right.returncode == 0, right.stderr
+        assert fake.headers[-1]["authorization"] == "Bearer sk-right"
+    for r in (result, wrong_key, wrong_model):
+        assert_no_traceback(r.stdout, r.stderr)
+
+
+def test_the_circuit_breaker_stops_a_run_of_failing_episodes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    fake = FakeOpenAI(lambda body: Fault(status=503))
+    with serve(fake):
+        args = llm_args(fake, out, "--tasks", "mtu", "--max-retries", "0", "--max-consecutive-aborts", "3")
+        result = toolgym(*args, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout
+    stopped = summary(out)
+    assert stopped.stopped is not None and "3 episodes in a row aborted" in stopped.stopped
+    assert len(stopped.aborted) == 3 and len(fake.requests) == 3  # not 19 episodes of retries
+    assert "resume with:" in result.stdout
+
+
+# ---- any agent -----------------------------------------------------------------------------------
+def readme_block(marker: str) -> str:
+    """The first fenced code block after an HTML comment marker in the README."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    after = readme[readme.index(f"<!-- {marker}") :]
+    match = re.search(r"```[a-z]*\n(.*?)```", after, re.S)
+    assert match is not None
+    return match.group(1)
+
+
+def test_the_readme_example_agent_runs_through_toolgym_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_agent.py").write_text(readme_block("example-agent"), encoding="utf-8")
+    out = tmp_path / "run"
+    args = [
+        "run",
+        "--agent",
+        "my_agent:make",
+        "--tasks",
+        "demo",
+        "--task-id",
+        "receipt-total",
+        "--trials",
+        "2",
+    ]
+    result = toolgym(*args, "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run = summary(out)
+    assert run.agent == "my_agent:make" and len(run.episodes) == 2
+    assert all(e.success for e in run.episodes)  # OCR of the receipt holds its total
+    header = json.loads((out / str(run.episodes[0].trace)).read_text().splitlines()[0])
+    assert header["agent"] == "read-aloud"
+    # the same name in the Python runner and in `toolgym record`
+    monkeypatch.chdir(tmp_path)  # the current directory is importable, as for the command
+    demo = TaskSet.load(demo_tasks_path())
+    sets = [("demo", TaskSet([demo["receipt-total"]], base_dir=demo.base_dir))]
+    assert run_trials(sets, "my_agent:make", out=tmp_path / "py").episodes[0].success
+    recorded = toolgym(
+        "record",
+        "--agent",
+        "my_agent:make",
+        "--tasks",
+        str(demo_tasks_path()),
+        "--out",
+        "golden",
+        cwd=tmp_path,
+    )
+    assert recorded.returncode in (0, 1), recorded.stderr  # agents that fail some tasks still record
+    assert (tmp_path / "golden" / "golden.json").is_file()
+
+
+def test_a_scripted_agent_and_bad_agent_names(tmp_path: Path) -> None:
+    script = tmp_path / "script.jsonl"
+    actions = [
+        {"type": "tool_call", "name": "Solver", "arguments": {"command": "x"}},
+        {"type": "final_answer", "text": "(4, 2) and (-4, -2)"},
+    ]
+    script.write_text(json.dumps({"task_id": "solve-system", "actions": actions}) + "\n", encoding="utf-8")
+    out = tmp_path / "run"
+    ok = toolgym(
+        "run",
+        "--agent",
+        f"scripted:{script}",
+        "--tasks",
+        "demo",
+        "--task-id",
+        "solve-system",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert summary(out).agent == f"scripted:{script}" and summary(out).episodes[0].steps == 2
+    for agent, message in [
+        ("nosuch", "use package.module:attr"),
+        ("no_module_here:make", "No module named"),
+        ("scripted:/nonexistent.jsonl", "no such script file"),
+    ]:
+        bad = toolgym("run", "--agent", agent, "--out", str(tmp_path / "bad"), cwd=tmp_path)
+        assert bad.returncode == 2 and message in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1
+
+
+# ---- CI output -----------------------------------------------------------------------------------
+def test_a_piped_run_logs_progress_keeps_headers_and_prints_json(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = toolgym(
+        "run", "--tasks", "mtu", "--trials", "2", "--out", str(out), "--json",
+        cwd=tmp_path, env=cli_env(TOOLGYM_PROGRESS_EVERY="0"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)  # stdout is the JSON alone
+    assert len(data["episodes"]) == 2 * MTU_TASKS and data["agent"] == "oracle"
+    lines = [line for line in result.stderr.splitlines() if line.startswith("progress: ")]
+    assert lines[-1].startswith(f"progress: {2 * MTU_TASKS}/{2 * MTU_TASKS} episodes")
+    assert re.search(r"progress: \d+/38 episodes, [\d.]+/s, ETA \d+ s, 0 aborted", lines[0])
+    header = next(line for line in result.stderr.splitlines() if "category" in line)
+    assert all(word in header for word in ("steps", "errors", "reward", "passed"))
+    assert (out / "run.json").read_text().startswith("{\n  ")  # indented
+
+
+# ---- eval ----------------------------------------------------------------------------------------
+def test_eval_scores_only_the_named_run_and_report_flags_stale_results(tmp_path: Path) -> None:
+    for name, task_set in (("a", "mtu"), ("b", "teval")):
+        made = toolgym("run", "--tasks", task_set, "--out", f"runs/{name}", cwd=tmp_path)
+        assert made.returncode == 0, made.stderr
+    bogus = toolgym("eval", "runs/a", "--suite", "mtu,bogus", cwd=tmp_path)
+    assert bogus.returncode == 2 and "unknown metric suite bogus" in bogus.stderr
+    assert not (tmp_path / "runs/a/eval.fixed.json").exists() and "traces in" not in bogus.stdout
+
+    parent = toolgym("eval", "runs", "--suite", "mtu", "--json", cwd=tmp_path)
+    assert "left out 2 other runs below runs" in parent.stderr and '"traces": 0' in parent.stdout
+    both = toolgym("eval", "runs", "--suite", "mtu", "--recursive", "--json", cwd=tmp_path)
+    scored = json.loads(both.stdout)
+    assert scored["traces"] == MTU_TASKS + 20
+    assert scored["results"]["mtu"]["counts"]["skipped_other_benchmark"] == 20  # the teval run's
+    assert any("teval 20" in note for note in scored["results"]["mtu"]["notes"])
+
+    result = toolgym("eval", "runs/a", "--suite", "mtu,teval", "--json", cwd=tmp_path)
+    assert result.returncode == 1  # teval has nothing to score in an mtu run, and says so
+    payload = json.loads(result.stdout)
+    assert (
+        payload["traces"] == MTU_TASKS
+        and "none of the 19 traces is a teval task" in payload["failures"]["teval"]
+    )
+    report = toolgym("report", "runs/a", cwd=tmp_path)
+    assert report.returncode == 0 and "stale" not in report.stdout
+    html = (tmp_path / "runs/a/report.html").read_text(encoding="utf-8")
+    assert 'href="#metric-TN"' in html and 'id="metric-TN"' in html  # metric names link to the glossary
+
+    # the run grows (resumed with one more task set): the old scores are flagged, not shown
+    again = toolgym("run", "--tasks", "mtu", "--tasks", "teval", "--out", "runs/a", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "note: eval.fixed.json, report.html describe the run before these episodes" in again.stdout
+    stale = toolgym("report", "runs/a", cwd=tmp_path)
+    assert "eval.fixed.json is stale" in stale.stdout and f"{MTU_TASKS + 20} episodes" in stale.stdout
+    html = (tmp_path / "runs/a/report.html").read_text(encoding="utf-8")
+    assert "mtu suite (fixed mode)" not in html and "is stale" in html
+    # --overwrite starts the run over: its eval results and report go with it
+    fresh = toolgym("run", "--tasks", "mtu", "--out", "runs/a", "--overwrite", "--limit", "1", cwd=tmp_path)
+    assert fresh.returncode == 0 and not list((tmp_path / "runs/a").glob("eval.*.json"))
+    assert not (tmp_path / "runs/a/report.html").exists()
+
+
+def test_eval_explain_prints_every_metric_with_its_paper(tmp_path: Path) -> None:
+    result = toolgym("eval", "--explain", cwd=tmp_path)
+    assert result.returncode == 0
+    for metric in ("TN", "SR", "P_F1", "Ans+I", "ToolMatch", "instruct", "IF"):
+        assert re.search(rf"^  {re.escape(metric)} ", result.stdout, re.M), metric
+    for paper in ("GTA:", "T-Eval:", "MTU-Bench:", "ToolEyes:", "CToolEval:"):
+        assert paper in result.stdout
+
+
+# ---- the README's everyday loop -------------------------------------------------------------------
+def test_the_readme_everyday_loop_runs_as_written(tmp_path: Path) -> None:
+    lines = [line for line in readme_block("everyday-loop").splitlines() if line.strip()]
+    assert len(lines) == 5
+    for line in lines:
+        words = shlex.split(line, comments=True)
+        assert words[0] == "toolgym"
+        result = toolgym(*words[1:], cwd=tmp_path)
+        assert result.returncode == 0, f"{line}\n{result.stdout}\n{result.stderr}"
+    # where the README says each one writes
+    assert (tmp_path / "runs/mtu/run.json").is_file()
+    assert len(list((tmp_path / "runs/mtu/trial-0/mtu").glob("*.jsonl"))) == MTU_TASKS
+    assert json.loads((tmp_path / "runs/mtu/eval.fixed.json").read_text())["results"]["mtu"]["metrics"]
+    assert (tmp_path / "runs/mtu/report.html").is_file()
+
+
+def test_version(tmp_path: Path) -> None:
+    result = toolgym("--version", cwd=tmp_path)
+    assert result.returncode == 0 and re.fullmatch(r"toolgym \S+\n", result.stdout)
