@@ -40,7 +40,7 @@ import mcp.types as types
 import typer
 from mcp import MCPError
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel.server import Server
+from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from toolgym.actions import Observation
@@ -348,6 +348,9 @@ def build_server(config: McpWorldConfig, *, single: bool) -> tuple[Server[Any], 
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
         session = await session_of(ctx)
         text = await session.run(lambda: session.start(params.name))
+        # the new task offers its own tools and world: hosts that cache the lists fetch them again
+        await ctx.session.send_tool_list_changed()
+        await ctx.session.send_resource_list_changed()
         return types.GetPromptResult(
             description=f"task {params.name}: a new episode in this session",
             messages=[types.PromptMessage(role="user", content=types.TextContent(text=text))],
@@ -551,7 +554,10 @@ async def serve_stdio(config: McpWorldConfig) -> None:
     server, close_all = build_server(config, single=True)
     try:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            options = server.create_initialization_options(
+                NotificationOptions(tools_changed=True, resources_changed=True)
+            )
+            await server.run(read_stream, write_stream, options)
     finally:
         close_all()
 

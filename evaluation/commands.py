@@ -1361,6 +1361,13 @@ def export_command(
             help="--format otel: an OTLP/HTTP traces endpoint (default: spans as JSON lines in --out)"
         ),
     ] = None,
+    strip_metadata: Annotated[
+        bool,
+        typer.Option(
+            help="openai, preference: leave out each record's `metadata` (OpenAI's upload takes only "
+            "the format's own keys)"
+        ),
+    ] = False,
 ) -> None:
     """Export a run's episodes as training data (OpenAI fine-tuning, TRL/datasets, ShareGPT,
     preference pairs, token trajectories) or as OpenTelemetry spans."""
@@ -1433,6 +1440,8 @@ def export_command(
         console.print(f"{len(episodes)} episodes; {count} spans sent to {where}")
         return
     records = export_records(episodes, chosen)
+    if strip_metadata:
+        records = [{k: v for k, v in r.items() if k != "metadata"} for r in records]
     n = write_jsonl(records, target)
     console.print(f"{len(episodes)} episodes kept; {n} {chosen.value} records written to {target}")
 

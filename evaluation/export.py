@@ -21,8 +21,10 @@ per step the parsed actions and the observations that answered them.
   prompt and completion, their concatenation with a mask (1 = model tokens, 0 = prompt and tool
   tokens) and the completion logprobs, never re-tokenised.
 
-Every record carries `metadata` (task id, seed, reward, task set, trial, category); filters keep
-episodes by reward threshold, passed only, task set and category.
+Every record carries its task id, seed, reward, task set, trial and category (`metadata` in the
+openai and preference records, which `--strip-metadata` leaves out for an upload: OpenAI's files
+take only the format's own keys; top-level columns in hf and sharegpt); filters keep episodes by
+reward threshold, passed only, task set and category.
 """
 
 from __future__ import annotations

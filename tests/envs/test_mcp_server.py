@@ -188,7 +188,7 @@ def test_files_are_session_resources(tmp_path: Path) -> None:
 def test_setup_errors_are_typed() -> None:
     with pytest.raises(McpSetupError, match="no mock app"):
         make_config(apps=["no_such_app"])
-    with pytest.raises(McpSetupError, match="no task set"):
+    with pytest.raises(McpSetupError, match="no such task set"):
         make_config(tasks="no_such_set")
     with pytest.raises(McpSetupError, match="no task 'nope'"):
         make_config(tasks="mtu", task="nope")
@@ -226,3 +226,48 @@ def test_mcp_inspector_cli() -> None:
     assert result["isError"] is False and result["structuredContent"]["result"]["balance"] == "$4,825.50"
     unknown = _inspect("--method", "tools/call", "--tool-name", "no_such_tool")
     assert unknown.returncode != 0 and "-32602" in unknown.stderr + unknown.stdout
+
+
+def test_builtin_tools_and_an_unfinished_episode(tmp_path: Path) -> None:
+    """Without apps or tasks the server offers the built-in tools; a session that ends mid-episode
+    (the client closes it) leaves its trace readable as `.partial`."""
+    config = make_config(trace_dir=tmp_path)
+    asgi, close_all = http_app(config)
+
+    async def main(url: str) -> tuple[list[str], types.CallToolResult]:
+        async with Client(url) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            return names, await client.call_tool("Calculator", {"expression": "6*7"})
+
+    with ServerThread(asgi) as url:
+        names, result = anyio.run(main, f"{url}/mcp")
+        assert "Calculator" in names and "OCR" in names
+        assert not result.is_error and "42" in _text(result)
+        partial = tmp_path / "session-1" / "ep1.mcp-world.jsonl.partial"
+        for _ in range(100):  # the session closes when the server handles the client's DELETE
+            if partial.exists() and partial.stat().st_size:
+                break
+            anyio.run(anyio.sleep, 0.05)
+    close_all()
+    trace = read_trace(partial)
+    assert not trace.complete and [s.actions[0]["name"] for s in trace.steps] == ["Calculator"]
+
+
+def test_a_new_task_announces_its_tools(http_server: str) -> None:
+    seen: list[str] = []
+
+    async def on_message(message: object) -> None:
+        seen.append(str(getattr(message, "method", type(message).__name__)))
+
+    async def main() -> list[str]:
+        async with Client(http_server, mode="legacy", message_handler=on_message) as client:
+            await client.get_prompt(BALANCE)
+            for _ in range(100):
+                if len(seen) >= 2:
+                    break
+                await anyio.sleep(0.02)
+            return [t.name for t in (await client.list_tools()).tools]
+
+    tools = anyio.run(main)
+    assert "notifications/tools/list_changed" in seen and "notifications/resources/list_changed" in seen
+    assert "get_account_balance" in tools and "transfer_funds" in tools

@@ -259,6 +259,11 @@ def test_export_command_otel_and_errors(run_dir: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert sum(line["name"].startswith("invoke_agent") for line in lines) == 6
+    upload = tmp_path / "upload.jsonl"
+    result = runner.invoke(app, ["export", str(run_dir), "--out", str(upload), "--strip-metadata"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in upload.read_text().splitlines()]
+    assert len(rows) == 9 and all(set(r) == {"messages", "tools", "parallel_tool_calls"} for r in rows)
     bad = runner.invoke(app, ["export", str(run_dir), "--format", "csv"])
     assert bad.exit_code == 2 and "choose one of" in bad.output
     other = tmp_path / "tasks.jsonl"
