@@ -153,12 +153,12 @@ def zh_tasks() -> TaskSet:
 def test_oracle_scores_full_marks_on_the_chinese_tasks(zh_tasks: TaskSet, tmp_path: Path) -> None:
     env = ToolEnv(ToolSet(), zh_tasks)
     try:
-        paths = [
-            run_episode(env, OracleAgent(env.protocol), t, trace_dir=tmp_path).trace_path for t in zh_tasks
-        ]
+        results = [run_episode(env, OracleAgent(env.protocol), t, trace_dir=tmp_path) for t in zh_tasks]
     finally:
         env.close()
-    traces = [read_trace(p) for p in paths if p is not None]
+    # the env's reward agrees: Chinese answers match, open-ended ones equal their reference
+    assert [r.task_id for r in results if r.reward != 1.0] == []
+    traces = [read_trace(r.trace_path) for r in results if r.trace_path is not None]
     for mode in MODES:
         result = CToolEvalSuite().score(traces, zh_tasks, mode)
         for metric in (
