@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from typing import Any
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+# what json.dumps(value, **these options) builds on every call, built once (encode is reentrant)
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 # json_safe: containers deeper than this become a marker string (json.dumps and pydantic recurse)
 MAX_SAFE_DEPTH = 100
@@ -40,6 +42,8 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 def escape_surrogates(json_text: str) -> str:
     """JSON text with every lone surrogate written as its `\\uXXXX` escape, so it encodes as
     UTF-8 and decodes to the same value (surrogates can only stand inside JSON strings)."""
+    if json_text.isascii():  # no surrogate then: a C check instead of a regex scan
+        return json_text
     return _SURROGATE_RE.sub(_escape_surrogate, json_text)
 
 
@@ -47,8 +51,7 @@ def canonical_json(value: Any) -> str:
     """Sorted keys, no whitespace, UTF-8 kept as is (lone surrogates escaped): equal values give
     equal strings. Raises ValueError/TypeError/RecursionError on what JSON cannot hold (NaN,
     sets, objects, nesting past the recursion limit); `json_safe` first for such values."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return escape_surrogates(text)
+    return escape_surrogates(_ENCODE(value))
 
 
 def sha256_hex(data: bytes | str) -> str:

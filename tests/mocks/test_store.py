@@ -660,3 +660,17 @@ def test_rollback_of_rows_that_traded_unique_values(store: Store) -> None:
     store.restore("start")
     assert snapshot(store) == before and store.state_hash() == h0 == store.full_hash()
     assert store.log_length() == 0
+
+
+def test_read_inside_a_write_is_guarded_by_its_own_savepoint(store: Store) -> None:
+    """A read called from a write: the read's changes go, the write's stay."""
+    with store.atomic():
+        store.conn.execute("UPDATE items SET note = 'by the write' WHERE id = 1")
+        with pytest.raises(ReadOnlyError), store.read_only():
+            store.conn.execute("UPDATE items SET note = 'by the read' WHERE id = 2")
+        with store.read_only():
+            assert store.conn.execute("SELECT note FROM items WHERE id = 1").fetchone()[0] == "by the write"
+    notes = dict(store.conn.execute("SELECT id, note FROM items WHERE id IN (1, 2)").fetchall())
+    assert notes == {1: "by the write", 2: None}
+    assert store.state_hash() == store.full_hash()
+    assert [key for key in store.changes_since(BASE_POS)] == [("items", 1)]
