@@ -72,14 +72,13 @@ def load() -> str:
 # ---- tau2's venv -----------------------------------------------------------------------------------
 def find_python(explicit: str | None) -> str | None:
     """A Python >= 3.12 (< 3.14, as tau2 asks): the one given, pyenv's, or one on PATH."""
-    candidates = [explicit] if explicit else []
+    if explicit:
+        return explicit if Path(explicit).exists() else None
+    candidates: list[str] = []
     for pattern in ("~/.pyenv/versions/3.12.*/bin/python", "~/.pyenv/versions/3.13.*/bin/python"):
         candidates += sorted(glob.glob(os.path.expanduser(pattern)))
     candidates += [p for p in (shutil.which("python3.12"), shutil.which("python3.13")) if p]
-    for python in candidates:
-        if python and Path(python).exists():
-            return python
-    return None
+    return next((python for python in candidates if Path(python).exists()), None)
 
 
 def tau2_venv(venv: Path, python: str | None) -> tuple[Path | None, str]:
