@@ -164,10 +164,11 @@ def run_episode(
             if writer is not None:
                 tokens = getattr(agent, "turn_tokens", None)  # an agent whose server returned token ids
                 # an agent that asked a model (LLMAgent) says what it sent and how long it waited;
-                # such a run is not byte-reproducible anyway, so its steps keep their latencies
+                # such a run is not byte-reproducible anyway, so its steps keep their latencies,
+                # except in a golden trace, which a replay must give back byte for byte
                 request = getattr(agent, "turn_request", None)
                 model_ms = getattr(agent, "turn_latency_ms", None)
-                model_ms = float(model_ms) if isinstance(model_ms, (int, float)) else None
+                model_ms = float(model_ms) if isinstance(model_ms, (int, float)) and not golden else None
                 writer.step(
                     trace_step(
                         raw,

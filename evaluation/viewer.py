@@ -290,6 +290,7 @@ function el(tag, attrs, ...children) {
   }
   return node;
 }
+const show = (...nodes) => app.replaceChildren(...nodes.filter(n => n !== null && n !== undefined));
 const pretty = v => (typeof v === "string" ? v : JSON.stringify(v, null, 2));
 const pre = (v, cls) => el("pre", cls ? {class: cls} : {}, pretty(v));
 const part = (label, ...body) => el("div", {class: "part"}, el("b", {}, label), ...body);
@@ -378,7 +379,7 @@ function listView(query) {
     table.append(row);
   }
   const problems = DATA.problems.length ? part("not shown", pre(DATA.problems.join("\n"))) : null;
-  app.replaceChildren(form, el("p", {id: "count"}, shown.length + " of " + EPISODES.length + " episodes "), compare,
+  show(form, el("p", {id: "count"}, shown.length + " of " + EPISODES.length + " episodes "), compare,
     table, problems);
 }
 
@@ -455,12 +456,12 @@ function summaryView(e) {
 }
 function episodeView(id) {
   const e = BY_ID.get(id);
-  if (!e) { app.replaceChildren(el("p", {}, "no episode " + id)); return; }
+  if (!e) { show(el("p", {}, "no episode " + id)); return; }
   const others = EPISODES.filter(o => o.task_id === e.task_id && o.id !== e.id);
   const links = others.length ? el("p", {class: "pairs"}, "compare with: ",
     ...others.map(o => el("a", {href: "#/compare/" + e.id + "/" + o.id, class: "pair"}, o.source + " / " + o.agent + " / trial " + o.trial + " ")))
     : null;
-  app.replaceChildren(summaryView(e), links, ...e.steps.map((_, i) => stepView(e, i, false)));
+  show(summaryView(e), links, ...e.steps.map((_, i) => stepView(e, i, false)));
 }
 
 // ---- two episodes side by side, steps aligned by index ----
@@ -468,7 +469,7 @@ const sameStep = (a, b) => JSON.stringify([a.actions, a.observations.map(o => o.
   JSON.stringify([b.actions, b.observations.map(o => o.text), b.state_hash_after]);
 function compareView(a, b) {
   const A = BY_ID.get(a), B = BY_ID.get(b);
-  if (!A || !B) { app.replaceChildren(el("p", {}, "no episode " + (A ? b : a))); return; }
+  if (!A || !B) { show(el("p", {}, "no episode " + (A ? b : a))); return; }
   const n = Math.max(A.steps.length, B.steps.length);
   const differing = [];
   for (let i = 0; i < n; i++)
@@ -477,7 +478,7 @@ function compareView(a, b) {
     "every step is the same (actions, observations, state)");
   const column = e => el("div", {class: "column", "data-id": e.id}, summaryView(e),
     ...e.steps.map((_, i) => stepView(e, i, differing.includes(i + 1))));
-  app.replaceChildren(note, el("div", {class: "columns"}, column(A), column(B)));
+  show(note, el("div", {class: "columns"}, column(A), column(B)));
 }
 
 function render() {

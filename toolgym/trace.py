@@ -4,7 +4,8 @@ Each line is flushed as the episode runs, so a crash leaves a readable trace who
 not an `end` record (read_trace reports it as incomplete). The file is written under a
 `.partial` name and renamed when the episode ends, so a finished trace appears atomically.
 Lines are canonical JSON: the same task, seed and actions give a byte-identical file (wall-clock
-latencies are left out unless `timing=True`). A trace records anything `step` accepted: lone
+latencies are kept only with `timing=True` and in the non-golden runs of an agent that asks a
+model, which are not reproducible anyway). A trace records anything `step` accepted: lone
 surrogates are written as JSON `\\uXXXX` escapes (toolgym.canonical), and values JSON cannot hold
 (NaN, bytes, objects, huge ints, nesting past 100 levels) as `json_safe` replaces them.
 
@@ -112,7 +113,10 @@ class TraceStep(BaseModel):
     state_hash_before: str | None = None
     state_hash_after: str | None = None
     state_diff: dict[str, Any] | None = None
-    latency_ms: float | None = Field(default=None, description="wall-clock latency; only with timing on")
+    latency_ms: float | None = Field(
+        default=None,
+        description="wall-clock latency; with timing on, and in LLM runs (never in golden traces)",
+    )
     faults: list[dict[str, Any]] | None = Field(
         default=None,
         description="faults a fault plan injected in this step, latencies included (schema 1.2)",

@@ -23,6 +23,7 @@ from toolgym.evaluation.llm import (
     LLMUnavailable,
     api_key_from_env,
 )
+from toolgym.recorder.golden import TraceAgent
 from toolgym.tasks import TaskSet
 from toolgym.trace import TRACE_SCHEMA_VERSION, full_requests, read_trace
 
@@ -111,6 +112,22 @@ def test_trace_keeps_what_was_sent_to_the_model_and_its_latency(tmp_path: Path) 
     # latencies: the model's answer and the whole step, both filled in an LLM run
     assert all(s.model_latency_ms is not None and s.model_latency_ms > 0 for s in trace.steps)
     assert all(s.latency_ms is not None and s.latency_ms >= 0 for s in trace.steps)
+
+
+def test_a_golden_llm_trace_keeps_its_requests_and_replays_byte_for_byte(tmp_path: Path) -> None:
+    script = {FISH_OIL: [calls(("OCR", OCR_ARGS)), text("It lasts 58 days.")]}
+    env = make_demo_env(protocol="openai")
+    task = env.tasks["fish-oil-days"]
+    with serve(FakeOpenAI(script)) as fake, ChatClient(config(fake)) as client:
+        run_episode(env, LLMAgent(client, env), task, seed=0, trace_dir=tmp_path / "golden", golden=True)
+    golden = tmp_path / "golden" / "fish-oil-days.seed0.jsonl"
+    trace = read_trace(golden)
+    assert [s.request is not None for s in trace.steps] == [True, True]
+    # no wall-clock figures in a golden trace: a replay gives the same bytes back
+    assert all(s.latency_ms is None and s.model_latency_ms is None for s in trace.steps)
+    replayed = run_episode(env, TraceAgent(trace), task, seed=0, trace_dir=tmp_path / "replay", golden=True)
+    env.close()
+    assert replayed.trace_path is not None and replayed.trace_path.read_bytes() == golden.read_bytes()
 
 
 def test_react_protocol_episode_with_text_replies(tmp_path: Path) -> None:

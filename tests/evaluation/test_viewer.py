@@ -27,7 +27,7 @@ import pytest
 from playwright.sync_api import Page, sync_playwright
 
 from tests.evaluation.fake_openai import FakeOpenAI, Fault, Reply, calls, serve, text
-from toolgym.envs.demo import demo_tasks_path
+from toolgym.envs.demo import demo_tasks_path, mock_task_paths
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig
 from toolgym.evaluation.runs import run_trials
@@ -47,6 +47,7 @@ needs_chromium = pytest.mark.skipif(
 )
 FISH_OIL = "family of 5"
 RECEIPT = "How much did I pay in total"
+CANCEL = "ctool-express-cancel-002"
 WRONG_ANSWER = "<b>It lasts 60 days</b>"  # markup from a model: shown as text, never rendered
 
 
@@ -66,7 +67,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         [demo["mark-total"], demo["fish-oil-days"], demo["receipt-total"]], base_dir=demo.base_dir
     )
     oracle = TaskSet([demo["mark-total"], demo["fish-oil-days"]], base_dir=demo.base_dir)
-    run_trials([("demo", oracle)], "oracle", out=root / "oracle", agent_name="oracle")
+    ctool_path = next(p for p in mock_task_paths() if p.stem == "ctool")
+    ctool = TaskSet([TaskSet.load(ctool_path)[CANCEL]], base_dir=ctool_path.parent)  # changes app state
+    run_trials([("demo", oracle), ("ctool", ctool)], "oracle", out=root / "oracle", agent_name="oracle")
     script: dict[str, list[Reply | Fault]] = {
         FISH_OIL: [
             calls(("Nope", {})),
@@ -91,7 +94,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
             )
         sent = list(fake.requests)
     assert [e.status for e in summary.episodes] == ["terminated", "aborted"]
-    return Runs(root / "oracle", root / "llm", {t.id: t for t in picked}, sent)
+    return Runs(root / "oracle", root / "llm", {t.id: t for t in [*picked, *ctool]}, sent)
 
 
 @contextmanager
@@ -124,6 +127,11 @@ def episode_id(page: Page, source: str, task_id: str) -> str:
     return ident
 
 
+def no_stray_text(page: Page) -> bool:
+    """The view is made of elements only: no bare text (a 'null' left by a missing part)."""
+    return bool(page.evaluate("[...document.getElementById('app').childNodes].every(n => n.nodeType === 1)"))
+
+
 def pick(page: Page, name: str, value: str) -> None:
     page.select_option(f"#filter-{name}", value)
 
@@ -133,7 +141,14 @@ def test_served_viewer_lists_filters_and_shows_episodes_step_by_step(runs: Runs)
     with serve_viewer([runs.oracle, runs.llm], runs.tasks) as url, browser() as (page, errors):
         assert url.startswith("http://127.0.0.1:")
         page.goto(url)
-        assert sorted(shown_tasks(page)) == ["fish-oil-days", "fish-oil-days", "mark-total", "receipt-total"]
+        assert sorted(shown_tasks(page)) == [
+            CANCEL,
+            "fish-oil-days",
+            "fish-oil-days",
+            "mark-total",
+            "receipt-total",
+        ]
+        assert no_stray_text(page)
         # filters: passed, error kind (model vs infra, one kind), category, task, run
         pick(page, "passed", "false")
         assert sorted(shown_tasks(page)) == ["fish-oil-days", "receipt-total"]
@@ -143,7 +158,7 @@ def test_served_viewer_lists_filters_and_shows_episodes_step_by_step(runs: Runs)
         pick(page, "kind", "unknown_tool")
         assert shown_tasks(page) == ["fish-oil-days"]
         pick(page, "kind", "none")
-        assert sorted(shown_tasks(page)) == ["fish-oil-days", "mark-total"]
+        assert sorted(shown_tasks(page)) == [CANCEL, "fish-oil-days", "mark-total"]
         pick(page, "kind", "")
         pick(page, "category", "perception+operation")
         assert shown_tasks(page) == ["mark-total"]
@@ -174,6 +189,16 @@ def test_served_viewer_lists_filters_and_shows_episodes_step_by_step(runs: Runs)
         assert "reward: 1.0" in page.locator(".outcome").inner_text()
         assert page.locator(".latency").first.inner_text() == "step – ms"  # the oracle's traces keep none
         assert page.locator(".request").count() == 0  # and no request: the oracle asks no model
+        assert no_stray_text(page)
+
+        # a mock app's state change: the diff, between the state hashes
+        page.goto(url)
+        page.click(f"#episodes tr.row[data-id='{episode_id(page, 'oracle', CANCEL)}'] td.task")
+        page.wait_for_selector(".summary")
+        diffs = page.locator("pre.diff")
+        assert diffs.count() >= 1
+        changed = json.loads(diffs.first.inner_text())
+        assert changed["express_shipments"]["changed"][0]["after"]["cancel_reason"]
 
         # the LLM's fish-oil-days: the requests it sent, raw output with latency, errors by kind
         page.goto(url)
@@ -251,7 +276,7 @@ def test_exported_page_is_self_contained(runs: Runs, tmp_path: Path) -> None:
         page.on("request", lambda r: fetched.append(r.url))
         page.goto(out.as_uri())
         assert page.title() == "two runs"
-        assert len(shown_tasks(page)) == 4
+        assert len(shown_tasks(page)) == 5
         page.goto(out.as_uri() + "#/episode/" + episode_id(page, "oracle", "mark-total"))
         assert page.eval_on_selector("img.obs", "i => i.complete && i.naturalWidth > 0")
         assert [u for u in fetched if not u.startswith(("file:", "data:"))] == []  # nothing from a network
@@ -286,7 +311,7 @@ def test_view_command_exports_and_serves_on_loopback(runs: Runs, tmp_path: Path)
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "2 episodes" in done.stdout and target.read_text().startswith("<!DOCTYPE html>")
+    assert "3 episodes" in done.stdout and target.read_text().startswith("<!DOCTYPE html>")
     missing = subprocess.run(
         [sys.executable, "-m", "toolgym.cli", "view", str(tmp_path / "nowhere")],
         capture_output=True,
