@@ -350,7 +350,7 @@ class EpisodeWorker:
             "task_hash": canonical_hash(task.model_dump(mode="json")),
         }
         try:
-            result = run_episode(env, agent, task, seed=spec.seed, trace_dir=folder)
+            result = run_episode(env, agent, task, seed=spec.seed, trace_dir=folder, keep_files=True)
         except self.abort_types as exc:
             partial = folder / (rel.name + ".partial")
             message = getattr(exc, "message", None) or str(exc)

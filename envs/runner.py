@@ -11,8 +11,17 @@ from toolgym.canonical import canonical_hash
 from toolgym.envs.agents import Agent
 from toolgym.envs.faults import FaultLayer
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.files import FileHandle
 from toolgym.tasks import Task
-from toolgym.trace import ToolInfo, TraceEnd, TraceHeader, TraceStep, TraceWriter, TurnTokens
+from toolgym.trace import (
+    ModelRequest,
+    ToolInfo,
+    TraceEnd,
+    TraceHeader,
+    TraceStep,
+    TraceWriter,
+    TurnTokens,
+)
 
 
 @dataclass
@@ -69,9 +78,12 @@ def trace_step(
     *,
     timing: bool = False,
     tokens: TurnTokens | None = None,
+    request: ModelRequest | None = None,
+    model_latency_ms: float | None = None,
 ) -> TraceStep:
     """The trace line of one `env.step(raw)` from its info (what every episode driver writes:
-    the runner, the env service, the MCP server); `tokens`: the turn's token ids, when known."""
+    the runner, the env service, the MCP server); `tokens`: the turn's token ids, when known;
+    `request` and `model_latency_ms`: what the agent sent its model and how long it took."""
     return TraceStep(
         index=info["step"],
         raw=raw if isinstance(raw, (str, dict)) else None,
@@ -84,6 +96,8 @@ def trace_step(
         latency_ms=info["timing"].latency_s * 1000 if timing else None,
         faults=info.get("faults"),
         tokens=tokens,
+        request=request,
+        model_latency_ms=model_latency_ms,
     )
 
 
@@ -99,6 +113,20 @@ def trace_end(env: ToolEnv, info: dict[str, Any], *, terminated: bool, reward: f
     )
 
 
+FILES_DIR = "files"  # beside a trace: the files its observations carry, named by sha256
+
+
+def keep_observation_files(env: ToolEnv, info: dict[str, Any], folder: Path) -> None:
+    """Copies the files of a step's observations out of the episode's file store (a temporary
+    folder) into `folder`, named by their sha256, once each."""
+    for observation in info["observations"]:
+        for entry in observation.get("files") or []:
+            handle = FileHandle.model_validate(entry)
+            target = folder / handle.sha256
+            if not target.exists():
+                env.files.copy_to(handle, target)
+
+
 def run_episode(
     env: ToolEnv,
     agent: Agent,
@@ -108,7 +136,11 @@ def run_episode(
     trace_dir: Path | None = None,
     timing: bool = False,
     golden: bool = False,
+    keep_files: bool = False,
 ) -> EpisodeResult:
+    """Runs one episode; with `trace_dir`, writes its trace there, and with `keep_files` also the
+    files its observations carry (images a tool drew), as `trace_dir/files/<sha256>`, which the
+    trace names by hash only (`toolgym view` shows them)."""
     obs, info = env.reset(seed=seed, options={"task": task})
     agent.start(task, obs, info)
     writer: TraceWriter | None = None
@@ -119,6 +151,7 @@ def run_episode(
         header = trace_header(env, agent, task, seed, config, golden=golden)
         writer = TraceWriter(trace_dir / trace_name(task.id, seed), header)
     hash_before: str | None = info.get("state_hash")
+    files_dir = trace_dir / FILES_DIR if keep_files and trace_dir is not None else None
     reward, terminated, truncated, steps, latency = 0.0, False, False, 0, 0.0
     step_info: dict[str, Any] = {}
     try:
@@ -130,15 +163,25 @@ def run_episode(
             latency += step_info["timing"].latency_s
             if writer is not None:
                 tokens = getattr(agent, "turn_tokens", None)  # an agent whose server returned token ids
+                # an agent that asked a model (LLMAgent) says what it sent and how long it waited;
+                # such a run is not byte-reproducible anyway, so its steps keep their latencies,
+                # except in a golden trace, which a replay must give back byte for byte
+                request = getattr(agent, "turn_request", None)
+                model_ms = getattr(agent, "turn_latency_ms", None)
+                model_ms = float(model_ms) if isinstance(model_ms, (int, float)) and not golden else None
                 writer.step(
                     trace_step(
                         raw,
                         step_info,
                         hash_before,
-                        timing=timing,
+                        timing=timing or model_ms is not None,
                         tokens=tokens if isinstance(tokens, TurnTokens) else None,
+                        request=request if isinstance(request, ModelRequest) else None,
+                        model_latency_ms=model_ms,
                     )
                 )
+                if files_dir is not None:
+                    keep_observation_files(env, step_info, files_dir)
             hash_before = step_info.get("state_hash")
         final = step_info.get("final_answer")
         path = None

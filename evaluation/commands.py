@@ -1446,6 +1446,56 @@ def export_command(
     console.print(f"{len(episodes)} episodes kept; {n} {chosen.value} records written to {target}")
 
 
+# ---- view ------------------------------------------------------------------------------------
+def view_command(
+    directories: Annotated[
+        list[Path],
+        typer.Argument(
+            help="trace folders: a run directory, or two (golden vs replay, two agents) side by side"
+        ),
+    ],
+    export: Annotated[
+        Path | None, typer.Option(help="write a self-contained HTML copy to this file instead of serving")
+    ] = None,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="port to serve on (0: any free one)")] = 0,
+    host: Annotated[
+        str, typer.Option(help="address to bind (loopback unless you mean otherwise)")
+    ] = "127.0.0.1",
+    tasks: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="task set files the traces ran on (queries, categories); default: the bundled sets"
+        ),
+    ] = None,
+    title: Annotated[str | None, typer.Option(help="page title")] = None,
+) -> None:
+    """Open traces in the trace viewer: episodes with filters, one episode step by step (the
+    request sent to the model, its output and latency, actions, observations with images, state
+    diffs, rewards) and two episodes side by side. Serves a local page until Ctrl-C, or --export."""
+    import time
+
+    from toolgym.evaluation.viewer import collect_view_data, serve_viewer, write_viewer
+
+    for directory in directories:
+        if not directory.is_dir():
+            raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORIES")
+    index, _ = _combined_tasks(task_set_paths(tasks))
+    if export is not None:
+        payload = collect_view_data(directories, index, title=title)
+        write_viewer(payload, export)
+        console.print(f"{len(payload['episodes'])} episodes; viewer written to {export}")
+        return
+    try:
+        with serve_viewer(directories, index, host=host, port=port, title=title) as url:
+            console.print(f"trace viewer on {url} (Ctrl-C stops it)", highlight=False)
+            while True:
+                time.sleep(3600)
+    except OSError as exc:  # the port is taken, the address is not this machine's
+        raise typer.BadParameter(f"cannot serve on {host}:{port}: {exc}", param_hint="--port") from None
+    except KeyboardInterrupt:
+        console.print("viewer stopped")
+
+
 def register(app: typer.Typer) -> None:
     app.command("run")(run)
     app.command("eval")(eval_command)
@@ -1453,3 +1503,4 @@ def register(app: typer.Typer) -> None:
     app.command("teval-subsets")(teval_subsets_command)
     app.command("winrate")(winrate_command)
     app.command("export")(export_command)
+    app.command("view")(view_command)

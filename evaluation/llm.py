@@ -31,6 +31,7 @@ from toolgym.envs.tool_env import ToolEnv
 from toolgym.protocols.json_protocol import content_of_message
 from toolgym.protocols.openai import OpenAIProtocol
 from toolgym.tasks import Task
+from toolgym.trace import ModelRequest
 
 RETRY_STATUS = frozenset({408, 409, 425, 429})  # and every 5xx, as the OpenAI SDK retries
 
@@ -401,6 +402,10 @@ class LLMAgent:
         self._tools: list[dict[str, Any]] | None = None
         self._pending_ids: list[str] = []
         self._turns = 0
+        # the last turn as the trace keeps it (toolgym.envs.runner): what was sent, how long it took
+        self.turn_request: ModelRequest | None = None
+        self.turn_latency_ms: float | None = None
+        self._recorded = 0  # messages already in an earlier turn's request
 
     def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
         system = info["instructions"]
@@ -416,6 +421,9 @@ class LLMAgent:
         self.finish_reasons = []
         self._pending_ids = []
         self._turns = 0
+        self.turn_request = None
+        self.turn_latency_ms = None
+        self._recorded = 0
         protocol = self.env.protocol
         self._tools = protocol.tools_json(self.env.offered) if isinstance(protocol, OpenAIProtocol) else None
 
@@ -423,9 +431,14 @@ class LLMAgent:
         if self._turns > 0:
             self._add_observation(observation, info)
         self._turns += 1
+        self.turn_request = self._request_delta()
+        self.turn_latency_ms = None
         result = self.client.complete(
             self.messages, tools=self._tools, seed=self.seed, stop=self.stop or None
         )
+        # only a request that was answered counts as sent: a retried turn sends the same delta
+        self._recorded = len(self.messages)
+        self.turn_latency_ms = result.usage.latency_s * 1000
         self.usage.add(result.usage)
         self.finish_reasons.append(result.finish_reason)
         if self.native:
@@ -435,6 +448,20 @@ class LLMAgent:
         text = _text_of(result.message)
         self.messages.append({"role": "assistant", "content": text})
         return text
+
+    def _request_delta(self) -> ModelRequest:
+        """This turn's request as a trace step keeps it: the messages since the last turn's request,
+        the tools on the first turn only (they stay the same all episode), the other parameters."""
+        body = self.client.request_body(
+            self.messages, tools=self._tools, seed=self.seed, stop=self.stop or None
+        )
+        tools = body.pop("tools", None)
+        return ModelRequest(
+            messages_from=self._recorded,
+            messages=body.pop("messages")[self._recorded :],
+            tools=tools if self._recorded == 0 else None,
+            params=body,
+        )
 
     def _assistant_message(self, message: Mapping[str, Any]) -> dict[str, Any]:
         """What goes back into the history (and to the env): role, content and tool_calls with an id

@@ -473,12 +473,14 @@ class LoadedTrace:
     trace: Trace
 
 
-def load_traces(root: Path, *, recursive: bool = False) -> tuple[list[LoadedTrace], list[str]]:
-    """The traces of root (`find_traces`) and the problems met (a file that is not a trace is
-    reported, not fatal: a run directory may hold other JSONL files)."""
+def load_traces(
+    root: Path, *, recursive: bool = False, partial: bool = False
+) -> tuple[list[LoadedTrace], list[str]]:
+    """The traces of root (`find_traces`; with `partial`, unfinished ones too) and the problems met
+    (a file that is not a trace is reported, not fatal: a run directory may hold other JSONL files)."""
     loaded: list[LoadedTrace] = []
     problems: list[str] = []
-    for path in find_traces(root, recursive=recursive):
+    for path in find_traces(root, recursive=recursive, partial=partial):
         try:
             trace = read_trace(path)
         except (ValueError, OSError) as exc:

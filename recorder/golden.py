@@ -32,7 +32,7 @@ from toolgym.protocols.base import ActionProtocol, RawOutput
 from toolgym.recorder.cassette import Cassette, CassetteMode, CassetteStats
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
-from toolgym.trace import Trace, read_trace
+from toolgym.trace import ModelRequest, Trace, read_trace
 
 MANIFEST = "golden.json"
 CASSETTE_NAME = "cassette.sqlite"
@@ -81,6 +81,9 @@ class TraceAgent:
     def __init__(self, trace: Trace) -> None:
         self.name = trace.header.agent
         self.outputs = [trace_output(step.raw, step.actions) for step in trace.steps]
+        # what an LLM agent sent its model, given back so the replayed trace keeps it too
+        self.requests = [step.request for step in trace.steps]
+        self.turn_request: ModelRequest | None = None
         self._next = 0
 
     def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
@@ -90,6 +93,7 @@ class TraceAgent:
         if self._next >= len(self.outputs):
             raise TraceExhausted(f"the trace has {len(self.outputs)} steps; the env wants more")
         out = self.outputs[self._next]
+        self.turn_request = self.requests[self._next]
         self._next += 1
         # parallel actions recorded without raw output go back as a list, which ToolEnv.step takes
         return cast("RawOutput | Action", out)

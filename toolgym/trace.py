@@ -4,14 +4,17 @@ Each line is flushed as the episode runs, so a crash leaves a readable trace who
 not an `end` record (read_trace reports it as incomplete). The file is written under a
 `.partial` name and renamed when the episode ends, so a finished trace appears atomically.
 Lines are canonical JSON: the same task, seed and actions give a byte-identical file (wall-clock
-latencies are left out unless `timing=True`). A trace records anything `step` accepted: lone
+latencies are kept only with `timing=True` and in the non-golden runs of an agent that asks a
+model, which are not reproducible anyway). A trace records anything `step` accepted: lone
 surrogates are written as JSON `\\uXXXX` escapes (toolgym.canonical), and values JSON cannot hold
 (NaN, bytes, objects, huge ints, nesting past 100 levels) as `json_safe` replaces them.
 
 Schema versions: 1.0 (first release); 1.1 adds `task_hash` to the header (canonical hash of the
 task definition, so `toolgym verify` can tell a changed task from a changed tool); 1.2 adds
 `faults` to steps (what a fault plan injected, latencies included); 1.3 adds `tokens` to steps
-(the token ids and logprobs of the model's turn, where the model server returned them). Readers accept
+(the token ids and logprobs of the model's turn, where the model server returned them); 1.4 adds
+`request` and `model_latency_ms` to steps (what an LLM agent sent the model, as a delta on the
+step before: `full_requests` rebuilds each whole request; and how long the model took). Readers accept
 every 1.x trace (fields a version lacks take their defaults) and refuse other major versions.
 The JSON Schema of the three line kinds is `trace_json_schema()` (docs/trace-schema.json).
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -30,7 +34,7 @@ from pydantic.json_schema import models_json_schema
 
 from toolgym.canonical import canonical_json, json_safe
 
-TRACE_SCHEMA_VERSION = "1.3"
+TRACE_SCHEMA_VERSION = "1.4"
 SUPPORTED_MAJOR = "1"
 
 
@@ -81,6 +85,22 @@ class TurnTokens(BaseModel):
     logprobs: list[float] | None = Field(default=None, description="one per completion token")
 
 
+class ModelRequest(BaseModel):
+    """What an agent sent the model for one step's output. A request repeats the whole history, so
+    a step keeps only what is new since the previous step's request: the messages from index
+    `messages_from` on (the earlier ones are the previous request's), and the tool schemas only
+    when they differ from the previous request's (None: the same). `full_requests` rebuilds them."""
+
+    messages_from: int = Field(default=0, ge=0, description="index of the first message this step adds")
+    messages: list[dict[str, Any]] = Field(description="the messages from messages_from on")
+    tools: list[dict[str, Any]] | None = Field(
+        default=None, description="tool schemas sent, when new or changed; null: as in the previous request"
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="the rest of the request (model, temperature, seed, stop, ...)"
+    )
+
+
 class TraceStep(BaseModel):
     """One env step: the raw output, the parsed actions, what came back, state before/after."""
 
@@ -93,7 +113,10 @@ class TraceStep(BaseModel):
     state_hash_before: str | None = None
     state_hash_after: str | None = None
     state_diff: dict[str, Any] | None = None
-    latency_ms: float | None = Field(default=None, description="wall-clock latency; only with timing on")
+    latency_ms: float | None = Field(
+        default=None,
+        description="wall-clock latency; with timing on, and in LLM runs (never in golden traces)",
+    )
     faults: list[dict[str, Any]] | None = Field(
         default=None,
         description="faults a fault plan injected in this step, latencies included (schema 1.2)",
@@ -102,6 +125,31 @@ class TraceStep(BaseModel):
         default=None,
         description="the model turn's token ids and logprobs, where the server returned them (schema 1.3)",
     )
+    request: ModelRequest | None = Field(
+        default=None, description="what the agent sent the model, as a delta (schema 1.4); LLM agents only"
+    )
+    model_latency_ms: float | None = Field(
+        default=None,
+        description="wall-clock time of the model's answer, retries included (schema 1.4); LLM agents only",
+    )
+
+
+def full_requests(steps: Sequence[TraceStep]) -> list[dict[str, Any] | None]:
+    """Each step's whole request (`messages`, `tools`, `params`) rebuilt from the deltas its steps
+    keep; None for a step without one (an agent that calls no model)."""
+    out: list[dict[str, Any] | None] = []
+    messages: list[dict[str, Any]] = []
+    tools: list[dict[str, Any]] | None = None
+    for step in steps:
+        request = step.request
+        if request is None:
+            out.append(None)
+            continue
+        messages = messages[: request.messages_from] + request.messages
+        if request.tools is not None:
+            tools = request.tools
+        out.append({"messages": list(messages), "tools": tools, "params": request.params})
+    return out
 
 
 class TraceEnd(BaseModel):
@@ -158,10 +206,19 @@ def record_json(record: BaseModel) -> str:
     nested past the depth limit, NaN, bytes, objects, huge ints) is written with those values
     replaced as `json_safe` says, so anything `step` accepted is recorded and reads back."""
     try:
-        return canonical_json(record.model_dump(mode="json"))
+        return canonical_json(_drop_unset(record.model_dump(mode="json")))
     except (ValueError, TypeError, RecursionError):  # pydantic's serialisation errors included
         fields = {name: getattr(record, name) for name in type(record).model_fields}
-        return canonical_json(json_safe(fields))
+        return canonical_json(json_safe(_drop_unset(fields)))
+
+
+# fields of schema 1.4 on are left out when null, so the steps of agents that call no model (the
+# oracle, scripted agents) keep the bytes they had before those fields existed
+OMITTED_WHEN_NULL = frozenset({"request", "model_latency_ms"})
+
+
+def _drop_unset(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None or k not in OMITTED_WHEN_NULL}
 
 
 class TraceWriter:

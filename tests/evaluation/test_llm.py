@@ -23,8 +23,9 @@ from toolgym.evaluation.llm import (
     LLMUnavailable,
     api_key_from_env,
 )
+from toolgym.recorder.golden import TraceAgent
 from toolgym.tasks import TaskSet
-from toolgym.trace import read_trace
+from toolgym.trace import TRACE_SCHEMA_VERSION, full_requests, read_trace
 
 FISH_OIL = "family of 5"  # a substring of the fish-oil-days prompt: the server's script key
 OCR_ARGS = {"image": "image/fish_oil.png"}
@@ -77,6 +78,56 @@ def test_openai_protocol_episode_with_native_tool_calls(tmp_path: Path) -> None:
     assert trace.header.agent == "llm:fake-model" and trace.header.protocol == "openai"
     assert trace.steps[0].raw["tool_calls"][0]["function"]["name"] == "OCR"
     assert trace.end is not None and trace.end.final_answer is not None and "58" in trace.end.final_answer
+
+
+def test_trace_keeps_what_was_sent_to_the_model_and_its_latency(tmp_path: Path) -> None:
+    script = {
+        FISH_OIL: [
+            calls(("OCR", OCR_ARGS)),
+            calls(("Calculator", CALC_ARGS)),
+            text("The bottle holds 290 softgels: it lasts 58 days."),
+        ]
+    }
+    env = make_demo_env(protocol="openai")
+    with serve(FakeOpenAI(script)) as fake, ChatClient(config(fake, temperature=0.2)) as client:
+        result = run_episode(
+            env, LLMAgent(client, env), env.tasks["fish-oil-days"], seed=0, trace_dir=tmp_path
+        )
+    env.close()
+    assert result.steps == 3
+    trace = read_trace(tmp_path / "fish-oil-days.seed0.jsonl")
+    assert trace.header.schema_version == TRACE_SCHEMA_VERSION
+    # each step keeps only what is new; rebuilt, the requests are what the server received
+    deltas = [step.request for step in trace.steps]
+    assert all(d is not None for d in deltas)
+    assert [d.messages_from for d in deltas if d is not None] == [0, 2, 4]
+    assert deltas[0] is not None and deltas[0].tools is not None
+    assert all(d is not None and d.tools is None for d in deltas[1:])  # tools once per episode
+    rebuilt = full_requests(trace.steps)
+    for request, sent in zip(rebuilt, fake.requests, strict=True):
+        assert request is not None
+        assert request["messages"] == sent["messages"]
+        assert request["tools"] == sent["tools"]
+        assert request["params"]["temperature"] == 0.2 and request["params"]["model"] == "fake-model"
+    # latencies: the model's answer and the whole step, both filled in an LLM run
+    assert all(s.model_latency_ms is not None and s.model_latency_ms > 0 for s in trace.steps)
+    assert all(s.latency_ms is not None and s.latency_ms >= 0 for s in trace.steps)
+
+
+def test_a_golden_llm_trace_keeps_its_requests_and_replays_byte_for_byte(tmp_path: Path) -> None:
+    script = {FISH_OIL: [calls(("OCR", OCR_ARGS)), text("It lasts 58 days.")]}
+    env = make_demo_env(protocol="openai")
+    task = env.tasks["fish-oil-days"]
+    with serve(FakeOpenAI(script)) as fake, ChatClient(config(fake)) as client:
+        run_episode(env, LLMAgent(client, env), task, seed=0, trace_dir=tmp_path / "golden", golden=True)
+    golden = tmp_path / "golden" / "fish-oil-days.seed0.jsonl"
+    trace = read_trace(golden)
+    assert [s.request is not None for s in trace.steps] == [True, True]
+    # no wall-clock figures in a golden trace: a replay gives the same bytes back
+    assert all(s.latency_ms is None and s.model_latency_ms is None for s in trace.steps)
+    replayed = run_episode(env, TraceAgent(trace), task, seed=0, trace_dir=tmp_path / "replay", golden=True)
+    env.close()
+    assert replayed.trace_path is not None and replayed.trace_path.read_bytes() == golden.read_bytes()
 
 
 def test_react_protocol_episode_with_text_replies(tmp_path: Path) -> None:

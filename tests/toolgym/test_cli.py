@@ -91,6 +91,8 @@ def _mistakes(tmp: Path, busy_port: int) -> list[tuple[list[str], str]]:
         (["eval", str(tmp), "--tasks", "nosuchset"], "no such task set file or bundled set"),
         (["report", str(tmp / "nodir")], "is not a directory"),
         (["report", str(tmp), "--suite", "bogus"], "unknown metric suite bogus"),
+        (["view", str(tmp / "nodir")], "is not a directory"),
+        (["view", str(tmp), "--port", str(busy_port)], f"cannot serve on 127.0.0.1:{busy_port}"),
         (["record", "--protocol", "xml", "--out", str(tmp / "g")], "unknown protocol 'xml'"),
         (["record", "--agent", "nomodule_here:make", "--out", str(tmp / "g")], "No module named"),
         (["verify", str(tmp / "nodir")], "No such file or directory"),

@@ -17,12 +17,14 @@ from toolgym.envs.agents import ScriptedAgent
 from toolgym.envs.runner import run_episode
 from toolgym.trace import (
     TRACE_SCHEMA_VERSION,
+    ModelRequest,
     TraceEnd,
     TraceFormatError,
     TraceHeader,
     TraceStep,
     TraceWriter,
     TurnTokens,
+    full_requests,
     read_trace,
     record_json,
     trace_json_schema,
@@ -110,7 +112,7 @@ def test_torn_last_line_is_dropped(tmp_path: Path) -> None:
 
 def test_header_pins_the_task_definition(tmp_path: Path) -> None:
     trace = read_trace(record(tmp_path))
-    assert trace.header.schema_version == TRACE_SCHEMA_VERSION == "1.3"
+    assert trace.header.schema_version == TRACE_SCHEMA_VERSION == "1.4"
     assert trace.header.task_hash == canonical_hash(TASK.model_dump(mode="json"))
 
 
@@ -241,3 +243,34 @@ def test_turn_tokens_are_optional_and_older_traces_read(tmp_path: Path) -> None:
     turn = TurnTokens(prompt_ids=[1, 2], completion_ids=[3], logprobs=[-0.1])
     step = TraceStep(index=1, actions=[], observations=[], tokens=turn)
     assert TraceStep.model_validate(json.loads(record_json(step))).tokens == turn
+
+
+def test_model_requests_are_left_out_when_absent_and_rebuilt_from_deltas(tmp_path: Path) -> None:
+    # an agent that calls no model writes steps without the 1.4 fields, bytes as before them
+    lines = record(tmp_path).read_text(encoding="utf-8").splitlines()
+    for line in lines[1:-1]:
+        assert '"request"' not in line and '"model_latency_ms"' not in line
+    tools = [{"type": "function", "function": {"name": "OCR"}}]
+    system, user = {"role": "system", "content": "s"}, {"role": "user", "content": "q"}
+    reply, tool = {"role": "assistant", "content": "a"}, {"role": "tool", "content": "r"}
+    steps = [
+        TraceStep(
+            index=1, actions=[], observations=[], request=ModelRequest(messages=[system, user], tools=tools)
+        ),
+        TraceStep(index=2, actions=[], observations=[]),  # an agent turn without a model call
+        TraceStep(
+            index=3,
+            actions=[],
+            observations=[],
+            request=ModelRequest(messages_from=2, messages=[reply, tool], params={"model": "m"}),
+            model_latency_ms=12.5,
+        ),
+    ]
+    again = [TraceStep.model_validate(json.loads(record_json(s))) for s in steps]
+    assert again == steps
+    first, none, third = full_requests(again)
+    assert first == {"messages": [system, user], "tools": tools, "params": {}}
+    assert none is None
+    assert third == {"messages": [system, user, reply, tool], "tools": tools, "params": {"model": "m"}}
+    for step in steps:
+        jsonschema.validate(json.loads(record_json(step)), trace_json_schema())
