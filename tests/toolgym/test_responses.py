@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from openai import BadRequestError, OpenAI
 from openai.types.responses import (
     FunctionToolParam,
     Response,
@@ -16,6 +17,7 @@ from openai.types.responses import (
 )
 from pydantic import TypeAdapter
 
+from tests.evaluation.fake_openai import FakeOpenAI, calls, serve, text
 from tests.toolgym.test_protocols import TOOLS
 from toolgym import AnswerSpec, Task, ToolEnv
 from toolgym.actions import AskUser, FinalAnswer, NoCall, Observation, ToolCall
@@ -222,3 +224,44 @@ def test_env_steps_a_response_and_answers_each_call_by_its_call_id() -> None:
     assert env.episode.steps[0].raw == PARALLEL.model_dump(mode="json", exclude_none=True)["output"]
     _, reward, terminated, _, _ = env.step(response(message("5")))
     assert terminated and reward == 1.0
+
+
+def test_an_episode_with_the_real_sdk_clients_responses_api() -> None:
+    """`OpenAI(...).responses.create` against a local server: its Response goes into step, the
+    observations go back as function_call_output input items, by call_id."""
+    task = Task(id="w", query="Weather and sum?", answer=AnswerSpec(whitelist=[["5"]]))
+    script = {
+        "Weather and sum?": [
+            calls(("get_weather", {"city": "Paris"}), ("add_numbers", {"first_term": 2, "second_term": 3})),
+            text("5"),
+        ]
+    }
+    env = ToolEnv(TOOLS, [task], protocol="responses")
+    with serve(FakeOpenAI(script, api_key="test-key")) as fake:
+        client = OpenAI(base_url=fake.base_url, api_key="test-key", max_retries=0)
+        obs, info = env.reset(options={"task": "w"})
+        tools = TypeAdapter(list[FunctionToolParam]).validate_python(
+            RESPONSES.tools_json(env.offered, strict=True)
+        )
+        history: list[Any] = [{"role": "user", "content": obs}]
+        first = client.responses.create(
+            model="fake-model", instructions=info["instructions"], input=history, tools=tools
+        )
+        obs, _, terminated, _, info = env.step(first)
+        assert not terminated and info["error_kind"] is None
+        assert [(o["call_id"], o["text"]) for o in info["observations"]] == [
+            ("fake_0_0", "sunny in Paris (c)"),
+            ("fake_0_1", "5"),
+        ]
+        history += [item.model_dump(exclude_none=True) for item in first.output]
+        with pytest.raises(BadRequestError, match="No tool output found"):  # as the real API says
+            client.responses.create(model="fake-model", input=history, tools=tools)
+        history += [json.loads(line) for line in obs.split("\n")]
+        second = client.responses.create(model="fake-model", input=history, tools=tools)
+        _, reward, terminated, _, info = env.step(second.output)
+        assert terminated and reward == 1.0 and info["final_answer"] == "5"
+        # the server saw strict flat tools and function_call_outputs paired with its call ids
+        sent = fake.requests[-1]
+        assert all(t["strict"] is True and "name" in t for t in sent["tools"])
+        outputs = [i["call_id"] for i in sent["input"] if i.get("type") == "function_call_output"]
+        assert outputs == ["fake_0_0", "fake_0_1"]

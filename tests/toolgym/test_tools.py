@@ -468,7 +468,11 @@ def test_strict_schema_closes_free_objects_and_drops_only_null_defaults() -> Non
     assert strict["properties"]["cursor"] == {"type": ["string", "null"]}
     with pytest.raises(ValueError, match="only local references"):
         strict_json_schema(
-            {"type": "object", "properties": {"a": {"$ref": "http://x/y", "description": "d"}}, "required": ["a"]}
+            {
+                "type": "object",
+                "properties": {"a": {"$ref": "http://x/y", "description": "d"}},
+                "required": ["a"],
+            }
         )
 
 
@@ -520,7 +524,10 @@ def test_every_bundled_tool_exports_a_strict_schema_the_sdk_leaves_as_it_is() ->
         required = set(original.get("required", []))
         kept = drop_null_optionals(t, {n: None for n in strict["properties"]}).keys() - required
         for name in kept:
-            assert jsonschema.Draft202012Validator(original["properties"][name]).is_valid(None), (t.name, name)
+            assert jsonschema.Draft202012Validator(original["properties"][name]).is_valid(None), (
+                t.name,
+                name,
+            )
 
 
 def test_null_for_an_optional_parameter_means_not_given() -> None:
