@@ -32,6 +32,9 @@ from toolgym.protocols.json_protocol import content_of_message
 from toolgym.protocols.openai import OpenAIProtocol
 from toolgym.tasks import Task
 
+# what LLMAgent can speak over /v1/chat/completions (the responses protocol reads /v1/responses output)
+LLM_PROTOCOLS = ("openai", "react", "json")
+
 RETRY_STATUS = frozenset({408, 409, 425, 429})  # and every 5xx, as the OpenAI SDK retries
 
 
@@ -383,6 +386,11 @@ class LLMAgent:
         stop: Sequence[str] | None = None,
         name: str | None = None,
     ) -> None:
+        if env.protocol.name not in LLM_PROTOCOLS:
+            raise ValueError(
+                f"LLMAgent speaks {', '.join(LLM_PROTOCOLS)} over /v1/chat/completions; "
+                f"the env's protocol is {env.protocol.name!r}"
+            )
         self.client = client
         self.env = env
         self.seed = seed
