@@ -860,3 +860,21 @@ def test_sdk_objects_that_hold_no_single_turn_are_format_errors() -> None:
         oai(items)
     with pytest.raises(FormatError, match="expected model output text"):
         ReActProtocol().parse(items)
+
+
+def test_openai_tools_json_strict_makes_every_function_strict() -> None:
+    specs = OpenAIProtocol().tools_json(TOOLS, strict=True)
+    assert [s["function"]["name"] for s in specs] == [
+        "get_weather",
+        "add_numbers",
+        "list_alarms",
+        "ask_user",
+        "no_call",
+    ]
+    for spec in specs:
+        function = spec["function"]
+        assert function["strict"] is True and function["parameters"]["additionalProperties"] is False
+        assert function["parameters"]["required"] == list(function["parameters"]["properties"])
+    weather = specs[0]["function"]["parameters"]["properties"]["unit"]
+    assert weather["anyOf"][-1] == {"type": "null"}  # optional: nullable
+    assert all("strict" not in s["function"] for s in OpenAIProtocol().tools_json(TOOLS))

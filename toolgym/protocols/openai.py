@@ -40,7 +40,7 @@ from toolgym.protocols.json_protocol import (
     preview,
     required_text,
 )
-from toolgym.tools import ToolSet
+from toolgym.tools import ToolSet, strict_json_schema
 
 
 def derived_call_id(index: int, name: str, arguments: Mapping[str, Any]) -> str:
@@ -197,9 +197,12 @@ class OpenAIProtocol(ActionProtocol):
             separators=(",", ":"),
         )
 
-    def tools_json(self, tools: ToolSet, *, control: bool = True) -> list[dict[str, Any]]:
-        """The `tools` request field; with `control`, also the reserved ask_user/no_call functions."""
-        specs = tools.to_openai()
+    def tools_json(
+        self, tools: ToolSet, *, control: bool = True, strict: bool = False
+    ) -> list[dict[str, Any]]:
+        """The `tools` request field; with `control`, also the reserved ask_user/no_call functions;
+        with `strict`, schemas for strict function calling (`toolgym.tools.strict_json_schema`)."""
+        specs = tools.to_openai(strict=strict)
         if control:
             specs += [
                 {
@@ -223,6 +226,10 @@ class OpenAIProtocol(ActionProtocol):
                     },
                 },
             ]
+            if strict:
+                for spec in specs[-2:]:
+                    function = spec["function"]
+                    function.update(parameters=strict_json_schema(function["parameters"]), strict=True)
         return specs
 
     def instructions(self, tools: ToolSet) -> str:
