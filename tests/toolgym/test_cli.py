@@ -30,7 +30,7 @@ def test_demo_command_solves_every_task_and_writes_traces(tmp_path: Path) -> Non
         assert trace.end.error_counts == {}
 
 
-@pytest.mark.parametrize("protocol", ["json", "openai"])
+@pytest.mark.parametrize("protocol", ["json", "openai", "responses"])
 def test_oracle_through_every_protocol(protocol: str, tmp_path: Path) -> None:
     env = make_demo_env(protocol=protocol)
     agent = OracleAgent(env.protocol)
