@@ -39,7 +39,7 @@ from toolgym.envs.users import RuleBasedUser, ScriptedUser, UserSimulator
 from toolgym.errors import ErrorKind, FormatError, InfraError
 from toolgym.files import FileStore
 from toolgym.protocols import get_protocol
-from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol
+from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol, plain_output
 from toolgym.protocols.json_protocol import check_arguments
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import BaseTool, ToolContext, ToolSet, to_json_value
@@ -112,6 +112,33 @@ def json_record(model: BaseModel) -> dict[str, Any]:
             pass
     safe: dict[str, Any] = json_safe({name: getattr(model, name) for name in type(model).model_fields})
     return safe
+
+
+_ACTION_TYPES = (ToolCall, FinalAnswer, NoCall, AskUser)
+
+
+def _is_actions(value: Any) -> bool:
+    """An Action, or a non-empty list of them: already parsed, no protocol needed."""
+    if isinstance(value, _ACTION_TYPES):
+        return True
+    return isinstance(value, list) and bool(value) and all(isinstance(a, _ACTION_TYPES) for a in value)
+
+
+def _is_items(value: Any) -> bool:
+    """Responses output items as plain data: a list of objects."""
+    return isinstance(value, list) and all(isinstance(item, Mapping) for item in value)
+
+
+def _raw_record(action: Any) -> Any:
+    """What a step keeps as its raw output: the openai SDK's objects as their plain JSON data
+    (traces hold JSON), everything else as given; output that cannot be read stays as it is and
+    `parse_action` says why."""
+    if _is_actions(action):
+        return action
+    try:
+        return plain_output(action)
+    except FormatError:
+        return action
 
 
 def _clip(text: str, limit: int = MAX_OBSERVATION_CHARS) -> str:
@@ -291,21 +318,18 @@ class ToolEnv(gym.Env[str, Any]):
 
     # ---- stepping -------------------------------------------------------------------------
     def parse_action(self, action: Any) -> list[Action] | Observation:
-        """The actions in `action` (raw model text, an OpenAI-style message, an Action or a list of
-        them) by this env's protocol, or the `format_error` observation saying why there are none.
-        Never raises; teacher forcing scores predictions with the same parse."""
-        if isinstance(action, (ToolCall, FinalAnswer, NoCall, AskUser)):
-            return [action]
-        if (
-            isinstance(action, list)
-            and action
-            and all(isinstance(a, (ToolCall, FinalAnswer, NoCall, AskUser)) for a in action)
-        ):
-            return list(action)
+        """The actions in `action` (raw model text, an OpenAI-style message, the openai SDK's own
+        objects: a ChatCompletion or its message, a Responses Response or its output items, an
+        Action or a list of them) by this env's protocol, or the `format_error` observation
+        saying why there are none. Never raises; teacher forcing scores predictions with the
+        same parse."""
+        if _is_actions(action):
+            return [action] if isinstance(action, _ACTION_TYPES) else list(action)
         try:
             if isinstance(action, str) and len(action) > MAX_OUTPUT_CHARS:
                 raise FormatError(f"model output of {len(action)} characters exceeds {MAX_OUTPUT_CHARS}")
-            if not isinstance(action, (str, Mapping)):
+            action = plain_output(action)
+            if not isinstance(action, (str, Mapping, list)):
                 raise FormatError(
                     f"expected model output text or a message object, got {type(action).__name__}"
                 )
@@ -398,6 +422,7 @@ class ToolEnv(gym.Env[str, Any]):
         if self._done:
             raise RuntimeError("episode is over: call reset()")
         started = time.perf_counter()
+        action = _raw_record(action)
         parsed = self.parse_action(action)
         actions = parsed if isinstance(parsed, list) else []
         observations: list[Observation] = [parsed] if isinstance(parsed, Observation) else []
@@ -418,7 +443,7 @@ class ToolEnv(gym.Env[str, Any]):
                 break  # the user left (turn limit): the step is truncated below
         step = EpisodeStep(
             index=index,
-            raw=action if isinstance(action, (str, Mapping)) else None,
+            raw=action if isinstance(action, (str, Mapping)) or _is_items(action) else None,
             actions=actions,
             observations=observations,
         )

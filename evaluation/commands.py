@@ -469,6 +469,7 @@ def run(
     from toolgym.envs.rollouts import AgentSpec, Cancel
     from toolgym.evaluation.llm import (
         DEFAULT_KEY_ENV,
+        LLM_PROTOCOLS,
         ChatClient,
         LLMAgent,
         LLMConfig,
@@ -503,6 +504,12 @@ def run(
     chosen = protocol or ("openai" if llm else "react")
     if chosen not in PROTOCOLS:
         raise typer.BadParameter(f"unknown protocol {chosen!r}; known: {', '.join(sorted(PROTOCOLS))}")
+    if llm and chosen not in LLM_PROTOCOLS:
+        raise typer.BadParameter(
+            f"the LLM agent speaks {', '.join(LLM_PROTOCOLS)} over /v1/chat/completions, not {chosen!r} "
+            "(the responses protocol is for agents of your own that call /v1/responses)",
+            param_hint="--protocol",
+        )
     named_agent: AgentSpec | None = None
     if not llm:
         try:

@@ -33,6 +33,9 @@ from toolgym.protocols.openai import OpenAIProtocol
 from toolgym.tasks import Task
 from toolgym.trace import ModelRequest
 
+# what LLMAgent can speak over /v1/chat/completions (the responses protocol reads /v1/responses output)
+LLM_PROTOCOLS = ("openai", "react", "json")
+
 RETRY_STATUS = frozenset({408, 409, 425, 429})  # and every 5xx, as the OpenAI SDK retries
 
 
@@ -385,6 +388,11 @@ class LLMAgent:
         name: str | None = None,
         few_shot: Sequence[Sequence[Mapping[str, str]]] | None = None,
     ) -> None:
+        if env.protocol.name not in LLM_PROTOCOLS:
+            raise ValueError(
+                f"LLMAgent speaks {', '.join(LLM_PROTOCOLS)} over /v1/chat/completions; "
+                f"the env's protocol is {env.protocol.name!r}"
+            )
         self.client = client
         self.env = env
         self.seed = seed

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -96,7 +96,7 @@ class TraceAgent:
         self.turn_request = self.requests[self._next]
         self._next += 1
         # parallel actions recorded without raw output go back as a list, which ToolEnv.step takes
-        return cast("RawOutput | Action", out)
+        return out
 
 
 class TraceExhausted(IndexError):

@@ -214,6 +214,7 @@ def tasks_command() -> None:
 class ToolFormat(StrEnum):
     table = "table"
     openai = "openai"
+    responses = "responses"
     agentlego = "agentlego"
     teval = "teval"
 
@@ -221,13 +222,27 @@ class ToolFormat(StrEnum):
 @app.command()
 def tools(
     fmt: Annotated[ToolFormat, typer.Option("--format", help="table, or a schema export")] = ToolFormat.table,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="schemas for OpenAI strict function calling (objects closed, every property "
+            "required, optional ones nullable); with --format openai (the default then) or responses",
+        ),
+    ] = False,
 ) -> None:
     """List the built-in tools and their schemas."""
     from toolgym.toolservers.registry import default_toolset
 
     toolset = default_toolset()
+    if strict and fmt is ToolFormat.table:
+        fmt = ToolFormat.openai
+    if strict and fmt not in (ToolFormat.openai, ToolFormat.responses):
+        raise typer.BadParameter("--strict exports the openai or responses format", param_hint="--strict")
     if fmt is ToolFormat.openai:
-        print(json.dumps(toolset.to_openai(), indent=2))
+        print(json.dumps(toolset.to_openai(strict=strict), indent=2))
+    elif fmt is ToolFormat.responses:
+        print(json.dumps(toolset.to_responses(strict=strict), indent=2))
     elif fmt is ToolFormat.agentlego:
         print(json.dumps(toolset.to_agentlego_toolmeta(), indent=2))
     elif fmt is ToolFormat.teval:

@@ -772,7 +772,10 @@ class ToolSet:
         """Run one call; every failure becomes a typed error observation."""
         try:
             t = self.get(call.name)
-            value = t.invoke(call.arguments, ctx)
+            arguments = call.arguments
+            if any(v is None for v in arguments.values()):  # rare: a strict schema's "not given"
+                arguments = drop_null_optionals(t, arguments)
+            value = t.invoke(arguments, ctx)
         except ToolgymError as exc:
             return Observation.from_error(
                 exc.kind, exc.message, tool=call.name, call_id=call.call_id, content=_error_content(exc.data)
@@ -789,8 +792,13 @@ class ToolSet:
             return result_observation(call, json_safe(value))
 
     # ---- exports ----------------------------------------------------------------------------
-    def to_openai(self) -> list[dict[str, Any]]:
-        return [to_openai_tool(t) for t in self]
+    def to_openai(self, *, strict: bool = False) -> list[dict[str, Any]]:
+        return [to_openai_tool(t, strict=strict) for t in self]
+
+    def to_responses(self, *, strict: bool = False) -> list[dict[str, Any]]:
+        """Flat function tools, as the Responses API takes them; `strict`: schemas for strict
+        function calling (`strict_json_schema`)."""
+        return [to_responses_tool(t.name, t.description, t.parameters_schema(), strict=strict) for t in self]
 
     def to_agentlego_toolmeta(self) -> dict[str, dict[str, Any]]:
         return {t.name: to_agentlego_meta(t) for t in self}
@@ -799,10 +807,141 @@ class ToolSet:
         return [to_teval_api(t) for t in self]
 
 
-def to_openai_tool(t: BaseTool) -> dict[str, Any]:
+def to_openai_tool(t: BaseTool, *, strict: bool = False) -> dict[str, Any]:
+    """A Chat Completions tool; `strict`: its schema made strict and `strict: true` set."""
+    function: dict[str, Any] = {"name": t.name, "description": t.description}
+    if strict:
+        function.update(parameters=strict_json_schema(t.parameters_schema()), strict=True)
+    else:
+        function["parameters"] = t.parameters_schema()
+    return {"type": "function", "function": function}
+
+
+def to_responses_tool(
+    name: str, description: str | None, parameters: Mapping[str, Any], *, strict: bool = False
+) -> dict[str, Any]:
+    """A Responses API function tool: flat, and `strict` said out loud (the API's default is
+    true, which a schema that is not strict fails)."""
     return {
         "type": "function",
-        "function": {"name": t.name, "description": t.description, "parameters": t.parameters_schema()},
+        "name": name,
+        "description": description,
+        "parameters": strict_json_schema(parameters) if strict else dict(parameters),
+        "strict": strict,
+    }
+
+
+# Keywords that describe a property rather than its type: they stay beside the union with null
+# that makes an optional property nullable, as pydantic writes `x: T | None = None`.
+_ANNOTATION_KEYWORDS = ("title", "description", "default", "examples", "deprecated")
+
+
+def _admits_null(schema: Any, root: Mapping[str, Any]) -> bool:
+    """Whether null is valid for `schema`, a part of `root` (whose $refs it may use). Asked of
+    jsonschema itself: `{"anyOf": [..., {"type": "null"}], "enum": [...]}` takes no null."""
+    from jsonschema import Draft202012Validator  # lazily, as SchemaTool does
+
+    try:
+        return bool(Draft202012Validator(root).evolve(schema=schema).is_valid(None))
+    except Exception:  # an unresolvable $ref, a schema jsonschema cannot read: not known to take null
+        return False
+
+
+def _nullable(schema: dict[str, Any], root: Mapping[str, Any]) -> dict[str, Any]:
+    if _admits_null(schema, root):
+        return schema
+    outer = {k: schema.pop(k) for k in _ANNOTATION_KEYWORDS if k in schema}
+    return {"anyOf": [schema, {"type": "null"}], **outer}
+
+
+def strict_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `schema` valid for OpenAI's strict function calling (Structured Outputs): every
+    object closed (`additionalProperties: false`), every property required, the ones that were
+    optional a union with null (null then means "not given": `drop_null_optionals`). Otherwise
+    the rules of the openai SDK's `to_strict_json_schema`: `$defs` made strict too, a lone
+    `allOf` merged, a `$ref` with siblings inlined, `default: null` dropped, every other keyword
+    kept as it is."""
+    root = json_safe(dict(schema))
+    if not isinstance(root, dict):
+        raise TypeError(f"a JSON schema must be an object, got {type(schema).__name__}")
+    return _strict(root, root)
+
+
+def _strict(node: Any, root: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(node, dict):
+        raise TypeError(f"a JSON schema must be an object, got {type(node).__name__}")
+    for key in ("$defs", "definitions"):
+        defs = node.get(key)
+        if isinstance(defs, dict):
+            for name in defs:
+                defs[name] = _strict(defs[name], root)
+    if node.get("type") == "object" and not isinstance(node.get("properties"), dict):
+        node["properties"] = {}  # a free-form object cannot be strict: closed, it takes only {}
+    properties = node.get("properties")
+    if isinstance(properties, dict):
+        node["additionalProperties"] = False
+    if isinstance(properties, dict):
+        required = node.get("required")
+        was_required = set(required) if isinstance(required, list) else set()
+        node["properties"] = {
+            key: _strict(value if key in was_required else _nullable(value, root), root)
+            for key, value in properties.items()
+        }
+        node["required"] = list(properties)
+    if isinstance(node.get("items"), dict):
+        node["items"] = _strict(node["items"], root)
+    if isinstance(node.get("anyOf"), list):
+        node["anyOf"] = [_strict(variant, root) for variant in node["anyOf"]]
+    all_of = node.get("allOf")
+    if isinstance(all_of, list):
+        if len(all_of) == 1:
+            node.update(_strict(all_of[0], root))
+            node.pop("allOf")
+        else:
+            node["allOf"] = [_strict(entry, root) for entry in all_of]
+    if "default" in node and node["default"] is None:
+        node.pop("default")
+    ref = node.get("$ref")
+    if isinstance(ref, str) and len(node) > 1:
+        # a $ref beside other keywords is not allowed: inline it, the node's own keywords winning
+        resolved = _resolve_ref(root, ref)
+        node.update({**resolved, **node})
+        node.pop("$ref")
+        return _strict(node, root)
+    return node
+
+
+def _resolve_ref(root: Mapping[str, Any], ref: str) -> dict[str, Any]:
+    if not ref.startswith("#/"):
+        raise ValueError(f"unsupported $ref {ref!r}: only local references (#/...) can be inlined")
+    target: Any = root
+    for part in ref[2:].split("/"):
+        if not isinstance(target, Mapping) or part not in target:
+            raise ValueError(f"$ref {ref!r} points at nothing")
+        target = target[part]
+    if not isinstance(target, Mapping):
+        raise ValueError(f"$ref {ref!r} is not a schema object")
+    return dict(target)
+
+
+def drop_null_optionals(t: BaseTool, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """`arguments` without the nulls given for optional parameters that do not take null: how a
+    model answering a strict schema says "not given" (strict schemas make every property
+    required, the optional ones nullable)."""
+    schema = t.parameters_schema()
+    properties = schema.get("properties")
+    required = schema.get("required") or []
+    if not isinstance(properties, Mapping):
+        return dict(arguments)
+    return {
+        key: value
+        for key, value in arguments.items()
+        if not (
+            value is None
+            and key not in required
+            and isinstance(properties.get(key), Mapping)
+            and not _admits_null(properties[key], schema)
+        )
     }
 
 

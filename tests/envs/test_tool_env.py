@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
+from openai import OpenAI
+from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
+from tests.evaluation.fake_openai import FakeOpenAI, calls, serve, text
 from toolgym import AnswerSpec, AskUser, FinalAnswer, NoCall, Task, ToolCall, ToolEnv, ToolSet, tool
 from toolgym.envs.tool_env import MAX_OBSERVATION_CHARS, NO_MORE_USER_INPUT
 from toolgym.errors import ToolError
@@ -358,3 +362,59 @@ def test_each_episode_sees_only_its_own_task_files() -> None:
     assert "receipt" not in obs["error"]["message"].replace("image/receipt.png", "")
     env.close()
     env.files.close()  # closing twice is fine
+
+
+def test_step_takes_the_openai_clients_own_objects() -> None:
+    """The issue's case: what `OpenAI(...).chat.completions.create` returns goes straight into
+    step, the ChatCompletion or its ChatCompletionMessage, from a real SDK client over HTTP."""
+    script = {
+        "What is 1+2?": [
+            calls(("add", {"a": 1, "b": 2}), ("add", {"a": 2, "b": 3}), content="Two sums."),
+            text("3"),
+        ]
+    }
+    with serve(FakeOpenAI(script)) as fake:
+        client = OpenAI(base_url=fake.base_url, api_key="test-key", max_retries=0)
+        env = make_env(protocol="openai")
+        obs, info = env.reset(options={"task": "sum"})
+        messages: list[Any] = [
+            {"role": "system", "content": info["instructions"]},
+            {"role": "user", "content": obs},
+        ]
+        completion = client.chat.completions.create(model="fake-model", messages=messages)
+        assert isinstance(completion, ChatCompletion)
+        obs, _, terminated, _, info = env.step(completion)
+        assert not terminated and info["error_kind"] is None
+        results = [(o["call_id"], o["text"]) for o in info["observations"]]
+        assert results == [("fake_0_0", "3"), ("fake_0_1", "5")]
+        assert env.episode is not None
+        message = completion.choices[0].message
+        assert env.episode.steps[0].raw == message.model_dump(mode="json", exclude_none=True)
+        messages.append(env.episode.steps[0].raw)
+        messages += [json.loads(line) for line in obs.split("\n")]  # the tool messages, by call id
+        completion = client.chat.completions.create(model="fake-model", messages=messages)
+        assert isinstance(completion.choices[0].message, ChatCompletionMessage)
+        _, reward, terminated, _, info = env.step(completion.choices[0].message)
+        assert terminated and reward == 1.0 and info["final_answer"] == "3"
+
+
+def test_sdk_object_that_is_no_turn_is_a_format_error_and_the_episode_goes_on() -> None:
+    env = make_env(protocol="openai")
+    env.reset(options={"task": "sum"})
+    two = ChatCompletion.model_validate(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {"index": i, "message": {"role": "assistant", "content": "3"}, "finish_reason": "stop"}
+                for i in range(2)
+            ],
+        }
+    )
+    _, _, terminated, _, info = env.step(two)
+    assert not terminated and info["error_kind"] == "format_error"
+    assert "2 choices" in info["observations"][0]["text"]
+    _, reward, terminated, _, _ = env.step(two.choices[1].message)
+    assert terminated and reward == 1.0

@@ -1,4 +1,4 @@
-"""A real OpenAI-compatible HTTP server for tests: scripted chat completions on 127.0.0.1.
+"""A real OpenAI-compatible HTTP server for tests: scripted chat completions (and Responses) on 127.0.0.1.
 
 It runs `http.server` in a thread on an ephemeral port and answers `POST /v1/chat/completions`
 from a script: replies per conversation (keyed by a substring of the first user message, indexed
@@ -6,7 +6,9 @@ by how many assistant turns the request already holds), so concurrent episodes e
 replies in order. Faults (HTTP errors with Retry-After, stalls that outlast the client's timeout,
 bodies that are not JSON) are queued and served to the next requests before any scripted reply.
 Like OpenAI it rejects a history where an assistant's tool_calls are not all answered by tool
-messages, and checks the bearer token when it has one.
+messages, and checks the bearer token when it has one. `POST /v1/responses` answers the same
+scripts as Responses output items (function_call items with call ids, a message for text), and
+rejects an input where a function_call has no function_call_output.
 """
 
 from __future__ import annotations
@@ -88,6 +90,78 @@ def history_error(messages: Sequence[Any]) -> str | None:
     return None
 
 
+def responses_history_error(items: Sequence[Any]) -> str | None:
+    """The Responses API's rule: every function_call's call_id gets a function_call_output
+    before the conversation goes on."""
+    pending: list[str] = []
+    for item in items:
+        if not isinstance(item, dict):
+            return "every input item must be an object"
+        kind = item.get("type", "message")
+        if kind == "function_call_output":
+            if item.get("call_id") not in pending:
+                return f"function_call_output for unknown call_id {item.get('call_id')!r}"
+            pending.remove(item["call_id"])
+        elif kind == "function_call":
+            pending.append(str(item.get("call_id")))
+        elif pending and not (kind == "reasoning" or (kind == "message" and item.get("role") == "assistant")):
+            return f"No tool output found for function calls {pending}"
+    return f"No tool output found for function calls {pending}" if pending else None
+
+
+def responses_turn(items: Sequence[Mapping[str, Any]]) -> int:
+    """How many model turns the input already holds: runs of model items (reasoning, function
+    calls, assistant messages)."""
+    turns, in_model_turn = 0, False
+    for item in items:
+        kind = item.get("type", "message")
+        model_item = kind in ("reasoning", "function_call") or (
+            kind == "message" and item.get("role") == "assistant"
+        )
+        if model_item and not in_model_turn:
+            turns += 1
+        in_model_turn = model_item
+    return turns
+
+
+def first_user_text(items: Sequence[Mapping[str, Any]]) -> Any:
+    for item in items:
+        if item.get("type", "message") == "message" and item.get("role") == "user":
+            content = item.get("content")
+            if isinstance(content, list):  # input_text parts
+                return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+            return content
+    return None
+
+
+def response_output(reply: Reply, turn: int) -> list[dict[str, Any]]:
+    """A scripted reply as Responses output items: a message for its text, a function_call per
+    tool call (call ids fake_<turn>_<i>, as the chat side names them)."""
+    output: list[dict[str, Any]] = []
+    if reply.content is not None:
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{turn}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": reply.content, "annotations": []}],
+            }
+        )
+    for i, (name, args) in enumerate(reply.tool_calls):
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{turn}_{i}",
+                "call_id": f"fake_{turn}_{i}",
+                "name": name,
+                "arguments": args if isinstance(args, str) else json.dumps(dict(args)),
+                "status": "completed",
+            }
+        )
+    return output
+
+
 def usage_of(body: Mapping[str, Any], message: Mapping[str, Any]) -> dict[str, int]:
     """Deterministic stand-in token counts: characters / 4 of what went in and came out."""
     prompt = len(json.dumps(body.get("messages"), sort_keys=True)) // 4 + 1
@@ -123,9 +197,12 @@ class FakeOpenAI:
     def _reply_for(self, body: Mapping[str, Any]) -> Reply | Fault | str:
         if callable(self.script):
             return self.script(body)
-        messages = body["messages"]
-        first_user = next((m.get("content") for m in messages if m.get("role") == "user"), None)
-        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        if "input" in body:  # /v1/responses
+            first_user, turn = first_user_text(body["input"]), responses_turn(body["input"])
+        else:
+            messages = body["messages"]
+            first_user = next((m.get("content") for m in messages if m.get("role") == "user"), None)
+            turn = sum(1 for m in messages if m.get("role") == "assistant")
         for key, replies in self.script.items():
             if isinstance(first_user, str) and key in first_user:
                 if turn >= len(replies):
@@ -169,6 +246,44 @@ class FakeOpenAI:
         }
         return 200, {}, json.dumps(response).encode(), self.reply_delay_s
 
+    def handle_responses(self, body: Any, auth: str | None) -> tuple[int, dict[str, str], bytes, float]:
+        """(status, headers, body, stall seconds) for one POST /v1/responses (no faults queued
+        here: those are the chat side's)."""
+        with self._lock:
+            self.requests.append(body if isinstance(body, dict) else {"invalid": body})
+        if self.api_key is not None and auth != f"Bearer {self.api_key}":
+            return 401, {}, b'{"error": {"message": "invalid api key"}}', 0.0
+        if not isinstance(body, dict) or not isinstance(body.get("input"), list):
+            return 400, {}, b'{"error": {"message": "input must be a list of items"}}', 0.0
+        problem = responses_history_error(body["input"])
+        reply = self._reply_for(body) if problem is None else problem
+        if isinstance(reply, str):
+            return 400, {}, json.dumps({"error": {"message": reply}}).encode(), 0.0
+        if isinstance(reply, Fault):
+            return reply.status, {}, reply.body.encode(), reply.delay_s
+        output = response_output(reply, responses_turn(body["input"]))
+        chat_usage = usage_of({"messages": body["input"]}, {"output": output})
+        usage = {
+            "input_tokens": chat_usage["prompt_tokens"],
+            "output_tokens": chat_usage["completion_tokens"],
+            "total_tokens": chat_usage["total_tokens"],
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        }
+        response = {
+            "id": f"resp_{len(self.requests)}",
+            "object": "response",
+            "created_at": 0,
+            "status": "completed",
+            "model": body.get("model", self.model),
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": body.get("tool_choice", "auto"),
+            "tools": body.get("tools", []),
+            "usage": usage,
+        }
+        return 200, {}, json.dumps(response).encode(), self.reply_delay_s
+
 
 def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
@@ -197,9 +312,10 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            if self.path != "/v1/chat/completions":
+            if self.path not in ("/v1/chat/completions", "/v1/responses"):
                 self._send(404, {}, b'{"error": {"message": "not found"}}')
                 return
+            handle = fake.handle if self.path == "/v1/chat/completions" else fake.handle_responses
             try:
                 body = json.loads(raw)
             except ValueError:
@@ -209,7 +325,7 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 fake.in_flight += 1
                 fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
             try:
-                status, headers, payload, stall = fake.handle(body, self.headers.get("Authorization"))
+                status, headers, payload, stall = handle(body, self.headers.get("Authorization"))
                 if stall:
                     time.sleep(stall)
             finally:

@@ -332,6 +332,12 @@ def test_bad_settings_are_rejected() -> None:
         ChatClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", concurrency=0))
     with pytest.raises(ValueError, match="max_retries"):
         ChatClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", max_retries=-1))
+    # the chat client cannot play the Responses protocol: said up front, not as format errors later
+    with (
+        ChatClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m")) as client,
+        pytest.raises(ValueError, match="the env's protocol is 'responses'"),
+    ):
+        LLMAgent(client, make_demo_env(protocol="responses"))
 
 
 def test_agent_reads_the_step_info_when_given_it() -> None:

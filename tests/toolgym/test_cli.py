@@ -30,7 +30,7 @@ def test_demo_command_solves_every_task_and_writes_traces(tmp_path: Path) -> Non
         assert trace.end.error_counts == {}
 
 
-@pytest.mark.parametrize("protocol", ["json", "openai"])
+@pytest.mark.parametrize("protocol", ["json", "openai", "responses"])
 def test_oracle_through_every_protocol(protocol: str, tmp_path: Path) -> None:
     env = make_demo_env(protocol=protocol)
     agent = OracleAgent(env.protocol)
@@ -68,6 +68,17 @@ def test_tools_command_exports() -> None:
     assert meta["OCR"]["inputs"][0]["type"] == "image"
     teval = json.loads(runner.invoke(app, ["tools", "--format", "teval"]).output)
     assert any(api["name"] == "Solver" for api in teval)
+    flat = json.loads(runner.invoke(app, ["tools", "--format", "responses"]).output)
+    assert [t["name"] for t in flat] == [t["function"]["name"] for t in exported]
+    assert all(t["type"] == "function" and t["strict"] is False for t in flat)
+    strict = json.loads(runner.invoke(app, ["tools", "--strict"]).output)
+    assert [t["function"]["name"] for t in strict] == [t["function"]["name"] for t in exported]
+    for spec in strict:
+        schema = spec["function"]["parameters"]
+        assert spec["function"]["strict"] is True and schema["additionalProperties"] is False
+        assert schema["required"] == list(schema["properties"])
+    strict_flat = json.loads(runner.invoke(app, ["tools", "--format", "responses", "--strict"]).output)
+    assert [t["parameters"] for t in strict_flat] == [t["function"]["parameters"] for t in strict]
 
 
 # ---- every command's mistakes: one line, exit 2, no traceback ------------------------------------
@@ -84,6 +95,7 @@ def _mistakes(tmp: Path, busy_port: int) -> list[tuple[list[str], str]]:
         (["run", "--tasks", str(bad_tasks), "--out", str(tmp / "r")], f"{bad_tasks}:2: invalid task"),
         (["run", "--tasks", "nosuchset", "--out", str(tmp / "r")], "bundled: demo"),
         (["run", "--concurrency", "0"], "Invalid value for '--concurrency'"),
+        (["run", "--agent", "llm", "--protocol", "responses", "--out", str(tmp / "r")], "not 'responses'"),
         (["run", "--limit", "5:2", "--out", str(tmp / "r")], "--limit '5:2'"),
         (["run", "--faults", str(bad_plan), "--out", str(tmp / "r")], "--faults"),
         (["eval", str(tmp), "--suite", "bogus"], "unknown metric suite bogus"),
@@ -97,6 +109,7 @@ def _mistakes(tmp: Path, busy_port: int) -> list[tuple[list[str], str]]:
         (["record", "--agent", "nomodule_here:make", "--out", str(tmp / "g")], "No module named"),
         (["verify", str(tmp / "nodir")], "No such file or directory"),
         (["tools", "--format", "nope"], "Invalid value for '--format'"),
+        (["tools", "--format", "teval", "--strict"], "--strict exports the openai or responses format"),
         (["serve", "--port", str(busy_port)], f"cannot bind 127.0.0.1:{busy_port}: Address already in use"),
         (["env-server", "--port", str(busy_port)], "Address already in use"),
         (["nosuchcommand"], "No such command"),

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
 from tests.hostile import REPLY_FRAGMENTS
 from tests.shared_data import MTU_DIR
@@ -23,7 +24,9 @@ from toolgym.protocols import (
     JSONProtocol,
     OpenAIProtocol,
     ReActProtocol,
+    ResponsesProtocol,
     get_protocol,
+    plain_output,
 )
 from toolgym.protocols.json_protocol import (
     ASK_USER_NAMES,
@@ -33,7 +36,7 @@ from toolgym.protocols.json_protocol import (
 )
 from toolgym.tools import Param, ToolSet, tool
 
-PROTOCOL_NAMES = ["react", "json", "openai"]
+PROTOCOL_NAMES = ["react", "json", "openai", "responses"]
 
 
 # ---- a small tool set ------------------------------------------------------------------------
@@ -85,8 +88,13 @@ def parses_or_format_error(proto: ActionProtocol, output: Any) -> list[Action] |
 
 
 def same_action(proto: ActionProtocol, parsed: Action, original: Action) -> bool:
-    """Equality, except that OpenAI fills in a deterministic call id when the action had none."""
-    if isinstance(proto, OpenAIProtocol) and isinstance(parsed, ToolCall) and isinstance(original, ToolCall):
+    """Equality, except that OpenAI (both APIs) fills in a deterministic call id when the action
+    had none."""
+    if (
+        isinstance(proto, (OpenAIProtocol, ResponsesProtocol))
+        and isinstance(parsed, ToolCall)
+        and isinstance(original, ToolCall)
+    ):
         assert parsed.call_id
         if original.call_id is None:
             return parsed.model_copy(update={"call_id": None}) == original
@@ -103,7 +111,7 @@ def test_registry_returns_each_protocol() -> None:
 
 
 def test_registry_unknown_name_lists_known_names() -> None:
-    with pytest.raises(ValueError, match="json, openai, react"):
+    with pytest.raises(ValueError, match="json, openai, react, responses"):
         get_protocol("lagent")
 
 
@@ -143,7 +151,7 @@ def test_several_tool_calls_round_trip(name: str) -> None:
         ToolCall(name="get_weather", arguments={"city": "Paris"}, thought="Two lookups."),
         ToolCall(name="add_numbers", arguments={"first_term": 1}),
     ]
-    assert isinstance(proto, (ReActProtocol, JSONProtocol, OpenAIProtocol))
+    assert isinstance(proto, (ReActProtocol, JSONProtocol, OpenAIProtocol, ResponsesProtocol))
     parsed = proto.parse(proto.format_actions(calls))
     assert [a.model_copy(update={"call_id": None}) for a in parsed] == calls
     with pytest.raises(FormatError):
@@ -533,6 +541,12 @@ def test_output_at_the_length_limit_still_parses(name: str) -> None:
         text = "a" * MAX_OUTPUT_CHARS
         assert proto.parse({"role": "assistant", "content": text}) == [FinalAnswer(text=text)]
         return
+    if isinstance(proto, ResponsesProtocol):
+        text = "a" * MAX_OUTPUT_CHARS
+        assert proto.parse(proto.format_action(FinalAnswer(text=text))) == [FinalAnswer(text=text)]
+        with pytest.raises(FormatError, match="limit"):
+            proto.parse(proto.format_action(FinalAnswer(text=text + "a")))
+        return
     rendered = proto.format_action(FinalAnswer(text="x"))
     assert isinstance(rendered, str)
     padded = rendered + " " * (MAX_OUTPUT_CHARS - len(rendered))
@@ -548,6 +562,9 @@ def test_deeply_nested_text_is_a_format_error(name: str) -> None:
         "react": f"Action: x\nAction Input: {nested}",
         "json": f'{{"name": "x", "args": {nested}}}',
         "openai": json.dumps(_call_message({"name": "x", "arguments": nested})),
+        "responses": json.dumps(
+            [{"type": "function_call", "call_id": "c", "name": "x", "arguments": nested}]
+        ),
     }
     with pytest.raises(FormatError):
         protocol(name).parse(outputs[name])
@@ -772,3 +789,92 @@ def test_argument_values_json_cannot_hold_are_argument_errors(value: Any) -> Non
     assert caught.value.kind is ErrorKind.ARGUMENT_ERROR
     with pytest.raises(ArgumentValueError):
         jsonp({"name": "x", "args": {"v": value}})
+
+
+# ---- the openai SDK's own objects ------------------------------------------------------------
+def _completion(*messages: dict[str, Any]) -> ChatCompletion:
+    """A ChatCompletion as the SDK builds it from the wire, one choice per message."""
+    return ChatCompletion.model_validate(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "fake-model",
+            "choices": [
+                {"index": i, "message": m, "finish_reason": "tool_calls" if "tool_calls" in m else "stop"}
+                for i, m in enumerate(messages)
+            ],
+        }
+    )
+
+
+SDK_CALLS = {
+    "role": "assistant",
+    "content": "Both at once.",
+    "tool_calls": [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+        },
+        {"id": "c2", "type": "function", "function": {"name": "list_alarms", "arguments": "{}"}},
+    ],
+}
+
+
+def test_openai_reads_the_sdks_completion_its_choice_and_its_message() -> None:
+    expected = [
+        ToolCall(name="get_weather", arguments={"city": "Paris"}, call_id="c1", thought="Both at once."),
+        ToolCall(name="list_alarms", arguments={}, call_id="c2"),
+    ]
+    completion = _completion(SDK_CALLS)
+    message = completion.choices[0].message
+    assert isinstance(message, ChatCompletionMessage)
+    for output in (
+        completion,
+        completion.choices[0],
+        message,
+        completion.model_dump_json(),
+        message.to_json(),
+    ):
+        assert oai(output) == expected
+    assert plain_output(message) == message.model_dump(mode="json", exclude_none=True)
+
+
+def test_text_protocols_read_the_content_of_the_sdks_message() -> None:
+    react = _completion({"role": "assistant", "content": "Thought: done\nFinal Answer: 42"})
+    assert ReActProtocol().parse(react.choices[0].message) == [FinalAnswer(text="42", thought="done")]
+    assert ReActProtocol().parse(react) == [FinalAnswer(text="42", thought="done")]
+    as_json = _completion({"role": "assistant", "content": '{"final_answer": "42"}'})
+    assert JSONProtocol().parse(as_json.choices[0].message) == [FinalAnswer(text="42")]
+
+
+def test_sdk_objects_that_hold_no_single_turn_are_format_errors() -> None:
+    two = _completion({"role": "assistant", "content": "a"}, {"role": "assistant", "content": "b"})
+    with pytest.raises(FormatError, match="with 2 choices"):
+        oai(two)
+    with pytest.raises(FormatError, match="with 0 choices"):
+        oai(_completion())
+    items = [{"type": "function_call", "call_id": "c", "name": "list_alarms", "arguments": "{}"}]
+    with pytest.raises(FormatError, match="protocol='responses'"):
+        oai(items)
+    with pytest.raises(FormatError, match="expected model output text"):
+        ReActProtocol().parse(items)
+
+
+def test_openai_tools_json_strict_makes_every_function_strict() -> None:
+    specs = OpenAIProtocol().tools_json(TOOLS, strict=True)
+    assert [s["function"]["name"] for s in specs] == [
+        "get_weather",
+        "add_numbers",
+        "list_alarms",
+        "ask_user",
+        "no_call",
+    ]
+    for spec in specs:
+        function = spec["function"]
+        assert function["strict"] is True and function["parameters"]["additionalProperties"] is False
+        assert function["parameters"]["required"] == list(function["parameters"]["properties"])
+    weather = specs[0]["function"]["parameters"]["properties"]["unit"]
+    assert weather["anyOf"][-1] == {"type": "null"}  # optional: nullable
+    assert all("strict" not in s["function"] for s in OpenAIProtocol().tools_json(TOOLS))

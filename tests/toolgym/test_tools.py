@@ -1,17 +1,27 @@
 from __future__ import annotations
 
+import copy
 import json
 from typing import Annotated, Any, Literal
 
+import jsonschema
+import openai
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from openai.lib._pydantic import _ensure_strict_json_schema as ensure_strict_json_schema
+from openai.lib._pydantic import to_strict_json_schema
+from pydantic import BaseModel, Field
 
 from tests.shared_data import GTA_TOOLMETA
 from toolgym.actions import ToolCall
 from toolgym.errors import ArgumentError, ErrorKind, ToolError
 from toolgym.files import FileHandle, FileStore
+from toolgym.mocks.apps import ALL_APPS
+from toolgym.mocks.simulated.app import bundled_libraries
+from toolgym.mocks.world import MockWorld
 from toolgym.tools import (
+    BaseTool,
     FileParam,
     Image,
     Param,
@@ -20,10 +30,14 @@ from toolgym.tools import (
     _collect_files,
     _json_and_files,
     _plain_arguments,
+    drop_null_optionals,
+    strict_json_schema,
     to_json_value,
+    to_openai_tool,
     tool,
     tool_from_object,
 )
+from toolgym.toolservers.registry import default_toolset
 
 TOOLMETA = GTA_TOOLMETA
 
@@ -366,3 +380,161 @@ def test_plain_argument_check_takes_well_typed_arguments_without_pydantic() -> N
     for bad in ({**good, "count": "2"}, {**good, "mode": "c"}, {**good, "other": 1}, {"text": "x"}):
         assert _plain_arguments(plain, bad) is None  # pydantic's path: its coercions and errors
     assert scale._plain is not None and image_size._plain is not None  # files are plain strings
+
+
+# ---- strict schemas (OpenAI Structured Outputs) ------------------------------------------------
+def _without_titles(schema: Any) -> Any:
+    """pydantic titles every field; toolgym's schemas carry no titles."""
+    if isinstance(schema, dict):
+        return {k: _without_titles(v) for k, v in schema.items() if k != "title"}
+    if isinstance(schema, list):
+        return [_without_titles(v) for v in schema]
+    return schema
+
+
+@tool
+def book_trip(
+    city: Annotated[str, Param("The city")],
+    nights: int,
+    unit: Annotated[Literal["c", "f"], Param("Temperature unit")] = "c",
+    note: str | None = None,
+    tags: list[str] | None = None,
+) -> str:
+    """Book a trip."""
+    return f"{city} {nights} {unit} {note} {tags}"
+
+
+# What book_trip takes, as a user of `openai.pydantic_function_tool` would write it: an optional
+# parameter is `T | None` (the strict way to leave it out is null). No docstring: it would be the
+# schema's description.
+class BookTrip(BaseModel):
+    city: str = Field(description="The city")
+    nights: int
+    unit: Literal["c", "f"] | None = Field("c", description="Temperature unit")
+    note: str | None = None
+    tags: list[str] | None = None
+
+
+class Address(BaseModel):
+    street: str
+    zip_code: str | None = None
+
+
+class Contact(BaseModel):
+    name: str
+    home: Address = Field(description="where they live")  # a $ref with a sibling: inlined
+    other: list[Address] | None = None
+    work: Address | None = None
+
+
+def test_strict_schema_is_what_the_openai_sdk_makes_of_the_equivalent_model() -> None:
+    ours = strict_json_schema(book_trip.parameters_schema())
+    assert ours == _without_titles(to_strict_json_schema(BookTrip))
+    assert ours["required"] == ["city", "nights", "unit", "note", "tags"]
+    # the SDK's own tool builder agrees on the whole function tool
+    sdk_tool = openai.pydantic_function_tool(BookTrip, name="book_trip", description="Book a trip.")
+    assert to_openai_tool(book_trip, strict=True) == _without_titles(sdk_tool)
+
+
+def test_strict_schema_follows_the_sdk_on_refs_defs_and_nesting() -> None:
+    schema = Contact.model_json_schema()
+    assert "$defs" in schema
+    assert strict_json_schema(schema) == to_strict_json_schema(Contact)
+    assert Contact.model_json_schema() == schema  # the input is copied, never changed
+
+
+def test_strict_schema_closes_free_objects_and_drops_only_null_defaults() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "filters": {"type": "object", "additionalProperties": True},
+            "limit": {"type": "integer", "minimum": 1, "default": 10},
+            "cursor": {"type": ["string", "null"], "default": None},
+        },
+        "required": ["filters"],
+    }
+    strict = strict_json_schema(schema)
+    assert strict["properties"]["filters"] == {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {},
+        "required": [],
+    }
+    # unsupported keywords stay as the SDK leaves them; only a null default goes
+    assert strict["properties"]["limit"] == {
+        "anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}],
+        "default": 10,
+    }
+    assert strict["properties"]["cursor"] == {"type": ["string", "null"]}
+    with pytest.raises(ValueError, match="only local references"):
+        strict_json_schema(
+            {
+                "type": "object",
+                "properties": {"a": {"$ref": "http://x/y", "description": "d"}},
+                "required": ["a"],
+            }
+        )
+
+
+def _bundled_tools() -> list[BaseTool]:
+    """Every tool toolgym ships: the default tool set, every mock app's, every simulated library's."""
+    tools = list(default_toolset())
+    for cls in ALL_APPS.values():
+        tools += list(MockWorld([cls]).tools)
+    for library in bundled_libraries():
+        tools += list(MockWorld([f"simulated:{library}"]).tools)
+    return tools
+
+
+def _strict_problems(schema: Any, path: str = "$") -> list[str]:
+    """What OpenAI's strict mode refuses: an open object, a property left out of `required`, a
+    `$ref` beside other keywords."""
+    problems: list[str] = []
+    if isinstance(schema, dict):
+        if schema.get("type") == "object" or "properties" in schema:
+            if schema.get("additionalProperties") is not False:
+                problems.append(f"{path}: object not closed")
+            if schema.get("required") != list(schema.get("properties", {})):
+                problems.append(f"{path}: not every property required")
+        if "$ref" in schema and len(schema) > 1:
+            problems.append(f"{path}: $ref with siblings")
+        for key, value in schema.items():
+            problems += _strict_problems(value, f"{path}.{key}")
+    elif isinstance(schema, list):
+        for i, value in enumerate(schema):
+            problems += _strict_problems(value, f"{path}[{i}]")
+    return problems
+
+
+def test_every_bundled_tool_exports_a_strict_schema_the_sdk_leaves_as_it_is() -> None:
+    tools = _bundled_tools()
+    assert len(tools) > 500
+    for t in tools:
+        original = t.parameters_schema()
+        strict = strict_json_schema(original)
+        assert _strict_problems(strict) == [], t.name
+        jsonschema.Draft202012Validator.check_schema(strict)
+        # the SDK's strict pass finds nothing left to do
+        again = copy.deepcopy(strict)
+        assert ensure_strict_json_schema(again, path=(), root=again) == strict, t.name
+        for name, prop in strict["properties"].items():
+            if name not in original.get("required", []):
+                assert jsonschema.Draft202012Validator(prop).is_valid(None), (t.name, name)
+        # optional parameters left null: what stays of them, the original schema takes
+        required = set(original.get("required", []))
+        kept = drop_null_optionals(t, {n: None for n in strict["properties"]}).keys() - required
+        for name in kept:
+            assert jsonschema.Draft202012Validator(original["properties"][name]).is_valid(None), (
+                t.name,
+                name,
+            )
+
+
+def test_null_for_an_optional_parameter_means_not_given() -> None:
+    tools = ToolSet([book_trip])
+    ctx = ToolContext(files=FileStore(), seed=0)
+    arguments = {"city": "Oslo", "nights": 2, "unit": None, "note": None, "tags": None}
+    obs = tools.call(ToolCall(name="book_trip", arguments=arguments), ctx)
+    assert obs.error is None and obs.text == "Oslo 2 c None None"
+    bad = tools.call(ToolCall(name="book_trip", arguments={"city": None, "nights": 2}), ctx)
+    assert bad.error is not None and bad.error.kind is ErrorKind.ARGUMENT_ERROR

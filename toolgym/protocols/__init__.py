@@ -1,15 +1,16 @@
 """Action protocols: how raw model output becomes actions, and how prompts, actions and
-observations are rendered. `get_protocol("react" | "json" | "openai")` returns one."""
+observations are rendered. `get_protocol("react" | "json" | "openai" | "responses")` returns one."""
 
 from __future__ import annotations
 
-from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol, RawOutput
+from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol, RawOutput, plain_output
 from toolgym.protocols.json_protocol import JSONProtocol
 from toolgym.protocols.openai import OpenAIProtocol
 from toolgym.protocols.react import ReActProtocol
+from toolgym.protocols.responses import ResponsesProtocol
 
 PROTOCOLS: dict[str, type[ActionProtocol]] = {
-    cls.name: cls for cls in (ReActProtocol, JSONProtocol, OpenAIProtocol)
+    cls.name: cls for cls in (ReActProtocol, JSONProtocol, OpenAIProtocol, ResponsesProtocol)
 }
 
 
@@ -29,5 +30,7 @@ __all__ = [
     "OpenAIProtocol",
     "RawOutput",
     "ReActProtocol",
+    "ResponsesProtocol",
     "get_protocol",
+    "plain_output",
 ]

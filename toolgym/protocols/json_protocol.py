@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, ToolCall
 from toolgym.canonical import int_fits_json
 from toolgym.errors import ErrorKind, FormatError
-from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol, RawOutput
+from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol, RawOutput, plain_output
 from toolgym.tools import ToolSet
 
 # Deeper nesting than this in tool arguments is rejected instead of risking RecursionError.
@@ -279,7 +279,7 @@ class JSONProtocol(ActionProtocol):
 
     # ---- parsing -------------------------------------------------------------------------
     def parse(self, output: RawOutput) -> list[Action]:
-        value = self._decode(output)
+        value = self._decode(plain_output(output))
         if isinstance(value, list):
             if not value:
                 raise FormatError(f"empty JSON array; {self._EXPECTED}")

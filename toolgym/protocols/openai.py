@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
 from toolgym.canonical import canonical_json, sha256_hex
 from toolgym.errors import FormatError
-from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol, RawOutput
+from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol, RawOutput, plain_output
 from toolgym.protocols.json_protocol import (
     ASK_USER_KEYS,
     ASK_USER_NAMES,
@@ -40,12 +40,34 @@ from toolgym.protocols.json_protocol import (
     preview,
     required_text,
 )
-from toolgym.tools import ToolSet
+from toolgym.tools import ToolSet, strict_json_schema
 
 
 def derived_call_id(index: int, name: str, arguments: Mapping[str, Any]) -> str:
     """A call id that depends only on the call, so rendered histories are byte-identical."""
     return "call_" + sha256_hex(canonical_json([index, name, dict(arguments)]))[:16]
+
+
+def function_call_action(
+    name: Any, arguments: Any, call_id: Any, index: int, thought: str | None, where: str, id_key: str = "id"
+) -> Action:
+    """The action of one function call (a chat tool call or a Responses function_call item): a
+    ToolCall, or the reserved ask_user / no_call / finish functions as their actions."""
+    if not isinstance(name, str) or not name.strip():
+        raise FormatError(f"{where}: function 'name' must be a non-empty string")
+    name = name.strip()
+    args = arguments_from(arguments, f"{where} ({name}) arguments")
+    reserved = normalize_reserved(name)
+    if reserved in ASK_USER_NAMES:
+        return AskUser(text=required_text(args, ASK_USER_KEYS, name), thought=thought)
+    if reserved in NO_CALL_NAMES:
+        return NoCall(thought=thought or "")
+    if reserved in FINISH_NAMES:
+        return FinalAnswer(text=required_text(args, FINISH_KEYS, name), thought=thought)
+    given_id = optional_text(call_id, f"{where}: {id_key!r}")
+    return ToolCall(
+        name=name, arguments=args, call_id=given_id or derived_call_id(index, name, args), thought=thought
+    )
 
 
 class OpenAIProtocol(ActionProtocol):
@@ -80,23 +102,32 @@ class OpenAIProtocol(ActionProtocol):
 
     @staticmethod
     def _message(output: RawOutput) -> Mapping[str, Any]:
+        output = plain_output(output)
+        given_as_text = isinstance(output, str)
+        if isinstance(output, str):
+            text = output
+            check_length(text)
+            try:
+                output = plain_output(loads_strict(text))
+            except ValueError:
+                raise FormatError(
+                    'expected an assistant message such as {"role": "assistant", "tool_calls": [...]}, '
+                    f"got text that is not JSON: {preview(text)}"
+                ) from None
         if isinstance(output, Mapping):
             return output
-        if not isinstance(output, str):
+        if (
+            isinstance(output, list)
+            and output
+            and all(isinstance(i, Mapping) and "type" in i for i in output)
+        ):
             raise FormatError(
-                f"expected an assistant message (a dict or its JSON), got {describe_type(output)}"
+                "got Responses output items; the openai protocol reads chat messages "
+                "(use protocol='responses' for the Responses API)"
             )
-        check_length(output)
-        try:
-            message = loads_strict(output)
-        except ValueError:
-            raise FormatError(
-                'expected an assistant message such as {"role": "assistant", "tool_calls": [...]}, '
-                f"got text that is not JSON: {preview(output)}"
-            ) from None
-        if not isinstance(message, Mapping):
-            raise FormatError(f"expected an assistant message object, got JSON {describe_type(message)}")
-        return message
+        if given_as_text:
+            raise FormatError(f"expected an assistant message object, got JSON {describe_type(output)}")
+        raise FormatError(f"expected an assistant message (a dict or its JSON), got {describe_type(output)}")
 
     @staticmethod
     def _check_size(content: str | None, calls: Sequence[Any]) -> None:
@@ -120,20 +151,9 @@ class OpenAIProtocol(ActionProtocol):
         function = call.get("function")
         if not isinstance(function, Mapping):
             raise FormatError(f"{where}: 'function' must be an object, got {describe_type(function)}")
-        name = function.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise FormatError(f"{where}: function 'name' must be a non-empty string")
-        name = name.strip()
-        args = arguments_from(function.get("arguments"), f"{where} ({name}) arguments")
-        call_id = optional_text(call.get("id"), f"{where}: 'id'") or derived_call_id(index, name, args)
-        reserved = normalize_reserved(name)
-        if reserved in ASK_USER_NAMES:
-            return AskUser(text=required_text(args, ASK_USER_KEYS, name), thought=thought)
-        if reserved in NO_CALL_NAMES:
-            return NoCall(thought=thought or "")
-        if reserved in FINISH_NAMES:
-            return FinalAnswer(text=required_text(args, FINISH_KEYS, name), thought=thought)
-        return ToolCall(name=name, arguments=args, call_id=call_id, thought=thought)
+        return function_call_action(
+            function.get("name"), function.get("arguments"), call.get("id"), index, thought, where
+        )
 
     # ---- rendering -----------------------------------------------------------------------
     @staticmethod
@@ -177,9 +197,12 @@ class OpenAIProtocol(ActionProtocol):
             separators=(",", ":"),
         )
 
-    def tools_json(self, tools: ToolSet, *, control: bool = True) -> list[dict[str, Any]]:
-        """The `tools` request field; with `control`, also the reserved ask_user/no_call functions."""
-        specs = tools.to_openai()
+    def tools_json(
+        self, tools: ToolSet, *, control: bool = True, strict: bool = False
+    ) -> list[dict[str, Any]]:
+        """The `tools` request field; with `control`, also the reserved ask_user/no_call functions;
+        with `strict`, schemas for strict function calling (`toolgym.tools.strict_json_schema`)."""
+        specs = tools.to_openai(strict=strict)
         if control:
             specs += [
                 {
@@ -203,6 +226,10 @@ class OpenAIProtocol(ActionProtocol):
                     },
                 },
             ]
+            if strict:
+                for spec in specs[-2:]:
+                    function = spec["function"]
+                    function.update(parameters=strict_json_schema(function["parameters"]), strict=True)
         return specs
 
     def instructions(self, tools: ToolSet) -> str:

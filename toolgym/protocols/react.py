@@ -28,7 +28,7 @@ from typing import ClassVar
 
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
 from toolgym.errors import FormatError
-from toolgym.protocols.base import ActionProtocol, RawOutput
+from toolgym.protocols.base import ActionProtocol, RawOutput, plain_output
 from toolgym.protocols.json_protocol import (
     ASK_USER_KEYS,
     ASK_USER_NAMES,
@@ -104,7 +104,7 @@ class ReActProtocol(ActionProtocol):
 
     # ---- parsing -------------------------------------------------------------------------
     def parse(self, output: RawOutput) -> list[Action]:
-        text = self._text(output)
+        text = self._text(plain_output(output))
         if not text.strip():
             raise FormatError(f"empty output; {EXPECTED}")
         preamble_end, sections = self._sections(text)
