@@ -54,21 +54,25 @@ PRESETS: Final[dict[str, Preset]] = {
         1,
         None,
         None,
-        "MTU-Eval: a Thought/Action reply per turn, scored turn by turn; sampling not stated",
+        "MTU-Eval: a Thought/Action reply per turn, scored turn by turn; sampling not published "
+        "(MTU-Bench-Team/MTU-Bench holds the data and the scorer cal_score.py, no inference code or settings)",
     ),
     "teval": Preset(
         "json",
         1,
+        0.0,
         None,
-        None,
-        "T-Eval: one response per step-wise item, JSON format (the str format is the react-like one); sampling not stated",
+        "T-Eval: one response per step-wise item, JSON format (the str format is the react-like one); greedy "
+        "decoding, as open-compass/T-Eval test.py infer() calls llm.chat(..., do_sample=False) (its HF "
+        "models also cap max_new_tokens=512); top_p not set",
     ),
     "ctooleval": Preset(
         "react",
         10,
         None,
         None,
-        "CToolEval: ReAct-style tool calls, end to end; turn limit and sampling not stated (10 assumed)",
+        "CToolEval: ReAct-style tool calls, end to end; turn limit and sampling not found in a published "
+        "source reachable here (tjunlp-lab/CToolEval not fetchable): 10 turns assumed, sampling the server's",
     ),
 }
 

@@ -1,5 +1,5 @@
 """Regenerate fixtures/mock_tasks/ctool_zh.jsonl: Chinese CToolEval-style tasks on the zh locale of
-the express and messaging apps (mocks/apps/ctool/zh.py), in CToolEval's four query types:
+the six CToolEval-style apps (mocks/apps/ctool/zh.py), in CToolEval's four query types:
 
 - fixed: a question with one right answer, checked by keywords (Chinese-aware matching);
 - open_ended: a summary or description, with a reference answer (judged against it, or scored by
@@ -8,8 +8,9 @@ the express and messaging apps (mocks/apps/ctool/zh.py), in CToolEval's four que
   messages), checked against the values the episode's own calls returned;
 - operation: a request that changes state (cancel a parcel, send a message), checked on the state.
 
-Every task's world holds both apps, so a retriever picks from all their tools (`tools` lists the
-gold tools and a few distractors: the gold-tools setting). The golden calls are run here on a
+Every task's world holds a group of apps (express and messaging; calendar, maps, music and
+takeout), so a retriever picks from all their tools (`tools` lists the gold tools and a few
+distractors: the gold-tools setting). The golden calls are run here on a
 fresh world and the answers written from their results: a failing call stops the script.
 Run: python scripts/make_ctool_zh_tasks.py
 """
@@ -29,7 +30,17 @@ from toolgym.tasks import AnswerSpec, GoldenStep, Task, TaskSet
 OUT = Path(__file__).resolve().parents[1] / "fixtures" / "mock_tasks" / "ctool_zh.jsonl"
 CLOCK = datetime(2024, 1, 1, tzinfo=UTC)
 APPS = ["express_zh", "messaging_zh"]
+# the other four apps share a world (tasks stay small: five per template and app)
+APPS_2 = ["calendar_zh", "maps_zh", "music_zh", "takeout_zh"]
 PER_TEMPLATE = 10
+PER_TEMPLATE_2 = 5
+ORDER_STATUS_ZH = {
+    "placed": "已下单",
+    "preparing": "备餐中",
+    "delivering": "配送中",
+    "delivered": "已送达",
+    "cancelled": "已取消",
+}
 
 STATUS_ZH = {
     "created": "待揽收",
@@ -77,6 +88,7 @@ class Draft:
     references: list[str] = field(default_factory=list)
     answer_fields: list[str] = field(default_factory=list)
     state: list[dict[str, Any]] = field(default_factory=list)
+    apps: list[str] = field(default_factory=lambda: APPS)
 
 
 def call(name: str, **arguments: Any) -> ToolCall:
@@ -242,8 +254,353 @@ def messaging(world: MockWorld) -> list[Draft]:
     return drafts
 
 
+def amount(value: float) -> str:
+    """12.0 -> '12', 26.5 -> '26.5' (as an answer states an amount)."""
+    return f"{value:g}"
+
+
+def calendar(world: MockWorld) -> list[Draft]:
+    drafts: list[Draft] = []
+    events = [e for e in world.rows("calendar_events", {}) if e["location"]][3::41][:PER_TEMPLATE_2]
+    for e in events:
+        view = world.call("get_event", event_id=e["event_id"])["event"]
+        eid = view["event_id"]
+        drafts.append(
+            Draft(
+                "fixed",
+                f"日程{eid}的主题是什么？在哪里开？",
+                [call("get_event", event_id=eid)],
+                ["get_event", "list_events", "get_room"],
+                f"日程{eid}的主题是{view['title']}，地点在{view['location']}。",
+                whitelist=[[view["title"]], [view["location"]]],
+                apps=APPS_2,
+            )
+        )
+        names = "、".join(a["name"] for a in view["attendees"])
+        summary = (
+            f"日程{eid}“{view['title']}”从{view['start_time']}开到{view['end_time']}，地点{view['location']}，"
+            f"共{len(view['attendees'])}人参加：{names}。"
+        )
+        drafts.append(
+            Draft(
+                "open_ended",
+                f"请介绍一下日程{eid}的安排。",
+                [call("get_event", event_id=eid)],
+                ["get_event", "list_events", "search_people"],
+                summary,
+                references=[summary],
+                apps=APPS_2,
+            )
+        )
+    for n in range(PER_TEMPLATE_2):
+        day, hour, seats = 2 + n, 9 + n, 4 + 2 * n
+        start, end = f"2024-01-0{day}T{hour:02d}:00:00Z", f"2024-01-0{day}T{hour + 1:02d}:00:00Z"
+        free = world.call("search_available_rooms", start_time=start, end_time=end, min_capacity=seats)
+        drafts.append(
+            Draft(
+                "real_time",
+                f"1月{day}日{hour}点到{hour + 1}点（UTC）现在还有几间至少能坐{seats}人的空会议室？",
+                [call("search_available_rooms", start_time=start, end_time=end, min_capacity=seats)],
+                ["search_available_rooms", "list_rooms", "get_room_schedule"],
+                f"现在还有{free['total']}间空会议室。",
+                whitelist=[[str(free["total"])]],
+                answer_fields=["total"],
+                apps=APPS_2,
+            )
+        )
+    pending = [
+        a
+        for a in world.rows("calendar_attendees", {"response": "needs_action"})
+        if a["event_id"] > "EVT-000300"
+    ][:PER_TEMPLATE_2]
+    for a in pending:
+        eid, pid = a["event_id"], a["person_id"]
+        title = world.call("get_event", event_id=eid)["event"]["title"]
+        drafts.append(
+            Draft(
+                "operation",
+                f"我是{pid}，请帮我接受日程{eid}的邀请。",
+                [call("respond_to_event", event_id=eid, person_id=pid, response="accepted")],
+                ["respond_to_event", "get_event", "list_events"],
+                f"已接受日程{eid}（{title}）的邀请。",
+                state=[
+                    {
+                        "kind": "field_equals",
+                        "table": "calendar_attendees",
+                        "where": {"event_id": eid, "person_id": pid},
+                        "field": "response",
+                        "value": "accepted",
+                    }
+                ],
+                apps=APPS_2,
+            )
+        )
+    return drafts
+
+
+def maps(world: MockWorld) -> list[Draft]:
+    drafts: list[Draft] = []
+    places = world.rows("maps_places", {})
+    for n, p in enumerate(places[7::97][:PER_TEMPLATE_2]):
+        view = world.call("get_place_details", place_id=p["place_id"])["place"]
+        pid = view["place_id"]
+        drafts.append(
+            Draft(
+                "fixed",
+                f"地点{pid}叫什么名字？电话是多少？",
+                [call("get_place_details", place_id=pid)],
+                ["get_place_details", "search_places", "geocode"],
+                f"地点{pid}是{view['name']}，电话{view['phone']}。",
+                whitelist=[[view["name"]], [view["phone"]]],
+                apps=APPS_2,
+            )
+        )
+        summary = (
+            f"{view['name']}位于{view['address']}，评分{view['rating']}（{view['review_count']}条评价），"
+            f"营业时间{view['opening_hours']}，电话{view['phone']}。"
+        )
+        drafts.append(
+            Draft(
+                "open_ended",
+                f"给我介绍一下地点{pid}。",
+                [call("get_place_details", place_id=pid)],
+                ["get_place_details", "search_nearby_places", "search_places"],
+                summary,
+                references=[summary],
+                apps=APPS_2,
+            )
+        )
+        # a neighbour in the same city: a short drive
+        other = next(q for q in places[places.index(p) + 1 :] if q["city"] == p["city"])
+        route = world.call(
+            "plan_route",
+            origin_lat=p["lat"],
+            origin_lon=p["lon"],
+            destination_lat=other["lat"],
+            destination_lon=other["lon"],
+            mode="driving",
+        )
+        drafts.append(
+            Draft(
+                "real_time",
+                f"现在从{view['name']}（{pid}）开车去{other['name']}（{other['place_id']}）要多少分钟？",
+                [
+                    call("get_place_details", place_id=pid),
+                    call("get_place_details", place_id=other["place_id"]),
+                    call(
+                        "plan_route",
+                        origin_lat=p["lat"],
+                        origin_lon=p["lon"],
+                        destination_lat=other["lat"],
+                        destination_lon=other["lon"],
+                        mode="driving",
+                    ),
+                ],
+                ["plan_route", "get_place_details", "geocode", "search_nearby_places"],
+                f"开车大约需要{route['duration_minutes']}分钟。",
+                whitelist=[[str(route["duration_minutes"])]],
+                answer_fields=["duration_minutes"],
+                apps=APPS_2,
+            )
+        )
+        uid = f"MU{n + 1:03d}"
+        saved = {r["place_id"] for r in world.rows("maps_saved_places", {"user_id": uid})}
+        target = next(q for q in places[5 + 31 * n :] if q["place_id"] not in saved)
+        drafts.append(
+            Draft(
+                "operation",
+                f"我是用户{uid}，请把{target['name']}（{target['place_id']}）加到我的收藏，标签写“想去”。",
+                [call("save_place", user_id=uid, place_id=target["place_id"], label="想去")],
+                ["save_place", "list_saved_places", "get_place_details"],
+                f"已把{target['name']}加入收藏。",
+                state=[
+                    {
+                        "kind": "field_equals",
+                        "table": "maps_saved_places",
+                        "where": {"user_id": uid, "place_id": target["place_id"]},
+                        "field": "label",
+                        "value": "想去",
+                    }
+                ],
+                apps=APPS_2,
+            )
+        )
+    return drafts
+
+
+def music(world: MockWorld) -> list[Draft]:
+    drafts: list[Draft] = []
+    tracks = world.rows("music_tracks", {})[11::173][:PER_TEMPLATE_2]
+    for n, t in enumerate(tracks):
+        view = world.call("get_track", track_id=t["track_id"])["track"]
+        tid = view["track_id"]
+        drafts.append(
+            Draft(
+                "fixed",
+                f"歌曲{tid}叫什么名字？是谁唱的？",
+                [call("get_track", track_id=tid)],
+                ["get_track", "search_tracks", "get_artist"],
+                f"歌曲{tid}是{view['artist']}的《{view['title']}》。",
+                whitelist=[[view["title"]], [view["artist"]]],
+                apps=APPS_2,
+            )
+        )
+        drafts.append(
+            Draft(
+                "real_time",
+                f"歌曲{tid}现在的播放量是多少？",
+                [call("get_track", track_id=tid)],
+                ["get_track", "search_tracks", "get_recently_played"],
+                f"《{view['title']}》现在的播放量是{view['play_count']}次。",
+                whitelist=[[str(view["play_count"])]],
+                answer_fields=["play_count"],
+                apps=APPS_2,
+            )
+        )
+        album = world.call("get_album", album_id=view["album_id"])
+        songs = "、".join(f"《{s['title']}》" for s in album["tracks"])
+        summary = (
+            f"专辑《{album['album']['title']}》（{view['album_id']}）发行于{album['album']['release_year']}年，"
+            f"共{len(album['tracks'])}首歌，总时长{album['total_duration_s']}秒：{songs}。"
+        )
+        drafts.append(
+            Draft(
+                "open_ended",
+                f"介绍一下专辑{view['album_id']}。",
+                [call("get_album", album_id=view["album_id"])],
+                ["get_album", "get_artist", "search_tracks"],
+                summary,
+                references=[summary],
+                apps=APPS_2,
+            )
+        )
+        uid = f"LN{n + 2:03d}"
+        liked = {r["track_id"] for r in world.rows("music_likes", {"user_id": uid})}
+        target = (
+            tid if tid not in liked else next(r["track_id"] for r in tracks if r["track_id"] not in liked)
+        )
+        drafts.append(
+            Draft(
+                "operation",
+                f"我是用户{uid}，帮我把歌曲{target}加到我喜欢的歌里。",
+                [call("like_track", user_id=uid, track_id=target)],
+                ["like_track", "list_liked_tracks", "get_track"],
+                f"已把歌曲{target}加入你喜欢的歌曲。",
+                state=[
+                    {
+                        "kind": "row_exists",
+                        "table": "music_likes",
+                        "where": {"user_id": uid, "track_id": target},
+                    }
+                ],
+                apps=APPS_2,
+            )
+        )
+    return drafts
+
+
+def takeout(world: MockWorld) -> list[Draft]:
+    drafts: list[Draft] = []
+    for r in world.rows("takeout_restaurants", {})[2::11][:PER_TEMPLATE_2]:
+        view = world.call("get_restaurant", restaurant_id=r["restaurant_id"])["restaurant"]
+        rid = view["restaurant_id"]
+        drafts.append(
+            Draft(
+                "fixed",
+                f"餐厅{rid}叫什么？起送价是多少元？",
+                [call("get_restaurant", restaurant_id=rid)],
+                ["get_restaurant", "search_restaurants", "get_menu"],
+                f"餐厅{rid}是{view['name']}，起送价{amount(view['min_order'])}元。",
+                whitelist=[[view["name"]], [amount(view["min_order"])]],
+                apps=APPS_2,
+            )
+        )
+    orders = world.rows("takeout_orders", {})
+    for o in orders[4::53][:PER_TEMPLATE_2]:
+        view = world.call("get_takeout_order", order_id=o["order_id"])["order"]
+        oid = view["order_id"]
+        dishes = "、".join(f"{i['name']}{i['quantity']}份" for i in view["items"])
+        summary = (
+            f"订单{oid}在{view['restaurant_name']}下单，点了{dishes}，菜品{amount(view['subtotal'])}元，"
+            f"配送费{amount(view['delivery_fee'])}元，共{amount(view['total'])}元，"
+            f"状态：{ORDER_STATUS_ZH[view['order_status']]}。"
+        )
+        drafts.append(
+            Draft(
+                "open_ended",
+                f"帮我总结一下外卖订单{oid}。",
+                [call("get_takeout_order", order_id=oid)],
+                ["get_takeout_order", "list_takeout_orders", "get_restaurant"],
+                summary,
+                references=[summary],
+                apps=APPS_2,
+            )
+        )
+    # the last orders are still on their way at the task clock
+    recent = [world.call("get_takeout_order", order_id=o["order_id"])["order"] for o in orders[-12:]]
+    for view in recent[:PER_TEMPLATE_2]:
+        oid, status = view["order_id"], view["order_status"]
+        drafts.append(
+            Draft(
+                "real_time",
+                f"我的外卖订单{oid}现在到哪一步了？",
+                [call("get_takeout_order", order_id=oid)],
+                ["get_takeout_order", "list_takeout_orders", "get_restaurant"],
+                f"订单{oid}当前状态：{ORDER_STATUS_ZH[status]}（{status}）。",
+                whitelist=[[ORDER_STATUS_ZH[status], status]],
+                answer_fields=["order_status"],
+                apps=APPS_2,
+            )
+        )
+    cancellable = [v for v in recent if v["order_status"] in ("placed", "preparing")][:PER_TEMPLATE_2]
+    for view in cancellable:
+        oid = view["order_id"]
+        drafts.append(
+            Draft(
+                "operation",
+                f"请帮我取消外卖订单{oid}，不想要了。",
+                [call("cancel_takeout_order", order_id=oid, reason="不想要了")],
+                ["cancel_takeout_order", "get_takeout_order", "list_takeout_orders"],
+                f"订单{oid}已取消。",
+                state=[
+                    {
+                        "kind": "field_equals",
+                        "table": "takeout_orders",
+                        "where": {"order_id": oid},
+                        "field": "cancelled_at",
+                        "value": format_time(CLOCK),
+                    }
+                ],
+                apps=APPS_2,
+            )
+        )
+    # few orders are still cancellable: rating a delivered order fills the operation template
+    unrated = [o["order_id"] for o in orders if o["rating"] is None and o["cancelled_at"] is None]
+    for oid in unrated[: PER_TEMPLATE_2 - len(cancellable)]:
+        drafts.append(
+            Draft(
+                "operation",
+                f"外卖订单{oid}我想给5星好评，评价写“很好吃”。",
+                [call("rate_takeout_order", order_id=oid, rating=5, comment="很好吃")],
+                ["rate_takeout_order", "get_takeout_order", "list_takeout_orders"],
+                f"已给订单{oid}打了5星。",
+                state=[
+                    {
+                        "kind": "field_equals",
+                        "table": "takeout_orders",
+                        "where": {"order_id": oid},
+                        "field": "rating",
+                        "value": 5,
+                    }
+                ],
+                apps=APPS_2,
+            )
+        )
+    return drafts
+
+
 def build(draft: Draft, number: int) -> Task:
-    world = MockWorld(APPS, seed=0, clock=CLOCK)
+    world = MockWorld(draft.apps, seed=0, clock=CLOCK)
     try:
         for c in draft.calls:
             world.call(c.name, **c.arguments)  # raises if a golden call fails
@@ -260,7 +617,7 @@ def build(draft: Draft, number: int) -> Task:
     return Task(
         id=f"ctoolzh-{draft.kind.replace('_', '-')}-{number:03d}",
         query=draft.query,
-        apps=APPS,
+        apps=draft.apps,
         tools=draft.tools,
         golden=[GoldenStep(action=c) for c in draft.calls]
         + [GoldenStep(action=FinalAnswer(text=draft.answer))],
@@ -277,6 +634,11 @@ def main() -> None:
     world = MockWorld(APPS, seed=0, clock=CLOCK)
     try:
         drafts = [*express(world), *messaging(world)]
+    finally:
+        world.close()
+    world = MockWorld(APPS_2, seed=0, clock=CLOCK)
+    try:
+        drafts += [*calendar(world), *maps(world), *music(world), *takeout(world)]
     finally:
         world.close()
     tasks = [build(d, i) for i, d in enumerate(drafts, 1)]

@@ -65,6 +65,20 @@ F1_NAMES = {"perception": "P_F1", "operation": "O_F1", "logic": "L_F1", "creativ
 IMAGEGEN_TOOLS = ("DrawBox", "AddText", "Plot", "TextToImage", "ImageStylization")
 # errors that are the agent's fault; infra errors are kept apart, tool errors are the tool's
 AGENT_ERRORS = frozenset({"format_error", "unknown_tool", "argument_error"})
+# GTA's error kinds, as its pipeline records a failed tool step (lagent's ActionReturn): no_action
+# (lagent's NoAction: the reply holds no action, the format was not followed), invalid_action
+# (InvalidAction: a tool outside the sample's set), argument (ARGS_ERROR: the input is no JSON
+# object, or its keys are wrong) and tool (API_ERROR of a named tool: the tool raised, e.g. on a
+# file that does not exist). Counted per failed step as `step/errors/<kind>`, `e2e/errors/<kind>`.
+ERROR_KINDS = ("no_action", "invalid_action", "argument", "tool")
+# toolgym's typed errors onto GTA's kinds (fixed mode); infra errors are no kind of the agent's
+_FIXED_ERROR_KIND = {
+    "format_error": "no_action",
+    "unknown_tool": "invalid_action",
+    "argument_error": "argument",
+    "tool_error": "tool",
+    "timeout": "tool",
+}
 
 
 # ---- answers ---------------------------------------------------------------------------------
@@ -205,6 +219,31 @@ class GTAStep:
     # arguments in the reply's own key order (False: rendered from a trace's parsed actions,
     # whose keys the trace stores sorted)
     ordered: bool = True
+
+
+def compat_error_kind(pred: GTAStep) -> str | None:
+    """The GTA error kind of a step as GTA's pipeline recorded it (None: no error)."""
+    if pred.kind != "tool" or pred.error is None:
+        return None
+    if pred.name == NO_ACTION:
+        return "no_action"
+    if pred.name == INVALID_ACTION:
+        return "invalid_action"
+    return "argument" if pred.error == "ARGS_ERROR" else "tool"
+
+
+def fixed_error_kind(errors: Sequence[str]) -> str | None:
+    """The GTA error kind of a step from toolgym's typed errors: the first that is one, in
+    GTA's order (a reply without an action before a wrong tool before wrong arguments)."""
+    kinds = {_FIXED_ERROR_KIND[e] for e in errors if e in _FIXED_ERROR_KIND}
+    return next((k for k in ERROR_KINDS if k in kinds), None)
+
+
+def count_error_kinds(kinds: Sequence[str | None], group: str, counts: dict[str, int]) -> None:
+    """`<group>/errors/<kind>` for every GTA kind (zeros included, so tables line up)."""
+    found = Counter(k for k in kinds if k is not None)
+    for kind in ERROR_KINDS:
+        counts[f"{group}/errors/{kind}"] = found[kind]
 
 
 class FileCheck:
@@ -528,6 +567,7 @@ class GTASuite(EmbedderUser):
         inst = tool_acc = arg_acc = answer_acc = 0.0
         total_tool = total_answer = total_steps = answer_steps = 0
         tool_call = tool_call_error = infra_skipped = 0
+        step_errors: list[str | None] = []
         for trace in traces:
             task = tasks[trace.header.task_id]
             if mode == "fixed" and has_infra_error(trace):
@@ -554,6 +594,7 @@ class GTASuite(EmbedderUser):
                     if pred.kind == "tool":
                         tool_call += 1
                         tool_call_error += pred.error is not None
+                        step_errors.append(compat_error_kind(pred))
                     gold_call = gold.action if isinstance(gold.action, ToolCall) else None
                     if pred.kind == "tool" and gold_call is not None and pred.name == gold_call.name:
                         # the name counts even for a call that failed; arguments compare exactly
@@ -574,6 +615,7 @@ class GTASuite(EmbedderUser):
                     if gold_kind == "answer" and ref:
                         answer_steps += 1
                     fixed_pred = pred_step(step)
+                    step_errors.append(fixed_error_kind(fixed_pred.errors))
                     errors = [e for e in fixed_pred.errors if e in AGENT_ERRORS]
                     if fixed_pred.kind == gold_kind and not errors:
                         t_inst += 1
@@ -630,6 +672,7 @@ class GTASuite(EmbedderUser):
                 "step/tool_call_error": tool_call_error,
             }
         )
+        count_error_kinds(step_errors, "step", result.counts)
 
     # -- end to end --
     def _compat_imggen_score(self, task: Task, preds: Sequence[GTAStep]) -> float:
@@ -679,6 +722,7 @@ class GTASuite(EmbedderUser):
         total_all = total_answer = 0
         ans = ans_img = 0.0
         tool_call = tool_call_error = infra_skipped = 0
+        e2e_errors: list[str | None] = []
         gold_n: Counter[str] = Counter()
         pred_n: Counter[str] = Counter()
         hits: Counter[str] = Counter()
@@ -693,6 +737,7 @@ class GTASuite(EmbedderUser):
             score = 0.0
             if mode == "compat":
                 preds = gta_episode_predictions(trace, task, tasks.base_dir)
+                e2e_errors += [compat_error_kind(p) for p in preds]
                 # (name, error) of every tool step: NoAction and InvalidAction steps included
                 calls = [PredCall(str(p.name), {}, p.error) for p in preds if p.kind == "tool"]
                 if ref:
@@ -707,6 +752,9 @@ class GTASuite(EmbedderUser):
                     img = self._compat_imggen_score(task, preds)
             else:
                 calls = episode_calls(trace)
+                # each call's own error, and each reply that held no action
+                e2e_errors += [fixed_error_kind([c.error]) for c in calls if c.error is not None]
+                e2e_errors += ["no_action" for step in trace.steps if "format_error" in step.error_kinds]
                 if ref:
                     total_answer += 1
                     answer = last_step_answer(trace)
@@ -767,6 +815,7 @@ class GTASuite(EmbedderUser):
                 "e2e/tool_call_error": tool_call_error,
             }
         )
+        count_error_kinds(e2e_errors, "e2e", result.counts)
         if infra_skipped:
             result.counts["e2e/infra_error_tasks"] = infra_skipped
 

@@ -171,10 +171,10 @@ def test_oracle_scores_full_marks_on_the_chinese_tasks(zh_tasks: TaskSet, tmp_pa
         ):
             assert result.metrics[metric] == 100.0, (mode, metric)
         assert {k: v for k, v in result.counts.items() if k.startswith("kind/")} == {
-            "kind/fixed": 30,
-            "kind/open_ended": 20,
-            "kind/operation": 20,
-            "kind/real_time": 20,
+            "kind/fixed": 50,
+            "kind/open_ended": 40,
+            "kind/operation": 40,
+            "kind/real_time": 40,
         }
 
 

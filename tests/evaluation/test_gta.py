@@ -17,9 +17,9 @@ from toolgym.actions import FinalAnswer, ToolCall
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
-from toolgym.errors import InfraError
+from toolgym.errors import InfraError, ToolError
 from toolgym.evaluation import EvaluationError, Mode, get_suite
-from toolgym.evaluation.base import record_teacher_forced
+from toolgym.evaluation.base import error_kinds, record_teacher_forced
 from toolgym.evaluation.loaders.gta import (
     load_gta_dataset,
     load_toolmeta,
@@ -521,3 +521,63 @@ def test_scoring_needs_the_tasks(sample: TaskSet, tmp_path: Path) -> None:
         GTASuite().score(traces, TaskSet([Task(id="x", query="q")]), "compat")
     result = GTASuite().score(traces, sample, "compat")
     assert "skipped_unknown_task" not in result.counts
+
+
+# ---- error kinds -----------------------------------------------------------------------------------
+
+
+def test_error_kinds_of_an_episode_in_both_modes(sample: TaskSet, tmp_path: Path) -> None:
+    fish = sample["gta-0"]
+    ocr, calc = (g.action for g in fish.golden[:2])
+    outputs: list[Output] = [
+        "I would read the label with OCR.",  # no action: lagent's NoAction, toolgym's format error
+        'Action: TextToBbox\nAction Input: {"image": "image/fish_oil.png", "text": "label"}\n',
+        ToolCall(name="Calculator", arguments={"expr": "1"}),  # a key Calculator does not take
+        'Action: OCR\nAction Input: {"image": "image/fish_oil.jpg"}\n',  # no such file
+        ocr,
+        calc,
+        "Final Answer: 58",
+    ]
+    trace = run_e2e(replay_toolset(fish), sample, fish, outputs, tmp_path)
+    compat = GTASuite().score([trace], sample, "compat")
+    assert error_kinds(compat.counts) == {
+        "e2e": {"no_action": 1, "invalid_action": 1, "argument": 1, "tool": 1}
+    }
+    assert compat.counts["e2e/tool_call_error"] == 4
+    fixed = GTASuite().score([trace], sample, "fixed")
+    # fixed resolves a task file by its name: the OCR call on "fish_oil.jpg" is no error there
+    assert error_kinds(fixed.counts) == {
+        "e2e": {"no_action": 1, "invalid_action": 1, "argument": 1, "tool": 0}
+    }
+    assert fixed.metrics["AnsAcc"] == 100.0  # errors on the way do not cost the answer
+
+
+def test_error_kinds_of_teacher_forced_steps(sample: TaskSet, tmp_path: Path) -> None:
+    fish = sample["gta-0"]
+    outputs: list[Output] = [
+        'Action: TextToBbox\nAction Input: {"image": "image/fish_oil.png", "text": "label"}\n',
+        "I would add them up.",
+        "Final Answer: 58",
+    ]
+    trace = run_step(replay_toolset(fish), sample, fish, outputs, tmp_path)
+    for mode in ("compat", "fixed"):
+        result = GTASuite().score([trace], sample, mode)
+        assert error_kinds(result.counts) == {
+            "step": {"no_action": 1, "invalid_action": 1, "argument": 0, "tool": 0}
+        }, mode
+
+
+def test_a_failing_tool_is_a_tool_error_in_both_modes(tmp_path: Path) -> None:
+    def broken(arguments: dict[str, object], ctx: ToolContext) -> str:
+        raise ToolError("OCR model crashed on the image")
+
+    tools = ToolSet(
+        [SchemaTool("OCR", {"properties": {"image": {"type": "string"}}}, broken, category="perception")]
+    )
+    demo = TaskSet.load(DEMO)
+    task = demo["memo-room"]
+    trace = run_e2e(tools, demo, task, [task.golden[0].action, "Final Answer: no idea"], tmp_path)
+    assert trace.steps[0].error_kinds == ["tool_error"]
+    for mode in ("compat", "fixed"):
+        kinds = error_kinds(GTASuite().score([trace], demo, mode).counts)
+        assert kinds == {"e2e": {"no_action": 0, "invalid_action": 0, "argument": 0, "tool": 1}}, mode

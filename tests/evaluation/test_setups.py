@@ -94,6 +94,27 @@ def test_options_win_over_the_preset_and_top_p_alone_is_sent(tmp_path: Path) -> 
     assert RunSummary.load(tmp_path / "b").settings["top_p"] == 0.7
 
 
+@pytest.mark.parametrize("preset", ["teval", "mtu", "ctooleval"])
+def test_published_sampling_reaches_the_server_and_unpublished_is_left_out(
+    preset: str, tmp_path: Path
+) -> None:
+    fake = FakeOpenAI(_answer)
+    with serve(fake):
+        result = _run(tmp_path / preset, fake, "--preset", preset)
+    assert result.exit_code == 0, result.output
+    setup = PRESETS[preset]
+    if preset == "teval":
+        # T-Eval's test.py decodes greedily (do_sample=False): temperature 0, no top_p
+        assert {r["temperature"] for r in fake.requests} == {0.0}
+    else:
+        # MTU and CToolEval publish no sampling: the server's default, nothing sent
+        assert setup.temperature is None and all("temperature" not in r for r in fake.requests)
+    assert setup.top_p is None and all("top_p" not in r for r in fake.requests)
+    # the source line names where a number comes from, or says that none is published
+    expected = {"teval": "do_sample=False", "mtu": "not published", "ctooleval": "not found"}[preset]
+    assert expected in setup.source
+
+
 def test_bad_setups_are_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["run", "--preset", "nope", "--out", str(tmp_path)])
     assert result.exit_code == 2 and "unknown preset" in result.output

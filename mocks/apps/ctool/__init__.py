@@ -1,6 +1,6 @@
 """CToolEval-style mock apps with write operations: express delivery, instant messaging, meeting
 rooms and calendars, maps, music and food delivery (takeout). English snake_case API names;
-`CTOOL_ZH_APPS` are express and messaging with Chinese data (zh locale).
+`CTOOL_ZH_APPS` are the six apps with Chinese data (zh locale).
 
 `CTOOL_APPS` lists the app classes; `resolve_app_names` turns task `apps` names into classes
 through the main registry (toolgym.mocks.apps.ALL_APPS, which holds these apps too).
@@ -17,11 +17,25 @@ from toolgym.mocks.apps.ctool.maps import MapsApp
 from toolgym.mocks.apps.ctool.messaging import MessagingApp
 from toolgym.mocks.apps.ctool.music import MusicApp
 from toolgym.mocks.apps.ctool.takeout import TakeoutApp
-from toolgym.mocks.apps.ctool.zh import ExpressZhApp, MessagingZhApp
+from toolgym.mocks.apps.ctool.zh import (
+    CalendarZhApp,
+    ExpressZhApp,
+    MapsZhApp,
+    MessagingZhApp,
+    MusicZhApp,
+    TakeoutZhApp,
+)
 
 CTOOL_APPS: list[type[App]] = [ExpressApp, MessagingApp, CalendarApp, MapsApp, MusicApp, TakeoutApp]
 # the zh locale: the same apps with Chinese data (mocks/apps/ctool/zh.py)
-CTOOL_ZH_APPS: list[type[App]] = [ExpressZhApp, MessagingZhApp]
+CTOOL_ZH_APPS: list[type[App]] = [
+    ExpressZhApp,
+    MessagingZhApp,
+    CalendarZhApp,
+    MapsZhApp,
+    MusicZhApp,
+    TakeoutZhApp,
+]
 
 
 def resolve_app_names(names: Iterable[str]) -> list[type[App]]:
@@ -36,12 +50,16 @@ __all__ = [
     "CTOOL_APPS",
     "CTOOL_ZH_APPS",
     "CalendarApp",
+    "CalendarZhApp",
     "ExpressApp",
     "ExpressZhApp",
     "MapsApp",
+    "MapsZhApp",
     "MessagingApp",
     "MessagingZhApp",
     "MusicApp",
+    "MusicZhApp",
     "TakeoutApp",
+    "TakeoutZhApp",
     "resolve_app_names",
 ]

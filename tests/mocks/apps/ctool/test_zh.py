@@ -1,4 +1,5 @@
-"""The zh locale of the CToolEval-style apps (express_zh, messaging_zh): sound apps whose data is
+"""The zh locale of the six CToolEval-style apps (express_zh, messaging_zh, calendar_zh, maps_zh,
+music_zh, takeout_zh): sound apps whose data is
 Chinese, the same APIs and rules as the English apps, and English apps' state hashes unchanged;
 and the Chinese task set (fixtures/mock_tasks/ctool_zh.jsonl): 80+ tasks of CToolEval's four
 query types whose golden chains replay and whose answers match Chinese-aware."""
@@ -16,7 +17,18 @@ from tests.mocks.apps import expect_error
 from toolgym.actions import FinalAnswer, ToolCall
 from toolgym.envs.rewards import answer_matches
 from toolgym.mocks.apps.ctool import CTOOL_ZH_APPS, resolve_app_names
-from toolgym.mocks.apps.ctool.zh import ExpressZhApp, MessagingZhApp, zh_address, zh_message, zh_name
+from toolgym.mocks.apps.ctool.zh import (
+    ExpressZhApp,
+    MessagingZhApp,
+    zh_address,
+    zh_message,
+    zh_name,
+)
+from toolgym.mocks.apps.ctool.zh import _map_address as map_address
+from toolgym.mocks.apps.ctool.zh import _place_name as place_name
+from toolgym.mocks.apps.ctool.zh import _restaurant_address as restaurant_address
+from toolgym.mocks.apps.ctool.zh import _room_address as room_address
+from toolgym.mocks.apps.ctool.zh import _title as song_title
 from toolgym.mocks.rewards import check_assertions
 from toolgym.mocks.world import MockWorld, check_app
 from toolgym.tasks import TaskSet
@@ -29,6 +41,19 @@ HAN = re.compile(r"[\u4e00-\u9fff]")
 ENGLISH_HASHES = {
     "express": "2148339ea252c01212373d5c675d232720fe079c7207980ef41ef536089b7724",
     "messaging": "f8db47f8a25e5c791394f1dd40e29f2f59cb94d7334813728644c35337be2c56",
+    "calendar": "d004ad631cb2ab204f42d8b52a7101326cae94acfdc2ffa0474ce617b9538628",
+    "maps": "e596ee6f279b7632e8c1ccd02e7b34321a1116a16ce056a78c02ce95aefd8caf",
+    "music": "e6cdd2a8d6b85f757b727ba3ef3bc813dc9efa8d5fd29ae8d9725433d8ca7c30",
+    "takeout": "7c215bd5244edda1f65aaaaa6e6d2344a031ae602dfb4491d087d5325bbeb40a",
+}
+# a text column of each English app that the zh locale rewrites
+ENGLISH_TEXT = {
+    "express": ("express_shipments", "item_description"),
+    "messaging": ("messaging_messages", "content"),
+    "calendar": ("calendar_events", "title"),
+    "maps": ("maps_places", "name"),
+    "music": ("music_tracks", "title"),
+    "takeout": ("takeout_menu_items", "name"),
 }
 
 
@@ -41,9 +66,8 @@ def test_zh_apps_are_sound(cls: type) -> None:
 def test_the_english_apps_keep_their_state_hashes(name: str) -> None:
     with MockWorld([name], seed=0, clock=CLOCK) as world:
         assert world.state_hash() == ENGLISH_HASHES[name]
-        assert not HAN.search(
-            str(world.rows(f"{name}_messages" if name == "messaging" else "express_shipments", {})[:50])
-        )
+        table, column = ENGLISH_TEXT[name]
+        assert not HAN.search(str([r[column] for r in world.rows(table, {})]))
 
 
 def test_zh_data_is_chinese_and_api_codes_stay() -> None:
@@ -76,6 +100,45 @@ def test_zh_data_is_chinese_and_api_codes_stay() -> None:
         )
 
 
+def test_zh_data_of_the_other_four_apps_is_chinese_and_api_codes_stay() -> None:
+    with MockWorld(["calendar_zh", "maps_zh", "music_zh", "takeout_zh"], seed=0, clock=CLOCK) as world:
+        chinese = {
+            "calendar_people": ("name",),
+            "calendar_rooms": ("name",),
+            "calendar_events": ("title",),
+            "maps_places": ("name", "address"),
+            "maps_users": ("name",),
+            "music_artists": ("name",),
+            "music_albums": ("title",),
+            "music_tracks": ("title",),
+            "music_playlists": ("name",),
+            "takeout_restaurants": ("name", "address"),
+            "takeout_menu_items": ("name",),
+            "takeout_addresses": ("label", "address"),
+            "takeout_order_items": ("name",),
+        }
+        for table, columns in chinese.items():
+            for row in world.rows(table, {}):
+                for column in columns:
+                    assert HAN.search(row[column]), (table, column, row[column])
+        place = world.rows("maps_places", {})[0]
+        assert place["city"].isascii() and place["category"].isascii() and place["district"].isascii()
+        # names told apart in English stay apart in Chinese (places within their city)
+        for table, scope in (("maps_places", "city"), ("takeout_restaurants", None), ("music_artists", None)):
+            names = [(r[scope] if scope else "", r["name"]) for r in world.rows(table, {})]
+            assert len(set(names)) == len(names), table
+        # the same APIs and rules: a Chinese place name geocodes and is found by search
+        found = world.call("geocode", address=place["name"], city=place["city"])["results"]
+        assert place["place_id"] in [r["place_id"] for r in found]
+        hits = world.call("search_places", query=place["name"], city=place["city"])["places"]
+        assert place["place_id"] in [p["place_id"] for p in hits]
+        room = world.call("get_room", room_id="A-101")["room"]
+        assert room["name"] == "莲花厅A1" and room["building"] == "Tower A"
+        expect_error(world, "get_track", code=404, track_id="TR-999999")
+        order = world.call("get_takeout_order", order_id="TO-000005")["order"]
+        assert all(HAN.search(i["name"]) for i in order["items"])
+
+
 def test_translations() -> None:
     assert zh_name("Wang Wei", family_first=True) == zh_name("Wei Wang", family_first=False) == "王伟"
     assert zh_address("88 Jiefang Road, Building 2") == "解放路88号2栋"
@@ -84,6 +147,15 @@ def test_translations() -> None:
     with pytest.raises(ValueError, match="not a seeded street address"):
         zh_address("somewhere")
     assert {ExpressZhApp.name, MessagingZhApp.name} == {"express_zh", "messaging_zh"}
+    assert place_name("restaurant", "Golden Hotpot") == "金火锅"
+    assert place_name("restaurant", "Golden Hotpot (Zhongshan Road)") == "金火锅（中山路）"
+    assert map_address("120 Zhongshan Road, Pudong, Shanghai") == "上海浦东新区中山路120号"
+    assert song_title("Midnight River") == "午夜的河流"
+    assert song_title("Midnight River (Live)") == "午夜的河流（现场版）"
+    assert restaurant_address("88 Huaihai Road, Xuhui, Shanghai") == "上海徐汇区淮海路88号"
+    assert room_address("Room 1203, 88 Xinzha Road") == "新闸路88号1203室"
+    with pytest.raises(ValueError, match="not a seeded place name"):
+        place_name("cafe", "Golden Hotpot")
 
 
 def test_zh_task_set_has_every_query_type() -> None:
@@ -91,6 +163,13 @@ def test_zh_task_set_has_every_query_type() -> None:
     kinds = Counter(t.metadata["ctooleval"]["type"] for t in TASKS)
     assert set(kinds) == {"fixed", "open_ended", "real_time", "operation"} and min(kinds.values()) >= 10
     assert all(HAN.search(t.query) for t in TASKS)
+    # every app of the zh locale has tasks of all four types
+    by_app: dict[str, set[str]] = {}
+    for task in TASKS:
+        world_apps = set(task.apps or [])
+        app = next(cls.name for cls in CTOOL_ZH_APPS if cls.name in world_apps and _uses(task, cls))
+        by_app.setdefault(app, set()).add(task.metadata["ctooleval"]["type"])
+    assert by_app == {cls.name: {"fixed", "open_ended", "real_time", "operation"} for cls in CTOOL_ZH_APPS}
     for task in TASKS:
         kind = task.metadata["ctooleval"]["type"]
         if kind == "open_ended":
@@ -99,6 +178,16 @@ def test_zh_task_set_has_every_query_type() -> None:
             assert task.expected_state, task.id
         if kind == "real_time":
             assert task.metadata["ctooleval"]["answer_fields"], task.id
+
+
+def _uses(task: object, cls: type) -> bool:
+    """Whether the task's golden chain calls an API of the app class."""
+    from toolgym.mocks.app import app_apis
+    from toolgym.tasks import Task
+
+    assert isinstance(task, Task)
+    names = {api.name for api in app_apis(cls)}
+    return any(isinstance(s.action, ToolCall) and s.action.name in names for s in task.golden)
 
 
 @pytest.mark.parametrize("task", TASKS.tasks, ids=lambda t: t.id)
