@@ -198,6 +198,29 @@ def test_a_session_lost_on_the_server_is_an_infra_error(served: Served, catalog:
         local.close()
 
 
+def test_http_steps_outlive_the_servers_keep_alive(catalog: Catalog, tmp_path: Path) -> None:
+    """The client keeps one connection; one the server closed while idle is reopened, not an error."""
+    from toolgym.envs.service.app import create_app
+
+    server = serve(create_app(catalog, trace_dir=tmp_path))
+    server.server.config.timeout_keep_alive = 1  # read per connection
+    local = local_env(catalog)
+    env = RemoteToolEnv(server.url, config=CONFIG, transport="http")
+    try:
+        env.reset(seed=0, options={"task": TASK_ID})
+        local.reset(seed=0, options={"task": TASK_ID})
+        session_id = env.session_id
+        for raw in golden_outputs(local):
+            time.sleep(1.5)  # past the keep-alive: the server has closed the connection
+            expected = local.step(raw)
+            got = env.step(raw)
+            assert got[:4] == expected[:4] and env.session_id == session_id
+    finally:
+        env.close()
+        local.close()
+        server.stop()
+
+
 def test_a_websocket_session_reaped_while_idle(catalog: Catalog, tmp_path: Path) -> None:
     pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
     from toolgym.envs.service.app import create_app
