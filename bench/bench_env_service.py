@@ -20,14 +20,14 @@ range of the round figures. The clients take turns within a round, in a rotating
 same clients against the echo server, in lockstep with `EchoEnvironment` in-process.
 
 Clients (in this process): a raw WebSocket client (websockets' sync client, openenv's message
-frames), raw HTTP (the stdlib's `http.client`, one keep-alive connection), openenv-core's `GenericEnvClient(...).sync()`, and
+frames), raw HTTP (the stdlib's `http.client` on one keep-alive connection, reopened when the
+server closed it idle), openenv-core's `GenericEnvClient(...).sync()`, and
 toolgym's `RemoteToolEnv` (WebSocket and HTTP).
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import platform
@@ -167,26 +167,20 @@ class RawWS:
 
 
 class RawHTTP:
-    """The stdlib's HTTP client on one keep-alive connection (the cheapest per request):
-    toolgym's session routes, or openenv's stateless `/step` (echo)."""
-
-    HEADERS = {"Content-Type": "application/json"}  # noqa: RUF012 - a constant
+    """toolgym's session routes, or openenv's stateless `/step` (echo), with the cheapest client:
+    the stdlib's on one keep-alive connection (RemoteToolEnv's `KeepAliveHttp`), for both."""
 
     def __init__(self, url: str, echo: bool = False) -> None:
-        host, port = url.removeprefix("http://").split(":")
-        self.http = http.client.HTTPConnection(host, int(port))
-        self.http.connect()
-        assert self.http.sock is not None
-        self.http.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        from toolgym.envs.service.client import KeepAliveHttp
+
+        self.http = KeepAliveHttp(url, {}, timeout_s=60, connect_timeout_s=5)
         self.echo = echo
         self.session: str | None = None
 
     def call(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
-        self.http.request("POST", f"/{kind}", json.dumps(data).encode(), self.HEADERS)
-        response = self.http.getresponse()
-        raw = response.read()
-        if response.status != 200:
-            raise RuntimeError(f"HTTP {response.status}: {raw[:200]!r}")
+        status, raw = self.http.request("POST", f"/{kind}", data)
+        if status != 200:
+            raise RuntimeError(f"HTTP {status}: {raw[:200]!r}")
         body: dict[str, Any] = json.loads(raw)
         return body
 

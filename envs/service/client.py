@@ -81,7 +81,7 @@ def _http_url(url: str) -> str:
     return base
 
 
-class _Http:
+class KeepAliveHttp:
     """One keep-alive HTTP/1.1 connection to the server (the stdlib's: a request costs a fraction
     of a pooled client's, which matters at a request per step), reopened when the server has
     closed it (its keep-alive timeout) or a request failed."""
@@ -186,7 +186,7 @@ class RemoteToolEnv(gym.Env[str, Any]):
         self.action_space = AnyText(MAX_OUTPUT_CHARS)
         self.session_id: str | None = None
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = _Http(self.url, self._headers, timeout_s, connect_timeout_s)
+        self._http = KeepAliveHttp(self.url, self._headers, timeout_s, connect_timeout_s)
         self._ws: ClientConnection | None = None
         self._connections = contextlib.ExitStack()
         self._live = False  # a session holds an episode the server will step
