@@ -121,8 +121,7 @@ class KeepAliveHttp:
 
     def _connection(self) -> http.client.HTTPConnection:
         conn = self._conn
-        # between requests a kept-alive socket has nothing to read: readable means closed
-        if conn is not None and conn.sock is not None and not select.select([conn.sock], [], [], 0)[0]:
+        if conn is not None and conn.sock is not None and not _readable(conn.sock):
             return conn
         self.close()
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
@@ -141,6 +140,16 @@ class KeepAliveHttp:
 
 
 _HTTP_ERRORS = (OSError, http.client.HTTPException)
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Between requests a kept-alive socket has nothing to read: readable means the server closed
+    it. poll where there is one: select refuses descriptors past 1024, which a busy process has."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([sock], [], [], 0)[0])
 
 
 def step_body(action: Any) -> dict[str, Any]:

@@ -221,6 +221,30 @@ def test_http_steps_outlive_the_servers_keep_alive(catalog: Catalog, tmp_path: P
         server.stop()
 
 
+def test_http_client_on_a_descriptor_past_1024(served: Served, catalog: Catalog) -> None:
+    """A busy process's sockets get descriptors past select()'s 1024: the client still steps."""
+    resource = pytest.importorskip("resource")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the hard limit of open files is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    local = local_env(catalog)
+    env = RemoteToolEnv(served.url, config=CONFIG, transport="http")
+    try:
+        env.reset(seed=0, options={"task": TASK_ID})
+        local.reset(seed=0, options={"task": TASK_ID})
+        assert env._http._conn is not None and env._http._conn.sock.fileno() > 1024
+        for raw in golden_outputs(local):
+            assert env.step(raw)[:4] == local.step(raw)[:4]
+    finally:
+        env.close()
+        local.close()
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def test_a_websocket_session_reaped_while_idle(catalog: Catalog, tmp_path: Path) -> None:
     pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
     from toolgym.envs.service.app import create_app
