@@ -2,8 +2,8 @@
 
     python bench/bench_env_service.py [--rounds N] [--quick]
 
-Servers, each its own process on 127.0.0.1, served the same way (uvicorn, access log off,
-openenv-core's `HTTPEnvServer` underneath):
+Servers, each its own process on 127.0.0.1, served the same way (uvicorn, access log off, the
+env service's `UVICORN_SETTINGS`: no permessage-deflate; openenv-core's `HTTPEnvServer` underneath):
 - `toolgym env-server`'s app, traces off (the overhead of the transport and session, not of disk),
   a second one with traces on, and a third with `steps_on_loop` (steps on the event loop);
 - openenv-core's echo environment: openenv ships it only as its `openenv init` template, so this
@@ -20,7 +20,8 @@ range of the round figures. The clients take turns within a round, in a rotating
 same clients against the echo server, in lockstep with `EchoEnvironment` in-process.
 
 Clients (in this process): a raw WebSocket client (websockets' sync client, openenv's message
-frames), raw HTTP (httpx, keep-alive), openenv-core's `GenericEnvClient(...).sync()`, and
+frames), raw HTTP (the stdlib's `http.client` on one keep-alive connection, reopened when the
+server closed it idle), openenv-core's `GenericEnvClient(...).sync()`, and
 toolgym's `RemoteToolEnv` (WebSocket and HTTP).
 """
 
@@ -41,7 +42,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 from websockets.sync.client import connect
 
 from toolgym.toolservers.hosting.base import wait_healthy
@@ -86,14 +86,17 @@ class EchoEnvironment(Environment):
         return self._state
 
 if __name__ == "__main__":
+    from toolgym.envs.service.app import UVICORN_SETTINGS
+
     app = create_fastapi_app(EchoEnvironment, EchoAction, EchoObservation, max_concurrent_envs=8)
-    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False,
+                **UVICORN_SETTINGS)
 """
 
 TOOLGYM_SERVER = """
 import sys, uvicorn
 from pathlib import Path
-from toolgym.envs.service.app import create_app
+from toolgym.envs.service.app import UVICORN_SETTINGS, create_app
 from toolgym.envs.service.catalog import Catalog, SessionConfig
 
 trace_dir = Path(sys.argv[2]) if sys.argv[2] != "-" else None
@@ -103,7 +106,8 @@ app = create_app(
     max_sessions=16,
     steps_on_loop=sys.argv[3] == "loop",
 )
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False,
+            **UVICORN_SETTINGS)
 """
 
 
@@ -163,17 +167,21 @@ class RawWS:
 
 
 class RawHTTP:
-    """httpx with keep-alive: toolgym's session routes, or openenv's stateless `/step` (echo)."""
+    """toolgym's session routes, or openenv's stateless `/step` (echo), with the cheapest client:
+    the stdlib's on one keep-alive connection (RemoteToolEnv's `KeepAliveHttp`), for both."""
 
     def __init__(self, url: str, echo: bool = False) -> None:
-        self.http = httpx.Client(base_url=url)
+        from toolgym.envs.service.client import KeepAliveHttp
+
+        self.http = KeepAliveHttp(url, {}, timeout_s=60, connect_timeout_s=5)
         self.echo = echo
         self.session: str | None = None
 
     def call(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
-        response = self.http.post(f"/{kind}", json=data)
-        response.raise_for_status()
-        body: dict[str, Any] = response.json()
+        status, raw = self.http.request("POST", f"/{kind}", data)
+        if status != 200:
+            raise RuntimeError(f"HTTP {status}: {raw[:200]!r}")
+        body: dict[str, Any] = json.loads(raw)
         return body
 
     def reset(self, task_id: str) -> Any:

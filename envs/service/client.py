@@ -20,12 +20,15 @@ same misuse raises in-process.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
+import select
+import socket
 from collections.abc import Mapping
 from typing import Any, Literal, NoReturn, SupportsFloat
+from urllib.parse import urlencode, urlsplit
 
 import gymnasium as gym
-import httpx
 from websockets.exceptions import ConnectionClosed, WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
@@ -64,18 +67,89 @@ _SERVER_KINDS = frozenset({"capacity", "capacity_reached", "factory_error", "ses
 
 def _ws_url(url: str) -> str:
     base = url.rstrip("/")
-    for http, ws in (("http://", "ws://"), ("https://", "wss://")):
-        if base.startswith(http):
-            return ws + base[len(http) :] + "/ws"
+    for plain, ws in (("http://", "ws://"), ("https://", "wss://")):
+        if base.startswith(plain):
+            return ws + base[len(plain) :] + "/ws"
     return base + "/ws"
 
 
 def _http_url(url: str) -> str:
     base = url.rstrip("/")
-    for ws, http in (("ws://", "http://"), ("wss://", "https://")):
+    for ws, plain in (("ws://", "http://"), ("wss://", "https://")):
         if base.startswith(ws):
-            return http + base[len(ws) :]
+            return plain + base[len(ws) :]
     return base
+
+
+class KeepAliveHttp:
+    """One keep-alive HTTP/1.1 connection to the server (the stdlib's: a request costs a fraction
+    of a pooled client's, which matters at a request per step), reopened when the server has
+    closed it (its keep-alive timeout) or a request failed."""
+
+    def __init__(
+        self, url: str, headers: Mapping[str, str], timeout_s: float, connect_timeout_s: float
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"the server's URL is http(s)://host[:port], not {url!r}")
+        self.https = parts.scheme == "https"
+        self.host = parts.hostname
+        self.port = parts.port
+        self.prefix = parts.path.rstrip("/")
+        self.headers = {**headers, "Content-Type": "application/json"}
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self._conn: http.client.HTTPConnection | None = None
+
+    def request(
+        self, method: str, path: str, body: Any = None, params: Mapping[str, str] | None = None
+    ) -> tuple[int, bytes]:
+        """(status, body) of one request; OSError or http.client.HTTPException when it failed."""
+        target = self.prefix + path + (f"?{urlencode(params)}" if params else "")
+        data = json.dumps(body).encode() if body is not None else None
+        conn = self._connection()
+        try:
+            conn.request(method, target, data, self.headers)
+            response = conn.getresponse()
+            content = response.read()
+        except BaseException:
+            self.close()
+            raise
+        if response.will_close:
+            self.close()
+        return response.status, content
+
+    def _connection(self) -> http.client.HTTPConnection:
+        conn = self._conn
+        if conn is not None and conn.sock is not None and not _readable(conn.sock):
+            return conn
+        self.close()
+        kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        conn = kind(self.host, self.port, timeout=self.connect_timeout_s)
+        conn.connect()
+        assert conn.sock is not None
+        conn.sock.settimeout(self.timeout_s)
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._conn = conn
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+_HTTP_ERRORS = (OSError, http.client.HTTPException)
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Between requests a kept-alive socket has nothing to read: readable means the server closed
+    it. poll where there is one: select refuses descriptors past 1024, which a busy process has."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([sock], [], [], 0)[0])
 
 
 def step_body(action: Any) -> dict[str, Any]:
@@ -121,11 +195,7 @@ class RemoteToolEnv(gym.Env[str, Any]):
         self.action_space = AnyText(MAX_OUTPUT_CHARS)
         self.session_id: str | None = None
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(
-            base_url=self.url,
-            headers=self._headers,
-            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
-        )
+        self._http = KeepAliveHttp(self.url, self._headers, timeout_s, connect_timeout_s)
         self._ws: ClientConnection | None = None
         self._connections = contextlib.ExitStack()
         self._live = False  # a session holds an episode the server will step
@@ -183,8 +253,8 @@ class RemoteToolEnv(gym.Env[str, Any]):
 
     def close(self) -> None:
         if self.transport == "http" and self.session_id is not None:
-            with contextlib.suppress(httpx.HTTPError):  # a dead server took the session with it
-                self._http.post("/close", json={"session_id": self.session_id})
+            with contextlib.suppress(*_HTTP_ERRORS):  # a dead server took the session with it
+                self._http.request("POST", "/close", {"session_id": self.session_id})
             self.session_id = None
         self._disconnect()
         self._http.close()
@@ -206,12 +276,12 @@ class RemoteToolEnv(gym.Env[str, Any]):
         if not name or not self.session_id:
             raise RemoteEnvError("unknown_trace", "this session has no trace")
         try:
-            response = self._http.get(f"/sessions/{self.session_id}/traces/{name}")
-        except httpx.HTTPError as exc:
+            status, content = self._http.request("GET", f"/sessions/{self.session_id}/traces/{name}")
+        except _HTTP_ERRORS as exc:
             raise RemoteEnvError(ErrorKind.INFRA_ERROR.value, str(exc)) from None
-        if response.status_code != 200:
-            raise RemoteEnvError(*_error_of(response))
-        return response.content
+        if status != 200:
+            raise RemoteEnvError(*_error_of(status, content))
+        return content
 
     # ---- transport ------------------------------------------------------------------------------
     def _call(self, kind: Literal["reset", "step"], data: dict[str, Any]) -> dict[str, Any]:
@@ -221,12 +291,12 @@ class RemoteToolEnv(gym.Env[str, Any]):
             if self._live:
                 data = {**data, "session_id": self.session_id}
             else:  # an episode lost to the infrastructure: leave nothing behind on the server
-                with contextlib.suppress(httpx.HTTPError):
-                    self._http.post("/close", json={"session_id": self.session_id})
+                with contextlib.suppress(*_HTTP_ERRORS):
+                    self._http.request("POST", "/close", {"session_id": self.session_id})
                 self.session_id = None
         elif kind == "step":
             data = {"session_id": self.session_id, "action": data}
-        return self._http_call("POST", f"/{kind}", json=data)
+        return self._http_call("POST", f"/{kind}", data)
 
     def _ws_call(self, message: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -238,6 +308,7 @@ class RemoteToolEnv(gym.Env[str, Any]):
                         additional_headers=self._headers,
                         open_timeout=self.connect_timeout_s,
                         max_size=None,
+                        compression=None,  # deflating each ~1.4 kB answer costs more than it saves on a LAN
                     )
                 )
             # a server that refuses a session says why, then closes: a failed send reads it below
@@ -271,17 +342,19 @@ class RemoteToolEnv(gym.Env[str, Any]):
             raise (_SessionLost if kind in _LOST_KINDS else _Unreachable)(f"{kind}: {message}")
         raise RemoteEnvError(kind, message)
 
-    def _http_call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+    def _http_call(
+        self, method: str, path: str, body: Any = None, params: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
         try:
-            response = self._http.request(method, path, **kwargs)
-            body = response.json()
-        except (httpx.HTTPError, ValueError) as exc:
+            status, content = self._http.request(method, path, body, params)
+            answer = json.loads(content)
+        except (*_HTTP_ERRORS, ValueError) as exc:
             raise _Unreachable(f"{type(exc).__name__}: {exc}") from None
-        if response.status_code >= 500 or not isinstance(body, dict):
-            raise _Unreachable(f"HTTP {response.status_code}: {response.text[:200]}")
-        if response.status_code != 200:
-            self._refused(*_error_of(response))
-        return body
+        if status >= 500 or not isinstance(answer, dict):
+            raise _Unreachable(f"HTTP {status}: {_text(content)}")
+        if status != 200:
+            self._refused(*_error_of(status, content))
+        return answer
 
     def _disconnect(self) -> None:
         if self._ws is not None:
@@ -315,9 +388,13 @@ class RemoteToolEnv(gym.Env[str, Any]):
         return obs.text, info
 
 
-def _error_of(response: httpx.Response) -> tuple[str, str]:
+def _text(content: bytes) -> str:
+    return content[:200].decode("utf-8", "replace")
+
+
+def _error_of(status: int, content: bytes) -> tuple[str, str]:
     try:
-        error = response.json().get("error", {})
-        return str(error.get("kind", "error")), str(error.get("message", response.text))
+        error = json.loads(content).get("error", {})
+        return str(error.get("kind", "error")), str(error.get("message", _text(content)))
     except (ValueError, AttributeError):
-        return "error", f"HTTP {response.status_code}: {response.text[:200]}"
+        return "error", f"HTTP {status}: {_text(content)}"

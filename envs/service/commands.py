@@ -104,7 +104,10 @@ def env_server(
             defaults=SessionConfig(tasks=default_tasks, protocol=protocol, reward=reward),
             user_llm=user_llm,
         )
-        from toolgym.envs.service.app import create_app  # openenv-core: an ImportError names the extra
+        from toolgym.envs.service.app import (
+            UVICORN_SETTINGS,
+            create_app,
+        )  # openenv-core: an ImportError names the extra
 
         bind_socket(host, port).close()  # a port in use: one line now, not uvicorn's log after start-up
     except (InsecureBindError, ImportError, ServiceError, ToolgymError, ValueError, OSError) as exc:
@@ -136,6 +139,7 @@ def env_server(
             access_log=False,
             ws_max_size=max_body_bytes,
             timeout_graceful_shutdown=5,
+            **UVICORN_SETTINGS,
         )
     finally:
         _close(user_llm)

@@ -198,6 +198,53 @@ def test_a_session_lost_on_the_server_is_an_infra_error(served: Served, catalog:
         local.close()
 
 
+def test_http_steps_outlive_the_servers_keep_alive(catalog: Catalog, tmp_path: Path) -> None:
+    """The client keeps one connection; one the server closed while idle is reopened, not an error."""
+    from toolgym.envs.service.app import create_app
+
+    server = serve(create_app(catalog, trace_dir=tmp_path))
+    server.server.config.timeout_keep_alive = 1  # read per connection
+    local = local_env(catalog)
+    env = RemoteToolEnv(server.url, config=CONFIG, transport="http")
+    try:
+        env.reset(seed=0, options={"task": TASK_ID})
+        local.reset(seed=0, options={"task": TASK_ID})
+        session_id = env.session_id
+        for raw in golden_outputs(local):
+            time.sleep(1.5)  # past the keep-alive: the server has closed the connection
+            expected = local.step(raw)
+            got = env.step(raw)
+            assert got[:4] == expected[:4] and env.session_id == session_id
+    finally:
+        env.close()
+        local.close()
+        server.stop()
+
+
+def test_http_client_on_a_descriptor_past_1024(served: Served, catalog: Catalog) -> None:
+    """A busy process's sockets get descriptors past select()'s 1024: the client still steps."""
+    resource = pytest.importorskip("resource")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the hard limit of open files is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    local = local_env(catalog)
+    env = RemoteToolEnv(served.url, config=CONFIG, transport="http")
+    try:
+        env.reset(seed=0, options={"task": TASK_ID})
+        local.reset(seed=0, options={"task": TASK_ID})
+        assert env._http._conn is not None and env._http._conn.sock.fileno() > 1024
+        for raw in golden_outputs(local):
+            assert env.step(raw)[:4] == local.step(raw)[:4]
+    finally:
+        env.close()
+        local.close()
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def test_a_websocket_session_reaped_while_idle(catalog: Catalog, tmp_path: Path) -> None:
     pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
     from toolgym.envs.service.app import create_app

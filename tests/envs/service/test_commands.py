@@ -42,6 +42,20 @@ def test_generic_env_client_against_the_command(
     assert list((trace_dir / session_id).glob("*.jsonl"))
 
 
+def test_the_command_declines_websocket_compression(
+    server_process: tuple[str, subprocess.Popen[bytes], Path],
+) -> None:
+    """Clients offer permessage-deflate by default; the service answers uncompressed frames."""
+    from websockets.sync.client import connect
+
+    url, _, _ = server_process
+    with connect(url.replace("http://", "ws://") + "/ws") as ws:  # offers deflate, as openenv's client does
+        assert ws.response is not None
+        assert "Sec-WebSocket-Extensions" not in ws.response.headers
+        ws.send('{"type": "state"}')
+        assert '"type":"state"' in str(ws.recv(timeout=30)).replace(" ", "")
+
+
 def test_no_token_beyond_loopback() -> None:
     result = CliRunner().invoke(app, ["env-server", "--host", "0.0.0.0"], env={"TOOLGYM_TOKEN": ""})
     assert result.exit_code == 2
