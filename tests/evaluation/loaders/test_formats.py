@@ -41,11 +41,15 @@ def test_loaded_benchmark_tasks_keep_what_runs_need() -> None:
     _, tooleyes = load_tasks(TOOLEYES)
     with_tools = [t for t in tooleyes if t.tools]
     assert with_tools, "the tool configs beside the queries are read"
-    tools = benchmark_tools("tooleyes", TOOLEYES, tooleyes, default_toolset())
-    assert set(with_tools[0].tools or []) <= set(tools.names)
+    # ToolEyes queries and MTU rows run end to end: their apps (simulated libraries, mock apps)
+    # serve their tools, so they need no stand-ins
+    assert all(t.apps for t in with_tools)
+    assert benchmark_tools("tooleyes", TOOLEYES, tooleyes, default_toolset()).names == []
     _, mtu = load_tasks(MTU)
-    mtu_tools = benchmark_tools("mtu", MTU, mtu, default_toolset())
-    assert all(set(t.tools or []) <= set(mtu_tools.names) for t in mtu)
+    stand_ins = set(benchmark_tools("mtu", MTU, mtu, default_toolset()).names)
+    # only the APIs no app serves (a row's made-up API, say) get not-run stand-ins
+    assert all(not set(t.tools or []) & stand_ins for t in mtu if t.apps)
+    assert all(set(t.tools or []) <= stand_ins for t in mtu if not t.apps)
     _, teval = load_tasks(TEVAL)
     teval_tools = benchmark_tools("teval", TEVAL, teval, default_toolset())
     # T-Eval's api_descrip.json (one folder up) gives its 50 APIs; names it lacks get stand-ins
@@ -156,7 +160,10 @@ def test_run_takes_mtu_rows_and_teval_files_with_their_tools(tmp_path: Path) -> 
         assert len(traces) == len(load_tasks(path)[1])
         called = [a for t in traces for s in t.steps for a in s.actions if a.get("type") == "tool_call"]
         observed = [o for t in traces for s in t.steps for o in s.observations]
-        assert called and all(o.get("error") is None for o in observed), observed
+        # every call reached a tool that ran (MTU's dialogs may ask the seeded world for data it
+        # lacks: a tool's own error is fine, an unknown tool or an infra error is not)
+        kinds = {(o.get("error") or {}).get("kind") for o in observed}
+        assert called and not kinds & {"unknown_tool", "infra_error", "argument_error"}, observed
 
 
 def test_the_oracle_refuses_tasks_without_golden_actions(tmp_path: Path) -> None:
