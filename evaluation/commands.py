@@ -318,7 +318,18 @@ def run(
     task_format: FormatOption = None,
     task_id: Annotated[list[str] | None, typer.Option("--task-id", help="run only these task ids")] = None,
     protocol: Annotated[
-        str | None, typer.Option(help="react, json or openai; default: openai for llm, react otherwise")
+        str | None,
+        typer.Option(
+            help="react, json, openai or responses; default: openai for llm (responses with "
+            "--api responses), react otherwise"
+        ),
+    ] = None,
+    api: Annotated[
+        str | None,
+        typer.Option(
+            help="the API the LLM agent calls: chat (/v1/chat/completions) or responses "
+            "(/v1/responses); default: responses for --protocol responses, chat otherwise"
+        ),
     ] = None,
     trials: Annotated[
         int, typer.Option(min=1, help="trials per task (pass@k / pass^k need k <= trials)")
@@ -468,8 +479,9 @@ def run(
     Ctrl-C stops it cleanly; the same command (same --out) resumes it."""
     from toolgym.envs.rollouts import AgentSpec, Cancel
     from toolgym.evaluation.llm import (
+        API_PATHS,
+        API_PROTOCOLS,
         DEFAULT_KEY_ENV,
-        LLM_PROTOCOLS,
         ChatClient,
         LLMAgent,
         LLMConfig,
@@ -501,13 +513,18 @@ def run(
         except FewShotError as exc:
             raise typer.BadParameter(str(exc), param_hint="--few-shot") from None
     llm = agent == "llm"
-    chosen = protocol or ("openai" if llm else "react")
+    if api is not None and api not in API_PATHS:
+        raise typer.BadParameter(f"unknown API {api!r}; known: {', '.join(API_PATHS)}", param_hint="--api")
+    if api is not None and not llm:
+        raise typer.BadParameter("--api is for the LLM agent (--agent llm)", param_hint="--api")
+    chosen_api = api or ("responses" if protocol == "responses" else "chat")
+    chosen = protocol or (("responses" if chosen_api == "responses" else "openai") if llm else "react")
     if chosen not in PROTOCOLS:
         raise typer.BadParameter(f"unknown protocol {chosen!r}; known: {', '.join(sorted(PROTOCOLS))}")
-    if llm and chosen not in LLM_PROTOCOLS:
+    if llm and chosen not in API_PROTOCOLS[chosen_api]:
         raise typer.BadParameter(
-            f"the LLM agent speaks {', '.join(LLM_PROTOCOLS)} over /v1/chat/completions, not {chosen!r} "
-            "(the responses protocol is for agents of your own that call /v1/responses)",
+            f"the LLM agent speaks {', '.join(API_PROTOCOLS[chosen_api])} over "
+            f"/v1{API_PATHS[chosen_api]}, not {chosen!r} (--api picks the API)",
             param_hint="--protocol",
         )
     named_agent: AgentSpec | None = None
@@ -575,6 +592,7 @@ def run(
             timeout_s=timeout,
             max_retries=max_retries,
             concurrency=concurrency,
+            api="responses" if chosen_api == "responses" else "chat",
         )
         try:
             preflight(config)  # a dead server, a wrong key or model: one line now, not per episode
@@ -619,6 +637,7 @@ def run(
     if client is not None:
         settings.update(
             base_url=base_url,
+            api=chosen_api,
             temperature=temperature,
             top_p=top_p,
             llm_seed=llm_seed,

@@ -1,42 +1,53 @@
 """An agent backed by any OpenAI-compatible chat server (vLLM, OpenAI, llama.cpp, SGLang, ...).
 
-`ChatClient` posts to `{base_url}/chat/completions` (base_url as the OpenAI SDK spells it, e.g.
-`http://127.0.0.1:8000/v1`) with a per-request timeout, retries with exponential backoff on
-429 / 5xx / connection errors / timeouts, a semaphore that bounds the requests in flight across
-threads, and token accounting from each response's `usage`.
+`ChatClient` asks the server through the openai SDK (`openai.OpenAI`, base_url as the SDK spells
+it, e.g. `http://127.0.0.1:8000/v1`): `/chat/completions` or, with `api="responses"`, `/responses`.
+The SDK does the per-request timeout and the retries with backoff (408 / 409 / 429 / 5xx /
+connection errors / timeouts, Retry-After honoured); an event hook on its HTTP client counts the
+attempts. On top: a semaphore that bounds the requests in flight across threads, and token
+accounting from each response's `usage`.
 
 `LLMAgent` keeps one episode's chat history: the protocol's instructions as the system message, the
 task prompt as the user message, then the model's replies and the env's observations. With the
 `openai` protocol the tools go in the request's `tools` field and observations come back as `tool`
-messages paired with the call ids; with the text protocols (react, json) the reply is text and
-observations are user messages.
+messages paired with the call ids; with the `responses` protocol (over `/v1/responses`) the model's
+output items join the input and observations come back as `function_call_output` items; with the
+text protocols (react, json) the reply is text and observations are user messages.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import threading
 import time
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import httpx
+import httpx2  # the HTTP client the openai SDK is built on
+import openai
 
 from toolgym.actions import Observation
 from toolgym.canonical import escape_surrogates
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.protocols.json_protocol import content_of_message
 from toolgym.protocols.openai import OpenAIProtocol
+from toolgym.protocols.responses import ResponsesProtocol
 from toolgym.tasks import Task
 from toolgym.trace import ModelRequest
 
-# what LLMAgent can speak over /v1/chat/completions (the responses protocol reads /v1/responses output)
-LLM_PROTOCOLS = ("openai", "react", "json")
+# what LLMAgent can speak over each API: tool calls in the API's own form, or text
+API_PROTOCOLS: dict[str, tuple[str, ...]] = {
+    "chat": ("openai", "react", "json"),
+    "responses": ("responses", "react", "json"),
+}
+LLM_PROTOCOLS = ("openai", "responses", "react", "json")
+API_PATHS = {"chat": "/chat/completions", "responses": "/responses"}
 
-RETRY_STATUS = frozenset({408, 409, 425, 429})  # and every 5xx, as the OpenAI SDK retries
+RETRY_STATUS = frozenset({408, 409, 429})  # and every 5xx: what the openai SDK retries
 
 
 def retryable(status: int) -> bool:
@@ -62,7 +73,7 @@ class LLMUnavailable(LLMError):
 
 
 class LLMResponseError(LLMError):
-    """The server answered 200 with something that is not a chat completion."""
+    """The server answered 200 with something that is not a chat completion (or a Response)."""
 
 
 @dataclass(frozen=True)
@@ -77,15 +88,14 @@ class LLMConfig:
     seed: int | None = None
     max_tokens: int | None = None
     timeout_s: float = 120.0
-    max_retries: int = 4
-    backoff_s: float = 0.5
-    max_backoff_s: float = 20.0
+    max_retries: int = 4  # the openai SDK's retries, with its backoff
     concurrency: int = 8
     extra_body: Mapping[str, Any] = field(default_factory=dict)
+    api: Literal["chat", "responses"] = "chat"  # /v1/chat/completions or /v1/responses
 
     @property
     def endpoint(self) -> str:
-        return self.base_url.rstrip("/") + "/chat/completions"
+        return self.base_url.rstrip("/") + API_PATHS[self.api]
 
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"  # read when no --api-key-env is given, as the OpenAI SDK does
@@ -181,54 +191,61 @@ class Usage:
 
 @dataclass(frozen=True)
 class ChatResult:
+    """One answered request. `message` is the chat message (for a Response: its output text as an
+    assistant message); `output` the Response's output items (empty for a chat completion)."""
+
     message: dict[str, Any]
     finish_reason: str | None
     usage: Usage
     response: dict[str, Any]
+    output: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _count(usage: Mapping[str, Any], key: str) -> int:
-    value = usage.get(key)
-    # servers differ: some omit fields, some send null; bool is not a token count
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+def _count(usage: Mapping[str, Any], *keys: str) -> int:
+    for key in keys:
+        value = usage.get(key)
+        # servers differ: some omit fields, some send null; bool is not a token count
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return 0
 
 
-def _retry_after(response: httpx.Response, cap: float) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
-    return min(max(seconds, 0.0), cap)
+NO_KEY = "no-key"  # what the SDK is given when there is no key; never sent
 
 
 class ChatClient:
     """Thread-safe: share one client between the threads that run episodes."""
 
-    def __init__(self, config: LLMConfig, *, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, config: LLMConfig) -> None:
         if config.concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if config.max_retries < 0:
             raise ValueError("max_retries must be >= 0")
         self.config = config
-        headers = {"Content-Type": "application/json"}
-        if config.api_key:
-            headers["Authorization"] = f"Bearer {config.api_key}"
-        limits = httpx.Limits(
+        self._attempts = threading.local()  # the SDK retries inside one thread: count per thread
+        limits = httpx2.Limits(
             max_connections=config.concurrency, max_keepalive_connections=config.concurrency
         )
-        self._http = httpx.Client(
-            timeout=httpx.Timeout(config.timeout_s), headers=headers, limits=limits, transport=transport
+        self._http = httpx2.Client(limits=limits, event_hooks={"request": [self._count_attempt]})
+        self._sdk = openai.OpenAI(
+            base_url=config.base_url,
+            # the SDK insists on a key; a keyless local server gets none (_count_attempt drops it)
+            api_key=config.api_key or NO_KEY,
+            timeout=config.timeout_s,
+            max_retries=config.max_retries,
+            http_client=self._http,
         )
         self._slots = threading.BoundedSemaphore(config.concurrency)
         self._lock = threading.Lock()
-        self._jitter = random.Random(0)  # jitter only spreads retries in time; results never depend on it
         self.usage = Usage()
 
+    def _count_attempt(self, request: httpx2.Request) -> None:
+        self._attempts.count = getattr(self._attempts, "count", 0) + 1
+        if self.config.api_key is None:
+            request.headers.pop("Authorization", None)
+
     def close(self) -> None:
-        self._http.close()
+        self._sdk.close()
 
     def __enter__(self) -> ChatClient:
         return self
@@ -244,30 +261,33 @@ class ChatClient:
         seed: int | None = None,
         stop: Sequence[str] | None = None,
     ) -> dict[str, Any]:
+        """The JSON body sent for these messages (with api="responses": input items)."""
         cfg = self.config
-        body: dict[str, Any] = {"model": cfg.model, "messages": [dict(m) for m in messages]}
+        history = [dict(m) for m in messages]
+        body: dict[str, Any] = {"model": cfg.model}
+        if cfg.api == "responses":
+            # the Responses API takes no seed or stop sequences
+            body["input"] = history
+            optional: dict[str, Any] = {
+                "temperature": cfg.temperature,
+                "top_p": cfg.top_p,
+                "max_output_tokens": cfg.max_tokens,
+            }
+        else:
+            body["messages"] = history
+            optional = {
+                "temperature": cfg.temperature,
+                "top_p": cfg.top_p,
+                "seed": cfg.seed if seed is None else seed,
+                "max_tokens": cfg.max_tokens,
+                "stop": list(stop) if stop else None,
+            }
         if tools:
             body["tools"] = [dict(t) for t in tools]
             body["tool_choice"] = "auto"
-        optional = {
-            "temperature": cfg.temperature,
-            "top_p": cfg.top_p,
-            "seed": cfg.seed if seed is None else seed,
-            "max_tokens": cfg.max_tokens,
-            "stop": list(stop) if stop else None,
-        }
         body.update({k: v for k, v in optional.items() if v is not None})
         body.update(cfg.extra_body)
         return body
-
-    def _backoff(self, attempt: int, response: httpx.Response | None) -> float:
-        cfg = self.config
-        hinted = _retry_after(response, cfg.max_backoff_s) if response is not None else None
-        if hinted is not None:
-            return hinted
-        base = min(cfg.backoff_s * 2.0**attempt, cfg.max_backoff_s)
-        with self._lock:
-            return base * (0.5 + self._jitter.random() / 2)
 
     def complete(
         self,
@@ -277,73 +297,59 @@ class ChatClient:
         seed: int | None = None,
         stop: Sequence[str] | None = None,
     ) -> ChatResult:
-        """One chat completion; raises LLMRequestError, LLMUnavailable or LLMResponseError."""
+        """One chat completion (or Response); raises LLMRequestError, LLMUnavailable or
+        LLMResponseError."""
         body = self.request_body(messages, tools=tools, seed=seed, stop=stop)
-        # encoded here, as httpx would, but with lone surrogates (a model's own output echoed in
-        # the history) escaped: httpx's UTF-8 encoding would raise on them
+        # encoded here, with lone surrogates (a model's own output echoed in the history) escaped:
+        # a UTF-8 encoding of them would raise. The SDK sends these bytes as they are.
         content = escape_surrogates(
             json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         ).encode("utf-8")
+        path = API_PATHS[self.config.api]
         started = time.perf_counter()
-        retries = 0
-        last = "no attempt made"
-        last_status: int | None = None
-        for attempt in range(self.config.max_retries + 1):
-            response: httpx.Response | None = None
-            try:
-                with self._slots:
-                    response = self._http.post(
-                        self.config.endpoint, content=content, headers={"Content-Type": "application/json"}
-                    )
-            except httpx.TimeoutException as exc:
-                last, last_status = (
-                    f"timed out after {self.config.timeout_s:g} s ({type(exc).__name__})",
-                    None,
-                )
-            except httpx.TransportError as exc:
-                last, last_status = f"connection failed: {type(exc).__name__}: {exc}", None
-            else:
-                if response.status_code == 200:
-                    result = self._result(response, retries, time.perf_counter() - started)
-                    with self._lock:
-                        self.usage.add(result.usage)
-                    return result
-                last_status = response.status_code
-                last = f"HTTP {response.status_code}: {response.text[:500]}"
-                if not retryable(response.status_code):
-                    raise LLMRequestError(
-                        f"{self.config.endpoint} refused the request: {last}",
-                        status=response.status_code,
-                        body=response.text,
-                    )
-            if attempt == self.config.max_retries:
-                break
-            retries += 1
-            time.sleep(self._backoff(attempt, response))
+        self._attempts.count = 0
+        try:
+            with self._slots:
+                response = self._sdk.post(path, content=content, cast_to=httpx2.Response)
+        except openai.APIStatusError as exc:
+            self._fail(exc, exc.response.status_code, f"HTTP {exc.status_code}: {exc.response.text[:500]}")
+        except openai.APITimeoutError as exc:
+            self._fail(exc, None, f"timed out after {self.config.timeout_s:g} s ({type(exc).__name__})")
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            self._fail(exc, None, f"connection failed: {type(cause).__name__}: {cause}")
+        retries = max(self._attempts.count - 1, 0)
+        result = self._result(response, retries, time.perf_counter() - started)
         with self._lock:
-            self.usage.retries += retries
-        raise LLMUnavailable(
-            f"{self.config.endpoint}: {self.config.max_retries + 1} attempts failed; last: {last}",
-            status=last_status,
-        )
+            self.usage.add(result.usage)
+        return result
 
-    def _result(self, response: httpx.Response, retries: int, elapsed: float) -> ChatResult:
+    def _fail(self, exc: openai.APIError, status: int | None, last: str) -> typing.NoReturn:
+        attempts = max(self._attempts.count, 1)
+        with self._lock:
+            self.usage.retries += attempts - 1
+        if status is not None and not retryable(status):
+            body = exc.response.text if isinstance(exc, openai.APIStatusError) else None
+            raise LLMRequestError(
+                f"{self.config.endpoint} refused the request: {last}", status=status, body=body
+            ) from None
+        raise LLMUnavailable(
+            f"{self.config.endpoint}: {attempts} attempts failed; last: {last}", status=status
+        ) from None
+
+    def _result(self, response: httpx2.Response, retries: int, elapsed: float) -> ChatResult:
         try:
             data = response.json()
         except ValueError:
             raise LLMResponseError(
                 f"response is not JSON: {response.text[:200]!r}", status=200, body=response.text
             ) from None
-        choices = data.get("choices") if isinstance(data, dict) else None
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise LLMResponseError("response has no choices", status=200, body=response.text)
-        message = choices[0].get("message")
-        if not isinstance(message, dict):
-            raise LLMResponseError("response choice has no message object", status=200, body=response.text)
+        if not isinstance(data, dict):
+            raise LLMResponseError("response is not a JSON object", status=200, body=response.text)
         usage_field = data.get("usage")
         usage_data: Mapping[str, Any] = usage_field if isinstance(usage_field, dict) else {}
-        prompt = _count(usage_data, "prompt_tokens")
-        completion = _count(usage_data, "completion_tokens")
+        prompt = _count(usage_data, "prompt_tokens", "input_tokens")
+        completion = _count(usage_data, "completion_tokens", "output_tokens")
         usage = Usage(
             prompt_tokens=prompt,
             completion_tokens=completion,
@@ -352,6 +358,14 @@ class ChatClient:
             retries=retries,
             latency_s=elapsed,
         )
+        if self.config.api == "responses":
+            return self._response_result(data, usage, response.text)
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise LLMResponseError("response has no choices", status=200, body=response.text)
+        message = choices[0].get("message")
+        if not isinstance(message, dict):
+            raise LLMResponseError("response choice has no message object", status=200, body=response.text)
         reason = choices[0].get("finish_reason")
         return ChatResult(
             message=message,
@@ -359,6 +373,38 @@ class ChatClient:
             usage=usage,
             response=data,
         )
+
+    @staticmethod
+    def _response_result(data: dict[str, Any], usage: Usage, raw: str) -> ChatResult:
+        """A Response: its output items, and their output text as the assistant message. Read
+        leniently, as the SDK reads responses (servers differ in the fields they fill)."""
+        output = data.get("output")
+        if not isinstance(output, list) or not all(isinstance(item, dict) for item in output):
+            raise LLMResponseError(
+                "response is not a Response: no list of output items", status=200, body=raw
+            )
+        text = "".join(_output_text(item) for item in output if item.get("type") == "message")
+        details = data.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        status = data.get("status")
+        return ChatResult(
+            message={"role": "assistant", "content": text},
+            finish_reason=reason if isinstance(reason, str) else status if isinstance(status, str) else None,
+            usage=usage,
+            response=data,
+            output=output,
+        )
+
+
+def _output_text(message_item: Mapping[str, Any]) -> str:
+    """The text of a Responses message item: its output_text parts, joined."""
+    content = message_item.get("content")
+    parts = content if isinstance(content, list) else []
+    return "".join(
+        str(part.get("text", ""))
+        for part in parts
+        if isinstance(part, dict) and part.get("type") == "output_text"
+    )
 
 
 def _text_of(message: Mapping[str, Any]) -> str:
@@ -388,9 +434,10 @@ class LLMAgent:
         name: str | None = None,
         few_shot: Sequence[Sequence[Mapping[str, str]]] | None = None,
     ) -> None:
-        if env.protocol.name not in LLM_PROTOCOLS:
+        api = client.config.api
+        if env.protocol.name not in API_PROTOCOLS[api]:
             raise ValueError(
-                f"LLMAgent speaks {', '.join(LLM_PROTOCOLS)} over /v1/chat/completions; "
+                f"LLMAgent speaks {', '.join(API_PROTOCOLS[api])} over /v1{API_PATHS[api]}; "
                 f"the env's protocol is {env.protocol.name!r}"
             )
         self.client = client
@@ -399,6 +446,7 @@ class LLMAgent:
         # solved examples, closing the system message (toolgym.evaluation.setups)
         self.few_shot = [[dict(m) for m in example] for example in few_shot or []]
         self.native = isinstance(env.protocol, OpenAIProtocol)
+        self.responses = isinstance(env.protocol, ResponsesProtocol)  # tool calls as Responses items
         # ReAct models go on to invent the tool result; the parser drops it, stopping saves tokens
         self.stop = (
             list(stop) if stop is not None else (["\nObservation:"] if env.protocol.name == "react" else [])
@@ -433,9 +481,13 @@ class LLMAgent:
         self.turn_latency_ms = None
         self._recorded = 0
         protocol = self.env.protocol
-        self._tools = protocol.tools_json(self.env.offered) if isinstance(protocol, OpenAIProtocol) else None
+        self._tools = (
+            protocol.tools_json(self.env.offered)
+            if isinstance(protocol, (OpenAIProtocol, ResponsesProtocol))
+            else None
+        )
 
-    def act(self, observation: str, info: dict[str, Any]) -> str | dict[str, Any]:
+    def act(self, observation: str, info: dict[str, Any]) -> str | dict[str, Any] | list[dict[str, Any]]:
         if self._turns > 0:
             self._add_observation(observation, info)
         self._turns += 1
@@ -449,6 +501,10 @@ class LLMAgent:
         self.turn_latency_ms = result.usage.latency_s * 1000
         self.usage.add(result.usage)
         self.finish_reasons.append(result.finish_reason)
+        if self.responses:
+            items = self._output_items(result.output)
+            self.messages.extend(items)
+            return items
         if self.native:
             message = self._assistant_message(result.message)
             self.messages.append(message)
@@ -464,9 +520,10 @@ class LLMAgent:
             self.messages, tools=self._tools, seed=self.seed, stop=self.stop or None
         )
         tools = body.pop("tools", None)
+        history = body.pop("input" if self.client.config.api == "responses" else "messages")
         return ModelRequest(
             messages_from=self._recorded,
-            messages=body.pop("messages")[self._recorded :],
+            messages=history[self._recorded :],
             tools=tools if self._recorded == 0 else None,
             params=body,
         )
@@ -489,6 +546,33 @@ class LLMAgent:
             out["tool_calls"] = fixed
         return out
 
+    def _output_items(self, output: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """A Response's output items as they go back into the input (and to the env): function calls
+        with a call_id each, messages as assistant text, reasoning items as they came; server fields
+        (status, annotations, ...) stay out of later requests."""
+        items: list[dict[str, Any]] = []
+        self._pending_ids = []
+        for i, item in enumerate(output):
+            kind = item.get("type")
+            if kind == "function_call":
+                call_id = item.get("call_id")
+                if not isinstance(call_id, str) or not call_id:
+                    call_id = f"call_{self._turns}_{i}"  # replies need one
+                self._pending_ids.append(call_id)
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": call_id,
+                        "name": item.get("name"),
+                        "arguments": item.get("arguments"),
+                    }
+                )
+            elif kind == "message":
+                items.append({"type": "message", "role": "assistant", "content": _output_text(item)})
+            else:
+                items.append(dict(item))
+        return items
+
     def _observed(self, observation: str, info: Mapping[str, Any]) -> list[tuple[str | None, str]]:
         """(call id, text) per observation of the last step. From info when it is that step's info;
         else from the rendered text (toolgym.envs.runner.run_episode passes the reset info to every
@@ -502,7 +586,18 @@ class LLMAgent:
                 message = json.loads(line)
             except ValueError:
                 message = None  # a clipped line or the clip marker: keep it as plain text
-            if isinstance(message, dict) and message.get("role") == "tool":
+            if isinstance(message, dict) and message.get("type") == "function_call_output":
+                call_id, output = message.get("call_id"), message.get("output")
+                pairs.append(
+                    (
+                        call_id if isinstance(call_id, str) else None,
+                        output if isinstance(output, str) else line,
+                    )
+                )
+            elif isinstance(message, dict) and self.responses and message.get("role") == "user":
+                content = message.get("content")
+                pairs.append((None, content if isinstance(content, str) else line))
+            elif isinstance(message, dict) and message.get("role") == "tool":
                 call_id = message.get("tool_call_id")
                 content = message.get("content")
                 pairs.append(
@@ -516,7 +611,7 @@ class LLMAgent:
         return pairs
 
     def _add_observation(self, observation: str, info: Mapping[str, Any]) -> None:
-        if not self.native:
+        if not (self.native or self.responses):
             self.messages.append({"role": "user", "content": observation})
             return
         observed = self._observed(observation, info)
@@ -531,7 +626,11 @@ class LLMAgent:
                 text = loose.pop(0)
             else:
                 text = "This call was not executed."
-            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            self.messages.append(
+                {"type": "function_call_output", "call_id": call_id, "output": text}
+                if self.responses
+                else {"role": "tool", "tool_call_id": call_id, "content": text}
+            )
         if loose:
             self.messages.append({"role": "user", "content": "\n".join(loose)})
         self._pending_ids = []

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 
 from tests.envs.rollout_agents import Bug
 from toolgym.actions import Action
+from toolgym.canonical import canonical_json
 from toolgym.cli import app
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import default_task_paths, demo_tasks_path, mock_task_paths
@@ -54,6 +56,15 @@ def bundled_sets() -> list[tuple[str, TaskSet]]:
 def tree(root: Path) -> dict[str, bytes]:
     """Every file under root (relative path -> bytes)."""
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def without_latencies(trace: bytes) -> list[str]:
+    """A trace's records with the steps' wall-clock latencies (the one measured figure) taken out."""
+    records = [json.loads(line) for line in trace.decode().splitlines()]
+    for record in records:
+        record.pop("latency_ms", None)
+        record.pop("model_latency_ms", None)
+    return [canonical_json(r) for r in records]
 
 
 def oracle_run(out: Path, sets: Sequence[tuple[str, TaskSet]], **kwargs: object) -> RunSummary:

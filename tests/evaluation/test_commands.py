@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.evaluation.fake_openai import FakeOpenAI, Fault, Reply, serve, text
+from tests.evaluation.fake_openai import FakeOpenAI, Fault, Reply, calls, serve, text
 from toolgym.envs.demo import demo_tasks_path
 from toolgym.evaluation.runs import RunSummary, run_trials
 from toolgym.tasks import TaskSet
@@ -365,6 +365,42 @@ def test_a_scripted_agent_and_bad_agent_names(tmp_path: Path) -> None:
         bad = toolgym("run", "--agent", agent, "--out", str(tmp_path / "bad"), cwd=tmp_path)
         assert bad.returncode == 2 and message in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1
+
+
+# ---- both OpenAI APIs through the openai SDK ------------------------------------------------------
+def test_the_llm_agent_calls_v1_responses_and_v1_chat_completions(tmp_path: Path) -> None:
+    """`--api responses --protocol responses` against the local server's /v1/responses, then the
+    same task over /v1/chat/completions: both solve it, and run.json holds each API's token counts."""
+    ocr, calc = ("OCR", {"image": "image/fish_oil.png"}), ("Calculator", {"expression": "290 // 5"})
+    script = {"family of 5": [calls(ocr, calc), text("It lasts 58 days.")]}
+    fake = FakeOpenAI(script, models=("fake-model",))
+    task = ("--tasks", str(demo_tasks_path()), "--task-id", "fish-oil-days")
+    with serve(fake):
+        responses = toolgym(
+            *llm_args(fake, tmp_path / "responses", *task, "--api", "responses", "--protocol", "responses"),
+            cwd=tmp_path,
+        )
+        sent_to_responses = list(fake.requests)
+        chat = toolgym(*llm_args(fake, tmp_path / "chat", *task, "--api", "chat"), cwd=tmp_path)
+        mismatch = toolgym(
+            *llm_args(fake, tmp_path / "x", *task, "--protocol", "responses", "--api", "chat"), cwd=tmp_path
+        )
+    assert responses.returncode == 0, responses.stdout + responses.stderr
+    assert chat.returncode == 0, chat.stdout + chat.stderr
+    # every request went to /v1/responses: Responses input items with call ids answered in order
+    assert len(sent_to_responses) == 2 and all("input" in r for r in sent_to_responses)
+    outputs = [i for i in sent_to_responses[1]["input"] if i.get("type") == "function_call_output"]
+    assert [o["call_id"] for o in outputs] == ["fake_0_0", "fake_0_1"]
+    assert all("messages" in r for r in fake.requests[2:])  # then /v1/chat/completions
+    for name, api in (("responses", "responses"), ("chat", "chat")):
+        run = summary(tmp_path / name)
+        assert run.settings["api"] == api and [e.success for e in run.episodes] == [True]
+        assert run.usage["requests"] == 2 and run.usage["prompt_tokens"] > 0
+        assert run.usage["completion_tokens"] > 0 and run.usage["retries"] == 0
+        header = json.loads((tmp_path / name / str(run.episodes[0].trace)).read_text().splitlines()[0])
+        assert header["protocol"] == ("responses" if api == "responses" else "openai")
+    assert mismatch.returncode == 2 and "over /v1/chat/completions, not 'responses'" in mismatch.stderr
+    assert_no_traceback(responses.stderr, chat.stderr, mismatch.stderr)
 
 
 # ---- CI output -----------------------------------------------------------------------------------

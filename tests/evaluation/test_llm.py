@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.evaluation.fake_openai import FakeOpenAI, Fault, calls, history_error, serve, text
+from tests.evaluation.fake_openai import FakeOpenAI, Fault, calls, history_error, serve, text, usage_of
 from toolgym.envs.demo import make_demo_env, mock_task_paths
 from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
@@ -33,7 +33,7 @@ CALC_ARGS = {"expression": "290 // 5"}
 
 
 def config(fake: FakeOpenAI, **overrides: Any) -> LLMConfig:
-    settings: dict[str, Any] = {"base_url": fake.base_url, "model": "fake-model", "backoff_s": 0.001}
+    settings: dict[str, Any] = {"base_url": fake.base_url, "model": "fake-model"}
     settings.update(overrides)
     return LLMConfig(**settings)
 
@@ -265,7 +265,7 @@ def test_connection_refused_is_unavailable() -> None:
     with serve(FakeOpenAI(lambda body: text("x"))) as fake:
         url = fake.base_url
     with (
-        ChatClient(LLMConfig(base_url=url, model="m", max_retries=1, backoff_s=0.001)) as client,
+        ChatClient(LLMConfig(base_url=url, model="m", max_retries=1)) as client,
         pytest.raises(LLMUnavailable, match="connection failed"),
     ):
         client.complete([{"role": "user", "content": "hi"}])
@@ -358,3 +358,86 @@ def test_agent_reads_the_step_info_when_given_it() -> None:
     replies = [m for m in fake.requests[1]["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in replies] == ["fake_0_0", "fake_0_1"]  # two parallel calls
     assert "290 SOFTGELS" in replies[0]["content"] and replies[1]["content"] == "58"
+
+
+# ---- the Responses API (/v1/responses) through the same client -----------------------------------
+def test_responses_protocol_episode_over_v1_responses(tmp_path: Path) -> None:
+    script = {
+        FISH_OIL: [
+            calls(("OCR", OCR_ARGS), ("Calculator", CALC_ARGS)),  # two parallel function calls
+            text("The bottle holds 290 softgels: it lasts 58 days."),
+        ]
+    }
+    env = make_demo_env(protocol="responses")
+    with (
+        serve(FakeOpenAI(script)) as fake,
+        ChatClient(config(fake, api="responses", temperature=0.3, max_tokens=200)) as client,
+    ):
+        agent = LLMAgent(client, env)
+        result = run_episode(env, agent, env.tasks["fish-oil-days"], seed=0, trace_dir=tmp_path)
+    env.close()
+    assert result.reward == 1.0 and result.steps == 2 and result.error_counts == {}
+    first, second = fake.requests
+    assert "messages" not in first and first["model"] == "fake-model"
+    assert first["temperature"] == 0.3 and first["max_output_tokens"] == 200
+    assert "seed" not in first and "stop" not in first  # the Responses API takes neither
+    # flat function tools, as the Responses API takes them
+    assert {t["name"] for t in first["tools"]} == {"OCR", "Calculator", "ask_user", "no_call"}
+    assert [i["role"] for i in first["input"]] == ["system", "user"]
+    # the calls go back as input items, each answered by a function_call_output with its call_id
+    calls_back = [i for i in second["input"] if i.get("type") == "function_call"]
+    outputs = [i for i in second["input"] if i.get("type") == "function_call_output"]
+    assert [c["call_id"] for c in calls_back] == ["fake_0_0", "fake_0_1"]
+    assert [c["name"] for c in calls_back] == ["OCR", "Calculator"]
+    assert [o["call_id"] for o in outputs] == ["fake_0_0", "fake_0_1"]
+    assert "290 SOFTGELS" in outputs[0]["output"] and outputs[1]["output"] == "58"
+    # token accounting from the Responses usage (input_tokens / output_tokens)
+    assert agent.usage.requests == 2
+    assert agent.usage.prompt_tokens == sum(
+        usage_of({"messages": r["input"]}, {})["prompt_tokens"] for r in fake.requests
+    )
+    assert agent.usage.completion_tokens > 0 and client.usage.total_tokens == agent.usage.total_tokens
+    assert agent.finish_reasons == ["completed", "completed"]
+    # the trace keeps the requests as sent: rebuilt, they are the input the server received
+    trace = read_trace(tmp_path / "fish-oil-days.seed0.jsonl")
+    assert trace.header.protocol == "responses"
+    rebuilt = full_requests(trace.steps)
+    for request, sent in zip(rebuilt, fake.requests, strict=True):
+        assert request is not None and request["messages"] == sent["input"]
+        assert request["tools"] == sent["tools"]
+    assert trace.end is not None and trace.end.final_answer is not None and "58" in trace.end.final_answer
+
+
+def test_responses_api_refusals_and_bad_bodies_are_typed_errors() -> None:
+    answers = deque(
+        [
+            Fault(status=400, body='{"error": {"message": "bad input"}}'),
+            Fault(status=200, body='{"id": "resp_1", "output": "not a list"}'),
+        ]
+    )
+    with (
+        serve(FakeOpenAI(lambda body: answers.popleft())) as fake,
+        ChatClient(config(fake, api="responses")) as client,
+    ):
+        with pytest.raises(LLMRequestError, match="/responses refused the request: HTTP 400") as caught:
+            client.complete([{"role": "user", "content": "hi"}])
+        assert caught.value.status == 400 and len(fake.requests) == 1  # a 400 is not retried
+        with pytest.raises(LLMResponseError, match="not a Response"):
+            client.complete([{"role": "user", "content": "hi"}])
+
+
+def test_each_api_takes_only_its_own_tool_protocol() -> None:
+    url = "http://127.0.0.1:9/v1"
+    with ChatClient(LLMConfig(base_url=url, model="m", api="responses")) as client:
+        with pytest.raises(ValueError, match=r"over /v1/responses; the env's protocol is 'openai'"):
+            LLMAgent(client, make_demo_env(protocol="openai"))
+        assert LLMAgent(client, make_demo_env(protocol="react")).stop == ["\nObservation:"]
+
+
+def test_lone_surrogates_in_the_history_are_sent_escaped() -> None:
+    with serve(FakeOpenAI(lambda body: text("ok"))) as fake, ChatClient(config(fake)) as client:
+        result = client.complete([{"role": "user", "content": "broken \ud800 text"}])
+    assert result.message["content"] == "ok"
+    assert fake.requests[0]["messages"][0]["content"] == "broken \ud800 text"  # decoded back exactly
+    assert fake.headers[0]["content-type"] == "application/json"
+    assert "authorization" not in fake.headers[0]  # no key: no bearer token, not the SDK's placeholder

@@ -1,6 +1,6 @@
 """LLM agents built in rollout workers: `toolgym run --agent llm --workers 2` against the scripted
 local server writes the traces one process writes (partial traces of aborted episodes too) and the
-same run.json but for the model's measured latency."""
+same run.json but for the measured latencies."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from tests.envs.test_rollouts import tree
+from tests.envs.test_rollouts import tree, without_latencies
 from tests.evaluation.fake_openai import FakeOpenAI, serve
 from tests.evaluation.test_runs import _seeded_script, mock_set_path
 from toolgym.cli import app
@@ -46,7 +46,10 @@ def test_llm_runs_on_worker_processes_write_the_one_process_bytes(tmp_path: Path
             result = CliRunner().invoke(app, [*args, *extra])
             assert result.exit_code == 1, result.output  # mtu-door-003 always meets a server error
             runs[name] = tree(tmp_path / name)
-    traces = {name: {k: v for k, v in files.items() if k != "run.json"} for name, files in runs.items()}
+    traces = {
+        name: {k: without_latencies(v) for k, v in files.items() if k != "run.json"}
+        for name, files in runs.items()
+    }
     assert traces["workers"] == traces["one"] and len(traces["one"]) == 9  # partial traces too
 
     def timeless(path: Path) -> list[dict[str, Any]]:

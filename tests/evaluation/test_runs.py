@@ -145,9 +145,7 @@ def test_llm_trials_in_parallel_give_pass_k_usage_and_aborted_episodes(tmp_path:
     ]
     fake = FakeOpenAI(_seeded_script)
     with serve(fake):
-        config = LLMConfig(
-            base_url=fake.base_url, model="fake-model", concurrency=3, max_retries=1, backoff_s=0.001
-        )
+        config = LLMConfig(base_url=fake.base_url, model="fake-model", concurrency=3, max_retries=1)
         with ChatClient(config) as client:
 
             def make_agent(env: ToolEnv, trial: int) -> LLMAgent:

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from tests.envs.test_rollouts import without_latencies
 from tests.evaluation.fake_openai import FakeOpenAI, serve
 from tests.evaluation.helpers import run_e2e
 from tests.evaluation.tooleyes_model import JUDGE_SCORE, tooleyes_script
@@ -589,8 +590,12 @@ def _run_args(base_url: str, out: Path, ids: Sequence[str] = ()) -> list[str]:
     return args
 
 
-def _traces(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted((out / "trial-0" / "tooleyes").glob("*.jsonl"))}
+def _traces(out: Path) -> dict[str, list[str]]:
+    """The run's traces, without the measured latencies."""
+    return {
+        p.name: without_latencies(p.read_bytes())
+        for p in sorted((out / "trial-0" / "tooleyes").glob("*.jsonl"))
+    }
 
 
 def test_all_382_queries_run_end_to_end_and_replay_byte_identically(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ TRANSFER = TASKS["multiturn-transfer-022"]  # asks for the account number and th
 
 
 def config(fake: FakeOpenAI, **overrides: Any) -> LLMConfig:
-    settings: dict[str, Any] = {"base_url": fake.base_url, "model": "user-model", "backoff_s": 0.001}
+    settings: dict[str, Any] = {"base_url": fake.base_url, "model": "user-model"}
     settings.update(overrides)
     return LLMConfig(**settings)
 

@@ -79,7 +79,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         RECEIPT: [Fault(status=503)],
     }
     with serve(FakeOpenAI(script)) as fake:
-        config = LLMConfig(base_url=fake.base_url, model="fake-model", max_retries=0, backoff_s=0.001)
+        config = LLMConfig(base_url=fake.base_url, model="fake-model", max_retries=0)
         with ChatClient(config) as client:
 
             def agent(env: ToolEnv, trial: int) -> LLMAgent:
