@@ -109,22 +109,6 @@ def parse_api_list(question: str) -> list[dict[str, Any]]:
     return found
 
 
-_TYPES = {
-    "string": "string",
-    "str": "string",
-    "integer": "integer",
-    "int": "integer",
-    "float": "number",
-    "number": "number",
-    "boolean": "boolean",
-    "bool": "boolean",
-    "array": "array",
-    "list": "array",
-    "object": "object",
-    "dict": "object",
-}
-
-
 def api_parameters_schema(api: Mapping[str, Any]) -> dict[str, Any]:
     """A JSON Schema of an MTU API's parameters. Types are left out on purpose: MTU's documented
     types are loose ("integer" parameters get "5"), and its scorer compares text."""

@@ -36,7 +36,7 @@ from toolgym.evaluation.base import (
     observation_error,
 )
 from toolgym.evaluation.metrics.gta import fixed_iscorrect
-from toolgym.evaluation.metrics.judge import Judge, judge_from_env
+from toolgym.evaluation.metrics.judge import Judge, with_judge
 from toolgym.tasks import Task, TaskSet, alias_found
 from toolgym.trace import Trace
 
@@ -198,12 +198,7 @@ class CToolEvalSuite:
         needs_judge = any(
             t.header.task_id in tasks and task_kind(tasks[t.header.task_id]) == "open_ended" for t in traces
         )
-        owned = judge_from_env() if self.judge is None and needs_judge else None
-        try:
-            return self._score(traces, tasks, mode, self.judge or owned)
-        finally:
-            if owned is not None:
-                owned.close()
+        return with_judge(self.judge, needs_judge, lambda judge: self._score(traces, tasks, mode, judge))
 
     def _score(self, traces: Sequence[Trace], tasks: TaskSet, mode: Mode, judge: Judge | None) -> SuiteResult:
         per_task: dict[str, dict[str, float]] = {}

@@ -26,9 +26,9 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 from pydantic import BaseModel
@@ -199,6 +199,19 @@ class RecordedJudge:
     def close(self) -> None:
         self.inner.close()
         self.cassette.close()
+
+
+_Scored = TypeVar("_Scored")
+
+
+def with_judge(judge: Judge | None, needed: bool, score: Callable[[Judge | None], _Scored]) -> _Scored:
+    """`score(judge)`; with no judge given and one `needed`, the environment's (closed after)."""
+    owned = judge_from_env() if judge is None and needed else None
+    try:
+        return score(judge or owned)
+    finally:
+        if owned is not None:
+            owned.close()
 
 
 def judge_from_env() -> OpenAIJudge | RecordedJudge | None:

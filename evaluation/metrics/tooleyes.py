@@ -30,7 +30,7 @@ from toolgym.evaluation.base import (
     raw_text,
 )
 from toolgym.evaluation.metrics.expressions import ExpressionRejected, evaluate_literal_expression
-from toolgym.evaluation.metrics.judge import Judge, Verdict, judge_from_env
+from toolgym.evaluation.metrics.judge import Judge, Verdict, with_judge
 from toolgym.tasks import Task, TaskSet
 from toolgym.trace import Trace
 
@@ -392,12 +392,7 @@ class ToolEyesSuite:
         mode = check_mode(mode)
         if tasks is None:
             raise EvaluationError("the tooleyes suite needs the task set the traces were run on")
-        owned = judge_from_env() if self.judge is None else None
-        try:
-            return self._score(traces, tasks, mode, self.judge or owned)
-        finally:
-            if owned is not None:
-                owned.close()
+        return with_judge(self.judge, True, lambda judge: self._score(traces, tasks, mode, judge))
 
     def _score(self, traces: Sequence[Trace], tasks: TaskSet, mode: Mode, judge: Judge | None) -> SuiteResult:
         per_task: dict[str, dict[str, float]] = {}
