@@ -95,7 +95,10 @@ def _mistakes(tmp: Path, busy_port: int) -> list[tuple[list[str], str]]:
         (["run", "--tasks", str(bad_tasks), "--out", str(tmp / "r")], f"{bad_tasks}:2: invalid task"),
         (["run", "--tasks", "nosuchset", "--out", str(tmp / "r")], "bundled: demo"),
         (["run", "--concurrency", "0"], "Invalid value for '--concurrency'"),
-        (["run", "--agent", "llm", "--protocol", "responses", "--out", str(tmp / "r")], "not 'responses'"),
+        (
+            ["run", "--agent", "llm", "--protocol", "responses", "--api", "chat", "--out", str(tmp / "r")],
+            "not 'responses'",
+        ),
         (["run", "--limit", "5:2", "--out", str(tmp / "r")], "--limit '5:2'"),
         (["run", "--faults", str(bad_plan), "--out", str(tmp / "r")], "--faults"),
         (["eval", str(tmp), "--suite", "bogus"], "unknown metric suite bogus"),
