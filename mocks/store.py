@@ -509,7 +509,7 @@ class Store:
     """One world's database plus its positions: checkpoints, where the hash and the diff stand."""
 
     # Reset picks the cheaper of undo replay and a fresh copy of the template by these estimates
-    # (nanoseconds; measured with bench/profile_step.py on the 2-core machine, docs/perf-profiles.md).
+    # (nanoseconds; measured with bench/profile_step.py on the 2-core machine, bench/RESULTS.md, "Where a mock-app step...").
     # A copy is a new connection, so the statements it had prepared are prepared again on the next
     # steps: COPY_NS_FIXED counts that too.
     UNDO_NS_PER_RECORD: int = 5000
