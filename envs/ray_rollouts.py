@@ -30,7 +30,7 @@ from toolgym.envs.rollouts import (
     WorkerContext,
     batches,
     load_object,
-    lost_outcome,
+    requeue_lost,
 )
 
 INSTALL_HINT = "pip install 'toolgym[ray]'"
@@ -270,14 +270,9 @@ class RayExecutor:
                         ray.kill(slot.handle)  # one that is only unreachable must not run on
                         if self.stats.actors_started < max_started:
                             start_actor()
-                    for spec in reversed(batch):
-                        if alone:
-                            deaths[spec.index] = deaths.get(spec.index, 0) + 1
-                        if deaths.get(spec.index, 0) >= self.max_attempts:
-                            deliver(lost_outcome(spec, deaths[spec.index], exc), None)
-                        else:
-                            self.stats.resubmitted += 1
-                            queue.appendleft(([spec], True))
+                    self.stats.resubmitted += requeue_lost(
+                        batch, alone, exc, deaths, self.max_attempts, queue, deliver
+                    )
                     continue
                 slot.load -= 1
                 slot.alone = False

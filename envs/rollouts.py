@@ -788,15 +788,34 @@ class ProcessExecutor:
             return False
         self.stats.pools_broken += 1
         for batch, alone in reversed(lost):
-            for spec in reversed(batch):
-                if alone:
-                    deaths[spec.index] = deaths.get(spec.index, 0) + 1
-                if deaths.get(spec.index, 0) >= self.max_attempts:
-                    deliver(lost_outcome(spec, deaths[spec.index], cause), None)
-                else:
-                    self.stats.resubmitted += 1
-                    queue.appendleft(([spec], True))
+            self.stats.resubmitted += requeue_lost(
+                batch, alone, cause, deaths, self.max_attempts, queue, deliver
+            )
         return False
+
+
+def requeue_lost(
+    batch: Sequence[EpisodeSpec],
+    alone: bool,
+    cause: BaseException,
+    deaths: dict[int, int],
+    max_attempts: int,
+    queue: deque[tuple[list[EpisodeSpec], bool]],
+    deliver: Deliver,
+) -> int:
+    """The episodes of a batch whose worker died go back to the front of `queue`, one by one, to
+    run alone; a death while running alone counts against the episode, and after `max_attempts`
+    such deaths it is delivered as lost. Returns how many were queued again."""
+    requeued = 0
+    for spec in reversed(batch):
+        if alone:
+            deaths[spec.index] = deaths.get(spec.index, 0) + 1
+        if deaths.get(spec.index, 0) >= max_attempts:
+            deliver(lost_outcome(spec, deaths[spec.index], cause), None)
+        else:
+            requeued += 1
+            queue.appendleft(([spec], True))
+    return requeued
 
 
 def lost_outcome(spec: EpisodeSpec, attempts: int, cause: BaseException) -> EpisodeOutcome:
