@@ -101,11 +101,12 @@ def argument_problem(call: ToolCall) -> str | None:
     return None
 
 
-def json_record(model: BaseModel) -> dict[str, Any]:
+def json_record(model: BaseModel, *, checked: bool = False) -> dict[str, Any]:
     """An action or observation as JSON data for info and traces. What pydantic cannot dump
     (arguments nested too deep, bytes, objects, keys with lone surrogates) is kept as
-    `json_safe` replaces it: the call itself was refused with an argument_error."""
-    if not (isinstance(model, ToolCall) and argument_problem(model) is not None):
+    `json_safe` replaces it: the call itself was refused with an argument_error. `checked`: a
+    ToolCall whose arguments `argument_problem` already found fine (the step checks each once)."""
+    if checked or not (isinstance(model, ToolCall) and argument_problem(model) is not None):
         try:
             return model.model_dump(mode="json")
         except (ValueError, TypeError, RecursionError):
@@ -345,7 +346,8 @@ class ToolEnv(gym.Env[str, Any]):
                 ErrorKind.FORMAT_ERROR, f"unparseable output ({type(exc).__name__}: {exc})"
             )
 
-    def _run(self, action: Action) -> Observation:
+    def _run(self, action: Action, problem: str | None) -> Observation:
+        """`problem`: what `argument_problem` says of a ToolCall's arguments (None: fine)."""
         assert self.task is not None and self._ctx is not None
         if isinstance(action, ToolCall):
             if action.name not in self.offered:
@@ -356,7 +358,6 @@ class ToolEnv(gym.Env[str, Any]):
                     tool=action.name,
                     call_id=action.call_id,
                 )
-            problem = argument_problem(action)
             if problem is not None:
                 return Observation.from_error(
                     ErrorKind.ARGUMENT_ERROR, problem, tool=action.name, call_id=action.call_id
@@ -432,9 +433,11 @@ class ToolEnv(gym.Env[str, Any]):
         assert self._ctx is not None
         self._ctx.extras["step"] = index  # tool layers place a call by step (fault windows)
         self._ctx.extras.pop("faults", None)  # a fault layer lists what it injected this step here
-        for act in actions:
+        # each call's arguments checked once: the run and the info record both need the answer
+        problems = [argument_problem(a) if isinstance(a, ToolCall) else None for a in actions]
+        for act, problem in zip(actions, problems, strict=True):
             t0 = time.perf_counter()
-            observations.append(self._run(act))
+            observations.append(self._run(act, problem))
             tool_time += time.perf_counter() - t0
             if isinstance(act, FinalAnswer) or self._user_ended == "stop":
                 terminated = True  # the user ending the conversation ends the episode too
@@ -470,7 +473,10 @@ class ToolEnv(gym.Env[str, Any]):
         self.error_counts.update(kinds)
         info: dict[str, Any] = {
             "step": index,
-            "actions": [json_record(a) for a in actions],
+            "actions": [
+                json_record(a, checked=isinstance(a, ToolCall) and p is None)
+                for a, p in zip(actions, problems, strict=True)
+            ],
             "observations": [json_record(o) for o in observations],
             "error_kind": kinds[0] if kinds else None,
             "error_kinds": kinds,

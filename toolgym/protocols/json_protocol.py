@@ -85,11 +85,17 @@ _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 def _check_text(text: str, where: str) -> None:
     # a lone surrogate is no Unicode text: SQLite, HTTP bodies and files cannot encode it
+    if text.isascii():  # most text: a C check instead of a regex scan
+        return
     found = _SURROGATE_RE.search(text)
     if found is not None:
         raise ArgumentValueError(
             f"{where}: text with a lone surrogate U+{ord(found.group()):04X} is not valid Unicode"
         )
+
+
+# ints this small always fit Python's int->str digit limit: no bit counting needed
+_SMALL_INT = 2**64
 
 
 def json_value(value: Any, where: str, depth: int = 0) -> Any:
@@ -106,7 +112,7 @@ def json_value(value: Any, where: str, depth: int = 0) -> Any:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
-        if not int_fits_json(value):
+        if not -_SMALL_INT <= value <= _SMALL_INT and not int_fits_json(value):
             raise ArgumentValueError(f"{where}: an integer of {value.bit_length()} bits is not a JSON number")
         return value
     if isinstance(value, float):

@@ -21,6 +21,7 @@ Prose with no label at all is a FormatError (`prose_as_no_call=True`: a no call,
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ EXPECTED = (
 )
 
 
+@functools.lru_cache(maxsize=256)  # a model writes the same few labels again and again
 def _kind(label: str) -> str:
     key = re.sub(r"[\s_\-]+", "", label).lower()
     return {"actioninput": "action_input", "finalanswer": "final", "askuser": "ask"}.get(key, key)
