@@ -25,6 +25,7 @@ from toolgym.envs.user_options import (
     bad_user_options,
     wants_user_llm,
 )
+from toolgym.recorder.commands import task_set_paths
 
 if TYPE_CHECKING:
     from toolgym.envs.faults import FaultPlan
@@ -66,16 +67,6 @@ def _fault_plans(paths: Sequence[Path], sets: Sequence[tuple[str, TaskSet]]) -> 
     if len(set(names)) != len(names):
         raise typer.BadParameter(f"fault plans need distinct names, got {names}", param_hint="--faults")
     return plans
-
-
-def task_set_paths(tasks: Sequence[str | Path] | None) -> list[Path]:
-    """The files of `--tasks` values (file paths or bundled set names; default: every bundled set)."""
-    from toolgym.envs.demo import resolve_task_sets
-
-    try:
-        return resolve_task_sets([str(t) for t in tasks] if tasks else None)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--tasks") from None
 
 
 class TaskFormat(StrEnum):

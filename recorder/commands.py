@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -33,13 +34,26 @@ console = Console()
 _user_llm_opener: UserLLMOpener | None = None
 
 TasksOption = Annotated[
-    list[Path] | None,
+    list[str] | None,
     typer.Option(
         "--tasks",
-        help="task set files (JSONL); default: the demo set and every mock-app set (record), "
-        "the sets named in the golden manifest, else the bundled sets (verify, replay)",
+        help="task set files (JSONL) or bundled set names (demo, mtu, ...); default: the demo set and "
+        "every mock-app set (record), the sets named in the golden manifest, else the bundled sets "
+        "(verify, replay)",
     ),
 ]
+
+
+def task_set_paths(tasks: Sequence[str | Path] | None) -> list[Path]:
+    """The files of `--tasks` values (file paths or bundled set names; default: every bundled set)."""
+    from toolgym.envs.demo import resolve_task_sets
+
+    try:
+        return resolve_task_sets([str(t) for t in tasks] if tasks else None)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tasks") from None
+
+
 ToolsetOption = Annotated[
     str | None,
     typer.Option(
@@ -64,12 +78,12 @@ def _toolset(spec: str | None) -> ToolSet:
     return made
 
 
-def _task_index(roots: list[Path], tasks: list[Path] | None) -> TaskIndex:
+def _task_index(roots: list[Path], tasks: list[str] | None) -> TaskIndex:
     """--tasks, then the manifests' sets; with neither, the bundled sets."""
     from toolgym.envs.demo import default_task_paths
     from toolgym.recorder.golden import TaskIndex
 
-    index = TaskIndex.for_traces(roots, tasks or [])
+    index = TaskIndex.for_traces(roots, task_set_paths(tasks) if tasks else [])
     if not index.sets:
         index = TaskIndex(default_task_paths())
     return index
@@ -112,7 +126,6 @@ def record(
     """Run an agent over task sets and store golden traces and the cassette of every tool response
     (and of every user LLM call)."""
     from toolgym.envs.agents import agent_factory
-    from toolgym.envs.demo import default_task_paths
     from toolgym.recorder.golden import record_golden
 
     if mode not in ("record", "record_missing", "live"):
@@ -121,7 +134,7 @@ def record(
         agent_factory(agent)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--agent") from None
-    paths = tasks or default_task_paths()
+    paths = task_set_paths(tasks)
     from toolgym.envs.faults import FaultPlan, FaultPlanError
 
     plan = None

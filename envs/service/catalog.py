@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolgym.envs.demo import demo_tasks_path, mock_task_paths
+from toolgym.envs.demo import bundled_task_sets
 from toolgym.envs.faults import FaultPlan, FaultPlanError, offered_tool_names
 from toolgym.envs.rewards import RewardFn, answer_reward, state_scores, task_scores
 from toolgym.envs.users import LLMUser, ScriptedUser, UserLLM, UserSimulator
@@ -70,11 +70,6 @@ class SessionConfig(BaseModel):
         "(without the parsed actions, structured observations, state diff and faults: a smaller "
         "answer; the trace and the state message keep them)",
     )
-
-
-def bundled_task_sets() -> dict[str, Path]:
-    """The task sets shipped with toolgym by name: `demo` and each mock-app set (`ctool`, `mtu`, `teval`)."""
-    return {"demo": demo_tasks_path(), **{p.stem: p for p in mock_task_paths()}}
 
 
 @dataclass

@@ -294,3 +294,19 @@ def test_record_refuses_a_bad_fault_plan_before_writing(tmp_path: Path) -> None:
         )
         assert result.exit_code == 2, result.output
         assert not out.exists()
+
+
+def test_tasks_take_bundled_set_names_as_run_does(tmp_path: Path) -> None:
+    out = tmp_path / "g"
+    recorded = runner.invoke(app, ["record", "--tasks", "teval", "--out", str(out)])
+    assert recorded.exit_code == 0, recorded.output
+    manifest = GoldenManifest.load(out)
+    assert manifest is not None and set(manifest.sets) == {"teval"}
+    traces = sorted((out / "teval").glob("*.jsonl"))
+    assert traces and len(traces) == len(TaskSet.load(Path(manifest.sets["teval"])))
+    verified = runner.invoke(app, ["verify", str(out), "--tasks", "teval"])
+    assert verified.exit_code == 0, verified.output
+    replayed = runner.invoke(app, ["replay", str(out), "--tasks", "teval", "--out", str(tmp_path / "r")])
+    assert replayed.exit_code == 0 and f"{len(traces)}/{len(traces)} byte-identical" in replayed.output
+    unknown = runner.invoke(app, ["record", "--tasks", "no-such-set", "--out", str(tmp_path / "x")])
+    assert unknown.exit_code == 2 and "no such task set file or bundled set: no-such-set" in unknown.output

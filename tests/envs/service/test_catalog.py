@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig, bundled_task_sets
+from toolgym.envs.demo import bundled_task_sets
+from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig
 from toolgym.tools import ToolSet, tool
 
 
@@ -15,8 +16,12 @@ def echo(text: str) -> str:
     return text
 
 
-def test_bundled_sets() -> None:
-    assert {"demo", "ctool", "mtu", "teval"} <= set(bundled_task_sets())
+def test_the_server_offers_every_bundled_set() -> None:
+    # the same names as `toolgym run --tasks` (ToolEyes included), from the one list of them
+    catalog = Catalog.build(tools=ToolSet([echo]))
+    assert set(catalog.describe()["task_sets"]) == set(bundled_task_sets())
+    assert {"demo", "ctool", "mtu", "teval", "tooleyes"} <= set(catalog.describe()["task_sets"])
+    assert len(catalog.task_set("tooleyes")) == 382
 
 
 def test_resolve_over_defaults(tmp_path: Path) -> None:
