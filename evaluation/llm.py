@@ -13,11 +13,19 @@ task prompt as the user message, then the model's replies and the env's observat
 messages paired with the call ids; with the `responses` protocol (over `/v1/responses`) the model's
 output items join the input and observations come back as `function_call_output` items; with the
 text protocols (react, json) the reply is text and observations are user messages.
+
+With `LLMConfig.token_ids` the client asks the server for the token ids it saw and generated, as
+vLLM's OpenAI server returns them (`return_token_ids`: `prompt_token_ids` on the response,
+`token_ids` on each choice; `logprobs: true` for the logprob of each generated token; older vLLM's
+`return_tokens_as_token_ids` spells each logprob token `token_id:<id>`). The agent keeps them as
+the turn's `TurnTokens`, which the runner writes into the trace; nothing is ever re-tokenised. A
+server that returns none gives no tokens, said once in the log.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -37,7 +45,9 @@ from toolgym.protocols.json_protocol import content_of_message
 from toolgym.protocols.openai import OpenAIProtocol
 from toolgym.protocols.responses import ResponsesProtocol
 from toolgym.tasks import Task
-from toolgym.trace import ModelRequest
+from toolgym.trace import ModelRequest, TurnTokens
+
+log = logging.getLogger(__name__)
 
 # what LLMAgent can speak over each API: tool calls in the API's own form, or text
 API_PROTOCOLS: dict[str, tuple[str, ...]] = {
@@ -92,6 +102,12 @@ class LLMConfig:
     concurrency: int = 8
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     api: Literal["chat", "responses"] = "chat"  # /v1/chat/completions or /v1/responses
+    # ask for the token ids and logprobs of each turn (vLLM's extra parameters; chat API only)
+    token_ids: bool = False
+
+    def __post_init__(self) -> None:
+        if self.token_ids and self.api != "chat":
+            raise ValueError("token ids are asked over the chat API (/v1/chat/completions) only")
 
     @property
     def endpoint(self) -> str:
@@ -199,6 +215,60 @@ class ChatResult:
     usage: Usage
     response: dict[str, Any]
     output: list[dict[str, Any]] = field(default_factory=list)
+    tokens: TurnTokens | None = None  # with LLMConfig.token_ids, when the server returned them
+
+
+# what vLLM's OpenAI server takes to return token ids (>= 0.10.2) and logprobs; older versions
+# ignore return_token_ids but spell logprob tokens as `token_id:<id>` with the last one
+TOKEN_ID_PARAMS: dict[str, Any] = {
+    "logprobs": True,
+    "return_token_ids": True,
+    "return_tokens_as_token_ids": True,
+}
+TOKEN_ID_PREFIX = "token_id:"
+
+
+def _ids(value: Any) -> list[int] | None:
+    if isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+        return list(value)
+    return None
+
+
+def _logprob_entries(choice: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
+    return [e for e in content if isinstance(e, Mapping)] if isinstance(content, list) else []
+
+
+def _id_of_token(token: Any) -> int | None:
+    """The id in a `token_id:<id>` logprob token (vLLM's return_tokens_as_token_ids)."""
+    if isinstance(token, str) and token.startswith(TOKEN_ID_PREFIX):
+        digits = token[len(TOKEN_ID_PREFIX) :]
+        return int(digits) if digits.isdigit() else None
+    return None
+
+
+def turn_tokens(response: Mapping[str, Any], choice: Mapping[str, Any]) -> TurnTokens | None:
+    """The turn's tokens from a chat completion, as vLLM returns them: the prompt's ids
+    (`prompt_token_ids`), the choice's generated ids (`token_ids`, else the `token_id:<id>`
+    logprob tokens) and one logprob per generated token. None when the server returned no prompt
+    ids or no generated ids: a trajectory cannot be put together without both."""
+    prompt = _ids(response.get("prompt_token_ids"))
+    entries = _logprob_entries(choice)
+    completion = _ids(choice.get("token_ids"))
+    if completion is None and entries:
+        from_tokens = [_id_of_token(e.get("token")) for e in entries]
+        completion = [i for i in from_tokens if i is not None] if None not in from_tokens else None
+    if prompt is None or completion is None:
+        return None
+    logprobs = [e.get("logprob") for e in entries]
+    numbers = [float(v) for v in logprobs if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    # one per generated token, or none (a server that sent ids without logprobs)
+    return TurnTokens(
+        prompt_ids=prompt,
+        completion_ids=completion,
+        logprobs=numbers if len(numbers) == len(completion) == len(logprobs) else None,
+    )
 
 
 def _count(usage: Mapping[str, Any], *keys: str) -> int:
@@ -238,6 +308,7 @@ class ChatClient:
         self._slots = threading.BoundedSemaphore(config.concurrency)
         self._lock = threading.Lock()
         self.usage = Usage()
+        self.turns_without_tokens = 0  # answers without token ids, when they were asked for
 
     def _count_attempt(self, request: httpx2.Request) -> None:
         self._attempts.count = getattr(self._attempts, "count", 0) + 1
@@ -286,6 +357,8 @@ class ChatClient:
             body["tools"] = [dict(t) for t in tools]
             body["tool_choice"] = "auto"
         body.update({k: v for k, v in optional.items() if v is not None})
+        if cfg.token_ids:
+            body.update(TOKEN_ID_PARAMS)
         body.update(cfg.extra_body)
         return body
 
@@ -372,7 +445,24 @@ class ChatClient:
             finish_reason=reason if isinstance(reason, str) else None,
             usage=usage,
             response=data,
+            tokens=self._tokens(data, choices[0]),
         )
+
+    def _tokens(self, response: Mapping[str, Any], choice: Mapping[str, Any]) -> TurnTokens | None:
+        if not self.config.token_ids:
+            return None
+        tokens = turn_tokens(response, choice)
+        if tokens is None:
+            with self._lock:
+                self.turns_without_tokens += 1
+                first = self.turns_without_tokens == 1
+            if first:  # once per client: every later answer is likely the same
+                log.warning(
+                    "%s returned no token ids (prompt_token_ids / token_ids): the traces keep no "
+                    "tokens; vLLM >= 0.10.2 returns them",
+                    self.config.endpoint,
+                )
+        return tokens
 
     @staticmethod
     def _response_result(data: dict[str, Any], usage: Usage, raw: str) -> ChatResult:
@@ -461,6 +551,7 @@ class LLMAgent:
         # the last turn as the trace keeps it (toolgym.envs.runner): what was sent, how long it took
         self.turn_request: ModelRequest | None = None
         self.turn_latency_ms: float | None = None
+        self.turn_tokens: TurnTokens | None = None  # with LLMConfig.token_ids, what the server gave
         self._recorded = 0  # messages already in an earlier turn's request
 
     def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
@@ -479,6 +570,7 @@ class LLMAgent:
         self._turns = 0
         self.turn_request = None
         self.turn_latency_ms = None
+        self.turn_tokens = None
         self._recorded = 0
         protocol = self.env.protocol
         self._tools = (
@@ -493,12 +585,14 @@ class LLMAgent:
         self._turns += 1
         self.turn_request = self._request_delta()
         self.turn_latency_ms = None
+        self.turn_tokens = None
         result = self.client.complete(
             self.messages, tools=self._tools, seed=self.seed, stop=self.stop or None
         )
         # only a request that was answered counts as sent: a retried turn sends the same delta
         self._recorded = len(self.messages)
         self.turn_latency_ms = result.usage.latency_s * 1000
+        self.turn_tokens = result.tokens
         self.usage.add(result.usage)
         self.finish_reasons.append(result.finish_reason)
         if self.responses:

@@ -441,3 +441,114 @@ def test_lone_surrogates_in_the_history_are_sent_escaped() -> None:
     assert fake.requests[0]["messages"][0]["content"] == "broken \ud800 text"  # decoded back exactly
     assert fake.headers[0]["content-type"] == "application/json"
     assert "authorization" not in fake.headers[0]  # no key: no bearer token, not the SDK's placeholder
+
+
+# ---- token ids from the model server (vLLM's return_token_ids / logprobs) ------------------------
+FISH_OIL_SCRIPT = {
+    FISH_OIL: [
+        calls(("OCR", OCR_ARGS), content="Read the label first."),
+        calls(("Calculator", CALC_ARGS)),
+        text("The bottle holds 290 softgels: it lasts 58 days."),
+    ]
+}
+
+
+def _run_llm(fake: FakeOpenAI, out: Path, *extra: str) -> Any:
+    from typer.testing import CliRunner
+
+    from toolgym.cli import app
+    from toolgym.envs.demo import demo_tasks_path
+
+    args = ["run", "--agent", "llm", "--base-url", fake.base_url, "--model", "fake-model", *extra]
+    args += ["--tasks", str(demo_tasks_path()), "--task-id", "fish-oil-days", "--out", str(out)]
+    return CliRunner().invoke(app, args)
+
+
+def test_token_ids_from_the_server_reach_the_trace_and_the_token_export(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tests.evaluation.fake_openai import logprob_of, render_prompt, tokenize
+    from toolgym.cli import app
+
+    with serve(FakeOpenAI(FISH_OIL_SCRIPT)) as fake:
+        result = _run_llm(fake, tmp_path / "run", "--token-ids")
+    assert result.exit_code == 0, result.output
+    assert "without token ids" not in result.output
+    # asked as vLLM takes it
+    assert all(
+        r["logprobs"] is True and r["return_token_ids"] is True and r["return_tokens_as_token_ids"] is True
+        for r in fake.requests
+    )
+    trace = read_trace(next((tmp_path / "run").rglob("fish-oil-days.seed0.jsonl")))
+    turns = [s.tokens for s in trace.steps]
+    assert len(turns) == 3 and all(t is not None for t in turns)
+    for turn, sent in zip(turns, fake.requests, strict=True):
+        assert turn is not None
+        # exactly the ids the server sent back: its prompt, its completion, a logprob per token
+        assert turn.prompt_ids == tokenize(render_prompt(sent["messages"]))
+        assert turn.logprobs == [logprob_of(i) for i in turn.completion_ids]
+    assert turns[2] is not None and "".join(map(chr, turns[2].completion_ids)).startswith("The bottle holds")
+
+    out = tmp_path / "tokens.jsonl"
+    exported = CliRunner().invoke(
+        app, ["export", str(tmp_path / "run"), "--format", "tokens", "--out", str(out)]
+    )
+    assert exported.exit_code == 0, exported.output
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["task_id"] == "fish-oil-days" and record["reward"] == 1.0
+    assert [t["completion_ids"] for t in record["turns"]] == [t.completion_ids for t in turns if t]
+    # the turns concatenate (each prompt extends the last prompt and completion): one sequence
+    # whose mask marks the model's tokens 1 and the prompt, tool and env tokens 0
+    last = turns[-1]
+    assert last is not None and record["input_ids"] == last.prompt_ids + last.completion_ids
+    model_ids = [i for turn in turns if turn for i in turn.completion_ids]
+    assert [i for i, m in zip(record["input_ids"], record["loss_mask"], strict=True) if m] == model_ids
+    assert (
+        "".join(chr(i) for i, m in zip(record["input_ids"], record["loss_mask"], strict=True) if not m).count(
+            "<|tool|>"
+        )
+        == 2
+    )
+    assert [p for p in record["logprobs"] if p is not None] == [logprob_of(i) for i in model_ids]
+
+
+@pytest.mark.parametrize("server", ["legacy", "none"])
+def test_a_server_without_token_ids_gives_no_tokens_and_says_so_once(
+    server: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = FakeOpenAI(FISH_OIL_SCRIPT, token_ids=server)  # type: ignore[arg-type]
+    with serve(fake), caplog.at_level("WARNING", logger="toolgym.evaluation.llm"):
+        result = _run_llm(fake, tmp_path, "--token-ids")
+    assert result.exit_code == 0, result.output  # not an error: the run goes on without tokens
+    assert "3 answers came without token ids" in " ".join(result.output.split())
+    assert len(caplog.records) == 1 and "returned no token ids" in caplog.records[0].getMessage()
+    trace = read_trace(next(tmp_path.rglob("fish-oil-days.seed0.jsonl")))
+    assert trace.end is not None and all(s.tokens is None for s in trace.steps)
+
+
+def test_token_ids_from_token_id_logprob_tokens() -> None:
+    """A server that sends the prompt's ids but spells the generated ones only as `token_id:<id>`
+    logprob tokens (return_tokens_as_token_ids); unusable answers give no tokens."""
+    from toolgym.evaluation.llm import turn_tokens
+
+    entries = [{"token": "token_id:7", "logprob": -0.5}, {"token": "token_id:9", "logprob": -1.0}]
+    choice = {"logprobs": {"content": entries}}
+    tokens = turn_tokens({"prompt_token_ids": [1, 2]}, choice)
+    assert tokens is not None and tokens.model_dump() == {
+        "prompt_ids": [1, 2],
+        "completion_ids": [7, 9],
+        "logprobs": [-0.5, -1.0],
+    }
+    assert turn_tokens({}, choice) is None  # no prompt ids: no trajectory
+    assert turn_tokens({"prompt_token_ids": [1]}, {"logprobs": {"content": [{"token": "a"}]}}) is None
+    # ids without logprobs: the ids, no logprobs
+    no_logprobs = turn_tokens({"prompt_token_ids": [1]}, {"token_ids": [5, 6]})
+    assert no_logprobs is not None and no_logprobs.logprobs is None
+
+
+def test_token_ids_need_the_chat_api() -> None:
+    with pytest.raises(ValueError, match="chat API"):
+        LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", api="responses", token_ids=True)
+    with serve(FakeOpenAI(FISH_OIL_SCRIPT)) as fake:
+        result = _run_llm(fake, Path("/nonexistent-out"), "--token-ids", "--api", "responses")
+    assert result.exit_code == 2 and "chat API" in result.output and not fake.requests
