@@ -233,7 +233,7 @@ def test_retries_on_429_and_5xx_then_succeeds() -> None:
         ChatClient(config(fake)) as client,
     ):
         result = client.complete([{"role": "user", "content": "hi"}])
-    assert result.message["content"] == "ok"
+    assert result.message.content == "ok"
     assert result.usage.retries == 3 and result.usage.requests == 1
     assert len(fake.requests) == 4 and fake.faults_served == 3
 
@@ -246,7 +246,7 @@ def test_timeout_is_retried() -> None:
         ChatClient(config(fake, timeout_s=1.0)) as client,
     ):
         result = client.complete([{"role": "user", "content": "hi"}])
-    assert result.message["content"] == "late but fine" and result.usage.retries == 1
+    assert result.message.content == "late but fine" and result.usage.retries == 1
 
 
 def test_retries_exhausted_raise_llm_unavailable() -> None:
@@ -275,7 +275,7 @@ def test_api_key_is_sent_and_a_refusal_is_not_retried(monkeypatch: pytest.Monkey
     monkeypatch.setenv("TOOLGYM_TEST_KEY", "sk-right")
     with serve(FakeOpenAI(lambda body: text("hello"), api_key="sk-right")) as fake:
         with ChatClient(config(fake, api_key=api_key_from_env("TOOLGYM_TEST_KEY"))) as client:
-            assert client.complete([{"role": "user", "content": "hi"}]).message["content"] == "hello"
+            assert client.complete([{"role": "user", "content": "hi"}]).message.content == "hello"
         assert fake.headers[-1]["authorization"] == "Bearer sk-right"
         with (
             ChatClient(config(fake, api_key="sk-wrong")) as client,
@@ -437,7 +437,7 @@ def test_each_api_takes_only_its_own_tool_protocol() -> None:
 def test_lone_surrogates_in_the_history_are_sent_escaped() -> None:
     with serve(FakeOpenAI(lambda body: text("ok"))) as fake, ChatClient(config(fake)) as client:
         result = client.complete([{"role": "user", "content": "broken \ud800 text"}])
-    assert result.message["content"] == "ok"
+    assert result.message.content == "ok"
     assert fake.requests[0]["messages"][0]["content"] == "broken \ud800 text"  # decoded back exactly
     assert fake.headers[0]["content-type"] == "application/json"
     assert "authorization" not in fake.headers[0]  # no key: no bearer token, not the SDK's placeholder
@@ -529,20 +529,27 @@ def test_a_server_without_token_ids_gives_no_tokens_and_says_so_once(
 def test_token_ids_from_token_id_logprob_tokens() -> None:
     """A server that sends the prompt's ids but spells the generated ones only as `token_id:<id>`
     logprob tokens (return_tokens_as_token_ids); unusable answers give no tokens."""
+    from openai.types.chat import ChatCompletion
+
     from toolgym.evaluation.llm import turn_tokens
+
+    def completion(response: dict[str, Any], choice: dict[str, Any]) -> ChatCompletion:
+        # read as the SDK reads an answer (leniently, extra fields kept)
+        return ChatCompletion.construct(**response, choices=[{"index": 0, **choice}])
 
     entries = [{"token": "token_id:7", "logprob": -0.5}, {"token": "token_id:9", "logprob": -1.0}]
     choice = {"logprobs": {"content": entries}}
-    tokens = turn_tokens({"prompt_token_ids": [1, 2]}, choice)
+    tokens = turn_tokens(completion({"prompt_token_ids": [1, 2]}, choice))
     assert tokens is not None and tokens.model_dump() == {
         "prompt_ids": [1, 2],
         "completion_ids": [7, 9],
         "logprobs": [-0.5, -1.0],
     }
-    assert turn_tokens({}, choice) is None  # no prompt ids: no trajectory
-    assert turn_tokens({"prompt_token_ids": [1]}, {"logprobs": {"content": [{"token": "a"}]}}) is None
+    assert turn_tokens(completion({}, choice)) is None  # no prompt ids: no trajectory
+    plain_tokens = {"logprobs": {"content": [{"token": "a"}]}}
+    assert turn_tokens(completion({"prompt_token_ids": [1]}, plain_tokens)) is None
     # ids without logprobs: the ids, no logprobs
-    no_logprobs = turn_tokens({"prompt_token_ids": [1]}, {"token_ids": [5, 6]})
+    no_logprobs = turn_tokens(completion({"prompt_token_ids": [1]}, {"token_ids": [5, 6]}))
     assert no_logprobs is not None and no_logprobs.logprobs is None
 
 
