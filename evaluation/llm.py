@@ -8,6 +8,10 @@ attempts. On top: a semaphore that bounds the requests in flight across threads,
 accounting from each response's `usage`. Answers are the SDK's typed objects (`ChatCompletion`,
 `Response`), parsed by the SDK as its `with_raw_response(...).parse()` does (leniently: servers
 differ in the fields they fill), with the body as sent kept beside them (`ChatResult.raw`).
+`AsyncChatClient` is the same client on `openai.AsyncOpenAI` (an `asyncio.Semaphore` bounds its
+requests in flight); both share request building, parsing and error classification
+(`_ClientCore`), and `LLMAgent` on it is an `AsyncAgent` (`astart`, `aact`) that
+`toolgym.envs.rollouts.arollout` drives on one event loop.
 
 `LLMAgent` keeps one episode's chat history: the protocol's instructions as the system message, the
 task prompt as the user message, then the model's replies and the env's observations. With the
@@ -26,6 +30,7 @@ server that returns none gives no tokens, said once in the log.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -556,6 +561,50 @@ class ChatClient(_ClientCore):
         return self._finish(answer, started)
 
 
+class AsyncChatClient(_ClientCore):
+    """`ChatClient` on `openai.AsyncOpenAI`, for episodes driven on one event loop
+    (`toolgym.envs.rollouts.arollout`): the same requests, results, errors and usage; an
+    `asyncio.Semaphore` bounds the requests in flight. Use it on one event loop."""
+
+    def __init__(self, config: LLMConfig) -> None:
+        super().__init__(config)
+        self._http = httpx2.AsyncClient(
+            limits=self._limits(), event_hooks={"request": [self._count_attempt_async]}
+        )
+        self._sdk = openai.AsyncOpenAI(**self._sdk_options(), http_client=self._http)
+        self._slots = asyncio.Semaphore(config.concurrency)
+
+    async def _count_attempt_async(self, request: httpx2.Request) -> None:
+        self._count_attempt(request)
+
+    async def close(self) -> None:
+        await self._sdk.close()
+
+    async def __aenter__(self) -> AsyncChatClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        seed: int | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> ChatResult:
+        """As `ChatClient.complete`, awaited."""
+        request = self._prepare(messages, tools, seed, stop)
+        started = time.perf_counter()
+        try:
+            async with self._slots:
+                answer = await self._sdk.post(**request)
+        except (openai.APIStatusError, openai.APIConnectionError) as exc:
+            self._fail(exc)
+        return self._finish(answer, started)
+
+
 def _output_text(message_item: object) -> str:
     """The text of a Responses message item: its output_text parts, joined."""
     content = getattr(message_item, "content", None)
@@ -578,13 +627,14 @@ def _text_of(message: ChatCompletionMessage) -> str:
 class LLMAgent:
     """An `Agent` for one ToolEnv: it reads the env's protocol and, per episode, its offered tools.
 
-    Give each concurrently running episode its own env and agent; they may share a ChatClient.
+    Give each concurrently running episode its own env and agent; they may share a ChatClient. On
+    an AsyncChatClient it is an `AsyncAgent` (`astart`, `aact`: toolgym.envs.rollouts.arollout).
     `usage` holds the current episode's token counts, `finish_reasons` its finish reasons.
     """
 
     def __init__(
         self,
-        client: ChatClient,
+        client: ChatClient | AsyncChatClient,
         env: ToolEnv,
         *,
         seed: int | None = None,
@@ -648,15 +698,36 @@ class LLMAgent:
         )
 
     def act(self, observation: str, info: dict[str, Any]) -> str | dict[str, Any] | list[dict[str, Any]]:
+        if not isinstance(self.client, ChatClient):
+            raise TypeError("an agent on an AsyncChatClient is driven with `await agent.aact(...)`")
+        request = self._begin_turn(observation, info)
+        return self._end_turn(self.client.complete(self.messages, **request))
+
+    async def astart(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        """`start` for async drivers (`toolgym.envs.runner.arun_episode`); it asks nothing."""
+        self.start(task, observation, info)
+
+    async def aact(
+        self, observation: str, info: dict[str, Any]
+    ) -> str | dict[str, Any] | list[dict[str, Any]]:
+        """`act` on an AsyncChatClient: the same turn, the model awaited."""
+        if not isinstance(self.client, AsyncChatClient):
+            raise TypeError("`aact` needs an AsyncChatClient; a ChatClient's agent is driven with `act`")
+        request = self._begin_turn(observation, info)
+        return self._end_turn(await self.client.complete(self.messages, **request))
+
+    def _begin_turn(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
+        """The last step's observation into the history; the request's other arguments."""
         if self._turns > 0:
             self._add_observation(observation, info)
         self._turns += 1
         self.turn_request = self._request_delta()
         self.turn_latency_ms = None
         self.turn_tokens = None
-        result = self.client.complete(
-            self.messages, tools=self._tools, seed=self.seed, stop=self.stop or None
-        )
+        return {"tools": self._tools, "seed": self.seed, "stop": self.stop or None}
+
+    def _end_turn(self, result: ChatResult) -> str | dict[str, Any] | list[dict[str, Any]]:
+        """The model's answer into the history and the turn's record; the output for the env."""
         # only a request that was answered counts as sent: a retried turn sends the same delta
         self._recorded = len(self.messages)
         self.turn_latency_ms = result.usage.latency_s * 1000
