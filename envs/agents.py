@@ -31,6 +31,18 @@ class Agent(Protocol):
         are what the latest reset or step returned."""
 
 
+class AsyncAgent(Protocol):
+    """An agent that awaits its model (`toolgym.envs.runner.arun_episode`), as `Agent` but async."""
+
+    name: str
+
+    async def astart(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        """A new episode begins (as `Agent.start`)."""
+
+    async def aact(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
+        """The agent's next output (as `Agent.act`)."""
+
+
 class ScriptedAgent:
     """Plays a fixed list of actions, rendered as raw model output through the env's protocol,
     so the same parsing path runs as with a real model."""

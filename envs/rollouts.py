@@ -4,6 +4,8 @@
   `toolgym run` always did); traces are written in place by the episode runner.
 - `ProcessExecutor` spreads them over `workers` local processes (no Ray needed).
 - `toolgym.envs.ray_rollouts.RayExecutor` spreads them over Ray actors.
+- `arollout` runs them as asyncio tasks on one event loop, for agents that await their model
+  (`AsyncAgent`, e.g. the LLM agent on an `AsyncChatClient`), with the same traces.
 
 Every executor runs an episode the same way (`EpisodeWorker.run`): a worker holds one `ToolEnv`
 per task set, reused across episodes (reset rebuilds nothing but the episode), and builds the
@@ -16,6 +18,7 @@ the agent.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
 import shutil
@@ -33,10 +36,11 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from toolgym.canonical import canonical_hash
-from toolgym.envs.agents import Agent, OracleAgent
+from toolgym.envs.agents import Agent, AsyncAgent, OracleAgent
 from toolgym.envs.faults import FaultLayer, FaultPlan, fault_aware
 from toolgym.envs.rewards import task_scores
-from toolgym.envs.runner import run_episode, trace_name
+from toolgym.envs.runner import EpisodeResult as RunnerResult
+from toolgym.envs.runner import arun_episode, run_episode, trace_name
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.envs.users import UserSimulator
 from toolgym.tasks import Task, TaskSet
@@ -339,41 +343,11 @@ class EpisodeWorker:
             shutil.rmtree(folder, ignore_errors=True)
 
     def _run(self, env: ToolEnv, agent: Agent, task: Task, spec: EpisodeSpec, folder: Path) -> EpisodeOutcome:
-        rel = Path(spec.trace_path)
-        common: dict[str, Any] = {
-            "index": spec.index,
-            "trial": spec.trial,
-            "task_set": spec.task_set,
-            "task_id": spec.task_id,
-            "category": task.category,
-            "agent": spec.agent,
-            "task_hash": canonical_hash(task.model_dump(mode="json")),
-        }
         try:
             result = run_episode(env, agent, task, seed=spec.seed, trace_dir=folder, keep_files=True)
         except self.abort_types as exc:
-            partial = folder / (rel.name + ".partial")
-            message = getattr(exc, "message", None) or str(exc)
-            return EpisodeOutcome(
-                **common,
-                status="aborted",
-                reward=0.0,
-                steps=len(env.episode.steps) if env.episode is not None else 0,
-                error_counts=dict(env.error_counts),
-                usage=_usage_of(agent),
-                trace=(rel.parent / partial.name).as_posix() if partial.exists() else None,
-                error=f"{type(exc).__name__}: {message}",
-            )
-        return EpisodeOutcome(
-            **common,
-            status="terminated" if result.terminated else "truncated",
-            reward=result.reward,
-            steps=result.steps,
-            error_counts=result.error_counts,
-            scores=result.scores,
-            usage=_usage_of(agent),
-            trace=rel.as_posix() if result.trace_path is not None else None,
-        )
+            return aborted_outcome(env, agent, task, spec, folder, exc)
+        return finished_outcome(agent, task, spec, result)
 
     def run_batch(self, specs: Sequence[EpisodeSpec]) -> list[tuple[EpisodeOutcome, bytes | None]]:
         return [self.run(spec) for spec in specs]
@@ -398,7 +372,55 @@ class EpisodeWorker:
             shutil.rmtree(self._staging, ignore_errors=True)
 
 
-def _usage_of(agent: Agent) -> dict[str, int | float] | None:
+def _outcome_fields(task: Task, spec: EpisodeSpec) -> dict[str, Any]:
+    return {
+        "index": spec.index,
+        "trial": spec.trial,
+        "task_set": spec.task_set,
+        "task_id": spec.task_id,
+        "category": task.category,
+        "agent": spec.agent,
+        "task_hash": canonical_hash(task.model_dump(mode="json")),
+    }
+
+
+def finished_outcome(
+    agent: Agent | AsyncAgent, task: Task, spec: EpisodeSpec, result: RunnerResult
+) -> EpisodeOutcome:
+    """The outcome of an episode that ran to its end."""
+    return EpisodeOutcome(
+        **_outcome_fields(task, spec),
+        status="terminated" if result.terminated else "truncated",
+        reward=result.reward,
+        steps=result.steps,
+        error_counts=result.error_counts,
+        scores=result.scores,
+        usage=_usage_of(agent),
+        trace=Path(spec.trace_path).as_posix() if result.trace_path is not None else None,
+    )
+
+
+def aborted_outcome(
+    env: ToolEnv, agent: Agent | AsyncAgent, task: Task, spec: EpisodeSpec, folder: Path, exc: BaseException
+) -> EpisodeOutcome:
+    """The outcome of an episode that an abort exception (an infra error) stopped: not the agent's
+    fault; its partial trace stays beside the finished ones."""
+    rel = Path(spec.trace_path)
+    partial = folder / (rel.name + ".partial")
+    message = getattr(exc, "message", None) or str(exc)
+    return EpisodeOutcome(
+        **_outcome_fields(task, spec),
+        status="aborted",
+        reward=0.0,
+        steps=len(env.episode.steps) if env.episode is not None else 0,
+        error_counts=dict(env.error_counts),
+        usage=_usage_of(agent),
+        trace=(rel.parent / partial.name).as_posix() if partial.exists() else None,
+        error=f"{type(exc).__name__}: {message}",
+    )
+
+
+def _usage_of(agent: Agent | AsyncAgent) -> dict[str, int | float] | None:
     usage = getattr(agent, "usage", None)
     as_dict = getattr(usage, "as_dict", None)
     return as_dict() if callable(as_dict) else None  # the LLM agent's token usage
@@ -833,3 +855,44 @@ def lost_outcome(spec: EpisodeSpec, attempts: int, cause: BaseException) -> Epis
         error=f"WorkerLost: {error}",
         agent=spec.agent,
     )
+
+
+# ---- async: episodes on one event loop ---------------------------------------------------------
+async def arollout(
+    task_sets: Sequence[tuple[str, TaskSet]],
+    specs: Sequence[EpisodeSpec],
+    *,
+    out: Path,
+    make_env: Callable[[str], ToolEnv],
+    make_agent: Callable[[ToolEnv, int], AsyncAgent],
+    concurrency: int = 8,
+    abort_types: tuple[type[BaseException], ...] = (),
+) -> list[EpisodeOutcome]:
+    """Run `specs` as asyncio tasks on the running loop, at most `concurrency` at once, each with its
+    own env (`make_env(task set name)`, closed after the episode) and agent
+    (`make_agent(env, trial)`, an `AsyncAgent`), writing each trace under `out` where the other
+    executors put it, with the same bytes. An exception of `abort_types` (the model server failed)
+    records the episode as aborted, as `EpisodeWorker` does; the outcomes come in spec order."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    tasks = {name: {t.id: t for t in task_set} for name, task_set in task_sets}
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(spec: EpisodeSpec) -> EpisodeOutcome:
+        async with slots:
+            task = tasks[spec.task_set][spec.task_id]
+            folder = out / Path(spec.trace_path).parent
+            env = make_env(spec.task_set)
+            try:
+                agent = make_agent(env, spec.trial)
+                try:
+                    result = await arun_episode(
+                        env, agent, task, seed=spec.seed, trace_dir=folder, keep_files=True
+                    )
+                except abort_types as exc:
+                    return aborted_outcome(env, agent, task, spec, folder, exc)
+                return finished_outcome(agent, task, spec, result)
+            finally:
+                env.close()
+
+    return list(await asyncio.gather(*(one(spec) for spec in specs)))

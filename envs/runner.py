@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.canonical import canonical_hash
-from toolgym.envs.agents import Agent
+from toolgym.envs.agents import Agent, AsyncAgent
 from toolgym.envs.faults import FaultLayer
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.files import FileHandle
@@ -46,7 +46,7 @@ def trace_name(task_id: str, seed: int | None, *, kind: str = "") -> str:
 
 def trace_header(
     env: ToolEnv,
-    agent: Agent,
+    agent: Agent | AsyncAgent,
     task: Task,
     seed: int | None,
     env_config: dict[str, Any],
@@ -127,6 +127,102 @@ def keep_observation_files(env: ToolEnv, info: dict[str, Any], folder: Path) -> 
                 env.files.copy_to(handle, target)
 
 
+class _Episode:
+    """One episode after `env.reset` and `agent.start`: its loop state and its trace. What
+    `run_episode` and `arun_episode` share, so the sync and async drivers write the same bytes."""
+
+    def __init__(
+        self,
+        env: ToolEnv,
+        agent: Agent | AsyncAgent,
+        task: Task,
+        observation: str,
+        info: dict[str, Any],
+        *,
+        seed: int | None,
+        trace_dir: Path | None,
+        timing: bool,
+        golden: bool,
+        keep_files: bool,
+    ) -> None:
+        self.env, self.agent, self.task = env, agent, task
+        self.timing, self.golden = timing, golden
+        self.observation, self.reset_info = observation, info
+        self.writer: TraceWriter | None = None
+        if trace_dir is not None:
+            config: dict[str, Any] = {"max_steps": task.max_steps or env.max_steps}
+            if task.user is not None:
+                config["user"] = env.user.name  # which simulator played the user (docs/users.md)
+            header = trace_header(env, agent, task, seed, config, golden=golden)
+            self.writer = TraceWriter(trace_dir / trace_name(task.id, seed), header)
+        self.hash_before: str | None = info.get("state_hash")
+        self.files_dir = trace_dir / FILES_DIR if keep_files and trace_dir is not None else None
+        self.reward, self.terminated, self.truncated, self.steps, self.latency = 0.0, False, False, 0, 0.0
+        self.step_info: dict[str, Any] = {}
+
+    @property
+    def done(self) -> bool:
+        return self.terminated or self.truncated
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The latest info: reset's, then each step's (what the agent is given)."""
+        return self.step_info or self.reset_info
+
+    def step(self, raw: Any) -> None:
+        """`env.step(raw)`, and its line in the trace."""
+        env, agent = self.env, self.agent
+        self.observation, r, self.terminated, self.truncated, self.step_info = env.step(raw)
+        step_info = self.step_info
+        self.reward = float(r)
+        self.steps += 1
+        self.latency += step_info["timing"].latency_s
+        if self.writer is not None:
+            tokens = getattr(agent, "turn_tokens", None)  # an agent whose server returned token ids
+            # an agent that asked a model (LLMAgent) says what it sent and how long it waited;
+            # such a run is not byte-reproducible anyway, so its steps keep their latencies,
+            # except in a golden trace, which a replay must give back byte for byte
+            request = getattr(agent, "turn_request", None)
+            model_ms = getattr(agent, "turn_latency_ms", None)
+            model_ms = float(model_ms) if isinstance(model_ms, (int, float)) and not self.golden else None
+            self.writer.step(
+                trace_step(
+                    raw,
+                    step_info,
+                    self.hash_before,
+                    timing=self.timing or model_ms is not None,
+                    tokens=tokens if isinstance(tokens, TurnTokens) else None,
+                    request=request if isinstance(request, ModelRequest) else None,
+                    model_latency_ms=model_ms,
+                )
+            )
+            if self.files_dir is not None:
+                keep_observation_files(env, step_info, self.files_dir)
+        self.hash_before = step_info.get("state_hash")
+
+    def finish(self) -> EpisodeResult:
+        """The end line, and the episode's result."""
+        path = None
+        if self.writer is not None:
+            end = trace_end(self.env, self.step_info, terminated=self.terminated, reward=self.reward)
+            path = self.writer.finish(end)
+        return EpisodeResult(
+            task_id=self.task.id,
+            reward=self.reward,
+            steps=self.steps,
+            terminated=self.terminated,
+            final_answer=self.step_info.get("final_answer"),
+            error_counts=dict(self.env.error_counts),
+            latency_s=self.latency,
+            scores=self.step_info.get("scores", {}),
+            trace_path=path,
+        )
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
 def run_episode(
     env: ToolEnv,
     agent: Agent,
@@ -143,61 +239,57 @@ def run_episode(
     trace names by hash only (`toolgym view` shows them)."""
     obs, info = env.reset(seed=seed, options={"task": task})
     agent.start(task, obs, info)
-    writer: TraceWriter | None = None
-    if trace_dir is not None:
-        config: dict[str, Any] = {"max_steps": task.max_steps or env.max_steps}
-        if task.user is not None:
-            config["user"] = env.user.name  # which simulator played the user (docs/users.md)
-        header = trace_header(env, agent, task, seed, config, golden=golden)
-        writer = TraceWriter(trace_dir / trace_name(task.id, seed), header)
-    hash_before: str | None = info.get("state_hash")
-    files_dir = trace_dir / FILES_DIR if keep_files and trace_dir is not None else None
-    reward, terminated, truncated, steps, latency = 0.0, False, False, 0, 0.0
-    step_info: dict[str, Any] = {}
-    try:
-        while not (terminated or truncated):
-            raw = agent.act(obs, step_info or info)  # the latest info: reset's, then each step's
-            obs, r, terminated, truncated, step_info = env.step(raw)
-            reward = float(r)
-            steps += 1
-            latency += step_info["timing"].latency_s
-            if writer is not None:
-                tokens = getattr(agent, "turn_tokens", None)  # an agent whose server returned token ids
-                # an agent that asked a model (LLMAgent) says what it sent and how long it waited;
-                # such a run is not byte-reproducible anyway, so its steps keep their latencies,
-                # except in a golden trace, which a replay must give back byte for byte
-                request = getattr(agent, "turn_request", None)
-                model_ms = getattr(agent, "turn_latency_ms", None)
-                model_ms = float(model_ms) if isinstance(model_ms, (int, float)) and not golden else None
-                writer.step(
-                    trace_step(
-                        raw,
-                        step_info,
-                        hash_before,
-                        timing=timing or model_ms is not None,
-                        tokens=tokens if isinstance(tokens, TurnTokens) else None,
-                        request=request if isinstance(request, ModelRequest) else None,
-                        model_latency_ms=model_ms,
-                    )
-                )
-                if files_dir is not None:
-                    keep_observation_files(env, step_info, files_dir)
-            hash_before = step_info.get("state_hash")
-        final = step_info.get("final_answer")
-        path = None
-        if writer is not None:
-            path = writer.finish(trace_end(env, step_info, terminated=terminated, reward=reward))
-    finally:
-        if writer is not None:
-            writer.close()
-    return EpisodeResult(
-        task_id=task.id,
-        reward=reward,
-        steps=steps,
-        terminated=terminated,
-        final_answer=final,
-        error_counts=dict(env.error_counts),
-        latency_s=latency,
-        scores=step_info.get("scores", {}),
-        trace_path=path,
+    episode = _Episode(
+        env,
+        agent,
+        task,
+        obs,
+        info,
+        seed=seed,
+        trace_dir=trace_dir,
+        timing=timing,
+        golden=golden,
+        keep_files=keep_files,
     )
+    try:
+        while not episode.done:
+            episode.step(agent.act(episode.observation, episode.info))
+        return episode.finish()
+    finally:
+        episode.close()
+
+
+async def arun_episode(
+    env: ToolEnv,
+    agent: AsyncAgent,
+    task: Task,
+    *,
+    seed: int | None = None,
+    trace_dir: Path | None = None,
+    timing: bool = False,
+    golden: bool = False,
+    keep_files: bool = False,
+) -> EpisodeResult:
+    """`run_episode` for an agent that awaits its model (`AsyncAgent`): the same steps and the same
+    trace bytes. The env steps on the event loop (tools are quick or have their own limits); other
+    episodes' model requests proceed meanwhile."""
+    obs, info = env.reset(seed=seed, options={"task": task})
+    await agent.astart(task, obs, info)
+    episode = _Episode(
+        env,
+        agent,
+        task,
+        obs,
+        info,
+        seed=seed,
+        trace_dir=trace_dir,
+        timing=timing,
+        golden=golden,
+        keep_files=keep_files,
+    )
+    try:
+        while not episode.done:
+            episode.step(await agent.aact(episode.observation, episode.info))
+        return episode.finish()
+    finally:
+        episode.close()

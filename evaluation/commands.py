@@ -426,6 +426,14 @@ def run(
         typer.Option(help="sampling seed; trial t sends llm_seed + t, so trials differ reproducibly"),
     ] = None,
     max_tokens: Annotated[int | None, typer.Option(help="completion token limit per request")] = None,
+    token_ids: Annotated[
+        bool,
+        typer.Option(
+            "--token-ids",
+            help="ask the model server for each turn's token ids and logprobs (vLLM's return_token_ids; "
+            "chat API) and keep them in the traces, for `toolgym export --format tokens`",
+        ),
+    ] = False,
     timeout: Annotated[float, typer.Option(help="seconds per request before it is retried")] = 120.0,
     max_retries: Annotated[
         int, typer.Option(min=0, help="retries on 429 / 5xx / timeouts / refused connections")
@@ -504,6 +512,8 @@ def run(
         except FewShotError as exc:
             raise typer.BadParameter(str(exc), param_hint="--few-shot") from None
     llm = agent == "llm"
+    if token_ids and not llm:
+        raise typer.BadParameter("--token-ids is for the LLM agent (--agent llm)", param_hint="--token-ids")
     if api is not None and api not in API_PATHS:
         raise typer.BadParameter(f"unknown API {api!r}; known: {', '.join(API_PATHS)}", param_hint="--api")
     if api is not None and not llm:
@@ -518,6 +528,8 @@ def run(
             f"/v1{API_PATHS[chosen_api]}, not {chosen!r} (--api picks the API)",
             param_hint="--protocol",
         )
+    if token_ids and chosen_api != "chat":
+        raise typer.BadParameter("token ids come over the chat API (--api chat)", param_hint="--token-ids")
     named_agent: AgentSpec | None = None
     if not llm:
         try:
@@ -584,6 +596,7 @@ def run(
             max_retries=max_retries,
             concurrency=concurrency,
             api="responses" if chosen_api == "responses" else "chat",
+            token_ids=token_ids,
         )
         try:
             preflight(config)  # a dead server, a wrong key or model: one line now, not per episode
@@ -635,6 +648,8 @@ def run(
             max_tokens=max_tokens,
             timeout_s=timeout,
         )
+        if token_ids:
+            settings["token_ids"] = True
     user_spec = None
     if user_config is not None:
         from toolgym.envs.rollouts import UserSpec
@@ -718,6 +733,12 @@ def run(
 
             write_retrieval(run_dir, retrieval)
         print_run(summary)
+        if client is not None and client.turns_without_tokens:
+            console.print(
+                f"note: --token-ids, but {client.turns_without_tokens} answers came without token ids "
+                "(prompt_token_ids / token_ids): their steps keep no tokens; vLLM >= 0.10.2 returns them",
+                highlight=False,
+            )
         if tool_server is not None:
             print_tool_server(tool_server, executor)
         console.print(f"traces and run.json written to {run_dir}/")

@@ -5,7 +5,13 @@ it, e.g. `http://127.0.0.1:8000/v1`): `/chat/completions` or, with `api="respons
 The SDK does the per-request timeout and the retries with backoff (408 / 409 / 429 / 5xx /
 connection errors / timeouts, Retry-After honoured); an event hook on its HTTP client counts the
 attempts. On top: a semaphore that bounds the requests in flight across threads, and token
-accounting from each response's `usage`.
+accounting from each response's `usage`. Answers are the SDK's typed objects (`ChatCompletion`,
+`Response`), parsed by the SDK as its `with_raw_response(...).parse()` does (leniently: servers
+differ in the fields they fill), with the body as sent kept beside them (`ChatResult.raw`).
+`AsyncChatClient` is the same client on `openai.AsyncOpenAI` (an `asyncio.Semaphore` bounds its
+requests in flight); both share request building, parsing and error classification
+(`_ClientCore`), and `LLMAgent` on it is an `AsyncAgent` (`astart`, `aact`) that
+`toolgym.envs.rollouts.arollout` drives on one event loop.
 
 `LLMAgent` keeps one episode's chat history: the protocol's instructions as the system message, the
 task prompt as the user message, then the model's replies and the env's observations. With the
@@ -13,22 +19,36 @@ task prompt as the user message, then the model's replies and the env's observat
 messages paired with the call ids; with the `responses` protocol (over `/v1/responses`) the model's
 output items join the input and observations come back as `function_call_output` items; with the
 text protocols (react, json) the reply is text and observations are user messages.
+
+With `LLMConfig.token_ids` the client asks the server for the token ids it saw and generated, as
+vLLM's OpenAI server returns them (`return_token_ids`: `prompt_token_ids` on the response,
+`token_ids` on each choice; `logprobs: true` for the logprob of each generated token; older vLLM's
+`return_tokens_as_token_ids` spells each logprob token `token_id:<id>`). The agent keeps them as
+the turn's `TurnTokens`, which the runner writes into the trace; nothing is ever re-tokenised. A
+server that returns none gives no tokens, said once in the log.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
 import threading
 import time
 import typing
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import httpx
 import httpx2  # the HTTP client the openai SDK is built on
 import openai
+import pydantic
+from openai._constants import RAW_RESPONSE_HEADER  # what the SDK's `with_raw_response` sends
+from openai.types.chat import ChatCompletion, ChatCompletionMessage
+from openai.types.responses import Response, ResponseFunctionToolCall, ResponseOutputItem
 
 from toolgym.actions import Observation
 from toolgym.canonical import escape_surrogates
@@ -37,7 +57,9 @@ from toolgym.protocols.json_protocol import content_of_message
 from toolgym.protocols.openai import OpenAIProtocol
 from toolgym.protocols.responses import ResponsesProtocol
 from toolgym.tasks import Task
-from toolgym.trace import ModelRequest
+from toolgym.trace import ModelRequest, TurnTokens
+
+log = logging.getLogger(__name__)
 
 # what LLMAgent can speak over each API: tool calls in the API's own form, or text
 API_PROTOCOLS: dict[str, tuple[str, ...]] = {
@@ -92,6 +114,12 @@ class LLMConfig:
     concurrency: int = 8
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     api: Literal["chat", "responses"] = "chat"  # /v1/chat/completions or /v1/responses
+    # ask for the token ids and logprobs of each turn (vLLM's extra parameters; chat API only)
+    token_ids: bool = False
+
+    def __post_init__(self) -> None:
+        if self.token_ids and self.api != "chat":
+            raise ValueError("token ids are asked over the chat API (/v1/chat/completions) only")
 
     @property
     def endpoint(self) -> str:
@@ -191,30 +219,105 @@ class Usage:
 
 @dataclass(frozen=True)
 class ChatResult:
-    """One answered request. `message` is the chat message (for a Response: its output text as an
-    assistant message); `output` the Response's output items (empty for a chat completion)."""
+    """One answered request, as the openai SDK parsed it. `completion` is the SDK's typed object (a
+    `ChatCompletion`, or a `Response` over /v1/responses) and `raw` the body as the server sent it;
+    `message` is the chat message (for a Response: its output text as an assistant message),
+    `output` the Response's output items (empty for a chat completion)."""
 
-    message: dict[str, Any]
+    message: ChatCompletionMessage
     finish_reason: str | None
     usage: Usage
-    response: dict[str, Any]
-    output: list[dict[str, Any]] = field(default_factory=list)
+    completion: ChatCompletion | Response
+    raw: str
+    output: list[ResponseOutputItem] = field(default_factory=list)
+    tokens: TurnTokens | None = None  # with LLMConfig.token_ids, when the server returned them
 
 
-def _count(usage: Mapping[str, Any], *keys: str) -> int:
+# what vLLM's OpenAI server takes to return token ids (>= 0.10.2) and logprobs; older versions
+# ignore return_token_ids but spell logprob tokens as `token_id:<id>` with the last one
+TOKEN_ID_PARAMS: dict[str, Any] = {
+    "logprobs": True,
+    "return_token_ids": True,
+    "return_tokens_as_token_ids": True,
+}
+TOKEN_ID_PREFIX = "token_id:"
+
+
+def _ids(value: Any) -> list[int] | None:
+    if isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+        return list(value)
+    return None
+
+
+def _id_of_token(token: Any) -> int | None:
+    """The id in a `token_id:<id>` logprob token (vLLM's return_tokens_as_token_ids)."""
+    if isinstance(token, str) and token.startswith(TOKEN_ID_PREFIX):
+        digits = token[len(TOKEN_ID_PREFIX) :]
+        return int(digits) if digits.isdigit() else None
+    return None
+
+
+def _extra(model: object, key: str) -> Any:
+    """A field the server added beyond OpenAI's (vLLM's token ids), kept by the SDK's models."""
+    extra = getattr(model, "model_extra", None)
+    return extra.get(key) if isinstance(extra, dict) else None
+
+
+def turn_tokens(completion: ChatCompletion) -> TurnTokens | None:
+    """The turn's tokens from a chat completion, as vLLM returns them: the prompt's ids
+    (`prompt_token_ids`), the first choice's generated ids (`token_ids`, else the `token_id:<id>`
+    logprob tokens) and one logprob per generated token. None when the server returned no prompt
+    ids or no generated ids: a trajectory cannot be put together without both."""
+    choices = getattr(completion, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        return None
+    choice = choices[0]
+    prompt = _ids(_extra(completion, "prompt_token_ids"))
+    logprobs = getattr(choice, "logprobs", None)
+    content = getattr(logprobs, "content", None)
+    entries = content if isinstance(content, list) else []
+    completion_ids = _ids(_extra(choice, "token_ids"))
+    if completion_ids is None and entries:
+        from_tokens = [_id_of_token(getattr(e, "token", None)) for e in entries]
+        completion_ids = [i for i in from_tokens if i is not None] if None not in from_tokens else None
+    if prompt is None or completion_ids is None:
+        return None
+    values = [getattr(e, "logprob", None) for e in entries]
+    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    # one per generated token, or none (a server that sent ids without logprobs)
+    return TurnTokens(
+        prompt_ids=prompt,
+        completion_ids=completion_ids,
+        logprobs=numbers if len(numbers) == len(completion_ids) == len(values) else None,
+    )
+
+
+def _count(usage: object, *keys: str) -> int:
     for key in keys:
-        value = usage.get(key)
+        value = getattr(usage, key, None)
         # servers differ: some omit fields, some send null; bool is not a token count
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
     return 0
 
 
+def _dump(model: object) -> Any:
+    """An SDK object back as the JSON the server sent (only the fields it set); anything else, as
+    the SDK left it (a server's malformed value)."""
+    if isinstance(model, pydantic.BaseModel):
+        return model.model_dump(mode="json", exclude_unset=True, warnings=False)
+    return model
+
+
 NO_KEY = "no-key"  # what the SDK is given when there is no key; never sent
+# the header the SDK's own `with_raw_response` sets: the answer comes back as a LegacyAPIResponse,
+# whose `.parse()` gives the typed object and `.text` the body as sent
+RAW_RESPONSE = {"headers": {RAW_RESPONSE_HEADER: "true"}}
 
 
-class ChatClient:
-    """Thread-safe: share one client between the threads that run episodes."""
+class _ClientCore:
+    """What the sync and async clients share: settings, request bodies, parsing the SDK's answer
+    into a ChatResult, the refused-vs-unavailable split, token accounting. Only the call differs."""
 
     def __init__(self, config: LLMConfig) -> None:
         if config.concurrency < 1:
@@ -222,36 +325,34 @@ class ChatClient:
         if config.max_retries < 0:
             raise ValueError("max_retries must be >= 0")
         self.config = config
-        self._attempts = threading.local()  # the SDK retries inside one thread: count per thread
-        limits = httpx2.Limits(
-            max_connections=config.concurrency, max_keepalive_connections=config.concurrency
-        )
-        self._http = httpx2.Client(limits=limits, event_hooks={"request": [self._count_attempt]})
-        self._sdk = openai.OpenAI(
-            base_url=config.base_url,
-            # the SDK insists on a key; a keyless local server gets none (_count_attempt drops it)
-            api_key=config.api_key or NO_KEY,
-            timeout=config.timeout_s,
-            max_retries=config.max_retries,
-            http_client=self._http,
-        )
-        self._slots = threading.BoundedSemaphore(config.concurrency)
+        # the SDK's attempts for the current request (it retries inside one call): a context
+        # variable, so threads and asyncio tasks each count their own
+        self._attempts: ContextVar[list[int]] = ContextVar(f"attempts_{id(self)}")
         self._lock = threading.Lock()
         self.usage = Usage()
+        self.turns_without_tokens = 0  # answers without token ids, when they were asked for
+
+    def _sdk_options(self) -> dict[str, Any]:
+        """The SDK client's settings (its own retries and timeout)."""
+        return {
+            "base_url": self.config.base_url,
+            # the SDK insists on a key; a keyless local server gets none (_count_attempt drops it)
+            "api_key": self.config.api_key or NO_KEY,
+            "timeout": self.config.timeout_s,
+            "max_retries": self.config.max_retries,
+        }
+
+    def _limits(self) -> httpx2.Limits:
+        return httpx2.Limits(
+            max_connections=self.config.concurrency, max_keepalive_connections=self.config.concurrency
+        )
 
     def _count_attempt(self, request: httpx2.Request) -> None:
-        self._attempts.count = getattr(self._attempts, "count", 0) + 1
+        counter = self._attempts.get(None)
+        if counter is not None:
+            counter[0] += 1
         if self.config.api_key is None:
             request.headers.pop("Authorization", None)
-
-    def close(self) -> None:
-        self._sdk.close()
-
-    def __enter__(self) -> ChatClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def request_body(
         self,
@@ -286,46 +387,45 @@ class ChatClient:
             body["tools"] = [dict(t) for t in tools]
             body["tool_choice"] = "auto"
         body.update({k: v for k, v in optional.items() if v is not None})
+        if cfg.token_ids:
+            body.update(TOKEN_ID_PARAMS)
         body.update(cfg.extra_body)
         return body
 
-    def complete(
+    def _prepare(
         self,
         messages: Sequence[Mapping[str, Any]],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        seed: int | None = None,
-        stop: Sequence[str] | None = None,
-    ) -> ChatResult:
-        """One chat completion (or Response); raises LLMRequestError, LLMUnavailable or
-        LLMResponseError."""
+        tools: Sequence[Mapping[str, Any]] | None,
+        seed: int | None,
+        stop: Sequence[str] | None,
+    ) -> dict[str, Any]:
+        """The SDK `post` arguments of one request; starts counting its attempts."""
         body = self.request_body(messages, tools=tools, seed=seed, stop=stop)
         # encoded here, with lone surrogates (a model's own output echoed in the history) escaped:
         # a UTF-8 encoding of them would raise. The SDK sends these bytes as they are.
         content = escape_surrogates(
             json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         ).encode("utf-8")
-        path = API_PATHS[self.config.api]
-        started = time.perf_counter()
-        self._attempts.count = 0
-        try:
-            with self._slots:
-                response = self._sdk.post(path, content=content, cast_to=httpx2.Response)
-        except openai.APIStatusError as exc:
-            self._fail(exc, exc.response.status_code, f"HTTP {exc.status_code}: {exc.response.text[:500]}")
-        except openai.APITimeoutError as exc:
-            self._fail(exc, None, f"timed out after {self.config.timeout_s:g} s ({type(exc).__name__})")
-        except openai.APIConnectionError as exc:
-            cause = exc.__cause__ or exc
-            self._fail(exc, None, f"connection failed: {type(cause).__name__}: {cause}")
-        retries = max(self._attempts.count - 1, 0)
-        result = self._result(response, retries, time.perf_counter() - started)
-        with self._lock:
-            self.usage.add(result.usage)
-        return result
+        self._attempts.set([0])
+        return {
+            "path": API_PATHS[self.config.api],
+            "content": content,
+            "cast_to": Response if self.config.api == "responses" else ChatCompletion,
+            "options": RAW_RESPONSE,
+        }
 
-    def _fail(self, exc: openai.APIError, status: int | None, last: str) -> typing.NoReturn:
-        attempts = max(self._attempts.count, 1)
+    def _fail(self, exc: Exception) -> typing.NoReturn:
+        """Raises the error that says why the SDK gave up: LLMRequestError for a refusal that
+        retrying cannot help, LLMUnavailable when every attempt failed."""
+        if isinstance(exc, openai.APIStatusError):
+            status: int | None = exc.response.status_code
+            last = f"HTTP {exc.status_code}: {exc.response.text[:500]}"
+        elif isinstance(exc, openai.APITimeoutError):
+            status, last = None, f"timed out after {self.config.timeout_s:g} s ({type(exc).__name__})"
+        else:
+            cause = exc.__cause__ or exc
+            status, last = None, f"connection failed: {type(cause).__name__}: {cause}"
+        attempts = max(self._attempts.get([1])[0], 1)
         with self._lock:
             self.usage.retries += attempts - 1
         if status is not None and not retryable(status):
@@ -337,17 +437,25 @@ class ChatClient:
             f"{self.config.endpoint}: {attempts} attempts failed; last: {last}", status=status
         ) from None
 
-    def _result(self, response: httpx2.Response, retries: int, elapsed: float) -> ChatResult:
+    def _finish(self, answer: Any, started: float) -> ChatResult:
+        """The ChatResult of an answered request (the SDK's LegacyAPIResponse), counted in `usage`."""
+        retries = max(self._attempts.get([1])[0] - 1, 0)
+        result = self._result(answer, retries, time.perf_counter() - started)
+        with self._lock:
+            self.usage.add(result.usage)
+        return result
+
+    def _result(self, answer: Any, retries: int, elapsed: float) -> ChatResult:
+        raw: str = answer.text
         try:
-            data = response.json()
+            parsed = answer.parse()  # the SDK's typed object, read leniently as the SDK reads
         except ValueError:
-            raise LLMResponseError(
-                f"response is not JSON: {response.text[:200]!r}", status=200, body=response.text
-            ) from None
-        if not isinstance(data, dict):
-            raise LLMResponseError("response is not a JSON object", status=200, body=response.text)
-        usage_field = data.get("usage")
-        usage_data: Mapping[str, Any] = usage_field if isinstance(usage_field, dict) else {}
+            parsed = None
+        if isinstance(parsed, str) or parsed is None:  # not JSON (the SDK hands back the text)
+            raise LLMResponseError(f"response is not JSON: {raw[:200]!r}", status=200, body=raw)
+        if not isinstance(parsed, (ChatCompletion, Response)):
+            raise LLMResponseError("response is not a JSON object", status=200, body=raw)
+        usage_data = getattr(parsed, "usage", None)
         prompt = _count(usage_data, "prompt_tokens", "input_tokens")
         completion = _count(usage_data, "completion_tokens", "output_tokens")
         usage = Usage(
@@ -358,61 +466,160 @@ class ChatClient:
             retries=retries,
             latency_s=elapsed,
         )
-        if self.config.api == "responses":
-            return self._response_result(data, usage, response.text)
-        choices = data.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise LLMResponseError("response has no choices", status=200, body=response.text)
-        message = choices[0].get("message")
-        if not isinstance(message, dict):
-            raise LLMResponseError("response choice has no message object", status=200, body=response.text)
-        reason = choices[0].get("finish_reason")
+        if isinstance(parsed, Response):
+            return self._response_result(parsed, usage, raw)
+        choices = parsed.choices
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], pydantic.BaseModel):
+            raise LLMResponseError("response has no choices", status=200, body=raw)
+        message = getattr(choices[0], "message", None)
+        if not isinstance(message, ChatCompletionMessage):
+            raise LLMResponseError("response choice has no message object", status=200, body=raw)
+        reason = getattr(choices[0], "finish_reason", None)
         return ChatResult(
             message=message,
             finish_reason=reason if isinstance(reason, str) else None,
             usage=usage,
-            response=data,
+            completion=parsed,
+            raw=raw,
+            tokens=self._tokens(parsed),
         )
 
+    def _tokens(self, completion: ChatCompletion) -> TurnTokens | None:
+        if not self.config.token_ids:
+            return None
+        tokens = turn_tokens(completion)
+        if tokens is None:
+            with self._lock:
+                self.turns_without_tokens += 1
+                first = self.turns_without_tokens == 1
+            if first:  # once per client: every later answer is likely the same
+                log.warning(
+                    "%s returned no token ids (prompt_token_ids / token_ids): the traces keep no "
+                    "tokens; vLLM >= 0.10.2 returns them",
+                    self.config.endpoint,
+                )
+        return tokens
+
     @staticmethod
-    def _response_result(data: dict[str, Any], usage: Usage, raw: str) -> ChatResult:
+    def _response_result(response: Response, usage: Usage, raw: str) -> ChatResult:
         """A Response: its output items, and their output text as the assistant message. Read
         leniently, as the SDK reads responses (servers differ in the fields they fill)."""
-        output = data.get("output")
-        if not isinstance(output, list) or not all(isinstance(item, dict) for item in output):
+        output = response.output
+        if not isinstance(output, list) or not all(isinstance(i, pydantic.BaseModel) for i in output):
             raise LLMResponseError(
                 "response is not a Response: no list of output items", status=200, body=raw
             )
-        text = "".join(_output_text(item) for item in output if item.get("type") == "message")
-        details = data.get("incomplete_details")
-        reason = details.get("reason") if isinstance(details, dict) else None
-        status = data.get("status")
+        text = "".join(_output_text(item) for item in output if getattr(item, "type", None) == "message")
+        details = getattr(response, "incomplete_details", None)
+        reason = getattr(details, "reason", None)
+        status = getattr(response, "status", None)
         return ChatResult(
-            message={"role": "assistant", "content": text},
+            message=ChatCompletionMessage.construct(role="assistant", content=text),
             finish_reason=reason if isinstance(reason, str) else status if isinstance(status, str) else None,
             usage=usage,
-            response=data,
+            completion=response,
+            raw=raw,
             output=output,
         )
 
 
-def _output_text(message_item: Mapping[str, Any]) -> str:
+class ChatClient(_ClientCore):
+    """Thread-safe: share one client between the threads that run episodes."""
+
+    def __init__(self, config: LLMConfig) -> None:
+        super().__init__(config)
+        self._http = httpx2.Client(limits=self._limits(), event_hooks={"request": [self._count_attempt]})
+        self._sdk = openai.OpenAI(**self._sdk_options(), http_client=self._http)
+        self._slots = threading.BoundedSemaphore(config.concurrency)
+
+    def close(self) -> None:
+        self._sdk.close()
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        seed: int | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> ChatResult:
+        """One chat completion (or Response); raises LLMRequestError, LLMUnavailable or
+        LLMResponseError."""
+        request = self._prepare(messages, tools, seed, stop)
+        started = time.perf_counter()
+        try:
+            with self._slots:
+                answer = self._sdk.post(**request)
+        except (openai.APIStatusError, openai.APIConnectionError) as exc:
+            self._fail(exc)
+        return self._finish(answer, started)
+
+
+class AsyncChatClient(_ClientCore):
+    """`ChatClient` on `openai.AsyncOpenAI`, for episodes driven on one event loop
+    (`toolgym.envs.rollouts.arollout`): the same requests, results, errors and usage; an
+    `asyncio.Semaphore` bounds the requests in flight. Use it on one event loop."""
+
+    def __init__(self, config: LLMConfig) -> None:
+        super().__init__(config)
+        self._http = httpx2.AsyncClient(
+            limits=self._limits(), event_hooks={"request": [self._count_attempt_async]}
+        )
+        self._sdk = openai.AsyncOpenAI(**self._sdk_options(), http_client=self._http)
+        self._slots = asyncio.Semaphore(config.concurrency)
+
+    async def _count_attempt_async(self, request: httpx2.Request) -> None:
+        self._count_attempt(request)
+
+    async def close(self) -> None:
+        await self._sdk.close()
+
+    async def __aenter__(self) -> AsyncChatClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        seed: int | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> ChatResult:
+        """As `ChatClient.complete`, awaited."""
+        request = self._prepare(messages, tools, seed, stop)
+        started = time.perf_counter()
+        try:
+            async with self._slots:
+                answer = await self._sdk.post(**request)
+        except (openai.APIStatusError, openai.APIConnectionError) as exc:
+            self._fail(exc)
+        return self._finish(answer, started)
+
+
+def _output_text(message_item: object) -> str:
     """The text of a Responses message item: its output_text parts, joined."""
-    content = message_item.get("content")
+    content = getattr(message_item, "content", None)
     parts = content if isinstance(content, list) else []
     return "".join(
-        str(part.get("text", ""))
-        for part in parts
-        if isinstance(part, dict) and part.get("type") == "output_text"
+        str(getattr(part, "text", "") or "") for part in parts if getattr(part, "type", None) == "output_text"
     )
 
 
-def _text_of(message: Mapping[str, Any]) -> str:
-    content = message.get("content")
+def _text_of(message: ChatCompletionMessage) -> str:
+    content = getattr(message, "content", None)
     if content is None:
         return ""
     try:
-        return content_of_message(message)
+        return content_of_message({"content": content})
     except Exception:
         return str(content)  # the protocol parser reports it as a format error
 
@@ -420,13 +627,14 @@ def _text_of(message: Mapping[str, Any]) -> str:
 class LLMAgent:
     """An `Agent` for one ToolEnv: it reads the env's protocol and, per episode, its offered tools.
 
-    Give each concurrently running episode its own env and agent; they may share a ChatClient.
+    Give each concurrently running episode its own env and agent; they may share a ChatClient. On
+    an AsyncChatClient it is an `AsyncAgent` (`astart`, `aact`: toolgym.envs.rollouts.arollout).
     `usage` holds the current episode's token counts, `finish_reasons` its finish reasons.
     """
 
     def __init__(
         self,
-        client: ChatClient,
+        client: ChatClient | AsyncChatClient,
         env: ToolEnv,
         *,
         seed: int | None = None,
@@ -461,6 +669,7 @@ class LLMAgent:
         # the last turn as the trace keeps it (toolgym.envs.runner): what was sent, how long it took
         self.turn_request: ModelRequest | None = None
         self.turn_latency_ms: float | None = None
+        self.turn_tokens: TurnTokens | None = None  # with LLMConfig.token_ids, what the server gave
         self._recorded = 0  # messages already in an earlier turn's request
 
     def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
@@ -479,6 +688,7 @@ class LLMAgent:
         self._turns = 0
         self.turn_request = None
         self.turn_latency_ms = None
+        self.turn_tokens = None
         self._recorded = 0
         protocol = self.env.protocol
         self._tools = (
@@ -488,17 +698,40 @@ class LLMAgent:
         )
 
     def act(self, observation: str, info: dict[str, Any]) -> str | dict[str, Any] | list[dict[str, Any]]:
+        if not isinstance(self.client, ChatClient):
+            raise TypeError("an agent on an AsyncChatClient is driven with `await agent.aact(...)`")
+        request = self._begin_turn(observation, info)
+        return self._end_turn(self.client.complete(self.messages, **request))
+
+    async def astart(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        """`start` for async drivers (`toolgym.envs.runner.arun_episode`); it asks nothing."""
+        self.start(task, observation, info)
+
+    async def aact(
+        self, observation: str, info: dict[str, Any]
+    ) -> str | dict[str, Any] | list[dict[str, Any]]:
+        """`act` on an AsyncChatClient: the same turn, the model awaited."""
+        if not isinstance(self.client, AsyncChatClient):
+            raise TypeError("`aact` needs an AsyncChatClient; a ChatClient's agent is driven with `act`")
+        request = self._begin_turn(observation, info)
+        return self._end_turn(await self.client.complete(self.messages, **request))
+
+    def _begin_turn(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
+        """The last step's observation into the history; the request's other arguments."""
         if self._turns > 0:
             self._add_observation(observation, info)
         self._turns += 1
         self.turn_request = self._request_delta()
         self.turn_latency_ms = None
-        result = self.client.complete(
-            self.messages, tools=self._tools, seed=self.seed, stop=self.stop or None
-        )
+        self.turn_tokens = None
+        return {"tools": self._tools, "seed": self.seed, "stop": self.stop or None}
+
+    def _end_turn(self, result: ChatResult) -> str | dict[str, Any] | list[dict[str, Any]]:
+        """The model's answer into the history and the turn's record; the output for the env."""
         # only a request that was answered counts as sent: a retried turn sends the same delta
         self._recorded = len(self.messages)
         self.turn_latency_ms = result.usage.latency_s * 1000
+        self.turn_tokens = result.tokens
         self.usage.add(result.usage)
         self.finish_reasons.append(result.finish_reason)
         if self.responses:
@@ -528,34 +761,35 @@ class LLMAgent:
             params=body,
         )
 
-    def _assistant_message(self, message: Mapping[str, Any]) -> dict[str, Any]:
+    def _assistant_message(self, message: ChatCompletionMessage) -> dict[str, Any]:
         """What goes back into the history (and to the env): role, content and tool_calls with an id
-        each; server-specific fields (reasoning_content, refusal, ...) stay out of later requests."""
-        out: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
-        calls = message.get("tool_calls")
+        each, as the server sent them; server-specific fields (reasoning_content, refusal, ...) stay
+        out of later requests."""
+        out: dict[str, Any] = {"role": "assistant", "content": _dump(message.content)}
+        calls = message.tool_calls
         self._pending_ids = []
         if isinstance(calls, list) and calls:
             fixed = []
             for i, call in enumerate(calls):
-                if isinstance(call, Mapping):
-                    call = dict(call)
-                    if not isinstance(call.get("id"), str) or not call["id"]:
-                        call["id"] = f"call_{self._turns}_{i}"  # some servers omit ids; replies need them
-                    self._pending_ids.append(call["id"])
-                fixed.append(call)
+                sent = _dump(call)
+                if isinstance(sent, dict):
+                    call_id = getattr(call, "id", None)
+                    if not isinstance(call_id, str) or not call_id:
+                        sent["id"] = f"call_{self._turns}_{i}"  # some servers omit ids; replies need them
+                    self._pending_ids.append(sent["id"])
+                fixed.append(sent)
             out["tool_calls"] = fixed
         return out
 
-    def _output_items(self, output: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def _output_items(self, output: Sequence[ResponseOutputItem]) -> list[dict[str, Any]]:
         """A Response's output items as they go back into the input (and to the env): function calls
         with a call_id each, messages as assistant text, reasoning items as they came; server fields
         (status, annotations, ...) stay out of later requests."""
         items: list[dict[str, Any]] = []
         self._pending_ids = []
         for i, item in enumerate(output):
-            kind = item.get("type")
-            if kind == "function_call":
-                call_id = item.get("call_id")
+            if isinstance(item, ResponseFunctionToolCall):
+                call_id = item.call_id
                 if not isinstance(call_id, str) or not call_id:
                     call_id = f"call_{self._turns}_{i}"  # replies need one
                 self._pending_ids.append(call_id)
@@ -563,14 +797,14 @@ class LLMAgent:
                     {
                         "type": "function_call",
                         "call_id": call_id,
-                        "name": item.get("name"),
-                        "arguments": item.get("arguments"),
+                        "name": item.name,
+                        "arguments": item.arguments,
                     }
                 )
-            elif kind == "message":
+            elif getattr(item, "type", None) == "message":
                 items.append({"type": "message", "role": "assistant", "content": _output_text(item)})
             else:
-                items.append(dict(item))
+                items.append(_dump(item))
         return items
 
     def _observed(self, observation: str, info: Mapping[str, Any]) -> list[tuple[str | None, str]]:

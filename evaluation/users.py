@@ -36,11 +36,11 @@ class ChatUserLLM:
             result = self.client.complete(messages, seed=seed)
         except LLMError as exc:
             raise InfraError(f"{self.label}: {exc.message}", data={"status": exc.status}) from None
-        content = result.message.get("content")
+        content = result.message.content
         if not isinstance(content, str):
             raise InfraError(
                 f"{self.label}: the reply has no text content (got {type(content).__name__})",
-                data={"message": result.message},
+                data={"message": result.message.model_dump(mode="json", exclude_unset=True, warnings=False)},
             )
         return content
 

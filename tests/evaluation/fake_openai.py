@@ -9,6 +9,14 @@ Like OpenAI it rejects a history where an assistant's tool_calls are not all ans
 messages, and checks the bearer token when it has one. `POST /v1/responses` answers the same
 scripts as Responses output items (function_call items with call ids, a message for text), and
 rejects an input where a function_call has no function_call_output.
+
+Token ids come back as vLLM's OpenAI server sends them (`token_ids="vllm"`): with
+`return_token_ids`, the prompt's ids as `prompt_token_ids` on the response and the generated ids as
+`token_ids` on the choice; with `logprobs`, `choices[0].logprobs.content` holds one entry per
+generated token (its token spelt `token_id:<id>` under `return_tokens_as_token_ids`). The fake's
+tokenizer is one token per character of a fixed chat template, so each prompt extends the previous
+prompt and completion, as a real template does. `token_ids="legacy"` is a vLLM older than 0.10.2
+(logprobs only), `"none"` a server that ignores all three.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -169,6 +177,63 @@ def usage_of(body: Mapping[str, Any], message: Mapping[str, Any]) -> dict[str, i
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
+def _template_body(message: Mapping[str, Any]) -> str:
+    text = message.get("content")
+    body = text if isinstance(text, str) else ""
+    tool_calls = message.get("tool_calls") or []
+    if tool_calls:
+        body += json.dumps([[c["function"]["name"], c["function"]["arguments"]] for c in tool_calls])
+    return body
+
+
+def render_prompt(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The fake's chat template: each message as <|role|>body<|end|>, then the generation prompt."""
+    return "".join(f"<|{m.get('role')}|>{_template_body(m)}<|end|>" for m in messages) + "<|assistant|>"
+
+
+def tokenize(text: str) -> list[int]:
+    """The fake's tokenizer: a token per character, its code point as the id."""
+    return [ord(c) for c in text]
+
+
+def logprob_of(token_id: int) -> float:
+    return -((token_id % 10) + 1) / 20
+
+
+def token_fields(
+    body: Mapping[str, Any], message: Mapping[str, Any], mode: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(response fields, choice fields) a vLLM server adds for these request parameters."""
+    if mode == "none":
+        return {}, {}
+    completion = tokenize(_template_body(message) + "<|end|>")
+    logprobs = None
+    if body.get("logprobs"):
+        as_ids = bool(body.get("return_tokens_as_token_ids"))
+        logprobs = {
+            "content": [
+                {
+                    "token": f"token_id:{i}" if as_ids else chr(i),
+                    "logprob": logprob_of(i),
+                    "bytes": list(chr(i).encode()),
+                    "top_logprobs": [],
+                }
+                for i in completion
+            ]
+        }
+    if mode == "legacy":
+        return {"prompt_logprobs": None}, {"logprobs": logprobs, "stop_reason": None}
+    wants_ids = bool(body.get("return_token_ids"))
+    return (
+        {
+            "prompt_logprobs": None,
+            "prompt_token_ids": tokenize(render_prompt(body["messages"])) if wants_ids else None,
+            "kv_transfer_params": None,
+        },
+        {"logprobs": logprobs, "stop_reason": None, "token_ids": completion if wants_ids else None},
+    )
+
+
 # a script gives the reply to a request; a Fault in a script fails that conversation's request
 Script = Mapping[str, Sequence[Reply | Fault]] | Callable[[Mapping[str, Any]], Reply | Fault]
 
@@ -185,6 +250,7 @@ class FakeOpenAI:
     served_usage: list[dict[str, int]] = field(default_factory=list)
     faults_served: int = 0
     reply_delay_s: float = 0.0  # every scripted reply waits this long (to observe concurrency)
+    token_ids: Literal["vllm", "legacy", "none"] = "vllm"  # how token ids come back (module doc)
     in_flight: int = 0
     max_in_flight: int = 0
     port: int = 0
@@ -236,13 +302,15 @@ class FakeOpenAI:
         with self._lock:
             self.served_usage.append(usage)
         reason = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+        response_extra, choice_extra = token_fields(body, message, self.token_ids)
         response = {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model", self.model),
-            "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+            "choices": [{"index": 0, "message": message, "finish_reason": reason, **choice_extra}],
             "usage": usage,
+            **response_extra,
         }
         return 200, {}, json.dumps(response).encode(), self.reply_delay_s
 

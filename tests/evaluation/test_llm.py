@@ -2,29 +2,37 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections import deque
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.evaluation.fake_openai import FakeOpenAI, Fault, calls, history_error, serve, text, usage_of
+from tests.envs.test_rollouts import without_latencies
+from tests.evaluation.fake_openai import FakeOpenAI, Fault, Reply, calls, history_error, serve, text, usage_of
 from toolgym.envs.demo import make_demo_env, mock_task_paths
+from toolgym.envs.rollouts import EnvConfig, EpisodeOutcome, EpisodeSpec, arollout, episode_specs, rollout
 from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.llm import (
+    AsyncChatClient,
     ChatClient,
     LLMAgent,
     LLMConfig,
+    LLMError,
     LLMRequestError,
     LLMResponseError,
     LLMUnavailable,
     api_key_from_env,
 )
+from toolgym.evaluation.runs import ABORT_ON
 from toolgym.recorder.golden import TraceAgent
 from toolgym.tasks import TaskSet
+from toolgym.toolservers.registry import default_toolset
 from toolgym.trace import TRACE_SCHEMA_VERSION, full_requests, read_trace
 
 FISH_OIL = "family of 5"  # a substring of the fish-oil-days prompt: the server's script key
@@ -233,7 +241,7 @@ def test_retries_on_429_and_5xx_then_succeeds() -> None:
         ChatClient(config(fake)) as client,
     ):
         result = client.complete([{"role": "user", "content": "hi"}])
-    assert result.message["content"] == "ok"
+    assert result.message.content == "ok"
     assert result.usage.retries == 3 and result.usage.requests == 1
     assert len(fake.requests) == 4 and fake.faults_served == 3
 
@@ -246,7 +254,7 @@ def test_timeout_is_retried() -> None:
         ChatClient(config(fake, timeout_s=1.0)) as client,
     ):
         result = client.complete([{"role": "user", "content": "hi"}])
-    assert result.message["content"] == "late but fine" and result.usage.retries == 1
+    assert result.message.content == "late but fine" and result.usage.retries == 1
 
 
 def test_retries_exhausted_raise_llm_unavailable() -> None:
@@ -275,7 +283,7 @@ def test_api_key_is_sent_and_a_refusal_is_not_retried(monkeypatch: pytest.Monkey
     monkeypatch.setenv("TOOLGYM_TEST_KEY", "sk-right")
     with serve(FakeOpenAI(lambda body: text("hello"), api_key="sk-right")) as fake:
         with ChatClient(config(fake, api_key=api_key_from_env("TOOLGYM_TEST_KEY"))) as client:
-            assert client.complete([{"role": "user", "content": "hi"}]).message["content"] == "hello"
+            assert client.complete([{"role": "user", "content": "hi"}]).message.content == "hello"
         assert fake.headers[-1]["authorization"] == "Bearer sk-right"
         with (
             ChatClient(config(fake, api_key="sk-wrong")) as client,
@@ -437,7 +445,269 @@ def test_each_api_takes_only_its_own_tool_protocol() -> None:
 def test_lone_surrogates_in_the_history_are_sent_escaped() -> None:
     with serve(FakeOpenAI(lambda body: text("ok"))) as fake, ChatClient(config(fake)) as client:
         result = client.complete([{"role": "user", "content": "broken \ud800 text"}])
-    assert result.message["content"] == "ok"
+    assert result.message.content == "ok"
     assert fake.requests[0]["messages"][0]["content"] == "broken \ud800 text"  # decoded back exactly
     assert fake.headers[0]["content-type"] == "application/json"
     assert "authorization" not in fake.headers[0]  # no key: no bearer token, not the SDK's placeholder
+
+
+# ---- token ids from the model server (vLLM's return_token_ids / logprobs) ------------------------
+FISH_OIL_SCRIPT = {
+    FISH_OIL: [
+        calls(("OCR", OCR_ARGS), content="Read the label first."),
+        calls(("Calculator", CALC_ARGS)),
+        text("The bottle holds 290 softgels: it lasts 58 days."),
+    ]
+}
+
+
+def _run_llm(fake: FakeOpenAI, out: Path, *extra: str) -> Any:
+    from typer.testing import CliRunner
+
+    from toolgym.cli import app
+    from toolgym.envs.demo import demo_tasks_path
+
+    args = ["run", "--agent", "llm", "--base-url", fake.base_url, "--model", "fake-model", *extra]
+    args += ["--tasks", str(demo_tasks_path()), "--task-id", "fish-oil-days", "--out", str(out)]
+    return CliRunner().invoke(app, args)
+
+
+def test_token_ids_from_the_server_reach_the_trace_and_the_token_export(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tests.evaluation.fake_openai import logprob_of, render_prompt, tokenize
+    from toolgym.cli import app
+
+    with serve(FakeOpenAI(FISH_OIL_SCRIPT)) as fake:
+        result = _run_llm(fake, tmp_path / "run", "--token-ids")
+    assert result.exit_code == 0, result.output
+    assert "without token ids" not in result.output
+    # asked as vLLM takes it
+    assert all(
+        r["logprobs"] is True and r["return_token_ids"] is True and r["return_tokens_as_token_ids"] is True
+        for r in fake.requests
+    )
+    trace = read_trace(next((tmp_path / "run").rglob("fish-oil-days.seed0.jsonl")))
+    turns = [s.tokens for s in trace.steps]
+    assert len(turns) == 3 and all(t is not None for t in turns)
+    for turn, sent in zip(turns, fake.requests, strict=True):
+        assert turn is not None
+        # exactly the ids the server sent back: its prompt, its completion, a logprob per token
+        assert turn.prompt_ids == tokenize(render_prompt(sent["messages"]))
+        assert turn.logprobs == [logprob_of(i) for i in turn.completion_ids]
+    assert turns[2] is not None and "".join(map(chr, turns[2].completion_ids)).startswith("The bottle holds")
+
+    out = tmp_path / "tokens.jsonl"
+    exported = CliRunner().invoke(
+        app, ["export", str(tmp_path / "run"), "--format", "tokens", "--out", str(out)]
+    )
+    assert exported.exit_code == 0, exported.output
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["task_id"] == "fish-oil-days" and record["reward"] == 1.0
+    assert [t["completion_ids"] for t in record["turns"]] == [t.completion_ids for t in turns if t]
+    # the turns concatenate (each prompt extends the last prompt and completion): one sequence
+    # whose mask marks the model's tokens 1 and the prompt, tool and env tokens 0
+    last = turns[-1]
+    assert last is not None and record["input_ids"] == last.prompt_ids + last.completion_ids
+    model_ids = [i for turn in turns if turn for i in turn.completion_ids]
+    assert [i for i, m in zip(record["input_ids"], record["loss_mask"], strict=True) if m] == model_ids
+    assert (
+        "".join(chr(i) for i, m in zip(record["input_ids"], record["loss_mask"], strict=True) if not m).count(
+            "<|tool|>"
+        )
+        == 2
+    )
+    assert [p for p in record["logprobs"] if p is not None] == [logprob_of(i) for i in model_ids]
+
+
+@pytest.mark.parametrize("server", ["legacy", "none"])
+def test_a_server_without_token_ids_gives_no_tokens_and_says_so_once(
+    server: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = FakeOpenAI(FISH_OIL_SCRIPT, token_ids=server)  # type: ignore[arg-type]
+    with serve(fake), caplog.at_level("WARNING", logger="toolgym.evaluation.llm"):
+        result = _run_llm(fake, tmp_path, "--token-ids")
+    assert result.exit_code == 0, result.output  # not an error: the run goes on without tokens
+    assert "3 answers came without token ids" in " ".join(result.output.split())
+    assert len(caplog.records) == 1 and "returned no token ids" in caplog.records[0].getMessage()
+    trace = read_trace(next(tmp_path.rglob("fish-oil-days.seed0.jsonl")))
+    assert trace.end is not None and all(s.tokens is None for s in trace.steps)
+
+
+def test_token_ids_from_token_id_logprob_tokens() -> None:
+    """A server that sends the prompt's ids but spells the generated ones only as `token_id:<id>`
+    logprob tokens (return_tokens_as_token_ids); unusable answers give no tokens."""
+    from openai.types.chat import ChatCompletion
+
+    from toolgym.evaluation.llm import turn_tokens
+
+    def completion(response: dict[str, Any], choice: dict[str, Any]) -> ChatCompletion:
+        # read as the SDK reads an answer (leniently, extra fields kept)
+        return ChatCompletion.construct(**response, choices=[{"index": 0, **choice}])
+
+    entries = [{"token": "token_id:7", "logprob": -0.5}, {"token": "token_id:9", "logprob": -1.0}]
+    choice = {"logprobs": {"content": entries}}
+    tokens = turn_tokens(completion({"prompt_token_ids": [1, 2]}, choice))
+    assert tokens is not None and tokens.model_dump() == {
+        "prompt_ids": [1, 2],
+        "completion_ids": [7, 9],
+        "logprobs": [-0.5, -1.0],
+    }
+    assert turn_tokens(completion({}, choice)) is None  # no prompt ids: no trajectory
+    plain_tokens = {"logprobs": {"content": [{"token": "a"}]}}
+    assert turn_tokens(completion({"prompt_token_ids": [1]}, plain_tokens)) is None
+    # ids without logprobs: the ids, no logprobs
+    no_logprobs = turn_tokens(completion({"prompt_token_ids": [1]}, {"token_ids": [5, 6]}))
+    assert no_logprobs is not None and no_logprobs.logprobs is None
+
+
+def test_token_ids_need_the_chat_api() -> None:
+    with pytest.raises(ValueError, match="chat API"):
+        LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", api="responses", token_ids=True)
+    with serve(FakeOpenAI(FISH_OIL_SCRIPT)) as fake:
+        result = _run_llm(fake, Path("/nonexistent-out"), "--token-ids", "--api", "responses")
+    assert result.exit_code == 2 and "chat API" in result.output and not fake.requests
+
+
+# ---- the async twin: AsyncOpenAI, episodes on one event loop -------------------------------------
+def _by_seed(body: Mapping[str, Any]) -> Reply | Fault:
+    """fish-oil: right but on sampling seed 101; balance: always right; door: a server error."""
+    messages = body["messages"]
+    prompt = next(m["content"] for m in messages if m["role"] == "user")
+    turn = sum(1 for m in messages if m["role"] == "assistant")
+    if FISH_OIL in prompt:
+        if body.get("seed") == 101:
+            return text("About 60 days.")
+        return [calls(("OCR", OCR_ARGS)), calls(("Calculator", CALC_ARGS)), text("58 days")][turn]
+    if "bank account 123456" in prompt:
+        return [calls(("get_account_balance", {"account_number": "123456"})), text("It holds $4,825.50.")][
+            turn
+        ]
+    return Fault(status=500)
+
+
+def _sets() -> list[tuple[str, TaskSet]]:
+    from toolgym.envs.demo import demo_tasks_path
+
+    demo = TaskSet.load(demo_tasks_path())
+    mtu = mtu_tasks()
+    return [
+        ("demo", TaskSet([demo["fish-oil-days"]], base_dir=demo.base_dir)),
+        ("mtu", TaskSet([mtu["mtu-balance-002"], mtu["mtu-door-003"]], base_dir=mtu.base_dir)),
+    ]
+
+
+def _sync_rollout(base_url: str, out: Path, specs: Sequence[EpisodeSpec]) -> list[EpisodeOutcome]:
+    """The same episodes the sync way: ChatClient, LLMAgent.act, the in-process executor."""
+    with ChatClient(LLMConfig(base_url=base_url, model="fake-model", max_retries=0)) as client:
+        return rollout(
+            _sets(),
+            specs,
+            out=out,
+            env=EnvConfig(protocol="openai"),
+            agent=lambda env, trial: LLMAgent(client, env, seed=100 + trial),
+            toolset=default_toolset(),
+            abort_on=ABORT_ON,
+        )
+
+
+def _async_rollout(
+    base_url: str, out: Path, specs: Sequence[EpisodeSpec], *, episodes_at_once: int, requests_at_once: int
+) -> list[EpisodeOutcome]:
+    sets = dict(_sets())
+    toolset = default_toolset()
+
+    async def main() -> list[EpisodeOutcome]:
+        config = LLMConfig(base_url=base_url, model="fake-model", max_retries=0, concurrency=requests_at_once)
+        async with AsyncChatClient(config) as client:
+            return await arollout(
+                list(sets.items()),
+                specs,
+                out=out,
+                make_env=lambda name: ToolEnv(toolset, sets[name], protocol="openai"),
+                make_agent=lambda env, trial: LLMAgent(client, env, seed=100 + trial),
+                concurrency=episodes_at_once,
+                abort_types=(LLMError,),
+            )
+
+    return asyncio.run(main())
+
+
+def _traces(root: Path) -> dict[str, list[str]]:
+    """Every trace (finished or partial) under root, its wall-clock latencies left out."""
+    return {
+        p.relative_to(root).as_posix(): without_latencies(p.read_bytes())
+        for p in sorted(root.rglob("*.jsonl*"))
+    }
+
+
+def test_async_episodes_write_the_sync_traces_with_bounded_requests(tmp_path: Path) -> None:
+    specs = episode_specs(_sets(), trials=3, seed=0)  # 9 episodes: 5 pass, 1 fails, 3 abort
+    fake = FakeOpenAI(_by_seed, reply_delay_s=0.05)
+    with serve(fake):
+        sync = _sync_rollout(fake.base_url, tmp_path / "sync", specs)
+        sync_requests = len(fake.requests)
+        fake.max_in_flight = 0
+        outcomes = _async_rollout(
+            fake.base_url, tmp_path / "async", specs, episodes_at_once=6, requests_at_once=2
+        )
+    # the client's semaphore bounds the requests in flight, counted by the server: 6 episodes at
+    # once, never more than 2 requests, and 2 reached (the episodes really overlap)
+    assert fake.max_in_flight == 2
+    assert len(fake.requests) == 2 * sync_requests
+    assert [(o.task_id, o.trial, o.status, o.reward) for o in outcomes] == [
+        (o.task_id, o.trial, o.status, o.reward) for o in sync
+    ]
+    assert [o.status for o in outcomes if o.task_id == "mtu-door-003"] == ["aborted"] * 3
+    assert [o.reward for o in outcomes if o.task_id == "fish-oil-days"] == [1.0, 0.0, 1.0]
+    # the same token accounting per episode (the latencies aside)
+    tokens = ("prompt_tokens", "completion_tokens", "requests", "retries")
+    for ours, theirs in zip(outcomes, sync, strict=True):
+        assert ours.usage is not None and theirs.usage is not None
+        assert [ours.usage[k] for k in tokens] == [theirs.usage[k] for k in tokens]
+    # the same trace bytes, partial traces of aborted episodes included, latencies aside
+    sync_traces, async_traces = _traces(tmp_path / "sync"), _traces(tmp_path / "async")
+    assert len(sync_traces) == 9 and sum(name.endswith(".partial") for name in sync_traces) == 3
+    assert async_traces == sync_traces
+
+
+def test_a_dead_server_aborts_async_episodes_as_sync_ones(tmp_path: Path) -> None:
+    with serve(FakeOpenAI(_by_seed)) as fake:
+        dead = fake.base_url  # the port is closed once the server is gone
+    specs = episode_specs(_sets()[1:], trials=1, seed=0)
+    sync = _sync_rollout(dead, tmp_path / "sync", specs)
+    outcomes = _async_rollout(dead, tmp_path / "async", specs, episodes_at_once=2, requests_at_once=2)
+    assert [o.status for o in sync] == [o.status for o in outcomes] == ["aborted", "aborted"]
+    # the same error up to the OS's words for it (the async transport words a refusal its own way)
+    kind = "1 attempts failed; last: connection failed: ConnectError: "
+    for ours, theirs in zip(outcomes, sync, strict=True):
+        assert ours.error is not None and theirs.error is not None
+        assert ours.error.startswith("LLMUnavailable: ") and kind in ours.error
+        assert ours.error.split(kind)[0] == theirs.error.split(kind)[0]
+        assert (ours.steps, ours.trace, ours.usage) == (theirs.steps, theirs.trace, theirs.usage)
+
+
+def test_the_async_client_keeps_the_sync_retries_errors_and_usage() -> None:
+    async def ask(client: AsyncChatClient) -> Any:
+        return await client.complete([{"role": "user", "content": "hi"}])
+
+    async def main(fake: FakeOpenAI) -> None:
+        async with AsyncChatClient(config(fake, max_retries=2)) as client:
+            result = await ask(client)  # two 503s, then the answer: the SDK retried
+            assert result.message.content == "ok" and result.usage.retries == 2
+            fake.faults.append(Fault(status=400, body='{"error": {"message": "bad"}}'))
+            with pytest.raises(LLMRequestError, match="HTTP 400") as caught:
+                await ask(client)  # refused: not retried
+            assert caught.value.status == 400
+            assert client.usage.requests == 1 and client.usage.retries == 2
+            assert client.usage.total_tokens == sum(u["total_tokens"] for u in fake.served_usage) > 0
+            # a sync call on an async client's agent says how to drive it
+            env = make_demo_env(protocol="openai")
+            with pytest.raises(TypeError, match="aact"):
+                LLMAgent(client, env).act("", {})
+            env.close()
+
+    fake = FakeOpenAI(lambda body: text("ok"), faults=deque([Fault(status=503), Fault(status=503)]))
+    with serve(fake):
+        asyncio.run(main(fake))
+    assert len(fake.requests) == 4
