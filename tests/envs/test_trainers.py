@@ -6,7 +6,10 @@ create, execute, release per call)."""
 from __future__ import annotations
 
 import inspect
+import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -18,6 +21,8 @@ from toolgym.envs.trainers import (
     VerlToolAdapter,
     grpo_dataset,
     grpo_environment_factory,
+    offered_tools,
+    verl_tool_schema,
     verl_tools,
 )
 from toolgym.tools import ToolSet
@@ -33,8 +38,6 @@ TRANSFER = {
 
 
 def _mtu_tools() -> ToolSet:
-    from toolgym.envs.trainers import offered_tools
-
     return offered_tools(ToolSet(), MTU)
 
 
@@ -84,28 +87,27 @@ def test_grpo_rollouts_each_have_their_own_episode() -> None:
     assert first.get_reward() < 1.0
 
 
+def _word_tokenizer(words: list[str]) -> Any:
+    """A tiny real tokenizer (a word-level vocabulary, no download) for trainers that need one."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocabulary = ["<pad>", "<|im_end|>", "<unk>", *words]
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocabulary)}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+        tokenizer_object=backend, pad_token="<pad>", eos_token="<|im_end|>", unk_token="<unk>"
+    )
+
+
 def test_trl_grpo_trainer_takes_the_factory(tmp_path: pytest.TempPathFactory) -> None:
     trl = pytest.importorskip("trl")
     datasets = pytest.importorskip("datasets")
     pytest.importorskip("torch")
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import LlamaConfig, LlamaForCausalLM
 
-    words = [
-        "<pad>",
-        "<|im_end|>",
-        "<unk>",
-        "<|im_start|>",
-        "user",
-        "assistant",
-        "tool",
-        *"abcdefghijklmnopqrstuvwxyz",
-    ]
-    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
-        tokenizer_object=backend, pad_token="<pad>", eos_token="<|im_end|>", unk_token="<unk>"
-    )
+    words = ["<|im_start|>", "user", "assistant", "tool", *"abcdefghijklmnopqrstuvwxyz"]
+    tokenizer = _word_tokenizer(words)
     # TRL's own Qwen3 chat template (it knows how to parse tool calls out of its replies)
     from trl.chat_template_utils import qwen3_chat_template
 
@@ -160,7 +162,10 @@ class _AgentData:  # the field of verl's AgentData the tools read
 def test_verl_tools_keep_one_episode_per_trajectory() -> None:
     tools = {t.name: t for t in verl_tools(ToolSet(), MTU)}
     transfer, balance = tools["transfer_funds"], tools["get_account_balance"]
-    assert transfer.get_openai_tool_schema()["function"]["name"] == "transfer_funds"
+    schema = transfer.get_openai_tool_schema()  # verl's model where verl is installed, else the dict
+    assert (schema if isinstance(schema, dict) else schema.model_dump())["function"][
+        "name"
+    ] == "transfer_funds"
     sample = {"create_kwargs": {"task_id": "mtu-transfer-011"}}
 
     async def call(
@@ -196,7 +201,169 @@ def test_verl_tool_from_its_config() -> None:
 
     async def main() -> str:
         instance, _ = await adapter.create(create_kwargs={"episode_id": "e1"})
-        response, _, _ = await adapter.execute(instance, {"account_number": "123456"})
+        try:
+            response, _, _ = await adapter.execute(instance, {"account_number": "123456"})
+        finally:
+            await adapter.release(instance)
         return str(response.text)
 
     assert "create_kwargs.task_id" in anyio.run(main)
+
+
+# ---- against verl's own classes (verl 0.9.1, installed --no-deps by `make install-dev`) ----------
+_VERL_METHODS = ("get_openai_tool_schema", "create", "execute", "calc_reward", "release")
+
+
+def test_verl_adapter_has_verls_base_tool_interface() -> None:
+    base_tool = pytest.importorskip("verl.tools.base_tool")
+    schemas = pytest.importorskip("verl.tools.schemas")
+    for name in _VERL_METHODS:
+        ours, theirs = getattr(VerlToolAdapter, name), getattr(base_tool.BaseTool, name)
+        assert inspect.iscoroutinefunction(ours) == inspect.iscoroutinefunction(theirs), name
+        ours_params = list(inspect.signature(ours).parameters.values())
+        theirs_params = list(inspect.signature(theirs).parameters.values())  # through verl's trace decorator
+        assert [(p.name, p.kind) for p in ours_params] == [(p.name, p.kind) for p in theirs_params], name
+    # verl's loader builds a tool as tool_cls(config=..., tool_schema=...), the schema None when not given
+    init = inspect.signature(VerlToolAdapter).bind(config={"type": "native"}, tool_schema=None)
+    assert set(init.arguments) == {"config", "tool_schema"}
+
+    adapter = VerlToolAdapter({"type": "native", "tool": "transfer_funds", "tasks": "mtu"})
+    assert isinstance(adapter.tool_schema, schemas.OpenAIFunctionToolSchema)
+    assert adapter.tool_schema.function.name == adapter.name == "transfer_funds"
+
+    async def main() -> tuple[object, object]:
+        instance, created = await adapter.create(create_kwargs={"task_id": "mtu-balance-002"})
+        try:
+            response, _, _ = await adapter.execute(instance, {"account_number": "123456"})
+        finally:
+            await adapter.release(instance)
+        return created, response
+
+    for response in anyio.run(main):
+        assert isinstance(response, schemas.ToolResponse)  # verl's own class, not toolgym's mirror
+
+
+def test_verl_schema_model_takes_every_offered_tool() -> None:
+    schemas = pytest.importorskip("verl.tools.schemas")
+    from pydantic import ValidationError
+
+    from toolgym.toolservers.registry import default_toolset
+
+    tools = default_toolset()
+    for name in ("mtu", "teval", "ctool", "multiturn"):
+        tools = tools.merged(
+            ToolSet(t for t in offered_tools(ToolSet(), resolve_task_set(name)) if t.name not in tools)
+        )
+    for tool in tools:
+        model = schemas.OpenAIFunctionToolSchema.model_validate(verl_tool_schema(tool))
+        expected = tool.parameters_schema().get("properties", {})
+        assert set(model.function.parameters.properties) == set(expected), tool.name
+    # why the conversion: verl's model wants a type on every parameter, an optional one is anyOf
+    transfer = tools.get("transfer_funds")
+    with pytest.raises(ValidationError, match="type"):
+        schemas.OpenAIFunctionToolSchema.model_validate(
+            {
+                "type": "function",
+                "function": {
+                    "name": transfer.name,
+                    "description": transfer.description,
+                    "parameters": transfer.parameters_schema(),
+                },
+            }
+        )
+    typed = schemas.OpenAIFunctionToolSchema.model_validate(verl_tool_schema(transfer))
+    assert typed.function.parameters.properties["schedule_time"].type == ["string", "null"]
+
+
+def test_verl_tool_agent_loop_loads_and_calls_the_adapter(tmp_path: Path) -> None:
+    """verl's own pieces: its tool config loader, its ToolAgentLoop built by its constructor (tool
+    schemas dumped for the chat template, the hermes tool parser) and the loop's `_call_tool`
+    (create, execute with the AgentData, release). Generation needs a model server: not run."""
+    pytest.importorskip("verl.tools.base_tool")
+    agent_loop = pytest.importorskip("verl.experimental.agent_loop.agent_loop")
+    tool_loop = pytest.importorskip("verl.experimental.agent_loop.tool_agent_loop")
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.tool_parser import FunctionCall
+    from verl.tools.schemas import ToolResponse
+    from verl.tools.tool_registry import initialize_tools_from_config
+
+    config = tmp_path / "tools.yaml"
+    entries = [
+        {
+            "class_name": "toolgym.envs.trainers.VerlToolAdapter",
+            "config": {"type": "native", "tool": name, "tasks": "mtu"},
+        }
+        for name in ("transfer_funds", "get_account_balance")
+    ]
+    config.write_text(json.dumps({"tools": entries}))  # YAML is a superset of JSON
+    tools = initialize_tools_from_config(str(config))
+    assert [type(t) for t in tools] == [VerlToolAdapter, VerlToolAdapter]
+    rollout = {
+        "multi_turn": {
+            "max_user_turns": 2,
+            "max_assistant_turns": 2,
+            "max_parallel_calls": 1,
+            "max_tool_response_length": 4000,
+            "tool_response_truncate_side": "middle",
+            "format": "hermes",
+        },
+        "prompt_length": 64,
+        "response_length": 64,
+    }
+    loop = tool_loop.ToolAgentLoop(
+        agent_loop.DictConfigWrap(OmegaConf.create({"actor_rollout_ref": {"rollout": rollout}})),
+        server_manager=None,
+        tokenizer=_word_tokenizer(["<tool_call>", "</tool_call>"]),
+        processor=None,
+        dataset_cls=None,
+        data_config=agent_loop.DictConfigWrap(OmegaConf.create({})),
+        tools=agent_loop.ToolListWrap(tools),
+    )
+    schema = loop.tool_schemas[0]["function"]
+    assert schema["name"] == "transfer_funds" and schema["parameters"]["properties"]["schedule_time"][
+        "type"
+    ] == [
+        "string",
+        "null",
+    ]
+    tools_kwargs = {t.name: {"create_kwargs": {"task_id": "mtu-transfer-011"}} for t in tools}
+
+    def agent_data(request_id: str) -> Any:
+        return tool_loop.AgentData(
+            messages=[],
+            image_data=[],
+            video_data=[],
+            audio_data=None,
+            mm_processor_kwargs=None,
+            metrics={},
+            request_id=request_id,
+            tools_kwargs=tools_kwargs,
+        )
+
+    rollout_a, rollout_b = agent_data("verl-a"), agent_data("verl-b")
+    episodes = tools[0].episodes  # the task set's, shared by its tools (and other tests' adapters)
+    live = set(episodes.instances)
+
+    async def call(name: str, arguments: dict[str, object], data: Any) -> tuple[Any, float, dict[str, Any]]:
+        result: tuple[Any, float, dict[str, Any]] = await loop._call_tool(
+            FunctionCall(name=name, arguments=json.dumps(arguments)), tools_kwargs, data
+        )
+        return result
+
+    async def main() -> list[tuple[Any, float, dict[str, Any]]]:
+        return [
+            await call("transfer_funds", TRANSFER, rollout_a),
+            await call("get_account_balance", {"account_number": "123456"}, rollout_a),
+            await call("get_account_balance", {"account_number": "123456"}, rollout_b),
+            await call("get_account_balance", {"account": "123456"}, rollout_b),
+        ]
+
+    (transfer, _, _), (after_a, _, metrics), (after_b, _, _), (bad, _, bad_metrics) = anyio.run(main)
+    assert all(isinstance(r, ToolResponse) for r in (transfer, after_a, after_b, bad))
+    assert '"transfer_status":"completed"' in str(transfer.text)
+    assert "4,325.50" in str(after_a.text) and "4,825.50" in str(after_b.text)  # one world per request id
+    assert metrics == {"error_kind": None, "step": 2, "episode": "verl-a"}
+    assert bad_metrics["error_kind"] == "argument_error" and "account_number" in str(bad.text)
+    assert set(episodes.instances) == live  # the loop released every instance it created
+    for key in ("verl-a", "verl-b"):
+        episodes.close(key)
