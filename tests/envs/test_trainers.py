@@ -1,7 +1,8 @@
 """Trainer adapters on the real ToolEnv and mock worlds: TRL's GRPO environment interface (tools
 found and typed the way TRL finds them, schemas by transformers' `get_json_schema`, and TRL's own
 GRPOTrainer probing the factory) and verl's tool interface (driven as verl's tool agent loop does:
-create, execute, release per call)."""
+create, execute, release per call; then, where verl is installed, against verl's own BaseTool,
+schema models, tool config loader and ToolAgentLoop)."""
 
 from __future__ import annotations
 
@@ -275,17 +276,44 @@ def test_verl_schema_model_takes_every_offered_tool() -> None:
     assert typed.function.parameters.properties["schedule_time"].type == ["string", "null"]
 
 
-def test_verl_tool_agent_loop_loads_and_calls_the_adapter(tmp_path: Path) -> None:
-    """verl's own pieces: its tool config loader, its ToolAgentLoop built by its constructor (tool
-    schemas dumped for the chat template, the hermes tool parser) and the loop's `_call_tool`
-    (create, execute with the AgentData, release). Generation needs a model server: not run."""
+def _byte_tokenizer() -> Any:
+    """A real byte-level tokenizer (every byte a token, no merges, no download) with a ChatML-like
+    template that renders tools and tool calls the hermes way: decoding gives back the text."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    byte_symbols = bytes_to_unicode().values()  # type: ignore[no-untyped-call]
+    backend = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(byte_symbols)}, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+        tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<pad>"
+    )
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>"]})
+    tokenizer.chat_template = (
+        "{% if tools %}<|im_start|>system\n{% for t in tools %}{{ t | tojson }}\n{% endfor %}<|im_end|>\n{% endif %}"
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+        "{% for c in m.tool_calls or [] %}<tool_call>{{ c.function | tojson }}</tool_call>{% endfor %}"
+        "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    return tokenizer
+
+
+def _hermes_call(name: str, arguments: dict[str, object]) -> str:
+    return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call><|im_end|>"
+
+
+def test_verl_tool_agent_loop_runs_rollouts_on_the_adapter(tmp_path: Path) -> None:
+    """verl's own pieces end to end on CPU: its tool config loader builds the adapters, its
+    ToolAgentLoop (built by its constructor: tool schemas dumped for the chat template, the hermes
+    tool parser) runs two rollouts, a scripted model server standing in for vLLM/SGLang."""
     pytest.importorskip("verl.tools.base_tool")
     agent_loop = pytest.importorskip("verl.experimental.agent_loop.agent_loop")
     tool_loop = pytest.importorskip("verl.experimental.agent_loop.tool_agent_loop")
     from omegaconf import OmegaConf
-    from verl.experimental.agent_loop.tool_parser import FunctionCall
-    from verl.tools.schemas import ToolResponse
     from verl.tools.tool_registry import initialize_tools_from_config
+    from verl.workers.rollout.replica import TokenOutput
 
     config = tmp_path / "tools.yaml"
     entries = [
@@ -298,72 +326,75 @@ def test_verl_tool_agent_loop_loads_and_calls_the_adapter(tmp_path: Path) -> Non
     config.write_text(json.dumps({"tools": entries}))  # YAML is a superset of JSON
     tools = initialize_tools_from_config(str(config))
     assert [type(t) for t in tools] == [VerlToolAdapter, VerlToolAdapter]
-    rollout = {
-        "multi_turn": {
-            "max_user_turns": 2,
-            "max_assistant_turns": 2,
-            "max_parallel_calls": 1,
-            "max_tool_response_length": 4000,
-            "tool_response_truncate_side": "middle",
-            "format": "hermes",
-        },
-        "prompt_length": 64,
-        "response_length": 64,
+    episodes = tools[0].episodes  # the task set's, shared by its tools (and other tests' adapters)
+    live = set(episodes.instances)
+    tokenizer = _byte_tokenizer()
+    balance = _hermes_call("get_account_balance", {"account_number": "123456"})
+    scripts = {  # what the "model" answers, turn by turn, per rollout (verl's deterministic request ids)
+        "det-1": [_hermes_call("transfer_funds", TRANSFER), balance, "Done: $500 moved.<|im_end|>"],
+        "det-2": [
+            _hermes_call("get_account_balance", {"account": "123456"}),
+            balance,
+            "No transfer.<|im_end|>",
+        ],
     }
-    loop = tool_loop.ToolAgentLoop(
-        agent_loop.DictConfigWrap(OmegaConf.create({"actor_rollout_ref": {"rollout": rollout}})),
-        server_manager=None,
-        tokenizer=_word_tokenizer(["<tool_call>", "</tool_call>"]),
-        processor=None,
-        dataset_cls=None,
-        data_config=agent_loop.DictConfigWrap(OmegaConf.create({})),
-        tools=agent_loop.ToolListWrap(tools),
-    )
-    schema = loop.tool_schemas[0]["function"]
-    assert schema["name"] == "transfer_funds" and schema["parameters"]["properties"]["schedule_time"][
-        "type"
-    ] == [
+    seen: dict[str, list[str]] = {key: [] for key in scripts}
+
+    class ScriptedServer:
+        async def generate(self, request_id: str, prompt_ids: list[int], **kwargs: Any) -> Any:
+            seen[request_id].append(tokenizer.decode(prompt_ids))
+            reply = scripts[request_id][len(seen[request_id]) - 1]
+            return TokenOutput(token_ids=tokenizer.encode(reply, add_special_tokens=False))
+
+    multi_turn = {
+        "max_user_turns": 5,
+        "max_assistant_turns": 5,
+        "max_parallel_calls": 1,
+        "max_tool_response_length": 4000,
+        "tool_response_truncate_side": "middle",
+        "format": "hermes",
+    }
+    rollout = {
+        "multi_turn": multi_turn,
+        "prompt_length": 8192,
+        "response_length": 8192,
+        "full_determinism": True,
+    }
+
+    async def main() -> list[Any]:
+        loop = tool_loop.ToolAgentLoop(  # built inside the event loop: it keeps the running loop
+            agent_loop.DictConfigWrap(OmegaConf.create({"actor_rollout_ref": {"rollout": rollout}})),
+            server_manager=ScriptedServer(),
+            tokenizer=tokenizer,
+            processor=None,
+            dataset_cls=None,
+            data_config=agent_loop.DictConfigWrap(OmegaConf.create({})),
+            tools=agent_loop.ToolListWrap(tools),
+        )
+        prompt = [{"role": "user", "content": "Move $500 from checking to savings of account 123456."}]
+        tools_kwargs = {t.name: {"create_kwargs": {"task_id": "mtu-transfer-011"}} for t in tools}
+        return [
+            await loop.run({}, priority=priority, raw_prompt=prompt, tools_kwargs=tools_kwargs)
+            for priority in (1, 2)
+        ]
+
+    first, second = anyio.run(main)
+    # the tools verl put in the prompt: the adapter's schemas, optional parameters typed
+    system = seen["det-1"][0].split("<|im_end|>")[0].splitlines()[1:]
+    rendered = {t["function"]["name"]: t["function"] for t in map(json.loads, system)}
+    assert set(rendered) == {"transfer_funds", "get_account_balance"}
+    assert rendered["transfer_funds"]["parameters"]["properties"]["schedule_time"]["type"] == [
         "string",
         "null",
     ]
-    tools_kwargs = {t.name: {"create_kwargs": {"task_id": "mtu-transfer-011"}} for t in tools}
-
-    def agent_data(request_id: str) -> Any:
-        return tool_loop.AgentData(
-            messages=[],
-            image_data=[],
-            video_data=[],
-            audio_data=None,
-            mm_processor_kwargs=None,
-            metrics={},
-            request_id=request_id,
-            tools_kwargs=tools_kwargs,
-        )
-
-    rollout_a, rollout_b = agent_data("verl-a"), agent_data("verl-b")
-    episodes = tools[0].episodes  # the task set's, shared by its tools (and other tests' adapters)
-    live = set(episodes.instances)
-
-    async def call(name: str, arguments: dict[str, object], data: Any) -> tuple[Any, float, dict[str, Any]]:
-        result: tuple[Any, float, dict[str, Any]] = await loop._call_tool(
-            FunctionCall(name=name, arguments=json.dumps(arguments)), tools_kwargs, data
-        )
-        return result
-
-    async def main() -> list[tuple[Any, float, dict[str, Any]]]:
-        return [
-            await call("transfer_funds", TRANSFER, rollout_a),
-            await call("get_account_balance", {"account_number": "123456"}, rollout_a),
-            await call("get_account_balance", {"account_number": "123456"}, rollout_b),
-            await call("get_account_balance", {"account": "123456"}, rollout_b),
-        ]
-
-    (transfer, _, _), (after_a, _, metrics), (after_b, _, _), (bad, _, bad_metrics) = anyio.run(main)
-    assert all(isinstance(r, ToolResponse) for r in (transfer, after_a, after_b, bad))
-    assert '"transfer_status":"completed"' in str(transfer.text)
-    assert "4,325.50" in str(after_a.text) and "4,825.50" in str(after_b.text)  # one world per request id
-    assert metrics == {"error_kind": None, "step": 2, "episode": "verl-a"}
-    assert bad_metrics["error_kind"] == "argument_error" and "account_number" in str(bad.text)
+    assert '"transfer_status":"completed"' in seen["det-1"][1] and "$4,325.50" in seen["det-1"][2]
+    assert "argument_error" in seen["det-2"][1] and "$4,825.50" in seen["det-2"][2]  # its own world
+    assert first.num_turns == second.num_turns == 6 and first.extra_fields["tool_rewards"] == [0.0, 0.0]
+    # the model's tokens are trained on, the tools' are masked out
+    model_tokens = sum(len(tokenizer.encode(r, add_special_tokens=False)) for r in scripts["det-1"])
+    assert sum(first.response_mask) == model_tokens < len(first.response_mask)
     assert set(episodes.instances) == live  # the loop released every instance it created
-    for key in ("verl-a", "verl-b"):
+    assert episodes.envs["det-1"].task is not None and episodes.envs["det-1"].task.id == "mtu-transfer-011"
+    assert 0.0 <= episodes.reward("det-1") < 1.0  # state right, no final answer given (the task wants one)
+    for key in scripts:
         episodes.close(key)
