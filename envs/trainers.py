@@ -254,8 +254,8 @@ def _verl_property(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def verl_tool_schema(tool: BaseTool) -> dict[str, Any]:
     """`tool`'s OpenAI function tool in the form verl's `OpenAIFunctionToolSchema` validates (every
-    parameter typed: `_verl_property`). verl keeps only each parameter's type, description and
-    enum of it: what its agent loop puts in the chat template."""
+    parameter typed: `_verl_property`). verl's model keeps only each parameter's type, description
+    and enum: what its agent loop puts in the chat template."""
     parameters = dict(tool.parameters_schema())
     properties = parameters.get("properties")
     if isinstance(properties, Mapping):
