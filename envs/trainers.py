@@ -1,6 +1,7 @@
 """ToolEnv behind RL trainers' environment interfaces: TRL's GRPO `environment_factory` and verl's
-tool interface. Neither library is imported here: the adapters follow their documented
-interfaces, so toolgym's default install stays without torch.
+tool interface. Neither library is needed: the adapters follow their interfaces, so toolgym's
+default install stays without torch (verl's own `ToolResponse` and `OpenAIFunctionToolSchema` are
+used, imported lazily, where verl is installed).
 
 TRL (`GRPOTrainer(environment_factory=...)`, trl >= 1.x): the trainer makes one environment per
 rollout and finds its tools as the public functions of its *class*, typed and documented (it builds
@@ -15,8 +16,11 @@ without `final_answer`: state tasks still score, answer tasks get no answer).
 verl (`verl.tools.base_tool.BaseTool`): async `create(instance_id, **kwargs)`, `execute(instance_id,
 parameters, **kwargs) -> (response, step reward, metrics)`, `calc_reward(instance_id)` and
 `release(instance_id)`, one object per tool with its OpenAI function schema (`tool_schema`).
-`VerlToolAdapter` is that for one toolgym tool, each instance id an episode in its own ToolEnv;
-`verl_tools(...)` gives one adapter per tool, sharing the episodes.
+`VerlToolAdapter` is that for one toolgym tool, episodes keyed by trajectory (each in its own
+ToolEnv); `verl_tools(...)` gives one adapter per tool, sharing the episodes. verl's tool config
+(`initialize_tools_from_config`) loads it by `class_name`; leave its `tool_schema` out: verl's
+schema model wants a `type` on every parameter, which `toolgym tools --format openai` does not
+give optional (`anyOf`) ones, and the adapter builds a schema verl takes (`verl_tool_schema`).
 """
 
 from __future__ import annotations
@@ -209,12 +213,61 @@ class ToolResponse(BaseModel):
     video: list[Any] | None = None
 
 
-def _tool_response(text: str) -> Any:
+def _verl_schemas() -> Any:
+    """verl's `verl.tools.schemas` module, None when verl is not installed."""
     try:
-        from verl.tools.schemas import ToolResponse as VerlToolResponse  # type: ignore[import-not-found]
+        from verl.tools import schemas
     except ImportError:
-        return ToolResponse(text=text)
-    return VerlToolResponse(text=text)
+        return None
+    return schemas
+
+
+def _tool_response(text: str) -> Any:
+    schemas = _verl_schemas()
+    return ToolResponse(text=text) if schemas is None else schemas.ToolResponse(text=text)
+
+
+_JSON_TYPE_NAMES = ["string", "number", "integer", "boolean", "array", "object", "null"]
+
+
+def _verl_property(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A parameter as verl's `OpenAIFunctionPropertySchema` takes it: it requires `type`, so a
+    union (`anyOf`/`oneOf`, as an optional `T | None` is written) also gets its members' types as
+    a list (verl's own form for `int | float`), and a lone member's `enum` comes up beside it.
+    Every keyword is kept: the schema stays the same JSON Schema."""
+    out = dict(schema)
+    if "type" in out:
+        return out
+    variants = [v for v in out.get("anyOf") or out.get("oneOf") or [] if isinstance(v, Mapping)]
+    types: list[str] = []
+    for variant in variants:
+        kind = variant.get("type")
+        for name in kind if isinstance(kind, list) else [kind]:
+            if isinstance(name, str) and name not in types:
+                types.append(name)
+    out["type"] = (types[0] if len(types) == 1 else types) if types else list(_JSON_TYPE_NAMES)
+    enums = [v["enum"] for v in variants if isinstance(v.get("enum"), list)]
+    if "enum" not in out and len(enums) == 1:
+        out["enum"] = [*enums[0], None] if "null" in types else list(enums[0])
+    return out
+
+
+def verl_tool_schema(tool: BaseTool) -> dict[str, Any]:
+    """`tool`'s OpenAI function tool in the form verl's `OpenAIFunctionToolSchema` validates (every
+    parameter typed: `_verl_property`). verl's model keeps only each parameter's type, description
+    and enum: what its agent loop puts in the chat template."""
+    parameters = dict(tool.parameters_schema())
+    properties = parameters.get("properties")
+    if isinstance(properties, Mapping):
+        parameters["properties"] = {name: _verl_property(prop) for name, prop in properties.items()}
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description or tool.name,
+            "parameters": parameters,
+        },
+    }
 
 
 class VerlEpisodes:
@@ -284,14 +337,13 @@ class VerlToolAdapter:
         self.episodes = episodes
         tool = offered_tools(episodes.tools, episodes.tasks).get(str(self.config["tool"]))
         self.name = tool.name
-        self.tool_schema = tool_schema or {
-            "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": tool.parameters_schema(),
-            },
-        }
+        if tool_schema is None:
+            # verl's agent loop calls `tool_schema.model_dump()`: its own model when verl is here
+            schemas = _verl_schemas()
+            tool_schema = verl_tool_schema(tool)
+            if schemas is not None:
+                tool_schema = schemas.OpenAIFunctionToolSchema.model_validate(tool_schema)
+        self.tool_schema = tool_schema
 
     def get_openai_tool_schema(self) -> Any:
         return self.tool_schema
@@ -311,9 +363,7 @@ class VerlToolAdapter:
         task_id = created.get("task_id")
         if task_id is None:
             return _tool_response("no task: give create_kwargs.task_id in the sample's tools_kwargs"), 0.0, {}
-        key = str(
-            getattr(kwargs.get("agent_data"), "request_id", None) or created.get("episode_id") or instance_id
-        )
+        key = _episode_key(instance_id, created, kwargs)
         env = self.episodes.env_for(key, str(task_id), created.get("seed"))
         if key in self.episodes.rewards:
             return _tool_response("The episode is over."), 0.0, {}
@@ -349,5 +399,6 @@ __all__ = [
     "grpo_dataset",
     "grpo_environment_class",
     "grpo_environment_factory",
+    "verl_tool_schema",
     "verl_tools",
 ]

@@ -1,12 +1,16 @@
 """Trainer adapters on the real ToolEnv and mock worlds: TRL's GRPO environment interface (tools
 found and typed the way TRL finds them, schemas by transformers' `get_json_schema`, and TRL's own
 GRPOTrainer probing the factory) and verl's tool interface (driven as verl's tool agent loop does:
-create, execute, release per call)."""
+create, execute, release per call; then, where verl is installed, against verl's own BaseTool,
+schema models, tool config loader and ToolAgentLoop)."""
 
 from __future__ import annotations
 
 import inspect
+import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -18,6 +22,8 @@ from toolgym.envs.trainers import (
     VerlToolAdapter,
     grpo_dataset,
     grpo_environment_factory,
+    offered_tools,
+    verl_tool_schema,
     verl_tools,
 )
 from toolgym.tools import ToolSet
@@ -33,8 +39,6 @@ TRANSFER = {
 
 
 def _mtu_tools() -> ToolSet:
-    from toolgym.envs.trainers import offered_tools
-
     return offered_tools(ToolSet(), MTU)
 
 
@@ -84,28 +88,27 @@ def test_grpo_rollouts_each_have_their_own_episode() -> None:
     assert first.get_reward() < 1.0
 
 
+def _word_tokenizer(words: list[str]) -> Any:
+    """A tiny real tokenizer (a word-level vocabulary, no download) for trainers that need one."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocabulary = ["<pad>", "<|im_end|>", "<unk>", *words]
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocabulary)}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+        tokenizer_object=backend, pad_token="<pad>", eos_token="<|im_end|>", unk_token="<unk>"
+    )
+
+
 def test_trl_grpo_trainer_takes_the_factory(tmp_path: pytest.TempPathFactory) -> None:
     trl = pytest.importorskip("trl")
     datasets = pytest.importorskip("datasets")
     pytest.importorskip("torch")
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import LlamaConfig, LlamaForCausalLM
 
-    words = [
-        "<pad>",
-        "<|im_end|>",
-        "<unk>",
-        "<|im_start|>",
-        "user",
-        "assistant",
-        "tool",
-        *"abcdefghijklmnopqrstuvwxyz",
-    ]
-    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
-        tokenizer_object=backend, pad_token="<pad>", eos_token="<|im_end|>", unk_token="<unk>"
-    )
+    words = ["<|im_start|>", "user", "assistant", "tool", *"abcdefghijklmnopqrstuvwxyz"]
+    tokenizer = _word_tokenizer(words)
     # TRL's own Qwen3 chat template (it knows how to parse tool calls out of its replies)
     from trl.chat_template_utils import qwen3_chat_template
 
@@ -160,7 +163,10 @@ class _AgentData:  # the field of verl's AgentData the tools read
 def test_verl_tools_keep_one_episode_per_trajectory() -> None:
     tools = {t.name: t for t in verl_tools(ToolSet(), MTU)}
     transfer, balance = tools["transfer_funds"], tools["get_account_balance"]
-    assert transfer.get_openai_tool_schema()["function"]["name"] == "transfer_funds"
+    schema = transfer.get_openai_tool_schema()  # verl's model where verl is installed, else the dict
+    assert (schema if isinstance(schema, dict) else schema.model_dump())["function"][
+        "name"
+    ] == "transfer_funds"
     sample = {"create_kwargs": {"task_id": "mtu-transfer-011"}}
 
     async def call(
@@ -196,7 +202,199 @@ def test_verl_tool_from_its_config() -> None:
 
     async def main() -> str:
         instance, _ = await adapter.create(create_kwargs={"episode_id": "e1"})
-        response, _, _ = await adapter.execute(instance, {"account_number": "123456"})
+        try:
+            response, _, _ = await adapter.execute(instance, {"account_number": "123456"})
+        finally:
+            await adapter.release(instance)
         return str(response.text)
 
     assert "create_kwargs.task_id" in anyio.run(main)
+
+
+# ---- against verl's own classes (verl 0.9.1, installed --no-deps by `make install-dev`) ----------
+_VERL_METHODS = ("get_openai_tool_schema", "create", "execute", "calc_reward", "release")
+
+
+def test_verl_adapter_has_verls_base_tool_interface() -> None:
+    base_tool = pytest.importorskip("verl.tools.base_tool")
+    schemas = pytest.importorskip("verl.tools.schemas")
+    for name in _VERL_METHODS:
+        ours, theirs = getattr(VerlToolAdapter, name), getattr(base_tool.BaseTool, name)
+        assert inspect.iscoroutinefunction(ours) == inspect.iscoroutinefunction(theirs), name
+        ours_params = list(inspect.signature(ours).parameters.values())
+        theirs_params = list(inspect.signature(theirs).parameters.values())  # through verl's trace decorator
+        assert [(p.name, p.kind) for p in ours_params] == [(p.name, p.kind) for p in theirs_params], name
+    # verl's loader builds a tool as tool_cls(config=..., tool_schema=...), the schema None when not given
+    init = inspect.signature(VerlToolAdapter).bind(config={"type": "native"}, tool_schema=None)
+    assert set(init.arguments) == {"config", "tool_schema"}
+
+    adapter = VerlToolAdapter({"type": "native", "tool": "transfer_funds", "tasks": "mtu"})
+    assert isinstance(adapter.tool_schema, schemas.OpenAIFunctionToolSchema)
+    assert adapter.tool_schema.function.name == adapter.name == "transfer_funds"
+
+    async def main() -> tuple[object, object]:
+        instance, created = await adapter.create(create_kwargs={"task_id": "mtu-balance-002"})
+        try:
+            response, _, _ = await adapter.execute(instance, {"account_number": "123456"})
+        finally:
+            await adapter.release(instance)
+        return created, response
+
+    for response in anyio.run(main):
+        assert isinstance(response, schemas.ToolResponse)  # verl's own class, not toolgym's mirror
+
+
+def test_verl_schema_model_takes_every_offered_tool() -> None:
+    schemas = pytest.importorskip("verl.tools.schemas")
+    from pydantic import ValidationError
+
+    from toolgym.toolservers.registry import default_toolset
+
+    tools = default_toolset()
+    for name in ("mtu", "teval", "ctool", "multiturn"):
+        tools = tools.merged(
+            ToolSet(t for t in offered_tools(ToolSet(), resolve_task_set(name)) if t.name not in tools)
+        )
+    for tool in tools:
+        model = schemas.OpenAIFunctionToolSchema.model_validate(verl_tool_schema(tool))
+        expected = tool.parameters_schema().get("properties", {})
+        assert set(model.function.parameters.properties) == set(expected), tool.name
+    # why the conversion: verl's model wants a type on every parameter, an optional one is anyOf
+    transfer = tools.get("transfer_funds")
+    with pytest.raises(ValidationError, match="type"):
+        schemas.OpenAIFunctionToolSchema.model_validate(
+            {
+                "type": "function",
+                "function": {
+                    "name": transfer.name,
+                    "description": transfer.description,
+                    "parameters": transfer.parameters_schema(),
+                },
+            }
+        )
+    typed = schemas.OpenAIFunctionToolSchema.model_validate(verl_tool_schema(transfer))
+    assert typed.function.parameters.properties["schedule_time"].type == ["string", "null"]
+
+
+def _byte_tokenizer() -> Any:
+    """A real byte-level tokenizer (every byte a token, no merges, no download) with a ChatML-like
+    template that renders tools and tool calls the hermes way: decoding gives back the text."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    byte_symbols = bytes_to_unicode().values()  # type: ignore[no-untyped-call]
+    backend = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(byte_symbols)}, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+        tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<pad>"
+    )
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>"]})
+    tokenizer.chat_template = (
+        "{% if tools %}<|im_start|>system\n{% for t in tools %}{{ t | tojson }}\n{% endfor %}<|im_end|>\n{% endif %}"
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+        "{% for c in m.tool_calls or [] %}<tool_call>{{ c.function | tojson }}</tool_call>{% endfor %}"
+        "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    return tokenizer
+
+
+def _hermes_call(name: str, arguments: dict[str, object]) -> str:
+    return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call><|im_end|>"
+
+
+def test_verl_tool_agent_loop_runs_rollouts_on_the_adapter(tmp_path: Path) -> None:
+    """verl's own pieces end to end on CPU: its tool config loader builds the adapters, its
+    ToolAgentLoop (built by its constructor: tool schemas dumped for the chat template, the hermes
+    tool parser) runs two rollouts, a scripted model server standing in for vLLM/SGLang."""
+    pytest.importorskip("verl.tools.base_tool")
+    agent_loop = pytest.importorskip("verl.experimental.agent_loop.agent_loop")
+    tool_loop = pytest.importorskip("verl.experimental.agent_loop.tool_agent_loop")
+    from omegaconf import OmegaConf
+    from verl.tools.tool_registry import initialize_tools_from_config
+    from verl.workers.rollout.replica import TokenOutput
+
+    config = tmp_path / "tools.yaml"
+    entries = [
+        {
+            "class_name": "toolgym.envs.trainers.VerlToolAdapter",
+            "config": {"type": "native", "tool": name, "tasks": "mtu"},
+        }
+        for name in ("transfer_funds", "get_account_balance")
+    ]
+    config.write_text(json.dumps({"tools": entries}))  # YAML is a superset of JSON
+    tools = initialize_tools_from_config(str(config))
+    assert [type(t) for t in tools] == [VerlToolAdapter, VerlToolAdapter]
+    episodes = tools[0].episodes  # the task set's, shared by its tools (and other tests' adapters)
+    live = set(episodes.instances)
+    tokenizer = _byte_tokenizer()
+    balance = _hermes_call("get_account_balance", {"account_number": "123456"})
+    scripts = {  # what the "model" answers, turn by turn, per rollout (verl's deterministic request ids)
+        "det-1": [_hermes_call("transfer_funds", TRANSFER), balance, "Done: $500 moved.<|im_end|>"],
+        "det-2": [
+            _hermes_call("get_account_balance", {"account": "123456"}),
+            balance,
+            "No transfer.<|im_end|>",
+        ],
+    }
+    seen: dict[str, list[str]] = {key: [] for key in scripts}
+
+    class ScriptedServer:
+        async def generate(self, request_id: str, prompt_ids: list[int], **kwargs: Any) -> Any:
+            seen[request_id].append(tokenizer.decode(prompt_ids))
+            reply = scripts[request_id][len(seen[request_id]) - 1]
+            return TokenOutput(token_ids=tokenizer.encode(reply, add_special_tokens=False))
+
+    multi_turn = {
+        "max_user_turns": 5,
+        "max_assistant_turns": 5,
+        "max_parallel_calls": 1,
+        "max_tool_response_length": 4000,
+        "tool_response_truncate_side": "middle",
+        "format": "hermes",
+    }
+    rollout = {
+        "multi_turn": multi_turn,
+        "prompt_length": 8192,
+        "response_length": 8192,
+        "full_determinism": True,
+    }
+
+    async def main() -> list[Any]:
+        loop = tool_loop.ToolAgentLoop(  # built inside the event loop: it keeps the running loop
+            agent_loop.DictConfigWrap(OmegaConf.create({"actor_rollout_ref": {"rollout": rollout}})),
+            server_manager=ScriptedServer(),
+            tokenizer=tokenizer,
+            processor=None,
+            dataset_cls=None,
+            data_config=agent_loop.DictConfigWrap(OmegaConf.create({})),
+            tools=agent_loop.ToolListWrap(tools),
+        )
+        prompt = [{"role": "user", "content": "Move $500 from checking to savings of account 123456."}]
+        tools_kwargs = {t.name: {"create_kwargs": {"task_id": "mtu-transfer-011"}} for t in tools}
+        return [
+            await loop.run({}, priority=priority, raw_prompt=prompt, tools_kwargs=tools_kwargs)
+            for priority in (1, 2)
+        ]
+
+    first, second = anyio.run(main)
+    # the tools verl put in the prompt: the adapter's schemas, optional parameters typed
+    system = seen["det-1"][0].split("<|im_end|>")[0].splitlines()[1:]
+    rendered = {t["function"]["name"]: t["function"] for t in map(json.loads, system)}
+    assert set(rendered) == {"transfer_funds", "get_account_balance"}
+    assert rendered["transfer_funds"]["parameters"]["properties"]["schedule_time"]["type"] == [
+        "string",
+        "null",
+    ]
+    assert '"transfer_status":"completed"' in seen["det-1"][1] and "$4,325.50" in seen["det-1"][2]
+    assert "argument_error" in seen["det-2"][1] and "$4,825.50" in seen["det-2"][2]  # its own world
+    assert first.num_turns == second.num_turns == 6 and first.extra_fields["tool_rewards"] == [0.0, 0.0]
+    # the model's tokens are trained on, the tools' are masked out
+    model_tokens = sum(len(tokenizer.encode(r, add_special_tokens=False)) for r in scripts["det-1"])
+    assert sum(first.response_mask) == model_tokens < len(first.response_mask)
+    assert set(episodes.instances) == live  # the loop released every instance it created
+    assert episodes.envs["det-1"].task is not None and episodes.envs["det-1"].task.id == "mtu-transfer-011"
+    assert 0.0 <= episodes.reward("det-1") < 1.0  # state right, no final answer given (the task wants one)
+    for key in scripts:
+        episodes.close(key)
