@@ -431,6 +431,7 @@ def build_toolset(config: EnvConfig) -> ToolSet:
 
 # ---- the driver's side -----------------------------------------------------------------------
 Deliver = Callable[[EpisodeOutcome, "EpisodeBytes | None"], None]
+MAX_PENDING_WRITES = 32  # episodes the driver holds in memory waiting to be written, at most
 
 
 class Executor(Protocol):
@@ -484,6 +485,9 @@ def rollout(
     wanted = {spec.index for spec in specs}
     lock = threading.Lock()
     writers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="trace-writer")  # fsync waits overlap
+    # episodes handed to the writers and not yet on disk, at most: results that come faster than
+    # the disk takes them wait in the executor, not as traces and images piling up in memory
+    room = threading.BoundedSemaphore(MAX_PENDING_WRITES)
 
     def finish(outcome: EpisodeOutcome) -> None:
         with lock:
@@ -505,12 +509,16 @@ def rollout(
             return
 
         def write() -> None:
-            # the files first: a trace in the folder (and its episode in run.json) has its files
-            for sha256, blob in data.files.items():
-                keep_file((out / rel).parent / FILES_DIR, sha256, blob)
-            write_atomically(out / rel, data.trace)
+            try:
+                # the files first: a trace in the folder (and its episode in run.json) has its files
+                for sha256, blob in data.files.items():
+                    keep_file((out / rel).parent / FILES_DIR, sha256, blob)
+                write_atomically(out / rel, data.trace)
+            finally:
+                room.release()
             finish(outcome)
 
+        room.acquire()
         pending.append(writers.submit(write))
 
     try:
