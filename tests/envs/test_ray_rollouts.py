@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.envs.rollout_agents import Bug
-from tests.envs.test_rollouts import DRAWING, HOSTILE, bundled_sets, kept_files, traces_of, tree
+from tests.envs.test_rollouts import DRAWING, HOSTILE, bundled_sets, kept_files, traces_of, whole_folder
 from toolgym.cli import app
 from toolgym.envs.demo import default_task_paths, demo_tasks_path
 from toolgym.envs.ray_rollouts import INSTALL_HINT, RayExecutor, ToolServerSpec, import_ray
@@ -54,8 +54,8 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     out = tmp_path_factory.mktemp("clean")
     sets = ray_sets()
     rollout(sets, episode_specs(sets, trials=1, seed=0), out=out)
-    assert kept_files(tree(out))
-    return tree(out)
+    assert kept_files(whole_folder(out))
+    return whole_folder(out)
 
 
 def run_ray(
@@ -74,10 +74,10 @@ def test_toolgym_run_ray_over_every_bundled_task_set_writes_the_one_process_byte
     second = runner.invoke(app, ["run", "--out", str(on_ray), "--ray"])  # joins the running instance
     assert second.exit_code == 0, second.output
     # the whole folder, byte for byte: traces, run.json and the images tools drew (`toolgym view`)
-    expected = tree(one)
+    expected = whole_folder(one)
     assert len(traces_of(expected)) == sum(len(TaskSet.load(p)) for p in default_task_paths())
     assert len(kept_files(expected)) >= 3  # the demo's plot, box and caption at least
-    assert tree(on_ray) == expected
+    assert whole_folder(on_ray) == expected
 
 
 def test_actors_killed_mid_episode_have_their_episodes_rerun_elsewhere(
@@ -97,7 +97,7 @@ def test_actors_killed_mid_episode_have_their_episodes_rerun_elsewhere(
     assert executor.stats.actors_lost == 2 and executor.stats.actors_started == 4
     assert executor.stats.resubmitted >= 2  # the killers and their batch mates, one by one
     assert all(o.status == "terminated" and o.reward == 1.0 for o in outcomes)
-    assert tree(tmp_path / "run") == clean
+    assert whole_folder(tmp_path / "run") == clean
 
 
 def test_an_episode_that_always_kills_its_actor_is_aborted_with_a_typed_error(
@@ -118,7 +118,7 @@ def test_an_episode_that_always_kills_its_actor_is_aborted_with_a_typed_error(
         "WorkerLost: the worker running this episode alone died 2 times"
     )
     assert all(e.success for e in summary.episodes if e is not lost)
-    written = {k: v for k, v in tree(tmp_path).items() if k != "run.json"}
+    written = {k: v for k, v in whole_folder(tmp_path).items() if k != "run.json"}
     assert written == {k: v for k, v in clean.items() if poison not in k}  # the others are intact
 
 
@@ -137,7 +137,7 @@ def test_an_actor_killed_by_the_driver_loses_no_trace_and_back_pressure_holds(
     assert killed and executor.stats.actors_lost == 1
     assert executor.stats.peak_in_flight == 3  # never more episodes out than max_in_flight
     assert all(o.status == "terminated" for o in outcomes)
-    assert tree(tmp_path) == clean
+    assert whole_folder(tmp_path) == clean
 
 
 def test_a_bug_in_an_actor_stops_the_run(tmp_path: Path) -> None:
@@ -222,4 +222,4 @@ def test_an_llm_user_on_ray_actors_writes_the_one_process_bytes(
         on_ray = run_with_llm_user(fake.base_url, tmp_path / "ray", "--ray")
         assert on_ray.exit_code == 0, on_ray.output
     assert len(fake.requests) == 12  # 3 tasks x 2 trials, once in process and once on Ray
-    assert tree(tmp_path / "ray") == tree(tmp_path / "one")
+    assert whole_folder(tmp_path / "ray") == whole_folder(tmp_path / "one")

@@ -60,12 +60,15 @@ def bundled_sets() -> list[tuple[str, TaskSet]]:
 
 
 def tree(root: Path) -> dict[str, bytes]:
-    """Everything under root, as `diff -r` compares it: each file (relative path -> bytes), hidden
-    ones included, and each folder (its path and a slash -> b""), so an empty one counts too."""
-    return {
-        p.relative_to(root).as_posix() + ("" if p.is_file() else "/"): p.read_bytes() if p.is_file() else b""
-        for p in sorted(root.rglob("*"))
-    }
+    """Every file under root (relative path -> bytes), hidden ones included."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def whole_folder(root: Path) -> dict[str, bytes]:
+    """What `diff -r` compares: `tree`, and each folder (its path and a slash -> b""), so that an
+    empty one left behind counts too."""
+    folders = {p.relative_to(root).as_posix() + "/": b"" for p in root.rglob("*") if p.is_dir()}
+    return dict(sorted({**tree(root), **folders}.items()))
 
 
 def kept_files(folder: dict[str, bytes]) -> dict[str, bytes]:
@@ -130,16 +133,16 @@ def test_threads_and_processes_write_the_same_bytes_as_one_process(baseline: Pat
     oracle_run(threads, bundled_sets(), concurrency=3)
     procs = tmp_path / "processes"
     summary = oracle_run(procs, bundled_sets(), executor=ProcessExecutor(2, batch_size=3))
-    expected = tree(baseline)
+    expected = whole_folder(baseline)
     assert len(traces_of(expected)) == 2 * sum(len(s) for _, s in bundled_sets()) and "run.json" in expected
     assert sorted(kept_files(expected)) == [  # the box DrawBox drew, in each trial's folder
         f"trial-{t}/demo/{FILES_DIR}/{sha}" for t in (0, 1) for sha in drawn(baseline / "trial-0/demo")
     ]
     assert all(e.success for e in summary.episodes)
-    assert tree(procs) == expected  # the same files, images too; no staging file or partial trace
+    assert whole_folder(procs) == expected  # the same files, images too; no staging file or partial trace
     # run.json records the thread count; its episodes (scores, traces, pass@k) are the same
-    assert tree(threads).keys() == expected.keys()
-    assert {k: v for k, v in tree(threads).items() if k != "run.json"} == {
+    assert whole_folder(threads).keys() == expected.keys()
+    assert {k: v for k, v in whole_folder(threads).items() if k != "run.json"} == {
         k: v for k, v in expected.items() if k != "run.json"
     }
     assert RunSummary.load(threads).episodes == RunSummary.load(baseline).episodes
@@ -171,11 +174,11 @@ def test_toolgym_run_with_workers_writes_the_same_run_folder(tmp_path: Path) -> 
     assert first.exit_code == 0, first.output
     second = runner.invoke(app, ["run", "--out", str(two), "--trials", "2", "--workers", "2", *picked])
     assert second.exit_code == 0, second.output
-    expected = tree(one)
+    expected = whole_folder(one)
     assert len(traces_of(expected)) == 2 * len(set(ids))
     images = {f"trial-{t}/demo/{FILES_DIR}/{sha}" for t in (0, 1) for sha in drawn(one / "trial-0/demo")}
     assert len(images) == 2 * 2 and set(kept_files(expected)) == images  # a box and a caption a trial
-    assert tree(two) == expected
+    assert whole_folder(two) == expected
     clash = runner.invoke(app, ["run", "--out", str(tmp_path / "x"), "--workers", "2", "--concurrency", "2"])
     assert clash.exit_code == 2 and "concurrency" in clash.output and not (tmp_path / "x").exists()
 
@@ -262,7 +265,7 @@ def test_a_worker_process_killed_mid_run_has_its_episodes_rerun_on_a_fresh_pool(
     assert executor.stats.resubmitted >= 1  # the killed worker's batch and every other one in flight
     assert len(pids.read_text().split()) == 4  # two workers in each pool
     assert all(e.success for e in summary.episodes)
-    assert tree(tmp_path / "run") == tree(baseline)
+    assert whole_folder(tmp_path / "run") == whole_folder(baseline)
 
 
 def test_episodes_that_kill_their_worker_mid_episode_run_again_alone(tmp_path: Path) -> None:
@@ -290,7 +293,7 @@ def test_episodes_that_kill_their_worker_mid_episode_run_again_alone(tmp_path: P
     assert sorted(p.name for p in markers.iterdir()) == sorted(targets)  # each did kill its worker
     assert executor.stats.pools_broken == 2 and executor.stats.pools_started == 3
     assert all(o.status == "terminated" and o.reward == 1.0 for o in outcomes)
-    assert tree(tmp_path / "run") == tree(clean)
+    assert whole_folder(tmp_path / "run") == whole_folder(clean)
 
 
 def test_an_episode_that_always_kills_its_worker_is_aborted_with_a_typed_error(tmp_path: Path) -> None:
@@ -437,7 +440,7 @@ def test_a_run_stopped_mid_way_and_resumed_on_workers_writes_the_one_process_fol
     assert stopped.stopped == "stop" and 0 < len(stopped.episodes) < total
     resumed = oracle_run(out, bundled_sets(), executor=ProcessExecutor(2, batch_size=2))
     assert resumed.stopped is None and len(resumed.episodes) == total
-    assert tree(out) == tree(baseline)
+    assert whole_folder(out) == whole_folder(baseline)
 
 
 def test_one_rollout_runs_several_agents(tmp_path: Path, baseline: Path) -> None:
@@ -464,9 +467,7 @@ def test_one_rollout_runs_several_agents(tmp_path: Path, baseline: Path) -> None
     assert all(
         o.status == "aborted" and o.trace and o.trace.startswith("quitter/") for o in outcomes[len(ids) :]
     )
-    expected = {
-        k: v for k, v in tree(baseline).items() if k == "trial-0/" or k.startswith(f"trial-0/{name}/")
-    }
+    expected = {k: v for k, v in tree(baseline).items() if k.startswith(f"trial-0/{name}/")}
     assert tree(tmp_path / "oracle") == expected
     with pytest.raises(ValueError, match="not among"):
         rollout(sets, specs, out=tmp_path / "x", agent={"oracle": AgentSpec()})
