@@ -9,8 +9,8 @@ store). An actor that dies takes its unfinished batches with it; their episodes 
 queue one by one, to run alone on an idle actor (so an episode that kills its worker takes down
 nobody else's), a fresh actor replaces the dead one, and an episode whose actor died
 `max_attempts` times while it ran alone is recorded as aborted with a `WorkerLost` error. Actors
-return trace bytes and the driver writes each trace once (`rollout`), so a re-run never leaves a
-duplicate or a half-written trace.
+return the bytes of each trace and of the files its observations carry, and the driver writes
+them once (`rollout`), so a re-run never leaves a duplicate or a half-written file.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 from toolgym.envs.rollouts import (
     Cancel,
     Deliver,
+    EpisodeBytes,
     EpisodeOutcome,
     EpisodeSpec,
     EpisodeWorker,
@@ -54,7 +55,7 @@ class RolloutActor:
     def ready(self) -> bool:
         return True
 
-    def run_batch(self, specs: Sequence[EpisodeSpec]) -> list[tuple[EpisodeOutcome, bytes | None]]:
+    def run_batch(self, specs: Sequence[EpisodeSpec]) -> list[tuple[EpisodeOutcome, EpisodeBytes | None]]:
         return self.worker.run_batch(specs)
 
     def pid(self) -> int:

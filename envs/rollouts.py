@@ -10,10 +10,10 @@
 Every executor runs an episode the same way (`EpisodeWorker.run`): a worker holds one `ToolEnv`
 per task set, reused across episodes (reset rebuilds nothing but the episode), and builds the
 agent from an `AgentSpec`. Remote workers never write into the run directory: they return each
-trace's bytes, and the driver writes it once, atomically, under its final name. A worker that
-dies mid-episode therefore leaves nothing behind, its episode can run again elsewhere, and the
-trace is byte-identical to a one-process run because it depends only on the task, the seed and
-the agent.
+trace's bytes, with the files its observations carry (images a tool drew), and the driver writes
+them once, atomically, under their final names. A worker that dies mid-episode therefore leaves
+nothing behind, its episode can run again elsewhere, and the run folder is byte-identical to a
+one-process run because it depends only on the task, the seed and the agent.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from toolgym.canonical import canonical_hash
 from toolgym.envs.agents import Agent, AsyncAgent, OracleAgent
 from toolgym.envs.faults import FaultLayer, FaultPlan, fault_aware
 from toolgym.envs.rewards import task_scores
+from toolgym.envs.runner import FILES_DIR, arun_episode, keep_file, run_episode, trace_name, write_atomically
 from toolgym.envs.runner import EpisodeResult as RunnerResult
-from toolgym.envs.runner import arun_episode, run_episode, trace_name
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.envs.users import UserSimulator
 from toolgym.tasks import Task, TaskSet
@@ -258,12 +258,23 @@ def _oracle_agents() -> AgentFactory:
     return lambda env, trial: OracleAgent(env.protocol)
 
 
+@dataclass(frozen=True)
+class EpisodeBytes:
+    """What a worker that does not write in place sends back with an episode's outcome: its
+    trace's bytes (finished, or partial when aborted) and the files its observations carry, by
+    sha256, each once (the driver keeps them beside the trace, as the in-process runner does)."""
+
+    trace: bytes
+    files: Mapping[str, bytes] = field(default_factory=dict)
+
+
 # ---- the worker ------------------------------------------------------------------------------
 class EpisodeWorker:
     """Runs episodes one at a time with one env per task set (not thread-safe: one per thread).
 
-    With `out`, traces are written in place (the in-process executor); without, each episode's
-    trace is staged in a private temporary folder and its bytes are returned for the driver."""
+    With `out`, traces and their files are written in place (the in-process executor); without,
+    each episode is staged in a private temporary folder and its bytes are returned for the
+    driver."""
 
     def __init__(
         self,
@@ -319,9 +330,9 @@ class EpisodeWorker:
             found = self._agents[name] = builder(**spec.kwargs)
         return found
 
-    def run(self, spec: EpisodeSpec) -> tuple[EpisodeOutcome, bytes | None]:
-        """Run one episode; the bytes of its trace (finished, or partial when aborted) come back
-        when this worker does not write in place."""
+    def run(self, spec: EpisodeSpec) -> tuple[EpisodeOutcome, EpisodeBytes | None]:
+        """Run one episode; the bytes of its trace and files come back when this worker does not
+        write in place."""
         env = self.env_for(spec.task_set)
         task = self.tasks[spec.task_set][spec.task_id]
         agent = self.agents(spec.agent)(env, spec.trial)
@@ -335,10 +346,11 @@ class EpisodeWorker:
         folder = Path(tempfile.mkdtemp(dir=self._staging))
         try:
             outcome = self._run(env, agent, task, spec, folder)
-            data = None
-            if outcome.trace is not None:
-                data = (folder / Path(outcome.trace).name).read_bytes()
-            return outcome, data
+            if outcome.trace is None:
+                return outcome, None
+            kept = folder / FILES_DIR  # each file once: the runner kept it under its sha256
+            files = {p.name: p.read_bytes() for p in sorted(kept.iterdir())} if kept.is_dir() else {}
+            return outcome, EpisodeBytes((folder / Path(outcome.trace).name).read_bytes(), files)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -349,7 +361,7 @@ class EpisodeWorker:
             return aborted_outcome(env, agent, task, spec, folder, exc)
         return finished_outcome(agent, task, spec, result)
 
-    def run_batch(self, specs: Sequence[EpisodeSpec]) -> list[tuple[EpisodeOutcome, bytes | None]]:
+    def run_batch(self, specs: Sequence[EpisodeSpec]) -> list[tuple[EpisodeOutcome, EpisodeBytes | None]]:
         return [self.run(spec) for spec in specs]
 
     def close(self) -> None:
@@ -440,7 +452,8 @@ def build_toolset(config: EnvConfig) -> ToolSet:
 
 
 # ---- the driver's side -----------------------------------------------------------------------
-Deliver = Callable[[EpisodeOutcome, "bytes | None"], None]
+Deliver = Callable[[EpisodeOutcome, "EpisodeBytes | None"], None]
+MAX_PENDING_WRITES = 32  # episodes the driver holds in memory waiting to be written, at most
 
 
 class Executor(Protocol):
@@ -451,20 +464,9 @@ class Executor(Protocol):
         deliver: Deliver,
         cancel: Cancel | None = None,
     ) -> None:
-        """Run every spec and `deliver` each outcome (with its trace bytes, or None when the trace
-        is already in place) exactly once, in any order; raise what an episode raised that is not
+        """Run every spec and `deliver` each outcome (with its trace's and files' bytes, or None
+        when they are already in place) exactly once, in any order; raise what an episode raised that is not
         one of `context.abort_on`. Once `cancel` is set, start no episode and return soon."""
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """The file appears whole under its name or not at all (as TraceWriter's rename does)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with tmp.open("wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def rollout(
@@ -480,8 +482,8 @@ def rollout(
     on_outcome: Callable[[EpisodeOutcome], None] | None = None,
     cancel: Cancel | None = None,
 ) -> list[EpisodeOutcome]:
-    """Run `specs` with `executor` (default: in process, one at a time), write each trace once under
-    `out`, and return the outcomes in spec order. `agent` is the one agent, or agents by the names
+    """Run `specs` with `executor` (default: in process, one at a time), write each trace (and the
+    files its observations carry) once under `out`, and return the outcomes in spec order. `agent` is the one agent, or agents by the names
     the specs carry. An agent factory (a closure) or a ToolSet object only run in process; other
     executors need an `AgentSpec` and `env.toolset`. When `cancel` is set, RolloutCancelled carries
     what finished and what was still running (left behind after `cancel.grace_s`)."""
@@ -505,6 +507,9 @@ def rollout(
     wanted = {spec.index for spec in specs}
     lock = threading.Lock()
     writers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="trace-writer")  # fsync waits overlap
+    # episodes handed to the writers and not yet on disk, at most: results that come faster than
+    # the disk takes them wait in the executor, not as traces and images piling up in memory
+    room = threading.BoundedSemaphore(MAX_PENDING_WRITES)
 
     def finish(outcome: EpisodeOutcome) -> None:
         with lock:
@@ -515,7 +520,7 @@ def rollout(
 
     pending: list[Future[None]] = []
 
-    def deliver(outcome: EpisodeOutcome, data: bytes | None) -> None:
+    def deliver(outcome: EpisodeOutcome, data: EpisodeBytes | None) -> None:
         with lock:
             if outcome.index not in wanted or outcome.index in outcomes or outcome.index in claimed:
                 return  # a second report of one episode (a worker thought lost) is dropped
@@ -526,9 +531,16 @@ def rollout(
             return
 
         def write() -> None:
-            write_atomically(out / rel, data)
+            try:
+                # the files first: a trace in the folder (and its episode in run.json) has its files
+                for sha256, blob in data.files.items():
+                    keep_file((out / rel).parent / FILES_DIR, sha256, blob)
+                write_atomically(out / rel, data.trace)
+            finally:
+                room.release()
             finish(outcome)
 
+        room.acquire()
         pending.append(writers.submit(write))
 
     try:
@@ -676,7 +688,7 @@ def _stop_processes(pool: ProcessPoolExecutor) -> None:
         process.terminate()
 
 
-def _process_batch(specs: Sequence[EpisodeSpec]) -> list[tuple[EpisodeOutcome, bytes | None]]:
+def _process_batch(specs: Sequence[EpisodeSpec]) -> list[tuple[EpisodeOutcome, EpisodeBytes | None]]:
     assert _PROCESS_WORKER is not None, "worker process not initialised"
     return _PROCESS_WORKER.run_batch(specs)
 
@@ -705,8 +717,8 @@ class ProcessExecutor:
     that were in flight and had not reported go back to the queue one by one, to run alone (with
     nothing else in flight, so a death is pinned on the one episode). An episode whose worker died
     `max_attempts` times while it ran alone is recorded as aborted with a `WorkerLost` error.
-    Workers return trace bytes and the driver writes each trace once (`rollout`), so a re-run
-    never leaves a duplicate or a half-written trace."""
+    Workers return trace and file bytes and the driver writes each once (`rollout`), so a re-run
+    never leaves a duplicate or a half-written file."""
 
     def __init__(
         self,
@@ -766,7 +778,7 @@ class ProcessExecutor:
         """Feed `pool` from `queue` until the queue is done or the pool broke (the episodes it
         lost back in the queue). True: the run was cancelled (the worker processes are ended)."""
         in_flight: dict[
-            Future[list[tuple[EpisodeOutcome, bytes | None]]], tuple[list[EpisodeSpec], bool]
+            Future[list[tuple[EpisodeOutcome, EpisodeBytes | None]]], tuple[list[EpisodeSpec], bool]
         ] = {}
         episodes = 0
         lost: list[tuple[list[EpisodeSpec], bool]] = []

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,15 +119,41 @@ def trace_end(env: ToolEnv, info: dict[str, Any], *, terminated: bool, reward: f
 FILES_DIR = "files"  # beside a trace: the files its observations carry, named by sha256
 
 
+def write_atomically(path: Path, data: bytes) -> None:
+    """The file appears whole under its name or not at all (as TraceWriter's rename does)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with tmp.open("wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class FileHashMismatch(ValueError):
+    """Bytes offered to keep under a sha256 that is not theirs (nothing is written)."""
+
+
+def keep_file(folder: Path, sha256: str, data: bytes) -> None:
+    """Keeps one file an observation carried as `folder/<sha256>`, whole or not at all. Files are
+    content-addressed, so one already there is these bytes (another episode's, or a run resumed
+    into the folder) and is left alone. The one way files are kept: by the episode runner in
+    process, and by the rollout driver for files that remote workers send back."""
+    if hashlib.sha256(data).hexdigest() != sha256:  # also keeps the name a bare hex digest
+        raise FileHashMismatch(f"{len(data)} bytes do not hash to {sha256[:80]!r}: not kept")
+    target = folder / sha256
+    if not target.exists():
+        write_atomically(target, data)
+
+
 def keep_observation_files(env: ToolEnv, info: dict[str, Any], folder: Path) -> None:
-    """Copies the files of a step's observations out of the episode's file store (a temporary
-    folder) into `folder`, named by their sha256, once each."""
+    """Keeps the files of a step's observations, from the episode's file store (a temporary
+    folder), in `folder` (`keep_file`)."""
     for observation in info["observations"]:
         for entry in observation.get("files") or []:
             handle = FileHandle.model_validate(entry)
-            target = folder / handle.sha256
-            if not target.exists():
-                env.files.copy_to(handle, target)
+            if not (folder / handle.sha256).exists():  # read nothing for a file already kept
+                keep_file(folder, handle.sha256, env.files.get(handle).read_bytes())
 
 
 class _Episode:

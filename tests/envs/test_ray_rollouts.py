@@ -13,12 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.envs.rollout_agents import Bug
-from tests.envs.test_rollouts import HOSTILE, bundled_sets, tree
+from tests.envs.test_rollouts import DRAWING, HOSTILE, bundled_sets, kept_files, traces_of, whole_folder
 from toolgym.cli import app
 from toolgym.envs.demo import default_task_paths, demo_tasks_path
 from toolgym.envs.ray_rollouts import INSTALL_HINT, RayExecutor, ToolServerSpec, import_ray
 from toolgym.envs.rollouts import AgentSpec, EpisodeOutcome, RolloutError, episode_specs, rollout
-from toolgym.envs.runner import FILES_DIR
 from toolgym.evaluation.runs import run_trials
 from toolgym.tasks import TaskSet
 from toolgym.trace import read_trace
@@ -43,19 +42,26 @@ def mock_sets() -> list[tuple[str, TaskSet]]:
     return bundled_sets()[1:]
 
 
+def ray_sets() -> list[tuple[str, TaskSet]]:
+    """The mock-app sets after a demo task that draws an image (kept as files/<sha256>)."""
+    demo = bundled_sets()[0][1]
+    return [("demo", TaskSet([demo[DRAWING]], base_dir=demo.base_dir)), *mock_sets()]
+
+
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    """The mock-app sets with the oracle in one process: what every faulty run must end up with."""
+    """`ray_sets` with the oracle in one process: what every faulty run must end up with."""
     out = tmp_path_factory.mktemp("clean")
-    sets = mock_sets()
+    sets = ray_sets()
     rollout(sets, episode_specs(sets, trials=1, seed=0), out=out)
-    return tree(out)
+    assert kept_files(whole_folder(out))
+    return whole_folder(out)
 
 
 def run_ray(
     out: Path, executor: RayExecutor, agent: AgentSpec | None = None, **kwargs: Any
 ) -> list[EpisodeOutcome]:
-    sets = mock_sets()
+    sets = ray_sets()
     specs = episode_specs(sets, trials=1, seed=0)
     return rollout(sets, specs, out=out, executor=executor, agent=agent or AgentSpec(), **kwargs)
 
@@ -67,20 +73,21 @@ def test_toolgym_run_ray_over_every_bundled_task_set_writes_the_one_process_byte
     assert first.exit_code == 0, first.output
     second = runner.invoke(app, ["run", "--out", str(on_ray), "--ray"])  # joins the running instance
     assert second.exit_code == 0, second.output
-    # the image files tools drew are kept beside in-process traces only (for `toolgym view`):
-    # the traces and run.json are what every executor writes byte for byte
-    expected = {k: v for k, v in tree(one).items() if f"/{FILES_DIR}/" not in k}
-    assert len(expected) == sum(len(TaskSet.load(p)) for p in default_task_paths()) + 1  # + run.json
-    assert tree(on_ray) == expected
+    # the whole folder, byte for byte: traces, run.json and the images tools drew (`toolgym view`)
+    expected = whole_folder(one)
+    assert len(traces_of(expected)) == sum(len(TaskSet.load(p)) for p in default_task_paths())
+    assert len(kept_files(expected)) >= 3  # the demo's plot, box and caption at least
+    assert whole_folder(on_ray) == expected
 
 
 def test_actors_killed_mid_episode_have_their_episodes_rerun_elsewhere(
     tmp_path: Path, clean: dict[str, bytes]
 ) -> None:
-    """Two episodes each kill their actor after one step (the first time they run); every trace is
-    there once, byte-identical to the clean run, and no staged or partial file is left."""
-    specs = episode_specs(mock_sets(), trials=1, seed=0)
-    targets = [specs[5].task_id, specs[30].task_id]
+    """Two episodes each kill their actor after one step (the first time they run; one draws an
+    image when it runs on); every trace and image is there once, byte-identical to the clean run,
+    and no staged or partial file is left."""
+    specs = episode_specs(ray_sets(), trials=1, seed=0)
+    targets = [DRAWING, specs[30].task_id]
     markers = tmp_path / "markers"
     markers.mkdir()
     executor = RayExecutor(2, batch_size=4)
@@ -90,14 +97,14 @@ def test_actors_killed_mid_episode_have_their_episodes_rerun_elsewhere(
     assert executor.stats.actors_lost == 2 and executor.stats.actors_started == 4
     assert executor.stats.resubmitted >= 2  # the killers and their batch mates, one by one
     assert all(o.status == "terminated" and o.reward == 1.0 for o in outcomes)
-    assert tree(tmp_path / "run") == clean
+    assert whole_folder(tmp_path / "run") == clean
 
 
 def test_an_episode_that_always_kills_its_actor_is_aborted_with_a_typed_error(
     tmp_path: Path, clean: dict[str, bytes]
 ) -> None:
-    sets = mock_sets()
-    poison = sets[1][1].tasks[2].id
+    sets = ray_sets()
+    poison = sets[2][1].tasks[2].id
     summary = run_trials(
         sets,
         AgentSpec(HOSTILE, {"targets": [poison]}),
@@ -111,7 +118,7 @@ def test_an_episode_that_always_kills_its_actor_is_aborted_with_a_typed_error(
         "WorkerLost: the worker running this episode alone died 2 times"
     )
     assert all(e.success for e in summary.episodes if e is not lost)
-    written = {k: v for k, v in tree(tmp_path).items() if k != "run.json"}
+    written = {k: v for k, v in whole_folder(tmp_path).items() if k != "run.json"}
     assert written == {k: v for k, v in clean.items() if poison not in k}  # the others are intact
 
 
@@ -130,7 +137,7 @@ def test_an_actor_killed_by_the_driver_loses_no_trace_and_back_pressure_holds(
     assert killed and executor.stats.actors_lost == 1
     assert executor.stats.peak_in_flight == 3  # never more episodes out than max_in_flight
     assert all(o.status == "terminated" for o in outcomes)
-    assert tree(tmp_path) == clean
+    assert whole_folder(tmp_path) == clean
 
 
 def test_a_bug_in_an_actor_stops_the_run(tmp_path: Path) -> None:
@@ -215,4 +222,4 @@ def test_an_llm_user_on_ray_actors_writes_the_one_process_bytes(
         on_ray = run_with_llm_user(fake.base_url, tmp_path / "ray", "--ray")
         assert on_ray.exit_code == 0, on_ray.output
     assert len(fake.requests) == 12  # 3 tasks x 2 trials, once in process and once on Ray
-    assert tree(tmp_path / "ray") == tree(tmp_path / "one")
+    assert whole_folder(tmp_path / "ray") == whole_folder(tmp_path / "one")

@@ -1,8 +1,10 @@
 """The rollout API without Ray: episode specs, batches, the in-process and process executors, and
-`toolgym run --workers N`, whose traces and run.json are the same bytes as a one-process run."""
+`toolgym run --workers N`, whose run folder (traces, run.json and the images tools drew) is the
+same bytes as a one-process run."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -25,6 +27,7 @@ from toolgym.envs.rollouts import (
     Cancel,
     Deliver,
     EnvConfig,
+    EpisodeBytes,
     EpisodeOutcome,
     EpisodeSpec,
     EpisodeWorker,
@@ -37,13 +40,16 @@ from toolgym.envs.rollouts import (
     episode_specs,
     rollout,
 )
+from toolgym.envs.runner import FILES_DIR
 from toolgym.evaluation.runs import EpisodeRecord, RunSummary, run_trials, set_name
 from toolgym.protocols.base import ActionProtocol, RawOutput
 from toolgym.tasks import Task, TaskSet
 from toolgym.trace import read_trace
 
-# cheap demo tasks (no OCR model to load in every worker) beside the mock-app sets
-DEMO_IDS = ["fish-oil-days", "solve-system"]
+# cheap demo tasks beside the mock-app sets; mark-total draws a box on a receipt (DrawBox): an image
+# observation, kept beside the traces as files/<sha256>
+DRAWING = "mark-total"
+DEMO_IDS = ["fish-oil-days", "solve-system", DRAWING]
 HOSTILE = "tests.envs.rollout_agents:hostile"
 
 
@@ -54,8 +60,28 @@ def bundled_sets() -> list[tuple[str, TaskSet]]:
 
 
 def tree(root: Path) -> dict[str, bytes]:
-    """Every file under root (relative path -> bytes)."""
+    """Every file under root (relative path -> bytes), hidden ones included."""
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def whole_folder(root: Path) -> dict[str, bytes]:
+    """What `diff -r` compares: `tree`, and each folder (its path and a slash -> b""), so that an
+    empty one left behind counts too."""
+    folders = {p.relative_to(root).as_posix() + "/": b"" for p in root.rglob("*") if p.is_dir()}
+    return dict(sorted({**tree(root), **folders}.items()))
+
+
+def kept_files(folder: dict[str, bytes]) -> dict[str, bytes]:
+    """The observation files of a run folder's tree (path -> bytes), each checked to be named by
+    the sha256 of its bytes."""
+    found = {k: v for k, v in folder.items() if f"/{FILES_DIR}/" in k and not k.endswith("/")}
+    for path, data in found.items():
+        assert path.rsplit("/", 1)[1] == hashlib.sha256(data).hexdigest(), path
+    return found
+
+
+def traces_of(folder: dict[str, bytes]) -> list[str]:
+    return [k for k in folder if k.endswith(".jsonl")]
 
 
 def without_latencies(trace: bytes) -> list[str]:
@@ -107,22 +133,40 @@ def test_threads_and_processes_write_the_same_bytes_as_one_process(baseline: Pat
     oracle_run(threads, bundled_sets(), concurrency=3)
     procs = tmp_path / "processes"
     summary = oracle_run(procs, bundled_sets(), executor=ProcessExecutor(2, batch_size=3))
-    expected = tree(baseline)
-    assert len(expected) == 2 * sum(len(s) for _, s in bundled_sets()) + 1  # traces and run.json
+    expected = whole_folder(baseline)
+    assert len(traces_of(expected)) == 2 * sum(len(s) for _, s in bundled_sets()) and "run.json" in expected
+    assert sorted(kept_files(expected)) == [  # the box DrawBox drew, in each trial's folder
+        f"trial-{t}/demo/{FILES_DIR}/{sha}" for t in (0, 1) for sha in drawn(baseline / "trial-0/demo")
+    ]
     assert all(e.success for e in summary.episodes)
-    assert tree(procs) == expected  # no staging files or partial traces left beside them
+    assert whole_folder(procs) == expected  # the same files, images too; no staging file or partial trace
     # run.json records the thread count; its episodes (scores, traces, pass@k) are the same
-    assert tree(threads).keys() == expected.keys()
-    assert {k: v for k, v in tree(threads).items() if k != "run.json"} == {
+    assert whole_folder(threads).keys() == expected.keys()
+    assert {k: v for k, v in whole_folder(threads).items() if k != "run.json"} == {
         k: v for k, v in expected.items() if k != "run.json"
     }
     assert RunSummary.load(threads).episodes == RunSummary.load(baseline).episodes
 
 
-def test_toolgym_run_with_workers_writes_the_same_traces_and_run_json(tmp_path: Path) -> None:
-    """The command in one process and on 2, over tasks of every bundled set (an OCR task too;
-    tests/envs/test_ray_rollouts.py runs every bundled task)."""
-    ids = [t.id for p in default_task_paths() for t in list(TaskSet.load(p))[:4]] + ["receipt-total"]
+def drawn(folder: Path) -> list[str]:
+    """The sha256 of every file the observations of the traces in `folder` carry, sorted."""
+    return sorted(
+        {
+            entry["sha256"]
+            for path in folder.glob("*.jsonl")
+            for step in read_trace(path).steps
+            for observation in step.observations
+            for entry in observation.get("files") or []
+        }
+    )
+
+
+def test_toolgym_run_with_workers_writes_the_same_run_folder(tmp_path: Path) -> None:
+    """The command in one process and on 2, over tasks of every bundled set (an OCR task too, and
+    two that draw images; tests/envs/test_ray_rollouts.py runs every bundled task): the same
+    folder, byte for byte, images included."""
+    firsts = [t.id for p in default_task_paths() for t in list(TaskSet.load(p))[:4]]
+    ids = [*firsts, "receipt-total", DRAWING, "caption-cat"]
     picked = [arg for task_id in ids for arg in ("--task-id", task_id)]
     runner = CliRunner()
     one, two = tmp_path / "one", tmp_path / "two"
@@ -130,9 +174,11 @@ def test_toolgym_run_with_workers_writes_the_same_traces_and_run_json(tmp_path: 
     assert first.exit_code == 0, first.output
     second = runner.invoke(app, ["run", "--out", str(two), "--trials", "2", "--workers", "2", *picked])
     assert second.exit_code == 0, second.output
-    expected = tree(one)
-    assert len(expected) == 2 * len(set(ids)) + 1
-    assert tree(two) == expected
+    expected = whole_folder(one)
+    assert len(traces_of(expected)) == 2 * len(set(ids))
+    images = {f"trial-{t}/demo/{FILES_DIR}/{sha}" for t in (0, 1) for sha in drawn(one / "trial-0/demo")}
+    assert len(images) == 2 * 2 and set(kept_files(expected)) == images  # a box and a caption a trial
+    assert whole_folder(two) == expected
     clash = runner.invoke(app, ["run", "--out", str(tmp_path / "x"), "--workers", "2", "--concurrency", "2"])
     assert clash.exit_code == 2 and "concurrency" in clash.output and not (tmp_path / "x").exists()
 
@@ -219,17 +265,19 @@ def test_a_worker_process_killed_mid_run_has_its_episodes_rerun_on_a_fresh_pool(
     assert executor.stats.resubmitted >= 1  # the killed worker's batch and every other one in flight
     assert len(pids.read_text().split()) == 4  # two workers in each pool
     assert all(e.success for e in summary.episodes)
-    assert tree(tmp_path / "run") == tree(baseline)
+    assert whole_folder(tmp_path / "run") == whole_folder(baseline)
 
 
 def test_episodes_that_kill_their_worker_mid_episode_run_again_alone(tmp_path: Path) -> None:
-    """Two episodes SIGKILL their own worker process after one step, the first time they run;
-    every trace is there once, byte-identical to one process, no staged or partial file left."""
-    sets = bundled_sets()[1:3]
+    """Two episodes SIGKILL their own worker process after one step, the first time they run (one
+    of them draws an image once it runs on); every trace and image is there once, byte-identical
+    to one process, no staged or partial file left."""
+    sets = bundled_sets()[:3]
     specs = episode_specs(sets, trials=1, seed=0)
     clean = tmp_path / "clean"
     rollout(sets, specs, out=clean)
-    targets = [specs[2].task_id, specs[-3].task_id]
+    assert kept_files(tree(clean))
+    targets = [DRAWING, specs[-3].task_id]
     markers = tmp_path / "markers"
     markers.mkdir()
     executor = ProcessExecutor(2, batch_size=2)
@@ -245,7 +293,7 @@ def test_episodes_that_kill_their_worker_mid_episode_run_again_alone(tmp_path: P
     assert sorted(p.name for p in markers.iterdir()) == sorted(targets)  # each did kill its worker
     assert executor.stats.pools_broken == 2 and executor.stats.pools_started == 3
     assert all(o.status == "terminated" and o.reward == 1.0 for o in outcomes)
-    assert tree(tmp_path / "run") == tree(clean)
+    assert whole_folder(tmp_path / "run") == whole_folder(clean)
 
 
 def test_an_episode_that_always_kills_its_worker_is_aborted_with_a_typed_error(tmp_path: Path) -> None:
@@ -297,7 +345,7 @@ class Repeating:
             for spec in specs:
                 outcome, data = worker.run(spec)
                 deliver(outcome, data)
-                deliver(outcome, b"not the trace\n")
+                deliver(outcome, EpisodeBytes(b"not the trace\n", {"0" * 64: b"not a file"}))
         finally:
             worker.close()
 
@@ -323,6 +371,7 @@ def test_each_trace_is_written_once_and_every_episode_must_report(tmp_path: Path
     assert sorted(seen) == [s.index for s in specs] and len(outcomes) == len(specs)
     for o in outcomes:
         assert o.trace is not None and read_trace(tmp_path / "a" / o.trace).end is not None
+    assert not list((tmp_path / "a").rglob(FILES_DIR))  # the second report's file was dropped too
     with pytest.raises(RolloutError, match=f"{len(specs)} episodes never reported"):
         rollout(sets, specs, out=tmp_path / "b", executor=Silent())
 
@@ -333,7 +382,8 @@ def test_a_worker_reuses_one_env_per_task_set(tmp_path: Path) -> None:
     try:
         for spec in episode_specs(sets, trials=2, seed=0):
             outcome, data = worker.run(spec)
-            assert outcome.reward == 1.0 and data is not None and data.endswith(b"\n")
+            assert outcome.reward == 1.0 and data is not None and data.trace.endswith(b"\n")
+            assert data.files == {}  # the mock apps' tools draw nothing
         assert sorted(worker._envs) == sorted(name for name, _ in sets)
     finally:
         worker.close()
@@ -345,13 +395,52 @@ def test_a_reused_env_starts_each_episode_with_a_fresh_file_store(tmp_path: Path
     sets = bundled_sets()[:1]
     worker = EpisodeWorker(WorkerContext(sets))
     try:
-        fish, solve = episode_specs(sets, trials=1, seed=0)
+        fish, solve, _ = episode_specs(sets, trials=1, seed=0)
         worker.run(fish)
         assert "image/fish_oil.png" in worker.env_for("demo").files
         worker.run(solve)
         assert "image/fish_oil.png" not in worker.env_for("demo").files
     finally:
         worker.close()
+
+
+def test_a_worker_sends_each_file_an_episode_drew_once_with_its_trace() -> None:
+    sets = bundled_sets()[:1]
+    worker = EpisodeWorker(WorkerContext(sets))
+    try:
+        *_, mark = episode_specs(sets, trials=1, seed=0)
+        outcome, data = worker.run(mark)
+    finally:
+        worker.close()
+    assert outcome.task_id == DRAWING and outcome.reward == 1.0 and data is not None
+    records = [json.loads(line) for line in data.trace.splitlines()]
+    carried = [
+        entry["sha256"]
+        for record in records
+        for observation in record.get("observations", [])
+        for entry in observation.get("files") or []
+    ]
+    assert carried and sorted(data.files) == sorted(set(carried))
+    assert all(hashlib.sha256(blob).hexdigest() == sha for sha, blob in data.files.items())
+
+
+def test_a_run_stopped_mid_way_and_resumed_on_workers_writes_the_one_process_folder(
+    baseline: Path, tmp_path: Path
+) -> None:
+    """Stopped when its first batch reports (as by Ctrl-C: the worker processes are ended with
+    batches in flight, their staged traces and images gone), then resumed into the same folder
+    on workers: every trace and image is there once, the one-process run's bytes."""
+    out = tmp_path / "run"
+    cancel = Cancel(grace_s=0.0)
+    executor = ProcessExecutor(2, batch_size=2)
+    stopped = oracle_run(
+        out, bundled_sets(), executor=executor, cancel=cancel, on_episode=lambda r: cancel.set("stop")
+    )
+    total = 2 * sum(len(s) for _, s in bundled_sets())
+    assert stopped.stopped == "stop" and 0 < len(stopped.episodes) < total
+    resumed = oracle_run(out, bundled_sets(), executor=ProcessExecutor(2, batch_size=2))
+    assert resumed.stopped is None and len(resumed.episodes) == total
+    assert whole_folder(out) == whole_folder(baseline)
 
 
 def test_one_rollout_runs_several_agents(tmp_path: Path, baseline: Path) -> None:

@@ -1,7 +1,7 @@
 """The trace viewer, in a real headless browser (Debian's chromium driven by Playwright).
 
-Two real runs feed it: the oracle on two demo tasks (one draws a box on a receipt: an image
-observation) and an LLM agent against a local OpenAI-compatible server (tests/evaluation/
+Two real runs feed it: the oracle on two demo tasks, on two worker processes as `toolgym run
+--workers 2` runs them (one draws a box on a receipt: an image observation, sent back by its worker) and an LLM agent against a local OpenAI-compatible server (tests/evaluation/
 fake_openai.py), whose traces keep the requests it sent; one of its episodes calls an unknown tool
 and answers wrongly (model errors), the other meets a server that answers 503 (aborted: infra).
 """
@@ -28,6 +28,7 @@ from playwright.sync_api import Page, sync_playwright
 
 from tests.evaluation.fake_openai import FakeOpenAI, Fault, Reply, calls, serve, text
 from toolgym.envs.demo import demo_tasks_path, mock_task_paths
+from toolgym.envs.rollouts import ProcessExecutor
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig
 from toolgym.evaluation.runs import run_trials
@@ -69,7 +70,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     oracle = TaskSet([demo["mark-total"], demo["fish-oil-days"]], base_dir=demo.base_dir)
     ctool_path = next(p for p in mock_task_paths() if p.stem == "ctool")
     ctool = TaskSet([TaskSet.load(ctool_path)[CANCEL]], base_dir=ctool_path.parent)  # changes app state
-    run_trials([("demo", oracle), ("ctool", ctool)], "oracle", out=root / "oracle", agent_name="oracle")
+    run_trials(
+        [("demo", oracle), ("ctool", ctool)],
+        "oracle",
+        out=root / "oracle",
+        agent_name="oracle",
+        executor=ProcessExecutor(2, batch_size=1),  # `--workers 2`: the image comes from a worker
+    )
     script: dict[str, list[Reply | Fault]] = {
         FISH_OIL: [
             calls(("Nope", {})),
@@ -173,7 +180,8 @@ def test_served_viewer_lists_filters_and_shows_episodes_step_by_step(runs: Runs)
         page.fill("#filter-task", "")
         page.press("#filter-task", "Enter")
 
-        # the oracle's mark-total: DrawBox's image inline, the very bytes the tool produced
+        # the oracle's mark-total: DrawBox's image inline, the very bytes the tool produced in its
+        # worker process
         page.click(f"#episodes tr.row[data-id='{episode_id(page, 'oracle', 'mark-total')}'] td.task")
         page.wait_for_selector(".summary")
         image = page.locator("section.step[data-step='2'] img.obs")
