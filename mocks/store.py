@@ -57,6 +57,11 @@ META_TABLE: Final = "_tg_meta"
 BASE_POS: Final = 0  # the log of a freshly loaded template is empty
 HASH_BITS: Final = 256
 HASH_MODULUS: Final = 1 << HASH_BITS
+# Templates use 1 KiB pages, not SQLite's 4 KiB: a reset puts back every page the episode changed,
+# and a changed row costs a page; at 1M rows, 1000 writes on random rows are rolled back in about
+# a quarter of the time (bench/RESULTS.md), while reads and writes cost the same. Table rows up
+# to 989 bytes still fit on one page.
+PAGE_SIZE: Final = 1024
 
 Row = dict[str, Any]
 Values = tuple[Any, ...]
@@ -418,6 +423,7 @@ def build_template(
     The `_tg_meta` key/value table (counters, clock) exists before `setup` runs."""
     conn = connect()
     try:
+        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # before the first table
         conn.execute(f"CREATE TABLE {META_TABLE}(key TEXT PRIMARY KEY, value)")
         setup(conn)
         if conn.in_transaction:
@@ -539,7 +545,8 @@ class _ReadOnly:
 class Store:
     """One world's database plus its positions: checkpoints, where the hash and the diff stand."""
 
-    # Reset picks the cheaper of undo replay and a fresh copy of the template by these estimates
+    # Without an episode transaction (after a fork), reset picks the cheaper of undo replay and a
+    # fresh copy of the template by these estimates
     # (nanoseconds; measured with bench/profile_step.py on the 2-core machine, bench/RESULTS.md, "Where a mock-app step...").
     # A copy is a new connection, so the statements it had prepared are prepared again on the next
     # steps: COPY_NS_FIXED counts that too.
