@@ -61,7 +61,7 @@ HASH_MODULUS: Final = 1 << HASH_BITS
 # and a changed row costs a page; at 1M rows, 1000 writes on random rows are rolled back in about
 # a quarter of the time (bench/RESULTS.md), while reads and writes cost the same. Table rows up
 # to 989 bytes still fit on one page.
-PAGE_SIZE: Final = 1024
+PAGE_SIZE: int = 1024  # read when a template is built: bench/profile_step.py --page-size sets it
 
 Row = dict[str, Any]
 Values = tuple[Any, ...]
