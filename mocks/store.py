@@ -58,9 +58,9 @@ BASE_POS: Final = 0  # the log of a freshly loaded template is empty
 HASH_BITS: Final = 256
 HASH_MODULUS: Final = 1 << HASH_BITS
 # Templates use 1 KiB pages, not SQLite's 4 KiB: a reset puts back every page the episode changed,
-# and a changed row costs a page; at 1M rows, 1000 writes on random rows are rolled back in about
-# a quarter of the time (bench/RESULTS.md), while reads and writes cost the same. Table rows up
-# to 989 bytes still fit on one page.
+# and a changed row costs a page; at 1M rows, 1000 writes on random rows are rolled back 2.5x
+# faster (bench/RESULTS.md), while writes cost the same. Table rows up to 989 bytes still fit on
+# one page.
 PAGE_SIZE: int = 1024  # read when a template is built: bench/profile_step.py --page-size sets it
 
 Row = dict[str, Any]
@@ -756,10 +756,11 @@ class Store:
 
     def reset_path(self) -> str:
         """What `reset()` would do now: "discard" (roll the episode transaction back) while one is
-        open, else "undo" (replay the log) or "copy" (a fresh copy of the template), whichever the
-        estimates say is cheaper for this log and this database."""
-        if self.in_episode:  # it restores only the pages the episode changed: always the cheapest
-            return "discard"
+        open and the log is not empty, else "undo" (replay the log) or "copy" (a fresh copy of the
+        template), whichever the estimates say is cheaper for this log and this database."""
+        if self.in_episode:  # it restores only the pages the episode changed: always the cheapest,
+            # but for an empty log: then the rows are the template's and the undo is a no-op
+            return "discard" if self.top() > BASE_POS else "undo"
         undo_ns = (self.top() - BASE_POS) * self.UNDO_NS_PER_RECORD  # seq has no gaps after BASE_POS
         copy_ns = self.COPY_NS_FIXED + len(self.template.image) * self.COPY_NS_PER_BYTE
         return "copy" if copy_ns < undo_ns else "undo"

@@ -650,6 +650,9 @@ def test_reset_path_follows_the_estimates() -> None:
     """With the episode transaction open a reset discards it; after a fork committed it, the
     estimates pick undo replay or a copy, and that reset opens an episode again."""
     store = Store(make_template(key="paths"))
+    assert store.reset_path() == "undo"  # nothing logged: nothing to undo, nothing to discard
+    store.reset()
+    assert store.last_reset_path == "undo" and store.in_episode
     store.conn.execute("UPDATE items SET note = 'one change' WHERE id = 1")
     assert store.reset_path() == "discard"
     store.reset()
@@ -660,7 +663,9 @@ def test_reset_path_follows_the_estimates() -> None:
     with pytest.raises(StoreError, match="no episode transaction"):
         store.reset("discard")
     store.reset()
-    assert store.last_reset_path == "undo" and store.in_episode and store.reset_path() == "discard"
+    assert store.last_reset_path == "undo" and store.in_episode
+    store.conn.execute("UPDATE items SET note = 'one change' WHERE id = 1")
+    assert store.reset_path() == "discard"
     records = store.COPY_NS_FIXED // store.UNDO_NS_PER_RECORD + len(store.template.image)  # surely past
     store.conn.executemany("INSERT INTO log VALUES (?, ?)", [(f"k{i}", i) for i in range(records)])
     store.fork().close()
