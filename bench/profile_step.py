@@ -307,6 +307,10 @@ def resets(sizes: list[int], episodes: list[int], reps: int, min_reps: int) -> d
                     cpu[how].append(time.process_time_ns() - c0)  # without the time spent waiting
                     if how == "auto":
                         paths.add(str(world.store.last_reset_path))
+                    if how == "copy":  # a new connection: prepare the replay's statements again,
+                        # untimed, so the next undo is measured warm as on a long-lived world
+                        play_writes(world, 1, size, rng)
+                        world.store.reset("undo")
             out[f"{size} rows, reset after {n_writes} writes"] = {
                 "median_us": median_us(wall["auto"]),
                 "cpu_median_us": median_us(cpu["auto"]),
