@@ -58,7 +58,7 @@ BASE_POS: Final = 0  # the log of a freshly loaded template is empty
 HASH_BITS: Final = 256
 HASH_MODULUS: Final = 1 << HASH_BITS
 # Templates use 1 KiB pages, not SQLite's 4 KiB: a reset puts back every page the episode changed,
-# and a changed row costs a page; at 1M rows, 1000 writes on random rows are rolled back 2.5x
+# and a changed row costs a page; at 1M rows, 1000 writes on random rows are rolled back 2.4x
 # faster (bench/RESULTS.md), while writes cost the same. Table rows up to 989 bytes still fit on
 # one page.
 PAGE_SIZE: int = 1024  # read when a template is built: bench/profile_step.py --page-size sets it
