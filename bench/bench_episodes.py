@@ -197,13 +197,27 @@ def bench_resets(lengths: list[int], reps: int) -> dict[str, Any]:
             for raw in actions:
                 env.step(raw)
 
-        count = max(3, reps // max(1, n // 10))
+        def fresh_episode(play: Callable[[], None] = play) -> None:
+            env.reset(seed=0)
+            play()
+
+        def world_part() -> None:
+            """What env.reset asks of the world: its reset, the state hash and the diff."""
+            assert env.world is not None and env.task is not None
+            env.world.reset(seed=env.task.seed, clock=env.task.clock)
+            env.world.state_hash()
+            env.world.take_diff()
+
+        count = max(5, reps // max(1, n // 10))
         s = stats(sample(lambda: env.reset(seed=0), count, setup=play))
         line(
             f"after {n} steps ({n // round(1 / WRITE_SHARE)} writes) ({s['median_us'] / base['median_us']:.1f}x)",
             s,
         )
         results[str(n)] = s
+        w = stats(sample(world_part, count, setup=fresh_episode))
+        line("  of which the world's reset, state hash and diff", w)
+        results[f"{n} world"] = w
     env.close()
     print("  target: <= 1 ms after episodes of up to 1000 writes")
     return results

@@ -1,6 +1,6 @@
 """Where a mock-app step, a bare call and a reset spend their time (per-phase medians, µs).
 
-    .venv/bin/python bench/profile_step.py            # everything, 1k and 1M rows
+    .venv/bin/python bench/profile_step.py            # everything, resets at 1k, 100k and 1M rows
     .venv/bin/python bench/profile_step.py --quick    # fewer repetitions, 1k and 100k rows
     .venv/bin/python bench/profile_step.py --json out.json
 
@@ -9,9 +9,12 @@ Sections:
 * mixed episodes on the banking app (20 steps, reads and writes interleaved as the bundled tasks
   do, raw ReAct text parsed every step, each step's trace record built and written like
   `run_episode`): the median read and write step, and the same steps taken apart phase by phase;
-* reset after 1/10/100/1000 writes (updates, inserts and deletes mixed) on a table of 1k and 1M
-  rows: the world's reset plus the state hash and diff that `ToolEnv.reset` asks for, and which
-  path the store took (undo replay or template copy).
+* reset after 1/10/100/1000 writes (updates, inserts and deletes mixed) on a table of 1k, 100k
+  and 1M rows: the world's reset plus the state hash and diff that `ToolEnv.reset` asks for, and
+  which path the store took (discard of the episode transaction, undo replay or template copy);
+  beside it, in the same run and after the same episodes, the reset forced down the undo and the
+  copy paths (the baseline: what `reset_path` picked before the episode transaction), and the
+  median API write of the episodes.
 
 Times are wall-clock on a shared machine: the load average is printed with the figures.
 """
@@ -36,6 +39,7 @@ from toolgym.actions import ToolCall
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.runner import trace_header
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.mocks import store as store_module
 from toolgym.mocks.app import App, read, write
 from toolgym.mocks.responses import ok
 from toolgym.mocks.world import MockWorld
@@ -249,11 +253,14 @@ class ResetApp(App):
         return ok(self.row("SELECT * FROM pr_rows WHERE id = ?", (row_id,)))
 
 
-def play_writes(world: MockWorld, n_writes: int, n_rows: int, rng: random.Random) -> None:
-    """n_writes API writes: 70% updates of existing rows, 20% inserts, 10% deletes."""
+def play_writes(world: MockWorld, n_writes: int, n_rows: int, rng: random.Random) -> list[int]:
+    """n_writes API writes: 70% updates of existing rows, 20% inserts, 10% deletes, each followed
+    by the state hash and diff every env.step asks for. Returns the wall time of each call (ns)."""
     next_new = n_rows + 1
+    times = []
     for _ in range(n_writes):
         r = rng.random()
+        t0 = time.perf_counter_ns()
         if r < 0.7:
             world.call("bump", row_id=rng.randrange(n_rows))
         elif r < 0.9:
@@ -261,9 +268,18 @@ def play_writes(world: MockWorld, n_writes: int, n_rows: int, rng: random.Random
             next_new += 1
         else:
             world.call("remove", row_id=rng.randrange(n_rows))
+        times.append(time.perf_counter_ns() - t0)
+        world.state_hash()
+        world.take_diff()
+    return times
 
 
-def resets(sizes: list[int], episodes: list[int], reps: int) -> dict[str, dict[str, Any]]:
+RESET_HOWS = ("auto", "undo", "copy")  # auto: what `world.reset` does; the others forced
+
+
+def resets(sizes: list[int], episodes: list[int], reps: int, min_reps: int) -> dict[str, dict[str, Any]]:
+    """Per size and episode length, the reset each way after the same kind of episode (the ways
+    take turns, so load drifts hit them alike); at least `min_reps` resets each way."""
     out: dict[str, dict[str, Any]] = {}
     for size in sizes:
         cls = type(f"ResetApp{size}", (ResetApp,), {"n_rows": size, "name": f"profile_reset_{size}"})
@@ -272,22 +288,36 @@ def resets(sizes: list[int], episodes: list[int], reps: int) -> dict[str, dict[s
         world.take_diff()
         rng = random.Random(0)
         for n_writes in episodes:
-            samples, cpu, paths = [], [], []
-            for _ in range(max(3, reps // max(1, n_writes // 10))):
-                play_writes(world, n_writes, size, rng)
-                world.state_hash()  # as every env.step does
-                world.take_diff()
-                t0, c0 = time.perf_counter_ns(), time.process_time_ns()
-                world.reset(seed=0, clock=CLOCK)
-                world.state_hash()
-                world.take_diff()
-                samples.append(time.perf_counter_ns() - t0)
-                cpu.append(time.process_time_ns() - c0)  # the same without time the process waited
-                paths.append(getattr(world.store, "last_reset_path", "undo"))
+            wall: dict[str, list[int]] = {how: [] for how in RESET_HOWS}
+            cpu: dict[str, list[int]] = {how: [] for how in RESET_HOWS}
+            paths: set[str] = set()
+            writes: list[int] = []
+            for _ in range(max(min_reps, reps // max(1, n_writes // 10))):
+                for how in RESET_HOWS:
+                    # the first call after a reset also builds the world's tool context again
+                    writes += play_writes(world, n_writes, size, rng)[1:]
+                    t0, c0 = time.perf_counter_ns(), time.process_time_ns()
+                    if how == "auto":
+                        world.reset(seed=0, clock=CLOCK)
+                    else:
+                        world.store.reset(how)
+                    world.state_hash()
+                    world.take_diff()
+                    wall[how].append(time.perf_counter_ns() - t0)
+                    cpu[how].append(time.process_time_ns() - c0)  # without the time spent waiting
+                    if how == "auto":
+                        paths.add(str(world.store.last_reset_path))
+                    if how == "copy":  # a new connection: prepare the replay's statements again,
+                        # untimed, so the next undo is measured warm as on a long-lived world
+                        play_writes(world, 1, size, rng)
+                        world.store.reset("undo")
             out[f"{size} rows, reset after {n_writes} writes"] = {
-                "median_us": median_us(samples),
-                "cpu_median_us": median_us(cpu),
-                "paths": sorted(set(paths)),
+                "median_us": median_us(wall["auto"]),
+                "cpu_median_us": median_us(cpu["auto"]),
+                "paths": sorted(paths),
+                **{f"{how}_median_us": median_us(wall[how]) for how in RESET_HOWS[1:]},
+                **{f"{how}_cpu_median_us": median_us(cpu[how]) for how in RESET_HOWS[1:]},
+                "write_call_median_us": median_us(writes) if writes else None,
             }
         world.close()
     return out
@@ -298,7 +328,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--only", choices=["calls", "steps", "resets"], default=None)
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, help="rows of the reset tables")
+    parser.add_argument(
+        "--page-size",
+        type=int,
+        default=None,
+        help=f"SQLite page size of the templates built here (the store's: {store_module.PAGE_SIZE})",
+    )
     args = parser.parse_args()
+    if args.page_size is not None:  # read by build_template when it builds a template
+        store_module.PAGE_SIZE = args.page_size
     n = 2000 if args.quick else 10000
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
@@ -316,11 +355,19 @@ def main() -> None:
         for kind, d in result["phases"].items():
             print(f"  {kind} step phases: " + ", ".join(f"{p} {v:.1f}" for p, v in d.items()))
     if args.only in (None, "resets"):
-        sizes = [1000, 100_000] if args.quick else [1000, 1_000_000]
-        result["resets"] = resets(sizes, [1, 10, 100, 1000], 10 if args.quick else 40)
+        sizes = args.sizes or ([1000, 100_000] if args.quick else [1000, 100_000, 1_000_000])
+        result["resets"] = resets(sizes, [1, 10, 100, 1000], 10 if args.quick else 40, 5 if args.quick else 9)
+        print("  reset: wall (CPU) µs; auto = world.reset, its path; forced undo and copy beside it")
         for k, v in result["resets"].items():
+            ratios = ", ".join(
+                f"{how} {v[f'{how}_median_us']:9.1f} ({v[f'{how}_cpu_median_us']:9.1f})"
+                f" = {v[f'{how}_cpu_median_us'] / v['cpu_median_us']:6.1f}x CPU"
+                for how in RESET_HOWS[1:]
+            )
             print(
-                f"  {k:<44} {v['median_us']:9.1f} µs (CPU {v['cpu_median_us']:9.1f} µs)  {', '.join(v['paths'])}"
+                f"  {k:<38} auto {v['median_us']:8.1f} ({v['cpu_median_us']:8.1f}) {', '.join(v['paths']):<8}"
+                f" | {ratios}"
+                + (f" | write call {v['write_call_median_us']:6.1f}" if v["write_call_median_us"] else "")
             )
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.json is not None:

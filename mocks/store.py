@@ -9,8 +9,15 @@ How it works
 * A *position* is the highest `seq` of the log. `rollback_to(pos)` puts every row changed since
   back as it was at `pos`, once per row however often it changed (delete what was inserted, set
   back only the columns that differ, insert what was deleted), and truncates the log.
-* `reset()` replays the log, or, after a long episode on a small database, copies the template
-  again (a new connection): it picks whichever its estimates say is cheaper (`reset_path`).
+* Episodes run inside one open transaction, begun when the world is at its template state (the
+  *episode transaction*; API calls are savepoints inside it). `reset()` discards it: ROLLBACK puts
+  back the original of every page the episode changed, from the pager's in-memory journal, then
+  BEGIN starts the next one. O(pages changed), no statement is prepared again, and the size of the
+  database does not matter (a copy of a 50 MiB template costs 37 ms; see bench/RESULTS.md).
+  World connections refuse BEGIN, COMMIT and ROLLBACK from any code but the store's, so nothing
+  can commit an episode into the base state. After a fork (the backup API needs the transaction
+  committed) the base is no longer the template: until the next reset, `reset()` replays the log
+  or copies the template, whichever its estimates say is cheaper (`reset_path`).
 * A read runs unguarded by SQLite: the connection's change counter must not move during it; if it
   does, the read's changes are undone from the log and ReadOnlyError raised. World connections
   refuse DDL (an authorizer, consulted only when a statement is prepared).
@@ -50,6 +57,11 @@ META_TABLE: Final = "_tg_meta"
 BASE_POS: Final = 0  # the log of a freshly loaded template is empty
 HASH_BITS: Final = 256
 HASH_MODULUS: Final = 1 << HASH_BITS
+# Templates use 1 KiB pages, not SQLite's 4 KiB: a reset puts back every page the episode changed,
+# and a changed row costs a page; at 1M rows, 1000 writes on random rows are rolled back 2.4x
+# faster (bench/RESULTS.md), while writes cost the same. Table rows up to 989 bytes still fit on
+# one page.
+PAGE_SIZE: int = 1024  # read when a template is built: bench/profile_step.py --page-size sets it
 
 Row = dict[str, Any]
 Values = tuple[Any, ...]
@@ -293,22 +305,46 @@ _SCHEMA_ACTIONS: Final = frozenset(
 )
 
 
-def _refuse_schema_changes(action: int, *_: str | None) -> int:
-    return sqlite3.SQLITE_DENY if action in _SCHEMA_ACTIONS else sqlite3.SQLITE_OK
+# The store's own transaction statements. SQLite consults the authorizer only when it prepares a
+# statement, and the connection caches prepared statements by their text: texts no API would
+# write keep an API's plain "COMMIT" from reusing a statement the store had authorized.
+_BEGIN_EPISODE: Final = "BEGIN /* toolgym: episode */"
+_COMMIT_EPISODE: Final = "COMMIT /* toolgym: episode */"
+_ROLLBACK_EPISODE: Final = "ROLLBACK /* toolgym: episode */"
+
+
+class WorldAuthorizer:
+    """A world connection's authorizer. It refuses DDL: the store tracks only the template's
+    tables, and a read's guard counts row changes only. It refuses transaction control (BEGIN,
+    COMMIT, ROLLBACK; savepoints stay allowed) unless `own_transactions` is set while the store
+    runs its own: a COMMIT would make an episode's changes the state a reset goes back to."""
+
+    __slots__ = ("own_transactions",)
+
+    def __init__(self) -> None:
+        self.own_transactions = False
+
+    def __call__(self, action: int, *_: str | None) -> int:
+        if action in _SCHEMA_ACTIONS:
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_TRANSACTION and not self.own_transactions:
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
 
 
 def world_connection(
-    image: bytes | None = None, source: sqlite3.Connection | None = None
+    image: bytes | None = None,
+    source: sqlite3.Connection | None = None,
+    authorizer: WorldAuthorizer | None = None,
 ) -> sqlite3.Connection:
-    """A world's connection: the template `image` deserialized, or a page copy of `source`.
-    It refuses DDL (checked when a statement is prepared, so the hot path pays nothing): the
-    store tracks only the template's tables, and a read's guard counts row changes only."""
+    """A world's connection: the template `image` deserialized, or a page copy of `source`,
+    guarded by `authorizer` (checked when a statement is prepared, so the hot path pays nothing)."""
     conn = connect()
     if source is not None:
         source.backup(conn)  # one page copy; serialize + deserialize would copy three times
     elif image is not None:
         conn.deserialize(image)
-    conn.set_authorizer(_refuse_schema_changes)
+    conn.set_authorizer(WorldAuthorizer() if authorizer is None else authorizer)
     return conn
 
 
@@ -387,6 +423,7 @@ def build_template(
     The `_tg_meta` key/value table (counters, clock) exists before `setup` runs."""
     conn = connect()
     try:
+        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # before the first table
         conn.execute(f"CREATE TABLE {META_TABLE}(key TEXT PRIMARY KEY, value)")
         setup(conn)
         if conn.in_transaction:
@@ -497,8 +534,8 @@ class _ReadOnly:
                 conn.execute("ROLLBACK TO tg_read")
             conn.execute("RELEASE tg_read")
         elif wrote:
-            if conn.in_transaction:  # a read that opened a transaction and left it open
-                conn.execute("ROLLBACK")
+            if conn.in_transaction and not store.in_episode:  # a read left a savepoint open
+                store._transaction(_ROLLBACK_EPISODE)
             store._replay(self._pos)
         if wrote:
             store._rolled_back_call()
@@ -508,7 +545,8 @@ class _ReadOnly:
 class Store:
     """One world's database plus its positions: checkpoints, where the hash and the diff stand."""
 
-    # Reset picks the cheaper of undo replay and a fresh copy of the template by these estimates
+    # Without an episode transaction (after a fork), reset picks the cheaper of undo replay and a
+    # fresh copy of the template by these estimates
     # (nanoseconds; measured with bench/profile_step.py on the 2-core machine, bench/RESULTS.md, "Where a mock-app step...").
     # A copy is a new connection, so the statements it had prepared are prepared again on the next
     # steps: COPY_NS_FIXED counts that too.
@@ -517,9 +555,12 @@ class Store:
     COPY_NS_PER_BYTE: float = 0.65
 
     def __init__(self, template: Template, *, source: sqlite3.Connection | None = None) -> None:
-        self.conn = world_connection(template.image if source is None else None, source)
+        self._authorizer = WorldAuthorizer()
+        self.conn = world_connection(template.image if source is None else None, source, self._authorizer)
         self.template = template
-        self.last_reset_path: str | None = None  # "undo" or "copy": what the latest reset did
+        self.last_reset_path: str | None = None  # "discard", "undo" or "copy": the latest reset's
+        # True while the episode transaction is open: ROLLBACK then goes back to the template
+        self.in_episode = False
         self.epoch = 0  # bumped by every rollback: anything cached from the database is stale
         self._checkpoints: dict[str, int] = {}
         self._acc: int | None = None  # hash accumulator at _hash_pos, None = not known yet
@@ -530,6 +571,8 @@ class Store:
         self._top_cache = (-1, BASE_POS)  # (conn.total_changes, top) when top was last read
         self._memo: tuple[tuple[int, int, int], Changes] | None = None
         self._vcols = "".join(f", v{i}" for i in range(template.undo_width))
+        if source is None:  # at the template state; a fork starts at its parent's state
+            self._begin_episode()
 
     # ---- basics ---------------------------------------------------------------------------
     @property
@@ -660,7 +703,8 @@ class Store:
                     )
                     updates.setdefault((tbl, changed), []).append((*(old[i] for i in changed), rid))
             conn = self.conn
-            conn.execute("BEGIN")
+            # a savepoint, not BEGIN: inside the episode transaction as well as outside it
+            conn.execute("SAVEPOINT tg_replay")
             try:
                 for tbl, rows in deletes.items():
                     conn.executemany(self.tables[tbl].sql_delete, rows)
@@ -670,9 +714,10 @@ class Store:
                     conn.executemany(self.tables[tbl].sql_insert, vals)
                 # the replay logged itself too: everything after pos goes
                 conn.execute(f"DELETE FROM {UNDO_TABLE} WHERE seq > ?", (pos,))
-                conn.execute("COMMIT")
+                conn.execute("RELEASE tg_replay")
             except BaseException:
-                conn.execute("ROLLBACK")
+                conn.execute("ROLLBACK TO tg_replay")
+                conn.execute("RELEASE tg_replay")
                 self._top_cache = (-1, BASE_POS)
                 raise
 
@@ -710,25 +755,59 @@ class Store:
         self._diff_pos = pos
 
     def reset_path(self) -> str:
-        """What `reset()` would do now: "undo" (replay the log) or "copy" (a fresh copy of the
+        """What `reset()` would do now: "discard" (roll the episode transaction back) while one is
+        open and the log is not empty, else "undo" (replay the log) or "copy" (a fresh copy of the
         template), whichever the estimates say is cheaper for this log and this database."""
+        if self.in_episode:  # it restores only the pages the episode changed: always the cheapest,
+            # but for an empty log: then the rows are the template's and the undo is a no-op
+            return "discard" if self.top() > BASE_POS else "undo"
         undo_ns = (self.top() - BASE_POS) * self.UNDO_NS_PER_RECORD  # seq has no gaps after BASE_POS
         copy_ns = self.COPY_NS_FIXED + len(self.template.image) * self.COPY_NS_PER_BYTE
         return "copy" if copy_ns < undo_ns else "undo"
 
     def reset(self, how: str = "auto") -> None:
-        """Back to the seeded state; drops every checkpoint. `how`: "auto" (the cheaper, see
-        reset_path), "undo" or "copy" (tests and benchmarks force one)."""
+        """Back to the seeded state; drops every checkpoint. `how`: "auto" (the cheapest, see
+        reset_path), "discard", "undo" or "copy" (tests and benchmarks force one)."""
         self._require_idle("reset")
         path = self.reset_path() if how == "auto" else how
-        if path not in ("undo", "copy"):
-            raise ValueError(f"reset how={how!r}: expected 'auto', 'undo' or 'copy'")
+        if path not in ("discard", "undo", "copy"):
+            raise ValueError(f"reset how={how!r}: expected 'auto', 'discard', 'undo' or 'copy'")
+        if path == "discard" and not self.in_episode:
+            raise StoreError("reset how='discard': no episode transaction (a fork committed it)")
         self._checkpoints.clear()
-        if path == "copy":
+        if path == "discard":
+            self._transaction(_ROLLBACK_EPISODE)
+            self.in_episode = False
+            self._begin_episode()
+            self._at_base()
+        elif path == "copy":
             self._replace_connection(self.template)
         else:
             self.rollback_to(BASE_POS)
+            if not self.in_episode:  # the database is at the template state again
+                self._begin_episode()
         self.last_reset_path = path
+
+    def _transaction(self, sql: str) -> None:
+        """Run one of the store's own transaction statements (the authorizer refuses others')."""
+        self._authorizer.own_transactions = True
+        try:
+            self.conn.execute(sql)
+        finally:
+            self._authorizer.own_transactions = False
+
+    def _begin_episode(self) -> None:
+        """Open the episode transaction; the database must be at the template state."""
+        self._transaction(_BEGIN_EPISODE)
+        self.in_episode = True
+
+    def _at_base(self) -> None:
+        """The database holds the template state and an empty log: every position starts again."""
+        self._checkpoints.clear()
+        self._acc, self._hash_pos, self._diff_pos = None, BASE_POS, BASE_POS
+        self._memo = None
+        self._top_cache = (-1, BASE_POS)  # the change counter did not move (rollback) or restarted
+        self.epoch += 1
 
     def checkpoint(self, name: str) -> None:
         self._require_idle("checkpoint")
@@ -753,24 +832,27 @@ class Store:
         A fresh connection, not deserialize() in place: deserializing drops the schema objects
         that statements the connection has prepared still point to."""
         self._require_idle("load")
-        conn = world_connection(template.image)
+        conn = world_connection(template.image, authorizer=self._authorizer)
         self.conn.close()
         self.conn = conn
         self.template = template
         self._vcols = "".join(f", v{i}" for i in range(template.undo_width))
-        self._checkpoints.clear()
-        self._acc, self._hash_pos, self._diff_pos = None, BASE_POS, BASE_POS
-        self._memo = None
-        self._top_cache = (-1, BASE_POS)  # a new connection counts changes from 0 again
-        self.epoch += 1
+        self.in_episode = False
+        self._begin_episode()
+        self._at_base()
 
     def load(self, template: Template) -> None:
         """Replace the whole database with another template's (another seed): O(size)."""
         self._replace_connection(template)
 
     def fork(self) -> Store:
-        """An independent copy, checkpoints and log included: O(size) (the backup API)."""
+        """An independent copy, checkpoints and log included: O(size) (the backup API). The
+        backup API copies only committed pages, so the episode transaction is committed first:
+        until their next reset, this store and the copy reset by undo or copy, not discard."""
         self._require_idle("fork")
+        if self.in_episode:
+            self._transaction(_COMMIT_EPISODE)
+            self.in_episode = False
         other = Store(self.template, source=self.conn)
         other._checkpoints = dict(self._checkpoints)
         other._acc, other._hash_pos, other._diff_pos = self._acc, self._hash_pos, self._diff_pos

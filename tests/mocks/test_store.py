@@ -55,6 +55,14 @@ def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
     return out
 
 
+def assert_no_savepoint_left(store: Store) -> None:
+    """Only the episode transaction is open: no call's or read's savepoint stayed behind."""
+    assert store.in_episode and store.conn.in_transaction
+    for name in ("tg_call", "tg_read", "tg_replay"):
+        with pytest.raises(sqlite3.OperationalError, match="no such savepoint"):
+            store.conn.execute(f"RELEASE {name}")
+
+
 @pytest.fixture
 def store() -> Store:
     return Store(make_template())
@@ -186,7 +194,7 @@ def test_atomic_undoes_a_failed_block_and_keeps_a_good_one(store: Store) -> None
     with store.atomic(), store.atomic():
         store.conn.execute("UPDATE items SET note = 'kept' WHERE id = 1")
     assert store.conn.execute("SELECT note FROM items WHERE id = 1").fetchone()[0] == "kept"
-    assert not store.conn.in_transaction
+    assert_no_savepoint_left(store)
 
 
 def test_hash_and_rollback_refused_inside_atomic(store: Store) -> None:
@@ -207,7 +215,7 @@ def test_read_only_undoes_writes_and_raises(store: Store) -> None:
             store.conn.execute("INSERT INTO tags VALUES ('a', 'b', 'c')")
     assert snapshot(store) == before and store.top() == top
     assert store.state_hash() == h0 == store.full_hash() and store.take_diff() == {} and diff_then
-    assert not store.conn.in_transaction
+    assert_no_savepoint_left(store)
     assert store.next_counter("X") == 1  # the counter's change was undone with the rest
     with store.read_only():  # a read that reads passes, and its reads see the data
         assert store.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 5
@@ -587,11 +595,15 @@ class StoreMachine(RuleBasedStateMachine):
         self.diff_base = _copy(self.model)
         assert self.store.checkpoints == list(self.saved)
 
-    @rule(how=st.sampled_from(["auto", "undo", "copy"]))
+    @rule(how=st.sampled_from(["auto", "discard", "undo", "copy"]))
     def reset(self, how: str) -> None:
+        if how == "discard" and not self.store.in_episode:  # a fork committed the episode
+            with pytest.raises(StoreError, match="no episode transaction"):
+                self.store.reset(how)
+            return
         expected = self.store.reset_path() if how == "auto" else how
         self.store.reset(how)
-        assert self.store.last_reset_path == expected
+        assert self.store.last_reset_path == expected and self.store.in_episode
         self.model, self.saved = _initial_model(), {}
         self.diff_base = _copy(self.model)
         assert self.store.state_hash() == self.initial_hash and self.store.checkpoints == []
@@ -602,22 +614,26 @@ class StoreMachine(RuleBasedStateMachine):
         assert self.store.take_diff() == expected
         self.diff_base = _copy(self.model)
 
-    @rule()
-    def fork(self) -> None:
+    @rule(how=st.sampled_from(["auto", "undo", "copy"]))
+    def fork(self, how: str) -> None:
+        """The fork commits the episode: this store and the copy then reset by undo or copy."""
         other = self.store.fork()
         try:
+            assert not self.store.in_episode and not other.in_episode
             assert snapshot(other) == _model_snapshot(self.model)
             assert (
                 other.state_hash() == self.store.state_hash() and other.checkpoints == self.store.checkpoints
             )
             other.conn.execute("DELETE FROM items")
-            other.reset("copy")
-            assert other.state_hash() == self.initial_hash
+            other.reset(how)
+            assert other.state_hash() == self.initial_hash == other.full_hash()
+            assert snapshot(other) == _model_snapshot(_initial_model())
         finally:
             other.close()
 
     @invariant()
     def rows_hash_and_diff_agree_with_the_model(self) -> None:
+        assert self.store.conn.in_transaction == self.store.in_episode
         assert snapshot(self.store) == _model_snapshot(self.model)
         assert self.store.state_hash() == self.store.full_hash()
         changes = _model_changes(self.store, self.diff_base, self.model)
@@ -631,16 +647,31 @@ TestStoreMachine.settings = settings(
 
 
 def test_reset_path_follows_the_estimates() -> None:
+    """With the episode transaction open a reset discards it; after a fork committed it, the
+    estimates pick undo replay or a copy, and that reset opens an episode again."""
     store = Store(make_template(key="paths"))
-    store.conn.execute("UPDATE items SET note = 'one change' WHERE id = 1")
-    assert store.reset_path() == "undo"  # one record: replaying it beats any copy
+    assert store.reset_path() == "undo"  # nothing logged: nothing to undo, nothing to discard
     store.reset()
-    assert store.last_reset_path == "undo"
+    assert store.last_reset_path == "undo" and store.in_episode
+    store.conn.execute("UPDATE items SET note = 'one change' WHERE id = 1")
+    assert store.reset_path() == "discard"
+    store.reset()
+    assert store.last_reset_path == "discard" and store.in_episode
+    store.conn.execute("UPDATE items SET note = 'one change' WHERE id = 1")
+    store.fork().close()
+    assert not store.in_episode and store.reset_path() == "undo"  # one record: beats any copy
+    with pytest.raises(StoreError, match="no episode transaction"):
+        store.reset("discard")
+    store.reset()
+    assert store.last_reset_path == "undo" and store.in_episode
+    store.conn.execute("UPDATE items SET note = 'one change' WHERE id = 1")
+    assert store.reset_path() == "discard"
     records = store.COPY_NS_FIXED // store.UNDO_NS_PER_RECORD + len(store.template.image)  # surely past
     store.conn.executemany("INSERT INTO log VALUES (?, ?)", [(f"k{i}", i) for i in range(records)])
+    store.fork().close()
     assert store.reset_path() == "copy"
     store.reset()
-    assert store.last_reset_path == "copy" and store.log_length() == 0
+    assert store.last_reset_path == "copy" and store.log_length() == 0 and store.in_episode
     assert snapshot(store) == _model_snapshot(_initial_model())
     with pytest.raises(ValueError, match="expected"):
         store.reset("sideways")
@@ -674,3 +705,49 @@ def test_read_inside_a_write_is_guarded_by_its_own_savepoint(store: Store) -> No
     assert notes == {1: "by the write", 2: None}
     assert store.state_hash() == store.full_hash()
     assert [key for key in store.changes_since(BASE_POS)] == [("items", 1)]
+
+
+def test_reset_by_discard_returns_exactly_the_template_state(store: Store) -> None:
+    """Updates, inserts, deletes, a moved key, counters, checkpoints and a restore, then a reset
+    that discards the episode: the rows, the hash (against a full scan) and the log are the
+    template's, and the connection's prepared statements keep working in the next episode."""
+    before, h0 = snapshot(store), store.state_hash()
+    for episode in range(3):
+        c = store.conn
+        with store.atomic():
+            c.execute("UPDATE items SET price = price * 3, note = ? WHERE id <= 3", (f"ep{episode}",))
+            c.execute("INSERT INTO items(id, name, data) VALUES (50, 'new', x'00ff')")
+        store.checkpoint("mid")
+        c.execute("DELETE FROM tags WHERE item = 'item1'")
+        c.execute("UPDATE items SET id = 70 WHERE id = 4")
+        assert store.next_counter("ORD") == 1
+        store.restore("mid")
+        c.execute("DELETE FROM items WHERE id = 5")
+        store.checkpoint("late")
+        assert store.state_hash() != h0 and store.take_diff()
+        store.reset("discard")
+        assert store.last_reset_path == "discard" and store.checkpoints == []
+        assert snapshot(store) == before and store.log_length() == 0
+        assert store.state_hash() == h0 == store.full_hash() and store.take_diff() == {}
+        assert store.get_meta("counter:ORD") is None  # the counter went back with the rest
+        assert_no_savepoint_left(store)
+
+
+@pytest.mark.parametrize("sql", ["COMMIT", "END", "ROLLBACK", "BEGIN", "BEGIN IMMEDIATE"])
+def test_world_connections_refuse_transaction_control(store: Store, sql: str) -> None:
+    """A COMMIT from an API would make its episode the state a reset goes back to: refused, in a
+    write, in a read and outside both, and the store's own statements stay unaffected."""
+    h0 = store.state_hash()
+    store.conn.execute("UPDATE items SET note = 'episode' WHERE id = 1")
+    with pytest.raises(sqlite3.DatabaseError, match="not authorized"):
+        store.conn.execute(sql)
+    with pytest.raises(sqlite3.DatabaseError, match="not authorized"), store.atomic():
+        store.conn.execute(sql)
+    with pytest.raises(sqlite3.DatabaseError, match="not authorized"), store.read_only():
+        store.conn.execute(sql)
+    with pytest.raises(sqlite3.DatabaseError, match="not authorized"):
+        store.conn.commit()  # the driver's own COMMIT goes through the authorizer too
+    assert store.conn.execute("SELECT note FROM items WHERE id = 1").fetchone()[0] == "episode"
+    store.reset()
+    assert store.last_reset_path == "discard" and store.state_hash() == h0 == store.full_hash()
+    assert_no_savepoint_left(store)

@@ -178,6 +178,12 @@ def test_checkpoint_restore_and_fork() -> None:
     assert len(fork.rows("notes_notes")) == 23
     fork.restore("one")  # checkpoints travel with the fork
     assert fork.state_hash() == h1
+    h0 = notes().state_hash()
+    for w in (world, fork):  # the fork committed the episode: one reset by undo or copy, then discard
+        for path in ("undo", "discard"):
+            w.call("create_note", title="later")
+            w.reset(seed=0, clock=CLOCK)
+            assert w.store.last_reset_path == path and w.state_hash() == h0 == w.store.full_hash()
     fork.close()
 
 
