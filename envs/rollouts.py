@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import multiprocessing.util
 import os
 import shutil
 import signal
@@ -343,6 +344,11 @@ class EpisodeWorker:
             # tmpfs where there is one: the staged copy is read back at once, a disk fsync is wasted
             shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
             self._staging = tempfile.mkdtemp(prefix="toolgym-rollout-", dir=shm)
+            # workers are never closed: their pool or Ray ends them. multiprocessing's exit hook
+            # (which a pool worker runs, unlike atexit) or the GC of this worker removes the folder
+            multiprocessing.util.Finalize(
+                self, shutil.rmtree, args=(self._staging,), kwargs={"ignore_errors": True}, exitpriority=10
+            )
         folder = Path(tempfile.mkdtemp(dir=self._staging))
         try:
             outcome = self._run(env, agent, task, spec, folder)

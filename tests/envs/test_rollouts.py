@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
 import signal
 import threading
 from collections.abc import Sequence
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -520,3 +522,24 @@ def test_a_cancelled_rollout_reports_what_finished_and_what_was_running(tmp_path
     assert [o.index for o in stopped.value.finished] == [0]
     assert sorted(s.index for s in stopped.value.in_flight) == [1, 2]  # never waited for
     assert len(cancel.started) == 3  # nothing started after the cancel
+
+
+def _run_one_and_exit(sets: list[tuple[str, TaskSet]], report: Connection) -> None:
+    """A worker process's life: one episode staged, then a normal exit, never closed."""
+    worker = EpisodeWorker(WorkerContext(sets))
+    spec = episode_specs(sets, trials=1, seed=0)[0]
+    worker.run(spec)
+    report.send(worker._staging)
+
+
+def test_a_worker_process_leaves_no_staging_folder_behind() -> None:
+    # pool workers and Ray actors are ended, not closed: the folder goes with the process
+    receive, send = multiprocessing.Pipe(duplex=False)
+    child = multiprocessing.get_context("spawn").Process(
+        target=_run_one_and_exit, args=(bundled_sets()[:1], send)
+    )
+    child.start()
+    staging = receive.recv()
+    child.join(60)
+    assert child.exitcode == 0 and isinstance(staging, str) and "toolgym-rollout-" in staging
+    assert not Path(staging).exists()
