@@ -15,7 +15,8 @@ Three ways to run the same demo, interleaved round by round so load drifts hit a
 `--against CHECKOUT` also times another checkout's demo in the same rounds (e.g. the code before
 this change: `git worktree add /tmp/before <commit>`), run from that checkout with its own code.
 Every run writes its traces to a new folder under /tmp, and the bench checks that each run's
-traces are byte-identical to the first run's. Wall seconds are medians; the load average is printed.
+traces are byte-identical to the first run's, and its printed table the same but for the `ms`
+column (wall-clock time per episode). Wall seconds are medians; the load average is printed.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def run_demo(cwd: Path, out: Path, env: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU (user + sys of the child) seconds of one `toolgym demo`, a new process."""
+def run_demo(cwd: Path, out: Path, env: dict[str, str]) -> tuple[float, float, list[str]]:
+    """Wall and CPU (user + sys of the child) seconds of one `toolgym demo`, a new process, and
+    its printed summary less the wall-clock `ms` column."""
     full = {**os.environ, **env, "PYTHONPATH": str(cwd)}
     before = os.times()
     start = time.perf_counter()
@@ -47,8 +49,7 @@ def run_demo(cwd: Path, out: Path, env: dict[str, str]) -> tuple[float, float]:
         [sys.executable, "-m", "toolgym.cli", "demo", "--out", str(out)],
         cwd=cwd,
         env=full,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         text=True,
         check=False,
     )
@@ -57,7 +58,20 @@ def run_demo(cwd: Path, out: Path, env: dict[str, str]) -> tuple[float, float]:
     if done.returncode != 0:
         raise RuntimeError(f"toolgym demo failed in {cwd} ({done.returncode}): {done.stderr[-2000:]}")
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return wall, cpu
+    return wall, cpu, summary(done.stdout)
+
+
+def summary(printed: str) -> list[str]:
+    """The table's rows without their last column (`ms`, which also sets the table's width), and
+    the score lines."""
+    rows = []
+    for line in printed.splitlines():
+        cells = line.split("│")
+        if len(cells) > 8:
+            rows.append(" | ".join(" ".join(c.split()) for c in cells[1:-2]))
+        elif line.startswith(("answer accuracy", "expected state")):
+            rows.append(line)
+    return rows
 
 
 def same_tree(a: Path, b: Path) -> bool:
@@ -89,7 +103,7 @@ def main() -> None:
         variants[f"{args.against} (its own code)"] = (args.against.resolve(), {})
     # fill the warm cache once; its traces are the reference every run is compared with
     reference = work / "reference"
-    run_demo(ROOT, reference, {"TOOLGYM_CACHE_DIR": str(warm_cache)})
+    _, _, reference_summary = run_demo(ROOT, reference, {"TOOLGYM_CACHE_DIR": str(warm_cache)})
     # matplotlib's font list (the Plot sandbox's, kept under the same folder since before the result
     # caches) is there for every variant: the comparison is about the OCR and template caches
     fonts = warm_cache / "mplconfig"
@@ -104,9 +118,11 @@ def main() -> None:
                 shutil.copytree(fonts, empty / "mplconfig")
                 env = {"TOOLGYM_CACHE_DIR": str(empty)}
             out = work / f"out-{round_no}-{len(walls[name])}-{abs(hash(name))}"
-            wall, cpu = run_demo(cwd, out, env)
+            wall, cpu, printed = run_demo(cwd, out, env)
             if not same_tree(reference, out):
                 raise SystemExit(f"{name}: traces differ from the reference run ({out} vs {reference})")
+            if printed != reference_summary or len(printed) < 2:
+                raise SystemExit(f"{name}: the printed summary differs from the reference run's")
             shutil.rmtree(out)
             walls[name].append(wall)
             cpus[name].append(cpu)
@@ -123,7 +139,7 @@ def main() -> None:
         wall = statistics.median(walls[name])
         cpu = statistics.median(cpus[name])
         print(f"{name:<48} {wall:7.2f}s {cpu:7.2f}s {base / wall:10.2f}x")
-    print("traces: byte-identical in every run")
+    print("traces byte-identical in every run; printed summary identical but for the ms column")
     shutil.rmtree(work, ignore_errors=True)
 
 
