@@ -101,7 +101,8 @@ def _seed_database(conn: sqlite3.Connection, apps: Sequence[type[App]], seed: in
 
 # templates kept across processes (toolgym.cache): seeding the demo's 39 app sets costs seconds
 _TEMPLATE_FORMAT: Final = 1
-_templates_on_disk = DiskCache("mock-templates")
+# bounded: a rollout over many seeds stores a template per seed
+_templates_on_disk = DiskCache("mock-templates", max_bytes=1024 * 2**20)
 # what seeds a world besides the code of toolgym.mocks and the core modules
 _SEEDING_PACKAGES: Final = ("sqlite-utils", "faker")
 

@@ -8,7 +8,8 @@ holds a magic, the sha256 of its payload and the payload: a truncated or corrupt
 check, is removed, and the caller recomputes. Writers put the file in place with an atomic
 rename, so concurrent writers of one key leave one whole file and readers never see half of one.
 
-`TOOLGYM_CACHE=0` (or off/false/no) turns these caches off, in memory and on disk: every value is
+A namespace may have a size bound (`max_bytes`): past it, the least recently used entries are
+removed. `TOOLGYM_CACHE=0` (or off/false/no) turns these caches off, in memory and on disk: every value is
 computed again, as before they existed (benchmarks of the raw backends use it). Deleting the
 folder clears them.
 """
@@ -19,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Final
 
@@ -52,11 +54,18 @@ def cache_key(*parts: object) -> str:
 class DiskCache:
     """Checked, atomically written entries of one namespace under `cache_root()`."""
 
-    def __init__(self, namespace: str, root: Path | None = None) -> None:
+    # a put prunes the namespace (a directory scan) on the first put of a process and every
+    # PRUNE_EVERY-th after it, so a long run with many new keys stays near max_bytes
+    PRUNE_EVERY: Final = 32
+
+    def __init__(self, namespace: str, root: Path | None = None, max_bytes: int | None = None) -> None:
         if not namespace or "/" in namespace or namespace.startswith("."):
             raise ValueError(f"bad cache namespace: {namespace!r}")
         self.namespace = namespace
+        self.max_bytes = max_bytes
         self._root = root
+        self._puts = 0
+        self._lock = threading.Lock()
 
     @property
     def directory(self) -> Path:
@@ -83,6 +92,9 @@ class DiskCache:
         if data[: len(_MAGIC)] != _MAGIC or hashlib.sha256(payload).digest() != data[len(_MAGIC) : head]:
             self.discard(key)
             return None
+        if self.max_bytes is not None:
+            with contextlib.suppress(OSError):
+                os.utime(path)  # recently used: pruned last
         return payload
 
     def put(self, key: str, payload: bytes) -> None:
@@ -103,6 +115,37 @@ class DiskCache:
                 raise
         except OSError:
             return
+        if self.max_bytes is not None:
+            with self._lock:
+                self._puts += 1
+                due = self._puts % self.PRUNE_EVERY == 1
+            if due:
+                self.prune()
+
+    def prune(self) -> None:
+        """Remove the least recently used entries until the namespace holds at most 80% of
+        `max_bytes` (nothing when it holds no more than `max_bytes`)."""
+        if self.max_bytes is None:
+            return
+        entries: list[tuple[float, int, Path]] = []
+        try:
+            for sub in os.scandir(self.directory):
+                if sub.is_dir(follow_symlinks=False):
+                    for entry in os.scandir(sub.path):
+                        if entry.is_file(follow_symlinks=False) and not entry.name.startswith("."):
+                            st = entry.stat(follow_symlinks=False)
+                            entries.append((st.st_mtime, st.st_size, Path(entry.path)))
+        except OSError:
+            return
+        total = sum(size for _, size, _ in entries)
+        if total <= self.max_bytes:
+            return
+        for _, size, path in sorted(entries, key=lambda e: e[0]):
+            with contextlib.suppress(OSError):
+                path.unlink()
+                total -= size
+            if total <= self.max_bytes * 0.8:
+                return
 
     def discard(self, key: str) -> None:
         with contextlib.suppress(OSError):

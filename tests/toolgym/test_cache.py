@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
 from pathlib import Path
 
@@ -148,3 +149,33 @@ def test_concurrent_writers_leave_one_whole_entry(tmp_path: Path) -> None:
     final = reader.get(key)
     assert final in PAYLOADS
     assert [p.name for p in (root / "things").rglob("*") if p.is_file()] == [key]
+
+
+def entry_names(root: Path) -> set[str]:
+    return {p.name for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_bounded_namespace_drops_the_least_recently_used(tmp_path: Path) -> None:
+    keys = [cache_key("entry", i) for i in range(4)]
+    unbounded = DiskCache("things", root=tmp_path)
+    for age, key in enumerate(keys):
+        unbounded.put(key, bytes(3000))  # about 3 kB each on disk, 12 kB in all
+        os.utime(unbounded.path_for(key), (1000 + age, 1000 + age))  # keys[0] the oldest
+    bounded = DiskCache("things", root=tmp_path, max_bytes=10_000)
+    assert bounded.get(keys[0]) == bytes(3000)  # a hit makes it the most recently used
+    bounded.prune()  # down to 80%: the two least recently used go
+    assert entry_names(tmp_path) == {keys[0], keys[3]}
+    bounded.prune()  # under the bound: nothing more
+    assert entry_names(tmp_path) == {keys[0], keys[3]}
+
+
+def test_a_put_prunes_what_earlier_processes_left(tmp_path: Path) -> None:
+    unbounded = DiskCache("things", root=tmp_path)
+    for i in range(10):
+        unbounded.put(cache_key("old", i), bytes(3000))
+        os.utime(unbounded.path_for(cache_key("old", i)), (1000 + i, 1000 + i))
+    bounded = DiskCache("things", root=tmp_path, max_bytes=10_000)
+    bounded.put(cache_key("new"), bytes(3000))  # the first put of this cache object prunes
+    names = entry_names(tmp_path)
+    assert cache_key("new") in names and len(names) == 2
+    assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= 8000

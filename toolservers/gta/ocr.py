@@ -288,7 +288,7 @@ _RAPIDOCR_PACKAGES: Final = ("rapidocr", "onnxruntime", "opencv-python-headless"
 _MEMORY_ENTRIES: Final = 256
 _memory: OrderedDict[str, tuple[OCRLine, ...]] = OrderedDict()
 _memory_lock = threading.Lock()
-_disk = DiskCache("ocr")
+_disk = DiskCache("ocr", max_bytes=64 * 2**20)
 
 
 @functools.cache
