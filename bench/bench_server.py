@@ -5,7 +5,8 @@
 1. Calculator over HTTP (keep-alive, one client): latency of toolgym's native API and AgentLego
    face, and of agentlego-server 0.2.0 started from its own venv, against the in-process call.
 2. Calculator throughput with 1, 4 and 16 concurrent clients, toolgym against agentlego-server.
-3. OCR through the server (RemoteToolSet, files uploaded once) against raw rapidocr in-process.
+3. OCR through the server (RemoteToolSet, files uploaded once) against raw rapidocr in-process;
+   the server runs with toolgym's result cache off (TOOLGYM_CACHE=0), so both sides recognise.
 4. Batching, 1, 4 and 16 clients, unbatched against two batching policies: the synthetic
    batchable backend, and a real model (MiniLM sentence embeddings) when the `ml` extra is there.
 
@@ -364,7 +365,9 @@ def ocr_section(args: argparse.Namespace, results: dict[str, Any]) -> None:
     handles = {p.name: files.put_path(p, name=f"image/{p.name}") for p in images}
     per_image: dict[str, dict[str, float]] = {}
     port = free_port()
-    with toolgym_server("OCR", port) as url, RemoteToolSet(url) as remote:
+    # the server runs OCR with toolgym's result cache off (TOOLGYM_CACHE=0): every call is a real
+    # recognition, as the raw backend's are, or the repeats would be answered from the cache
+    with toolgym_server("OCR", port, env={"TOOLGYM_CACHE": "0"}) as url, RemoteToolSet(url) as remote:
         for p in images:  # upload once, warm the server's engine
             obs = remote.call(ToolCall(name="OCR", arguments={"image": handles[p.name].ref}), ctx)
             if obs.error is not None:

@@ -33,11 +33,10 @@ from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import mcp.types as types
-import typer
 from mcp import MCPError
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
@@ -573,52 +572,5 @@ def http_app(config: McpWorldConfig, host: str = "127.0.0.1") -> tuple[Any, Call
     return app, close_all
 
 
-def mcp_command(
-    apps: Annotated[
-        str | None, typer.Option(help="mock apps of the world, comma-separated (e.g. banking,shopping)")
-    ] = None,
-    tasks: Annotated[
-        str | None,
-        typer.Option(help="task set: a task file or a bundled set (demo, mtu, teval, ctool, multiturn)"),
-    ] = None,
-    task: Annotated[str | None, typer.Option(help="the task of a session's first episode")] = None,
-    seed: Annotated[int | None, typer.Option(help="episode seed; default: each task's own")] = None,
-    max_steps: Annotated[int, typer.Option(min=1, help="steps per episode at most")] = 50,
-    trace_dir: Annotated[Path | None, typer.Option(help="write each episode's trace here")] = None,
-    http: Annotated[bool, typer.Option(help="serve streamable HTTP at /mcp instead of stdio")] = False,
-    host: Annotated[str, typer.Option(help="address to bind with --http (loopback only)")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="port to bind with --http")] = 8765,
-) -> None:
-    """Serve a seeded mock world (--apps, --tasks, --seed) or the built-in tools over MCP: stdio by
-    default, streamable HTTP with --http. Each MCP session gets its own world; prompts are the
-    task queries, resources the world's tables, state hash and files."""
-    from toolgym.http import is_loopback
-
-    try:
-        config = make_config(
-            apps=[a.strip() for a in (apps or "").split(",") if a.strip()],
-            tasks=tasks,
-            task=task,
-            seed=seed,
-            max_steps=max_steps,
-            trace_dir=trace_dir,
-        )
-    except (McpSetupError, ValueError, OSError) as exc:
-        typer.echo(f"cannot start the MCP server: {exc}", err=True)
-        raise typer.Exit(code=2) from None
-    if not http:
-        anyio.run(serve_stdio, config)
-        return
-    if not is_loopback(host):
-        typer.echo(
-            "cannot start the MCP server: it serves worlds without auth, so it binds loopback only", err=True
-        )
-        raise typer.Exit(code=2)
-    import uvicorn
-
-    app, close_all = http_app(config, host)
-    typer.echo(f"toolgym MCP server on http://{host}:{port}/mcp", err=True)
-    try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
-    finally:
-        close_all()
+# the `toolgym mcp` command lives in a light module, so `toolgym` starts without the mcp SDK
+from toolgym.envs.mcp_command import mcp_command as mcp_command  # noqa: E402

@@ -436,6 +436,44 @@ def build_template(
     return Template(key=key, image=image, tables=tables, undo_width=width)
 
 
+def template_to_bytes(template: Template) -> bytes:
+    """A template as bytes for a disk cache: a JSON line (each table's name, columns and key, the
+    undo width, the seeded state's hash accumulator) and the database image. The volatile parts
+    are not stored: `template_from_bytes` takes them from the apps, as `build_template` did."""
+    if template.base_acc is None:
+        store = Store(template)
+        try:
+            template.base_acc = store.full_acc()
+        finally:
+            store.close()
+    head = {
+        "tables": [[t.name, list(t.columns), list(t.pk)] for t in template.tables.values()],
+        "undo_width": template.undo_width,
+        "base_acc": str(template.base_acc),
+    }
+    return json.dumps(head).encode("utf-8") + b"\n" + template.image
+
+
+def template_from_bytes(key: Hashable, data: bytes, volatile: VolatileSpec | None = None) -> Template:
+    """The inverse of `template_to_bytes`; ValueError (or StoreError) for bytes it did not write."""
+    line, sep, image = data.partition(b"\n")
+    if not sep or not image.startswith(b"SQLite format 3\x00"):
+        raise ValueError("not a template image")
+    head = json.loads(line)
+    spec = volatile or {}
+    tables = {name: TableInfo(name, columns, pk, spec.get(name, ())) for name, columns, pk in head["tables"]}
+    unknown = set(spec) - set(tables)
+    if unknown:
+        raise StoreError(f"volatile tables {sorted(unknown)} do not exist")
+    return Template(
+        key=key,
+        image=image,
+        tables=tables,
+        undo_width=int(head["undo_width"]),
+        base_acc=int(head["base_acc"]),
+    )
+
+
 class TemplateCache:
     """Seeded templates by key, least recently used dropped first. Building is serialized per
     cache, so parallel envs asking for the same (apps, seed, clock) seed it once."""

@@ -14,19 +14,37 @@ the first world of an (apps, seed, clock) runs the seeders once and keeps the re
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.metadata
 import random
 import sqlite3
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 from sqlite_utils import Database
 
+import toolgym.cache
 from toolgym.actions import Observation, ToolCall
+from toolgym.cache import DiskCache, cache_enabled, cache_key
 from toolgym.files import FileStore
 from toolgym.mocks.app import App, validate_app
 from toolgym.mocks.clock import SimClock, init_clock
-from toolgym.mocks.store import TEMPLATES, Diff, Store, Template, TemplateCache, build_template, quote_ident
+from toolgym.mocks.store import (
+    TEMPLATES,
+    Diff,
+    Store,
+    StoreError,
+    Template,
+    TemplateCache,
+    build_template,
+    quote_ident,
+    template_from_bytes,
+    template_to_bytes,
+)
 from toolgym.tools import DEFAULT_CLOCK, BaseTool, ToolContext, ToolSet
 
 AppLike = type[App] | str
@@ -81,17 +99,79 @@ def _seed_database(conn: sqlite3.Connection, apps: Sequence[type[App]], seed: in
             conn.execute("COMMIT")
 
 
+# templates kept across processes (toolgym.cache): seeding the demo's 39 app sets costs seconds
+_TEMPLATE_FORMAT: Final = 1
+# bounded: a rollout over many seeds stores a template per seed
+_templates_on_disk = DiskCache("mock-templates", max_bytes=1024 * 2**20)
+# what seeds a world besides the code of toolgym.mocks and the core modules
+_SEEDING_PACKAGES: Final = ("sqlite-utils", "faker")
+
+
+@functools.cache
+def _seeding_code_digest() -> str:
+    """sha256 of the source of toolgym.mocks (apps, seeding, store) and of the core modules, and of
+    what else decides a seeded image: a change to any of them invalidates every stored template."""
+    digest = hashlib.sha256()
+    mocks_dir = Path(__file__).resolve().parent
+    core_dir = Path(toolgym.cache.__file__).resolve().parent
+    for root, files in (
+        (mocks_dir, sorted(mocks_dir.rglob("*.py"))),
+        (core_dir, sorted(core_dir.glob("*.py"))),
+    ):
+        for path in files:
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for name in _SEEDING_PACKAGES:
+        try:
+            digest.update(f"{name}={importlib.metadata.version(name)}".encode())
+        except importlib.metadata.PackageNotFoundError:
+            digest.update(f"{name}=none".encode())
+    digest.update(f"sqlite={sqlite3.sqlite_version};python={sys.version_info[:2]}".encode())
+    return digest.hexdigest()
+
+
+def _disk_key(apps: Sequence[type[App]], seed: int, clock: datetime) -> str | None:
+    """The disk cache key of a template, or None when it must not be stored: caches off, or an app
+    that is not one of the bundled apps (a simulated library's data comes from documents, a
+    user's app from code outside toolgym.mocks, and neither is in the digest)."""
+    if not cache_enabled():
+        return None
+    from toolgym.mocks.apps import ALL_APPS
+
+    if any(ALL_APPS.get(cls.name) is not cls for cls in apps):
+        return None
+    names = [cls.name for cls in apps]
+    return cache_key(
+        "mock-template", _TEMPLATE_FORMAT, _seeding_code_digest(), names, seed, clock.isoformat()
+    )
+
+
+def _load_or_build(
+    key: tuple[Any, ...], apps: Sequence[type[App]], seed: int, clock: datetime, volatile: dict[str, Any]
+) -> Template:
+    disk_key = _disk_key(apps, seed, clock)
+    if disk_key is not None:
+        data = _templates_on_disk.get(disk_key)
+        if data is not None:
+            try:
+                return template_from_bytes(key, data, volatile)
+            except (ValueError, KeyError, TypeError, StoreError):
+                _templates_on_disk.discard(disk_key)  # not one of ours: build it again
+    template = build_template(key, lambda conn: _seed_database(conn, apps, seed, clock), volatile)
+    if disk_key is not None:
+        _templates_on_disk.put(disk_key, template_to_bytes(template))
+    return template
+
+
 def world_template(
     apps: Sequence[type[App]], seed: int, clock: datetime, cache: TemplateCache = TEMPLATES
 ) -> Template:
-    """The seeded template of (apps, seed, clock), built on first use and cached."""
+    """The seeded template of (apps, seed, clock), built on first use and cached in the process,
+    and for the bundled apps on disk too (`toolgym.cache`; `TOOLGYM_CACHE=0` turns that off)."""
     key = ("mockworld", tuple(apps), seed, clock.isoformat())
     volatile: dict[str, str | Sequence[str]] = {}
     for cls in apps:
         volatile.update(cls.volatile)
-    return cache.get(
-        key, lambda: build_template(key, lambda conn: _seed_database(conn, apps, seed, clock), volatile)
-    )
+    return cache.get(key, lambda: _load_or_build(key, apps, seed, clock, volatile))
 
 
 class MockWorld:

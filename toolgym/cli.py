@@ -291,8 +291,8 @@ register_evaluation(app)
 from toolgym.envs.service.commands import register as register_env_service  # noqa: E402
 
 register_env_service(app, user_llm=_open_user_llm)
-# MCP server over mock worlds (mcp)     -- envs/mcp_server.py
-from toolgym.envs.mcp_server import mcp_command  # noqa: E402
+# MCP server over mock worlds (mcp)     -- envs/mcp_command.py (the server: envs/mcp_server.py)
+from toolgym.envs.mcp_command import mcp_command  # noqa: E402
 
 app.command(name="mcp")(mcp_command)
 

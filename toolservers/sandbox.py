@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from toolgym.cache import cache_root
 from toolgym.errors import ArgumentError, InfraError, ToolError, ToolTimeout
 
 log = logging.getLogger(__name__)
@@ -301,8 +302,7 @@ _mpl_lock = threading.Lock()
 
 
 def mpl_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "toolgym" / "mplconfig"
+    return cache_root() / "mplconfig"
 
 
 def _fontlists(directory: Path) -> list[Path]:

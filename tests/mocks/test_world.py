@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from sqlite_utils import Database
 
 from toolgym.actions import ToolCall
+from toolgym.cache import DiskCache
 from toolgym.errors import ArgumentError, ErrorKind
 from toolgym.mocks.app import App, Volatile, app_apis, insert_rows, read, set_counter, validate_app, write
 from toolgym.mocks.apps import ALL_APPS, get_app, load_apps
@@ -28,8 +30,8 @@ from toolgym.mocks.rewards import (
     replay_golden_state_hash,
     state_matches,
 )
-from toolgym.mocks.store import ReadOnlyError
-from toolgym.mocks.world import MockWorld, check_app
+from toolgym.mocks.store import ReadOnlyError, TemplateCache
+from toolgym.mocks.world import AppLike, MockWorld, check_app
 from toolgym.tasks import GoldenStep
 from toolgym.tools import Param, Tool
 from toolgym.world import World
@@ -551,3 +553,86 @@ def test_property_random_api_calls(
     world.reset(seed=0, clock=CLOCK)
     assert world.state_hash() == h0 == world.store.full_hash()
     world.close()
+
+
+# ---- seeded templates kept on disk (toolgym.cache) -------------------------------------------------
+@pytest.fixture
+def template_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TOOLGYM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TOOLGYM_CACHE", raising=False)
+    return tmp_path / "cache" / "mock-templates"
+
+
+def template_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
+
+
+def fresh_world(apps: list[AppLike], seed: int = 3, clock: datetime = CLOCK) -> MockWorld:
+    """A world as a new process builds it: nothing in memory, so the template comes from disk or seeding."""
+    return MockWorld(apps, seed=seed, clock=clock, cache=TemplateCache())
+
+
+TRANSFER = ToolCall(
+    name="transfer", arguments={"from_account_id": "ACC-10001", "to_account_id": "ACC-10002", "amount": 5}
+)
+
+
+def test_a_template_read_from_disk_equals_the_seeded_one(template_dir: Path) -> None:
+    built = fresh_world(["banking"])
+    (entry,) = template_files(template_dir)
+    loaded = fresh_world(["banking"])
+    assert loaded.store.template is not built.store.template
+    assert loaded.store.template.image == built.store.template.image
+    assert loaded.store.template.base_acc == built.store.template.base_acc is not None
+    assert {n: (t.columns, t.pk, t.hashed, t.in_hash) for n, t in loaded.store.tables.items()} == {
+        n: (t.columns, t.pk, t.hashed, t.in_hash) for n, t in built.store.tables.items()
+    }
+    assert loaded.state_hash() == built.state_hash() == built.store.full_hash()
+    assert loaded.step(TRANSFER) == built.step(TRANSFER)
+    assert loaded.take_diff() == built.take_diff()
+    assert loaded.state_hash() == built.state_hash() == loaded.store.full_hash()
+    loaded.reset(seed=3, clock=CLOCK)
+    built.reset(seed=3, clock=CLOCK)
+    assert loaded.state_hash() == built.state_hash() == loaded.store.full_hash()
+    # the entry really is what a new world reads: put seed 4's template under seed 3's key
+    other = fresh_world(["banking"], seed=4)
+    other_entry = next(p for p in template_files(template_dir) if p != entry)
+    entry.write_bytes(other_entry.read_bytes())
+    assert fresh_world(["banking"]).state_hash() == other.state_hash() != built.state_hash()
+
+
+def test_another_seed_clock_or_app_set_misses(template_dir: Path) -> None:
+    fresh_world(["banking"])
+    fresh_world(["banking"], seed=4)
+    fresh_world(["banking"], clock=CLOCK + timedelta(days=1))
+    fresh_world(["banking", "shopping"])
+    fresh_world(["banking"])  # a hit
+    assert len(template_files(template_dir)) == 4
+
+
+def test_disabled_cache_seeds_every_time(template_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLGYM_CACHE", "0")
+    assert fresh_world(["banking"]).state_hash() == fresh_world(["banking"]).state_hash()
+    assert template_files(template_dir) == []
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "checksum-right-not-a-template"])
+def test_a_damaged_template_is_rebuilt(template_dir: Path, damage: str) -> None:
+    expected = fresh_world(["banking"]).state_hash()
+    (entry,) = template_files(template_dir)
+    good = entry.read_bytes()
+    if damage == "garbage":
+        entry.write_bytes(b"\x00" * 100)
+    elif damage == "truncated":
+        entry.write_bytes(good[: len(good) // 2])
+    else:
+        DiskCache("mock-templates").put(entry.name, b'{"tables": []}\nnot an image')
+    world = fresh_world(["banking"])
+    assert world.state_hash() == expected == world.store.full_hash()
+    assert entry.read_bytes() == good  # stored again, whole
+
+
+def test_apps_outside_the_bundled_set_are_not_stored(template_dir: Path) -> None:
+    world = fresh_world([NotesApp])  # its code is not in the key's digest
+    assert world.state_hash() == world.store.full_hash()
+    assert template_files(template_dir) == []

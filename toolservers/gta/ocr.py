@@ -13,10 +13,15 @@ item does not jump ahead of it).
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
+import importlib.metadata
 import importlib.util
+import json
 import shutil
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Final, Protocol, runtime_checkable
@@ -25,6 +30,7 @@ import numpy as np
 from PIL import Image as PILImage
 from PIL import ImageOps, UnidentifiedImageError
 
+from toolgym.cache import DiskCache, cache_enabled, cache_key
 from toolgym.errors import ToolError
 from toolgym.tools import Image, Tool, tool
 
@@ -47,7 +53,9 @@ class OCRLine:
 
 @runtime_checkable
 class OCRBackend(Protocol):
-    """What the OCR tool needs from an engine."""
+    """What the OCR tool needs from an engine. A backend whose results are a pure function of the
+    image's bytes may also offer `cache_identity() -> object` (JSON: everything its output depends
+    on besides the image); the tool then caches its results (see `recognize_cached`)."""
 
     @property
     def name(self) -> str: ...
@@ -220,6 +228,27 @@ class RapidOCRBackend:
             return False
         return all(any(root.glob(pattern)) for _, pattern in _MODEL_PATTERNS)
 
+    def cache_identity(self) -> object:
+        """What a recognition depends on besides the image: the config, the packages that compute
+        it, and the model files (by name and size; explicit paths also by modification time)."""
+        root = self.model_dir()
+        bundled = sorted((p.name, p.stat().st_size) for p in root.glob("*.onnx")) if root else []
+        explicit = {}
+        for key, value in self.params.items():
+            if key.endswith(".model_path"):
+                try:
+                    stat = Path(value).stat()
+                    explicit[key] = [str(value), stat.st_size, stat.st_mtime_ns]
+                except OSError:
+                    explicit[key] = [str(value), None, None]
+        return {
+            "backend": self.name,
+            "params": {k: repr(v) for k, v in sorted(self.params.items())},
+            "packages": _package_versions(_RAPIDOCR_PACKAGES),
+            "models": bundled,
+            "explicit_models": explicit,
+        }
+
     def _get_engine(self) -> Any:
         with self._lock:
             if self._engine is None:
@@ -251,6 +280,85 @@ class RapidOCRBackend:
             if text:
                 lines.append(OCRLine(box_from_points(points, img.size), text, round(float(score), 4)))
         return lines
+
+
+# ---- the result cache -----------------------------------------------------------------------------------
+# what computes a RapidOCR result besides toolgym: a new version of any may change it
+_RAPIDOCR_PACKAGES: Final = ("rapidocr", "onnxruntime", "opencv-python-headless", "numpy", "pillow")
+_MEMORY_ENTRIES: Final = 256
+_memory: OrderedDict[str, tuple[OCRLine, ...]] = OrderedDict()
+_memory_lock = threading.Lock()
+_disk = DiskCache("ocr", max_bytes=64 * 2**20)
+
+
+@functools.cache
+def _package_versions(names: tuple[str, ...]) -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for name in names:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+@functools.cache
+def _code_digest() -> str:
+    # this module turns the engine's output into lines: a change to it must not hit old entries
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def _lines_from_json(payload: bytes) -> tuple[OCRLine, ...]:
+    rows = json.loads(payload)
+    lines = []
+    for (x1, y1, x2, y2), text, score in rows:
+        if not all(isinstance(v, int) for v in (x1, y1, x2, y2)) or not isinstance(text, str):
+            raise ValueError("malformed OCR cache entry")
+        lines.append(OCRLine((x1, y1, x2, y2), text, float(score)))
+    return tuple(lines)
+
+
+def recognize_cached(engine: OCRBackend, path: Path) -> list[OCRLine]:
+    """`engine.recognize(path)`, answered from a cache when the same image bytes were recognised by
+    the same engine and config before: in this process (the demo reads one receipt four times),
+    or in an earlier one (on disk, `toolgym.cache`). The key is the sha256 of the image's bytes
+    and of the engine's `cache_identity()` (config, package versions, model files) and of this
+    module's code. Engines without `cache_identity`, and `TOOLGYM_CACHE=0`, are never cached."""
+    identity_of = getattr(engine, "cache_identity", None)
+    if identity_of is None or not cache_enabled():
+        return engine.recognize(path)
+    try:
+        image = path.read_bytes()
+    except OSError:
+        return engine.recognize(path)  # the engine's own error for an unreadable file
+    key = cache_key("ocr", _code_digest(), identity_of(), hashlib.sha256(image).hexdigest())
+    with _memory_lock:
+        hit = _memory.get(key)
+        if hit is not None:
+            _memory.move_to_end(key)
+            return list(hit)
+    payload = _disk.get(key)
+    lines: tuple[OCRLine, ...] | None = None
+    if payload is not None:
+        try:
+            lines = _lines_from_json(payload)
+        except (ValueError, TypeError):
+            _disk.discard(key)
+    if lines is None:
+        lines = tuple(engine.recognize(path))
+        rows = [[list(ln.bbox), ln.text, ln.score] for ln in lines]
+        _disk.put(key, json.dumps(rows, ensure_ascii=False).encode("utf-8"))
+    with _memory_lock:
+        _memory[key] = lines
+        while len(_memory) > _MEMORY_ENTRIES:
+            _memory.popitem(last=False)
+    return list(lines)
+
+
+def clear_memory_cache() -> None:
+    """Forget the results cached in this process (the disk cache stays)."""
+    with _memory_lock:
+        _memory.clear()
 
 
 # ---- Tesseract (optional) ------------------------------------------------------------------------------
@@ -308,7 +416,7 @@ def make_ocr_tool(backend: OCRBackend | None = None) -> Tool:
         if not engine.available():
             needs = getattr(engine, "requirement", "its packages or model files")
             raise ToolError(f"OCR backend {engine.name!r} is not installed on this machine: it needs {needs}")
-        return format_lines(engine.recognize(image.path))
+        return format_lines(recognize_cached(engine, image.path))
 
     return ocr
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,10 +28,12 @@ from toolgym.toolservers.gta.ocr import (
     OCRLine,
     RapidOCRBackend,
     TesseractBackend,
+    clear_memory_cache,
     default_backend,
     make_ocr_tool,
     ocr,
     reading_order,
+    recognize_cached,
 )
 
 IMAGES = Path(toolgym.fixtures.__file__).parent / "images"
@@ -164,7 +168,8 @@ def test_photos_give_well_formed_output(store: FileStore, name: str) -> None:
     parse(obs.text)  # may be empty: these photos hold no legible text
 
 
-def test_engine_is_built_once_and_reused(store: FileStore) -> None:
+def test_engine_is_built_once_and_reused(store: FileStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLGYM_CACHE", "0")  # a cached result would never build the engine
     run_ocr(store, "image/sign.png")
     engine = default_backend._engine
     assert engine is not None
@@ -350,3 +355,121 @@ def test_exif_rotation_is_applied_by_ocr_and_drawbox(store: FileStore) -> None:
     assert boxed.type == "tool_result", boxed.text
     with Image.open(store.get(boxed.files[0]).path) as out:
         assert out.size == (640, 360)
+
+
+# ---- the result cache ---------------------------------------------------------------------------------------
+class CountingRapidOCR(RapidOCRBackend):
+    """The real RapidOCR backend, counting the recognitions it actually runs."""
+
+    def __init__(self, params: dict[str, object] | None = None) -> None:
+        super().__init__(params)
+        self.runs = 0
+
+    def recognize(self, path: Path) -> list[OCRLine]:
+        self.runs += 1
+        return super().recognize(path)
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("TOOLGYM_CACHE_DIR", str(folder))
+    monkeypatch.delenv("TOOLGYM_CACHE", raising=False)
+    clear_memory_cache()
+    yield folder
+    clear_memory_cache()
+
+
+def ocr_entries(cache_dir: Path) -> list[Path]:
+    return sorted(p for p in (cache_dir / "ocr").rglob("*") if p.is_file())
+
+
+def test_cache_hit_returns_the_same_lines_without_running_the_engine(cache_dir: Path) -> None:
+    backend = CountingRapidOCR()
+    first = recognize_cached(backend, IMAGES / "sign.png")
+    assert first == backend.recognize(IMAGES / "sign.png")  # what the engine itself reads
+    assert [ln.text for ln in first] == ["LAKESIDE PARK", "OPEN 7AM - 9PM"]
+    runs = backend.runs
+    assert recognize_cached(backend, IMAGES / "sign.png") == first  # in this process
+    clear_memory_cache()
+    other = CountingRapidOCR()  # a new engine, as in a new process: answered from disk
+    assert recognize_cached(other, IMAGES / "sign.png") == first
+    assert backend.runs == runs and other.runs == 0
+    assert len(ocr_entries(cache_dir)) == 1
+
+
+def test_the_same_bytes_under_another_name_hit(cache_dir: Path, tmp_path: Path) -> None:
+    backend = CountingRapidOCR()
+    copy = tmp_path / "copy.png"
+    shutil.copyfile(IMAGES / "sign.png", copy)
+    assert recognize_cached(backend, IMAGES / "sign.png") == recognize_cached(backend, copy)
+    assert backend.runs == 1
+
+
+def test_another_image_or_config_misses(cache_dir: Path, tmp_path: Path) -> None:
+    backend = CountingRapidOCR()
+    sign = recognize_cached(backend, IMAGES / "sign.png")
+    edited = tmp_path / "sign.png"
+    with Image.open(IMAGES / "sign.png") as img:
+        img.convert("RGB").crop((0, 0, img.width, img.height // 2)).save(edited)  # the top line only
+    top = recognize_cached(backend, edited)
+    assert backend.runs == 2 and [ln.text for ln in top] == ["LAKESIDE PARK"] != [ln.text for ln in sign]
+    smaller = CountingRapidOCR({"Det.limit_side_len": 320})
+    assert smaller.cache_identity() != backend.cache_identity()
+    recognize_cached(smaller, IMAGES / "sign.png")
+    assert smaller.runs == 1
+    assert len(ocr_entries(cache_dir)) == 3
+
+
+def test_disabled_cache_runs_the_engine_every_time(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLGYM_CACHE", "0")
+    backend = CountingRapidOCR()
+    assert recognize_cached(backend, IMAGES / "sign.png") == recognize_cached(backend, IMAGES / "sign.png")
+    assert backend.runs == 2 and ocr_entries(cache_dir) == []
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "valid-but-not-lines"])
+def test_a_damaged_entry_is_recomputed_and_replaced(cache_dir: Path, damage: str) -> None:
+    backend = CountingRapidOCR()
+    good = recognize_cached(backend, IMAGES / "sign.png")
+    (entry,) = ocr_entries(cache_dir)
+    data = entry.read_bytes()
+    if damage == "truncate":
+        entry.write_bytes(data[:-7])
+    elif damage == "flip":
+        entry.write_bytes(data[:-3] + bytes([data[-3] ^ 0xFF]) + data[-2:])
+    else:  # checksum right, payload not OCR lines
+        from toolgym.cache import DiskCache
+
+        DiskCache("ocr").put(entry.name, b'{"not": "lines"}')
+    clear_memory_cache()
+    assert recognize_cached(backend, IMAGES / "sign.png") == good
+    assert backend.runs == 2
+    assert entry.read_bytes() == data  # rewritten whole
+
+
+def test_backends_without_an_identity_are_not_cached(cache_dir: Path) -> None:
+    class Counting(FixedBackend):
+        runs = 0
+
+        def recognize(self, path: Path) -> list[OCRLine]:
+            self.runs += 1
+            return super().recognize(path)
+
+    backend = Counting([OCRLine((1, 2, 3, 4), "x", 1.0)])
+    recognize_cached(backend, IMAGES / "sign.png")
+    recognize_cached(backend, IMAGES / "sign.png")
+    assert backend.runs == 2 and ocr_entries(cache_dir) == []
+
+
+def test_the_tool_answers_from_the_cache_as_from_the_engine(
+    cache_dir: Path, store: FileStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = CountingRapidOCR()
+    tools = ToolSet([make_ocr_tool(backend)])
+    first = run_ocr(store, "image/receipt.png", tools)
+    again = run_ocr(store, "image/receipt.png", tools)
+    monkeypatch.setenv("TOOLGYM_CACHE", "0")
+    uncached = run_ocr(store, "image/receipt.png", tools)
+    assert backend.runs == 2
+    assert first.text == again.text == uncached.text and "23.50" in first.text

@@ -1,0 +1,63 @@
+"""`toolgym mcp`: the command only. The MCP server (`toolgym.envs.mcp_server`, with the mcp SDK and
+its 0.6 s of imports) is imported when the command runs, not when `toolgym` starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def mcp_command(
+    apps: Annotated[
+        str | None, typer.Option(help="mock apps of the world, comma-separated (e.g. banking,shopping)")
+    ] = None,
+    tasks: Annotated[
+        str | None,
+        typer.Option(help="task set: a task file or a bundled set (demo, mtu, teval, ctool, multiturn)"),
+    ] = None,
+    task: Annotated[str | None, typer.Option(help="the task of a session's first episode")] = None,
+    seed: Annotated[int | None, typer.Option(help="episode seed; default: each task's own")] = None,
+    max_steps: Annotated[int, typer.Option(min=1, help="steps per episode at most")] = 50,
+    trace_dir: Annotated[Path | None, typer.Option(help="write each episode's trace here")] = None,
+    http: Annotated[bool, typer.Option(help="serve streamable HTTP at /mcp instead of stdio")] = False,
+    host: Annotated[str, typer.Option(help="address to bind with --http (loopback only)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to bind with --http")] = 8765,
+) -> None:
+    """Serve a seeded mock world (--apps, --tasks, --seed) or the built-in tools over MCP: stdio by
+    default, streamable HTTP with --http. Each MCP session gets its own world; prompts are the
+    task queries, resources the world's tables, state hash and files."""
+    import anyio
+
+    from toolgym.envs.mcp_server import McpSetupError, http_app, make_config, serve_stdio
+    from toolgym.http import is_loopback
+
+    try:
+        config = make_config(
+            apps=[a.strip() for a in (apps or "").split(",") if a.strip()],
+            tasks=tasks,
+            task=task,
+            seed=seed,
+            max_steps=max_steps,
+            trace_dir=trace_dir,
+        )
+    except (McpSetupError, ValueError, OSError) as exc:
+        typer.echo(f"cannot start the MCP server: {exc}", err=True)
+        raise typer.Exit(code=2) from None
+    if not http:
+        anyio.run(serve_stdio, config)
+        return
+    if not is_loopback(host):
+        typer.echo(
+            "cannot start the MCP server: it serves worlds without auth, so it binds loopback only", err=True
+        )
+        raise typer.Exit(code=2)
+    import uvicorn
+
+    app, close_all = http_app(config, host)
+    typer.echo(f"toolgym MCP server on http://{host}:{port}/mcp", err=True)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    finally:
+        close_all()
