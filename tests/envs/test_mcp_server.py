@@ -198,8 +198,14 @@ def test_setup_errors_are_typed() -> None:
 
 def _inspector() -> str:
     """The MCP inspector's launcher (npm `@modelcontextprotocol/inspector`, which has `--cli`):
-    $TOOLGYM_MCP_INSPECTOR or `mcp-inspector` on PATH; the test skips without one (no node here)."""
-    found = os.environ.get("TOOLGYM_MCP_INSPECTOR") or shutil.which("mcp-inspector")
+    $TOOLGYM_MCP_INSPECTOR, the one `make install-dev` puts in the venv, or `mcp-inspector` on
+    PATH; the test skips without one (no npm)."""
+    in_venv = Path(sys.prefix) / "mcp-inspector" / "node_modules" / ".bin" / "mcp-inspector"
+    found = (
+        os.environ.get("TOOLGYM_MCP_INSPECTOR")
+        or (str(in_venv) if in_venv.exists() else None)
+        or shutil.which("mcp-inspector")
+    )
     if not found:
         pytest.skip(
             "the MCP inspector is not installed (npm i @modelcontextprotocol/inspector; TOOLGYM_MCP_INSPECTOR)"
