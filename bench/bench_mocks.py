@@ -251,7 +251,7 @@ def bench_size(n_rows: int, reps: int) -> dict[str, Any]:
         f"{n_rows:>9,} rows  (image {r['image_mb']:.1f} MiB; seeding {r['seed_s']:.2f} s once per template;"
         f" first hash {r['first_hash_s']:.2f} s once per template)"
     )
-    line(f"reset after {CHANGES_PER_EPISODE} changes (undo log)", r["reset"])
+    line(f"reset after {CHANGES_PER_EPISODE} changes (rollback of the episode transaction)", r["reset"])
     line(f"restore checkpoint after {CHANGES_PER_EPISODE} changes", r["restore"])
     line("take_diff + state_hash after 1 change", r["diff_and_hash"])
     line("fork (backup API copy)", r["fork"])
