@@ -9,11 +9,14 @@ modes: live (no cassette), record (live + the cassette write) and replay (strict
 cassette). Figures: median and p99 per tool-call step, tool-call steps per second (the sum of
 their step times), all steps per second (final answers include the reward: on mock sets that
 replays the golden chain on a fresh world), and the bare `CassetteToolSet.call` hit.
+Live means the tools really run: toolgym's result cache (OCR) is off for the whole bench
+(TOOLGYM_CACHE=0), or a live OCR call would be a cache lookup.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -158,6 +161,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="mock sets only, fewer rounds")
     args = parser.parse_args()
     rounds, live_rounds = (5, 1) if args.quick else (args.rounds, args.live_rounds)
+    os.environ["TOOLGYM_CACHE"] = "0"  # read on every call: live OCR recognises, as a model's tool would
     bench_set("mock-app sets", mock_task_paths(), rounds, live_rounds)
     if not args.quick:
         bench_set("demo set (real GTA tools)", [demo_tasks_path()], rounds, live_rounds)
