@@ -328,9 +328,11 @@ def test_view_command_exports_and_serves_on_loopback(runs: Runs, tmp_path: Path)
         check=False,
     )
     assert missing.returncode == 2 and "is not a directory" in missing.stderr
+    # faulthandler: a server that does not stop on Ctrl-C is made to say where it hangs (SIGABRT)
     server = subprocess.Popen(
-        [sys.executable, "-m", "toolgym.cli", "view", str(runs.oracle)],
+        [sys.executable, "-X", "faulthandler", "-m", "toolgym.cli", "view", str(runs.oracle)],
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         env=env,
     )
@@ -344,5 +346,11 @@ def test_view_command_exports_and_serves_on_loopback(runs: Runs, tmp_path: Path)
         assert httpx.get(found.group(0) + "other", timeout=30).status_code == 404
     finally:
         server.send_signal(signal.SIGINT)
-        server.wait(timeout=30)
+        try:
+            out, err = server.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.send_signal(signal.SIGABRT)
+            out, err = server.communicate(timeout=30)
+            pytest.fail(f"toolgym view did not stop on SIGINT; where it was:\n{err[-6000:]}")
+    assert server.returncode == 0 and "viewer stopped" in out, err
     assert server.returncode == 0
