@@ -275,6 +275,21 @@ def cancel_on_signals(cancel: Cancel) -> Iterator[list[int]]:
             signal.signal(sig, old)
 
 
+def stoppable_by_signals() -> None:
+    """Make SIGINT and SIGTERM raise KeyboardInterrupt in this process, as a server that says
+    "Ctrl-C stops it" must: a process inherits ignored and blocked signals from whatever started
+    it (a shell's background job ignores SIGINT; a parent's thread may block it), and would then
+    never stop."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
 @contextmanager
 def human_output_to_stderr(enabled: bool) -> Iterator[None]:
     """With --json, stdout carries the JSON alone: tables and messages go to stderr."""
@@ -1523,6 +1538,7 @@ def view_command(
         write_viewer(payload, export)
         console.print(f"{len(payload['episodes'])} episodes; viewer written to {export}")
         return
+    stoppable_by_signals()
     try:
         with serve_viewer(directories, index, host=host, port=port, title=title) as url:
             console.print(f"trace viewer on {url} (Ctrl-C stops it)", highlight=False)

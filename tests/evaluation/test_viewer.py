@@ -354,3 +354,30 @@ def test_view_command_exports_and_serves_on_loopback(runs: Runs, tmp_path: Path)
             pytest.fail(f"toolgym view did not stop on SIGINT; where it was:\n{err[-6000:]}")
     assert server.returncode == 0 and "viewer stopped" in out, err
     assert server.returncode == 0
+
+
+def _ignore_and_block_sigint() -> None:  # what a shell's background job or a busy parent hands down
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_view_stops_on_a_signal_it_was_started_ignoring(runs: Runs, stop: signal.Signals) -> None:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "toolgym.cli", "view", str(runs.oracle)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        preexec_fn=_ignore_and_block_sigint,
+    )
+    try:
+        assert server.stdout is not None
+        assert "trace viewer on http://127.0.0.1:" in server.stdout.readline()
+        server.send_signal(stop)
+        out, err = server.communicate(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert server.returncode == 0 and "viewer stopped" in out, err
