@@ -223,7 +223,22 @@ class Generic:
         self.client.close()
 
 
-class Remote:
+class _GymClient:
+    """A gymnasium env driven as the bench drives every client: reset by task id, step by text."""
+
+    env: Any
+
+    def reset(self, task_id: str) -> Any:
+        return self.env.reset(seed=0, options={"task": task_id})
+
+    def step(self, text: str) -> Any:
+        return self.env.step(text)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class Remote(_GymClient):
     """toolgym's RemoteToolEnv (a gymnasium.Env)."""
 
     def __init__(self, url: str, transport: str, info: str = "full") -> None:
@@ -232,17 +247,8 @@ class Remote:
         config = {"tasks": TASK_SET, "info": info}
         self.env = RemoteToolEnv(url, config=config, transport=transport)  # type: ignore[arg-type]
 
-    def reset(self, task_id: str) -> Any:
-        return self.env.reset(seed=0, options={"task": task_id})
 
-    def step(self, text: str) -> Any:
-        return self.env.step(text)
-
-    def close(self) -> None:
-        self.env.close()
-
-
-class LocalTool:
+class LocalTool(_GymClient):
     """The in-process baseline: ToolEnv itself."""
 
     def __init__(self) -> None:
@@ -250,15 +256,6 @@ class LocalTool:
 
         catalog = _catalog()
         self.env = ToolEnv(catalog.tools, catalog.task_set(TASK_SET), protocol="react")
-
-    def reset(self, task_id: str) -> Any:
-        return self.env.reset(seed=0, options={"task": task_id})
-
-    def step(self, text: str) -> Any:
-        return self.env.step(text)
-
-    def close(self) -> None:
-        self.env.close()
 
 
 class LocalEcho:

@@ -37,7 +37,7 @@ from sqlite_utils import Database
 
 from toolgym.actions import ToolCall
 from toolgym.envs.agents import OracleAgent
-from toolgym.envs.runner import trace_header
+from toolgym.envs.runner import trace_header, trace_step
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.mocks import store as store_module
 from toolgym.mocks.app import App, read, write
@@ -46,7 +46,7 @@ from toolgym.mocks.world import MockWorld
 from toolgym.protocols import get_protocol
 from toolgym.tasks import Task
 from toolgym.tools import Param
-from toolgym.trace import TraceStep, TraceWriter
+from toolgym.trace import TraceWriter
 
 CLOCK = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -138,19 +138,7 @@ def mixed_episode(n_steps: int) -> dict[str, Any]:
             for kind, raw in actions:
                 t0 = time.perf_counter_ns()
                 _, _, _, _, step_info = env.step(raw)
-                writer.step(
-                    TraceStep(
-                        index=step_info["step"],
-                        raw=raw,
-                        actions=step_info["actions"],
-                        observations=step_info["observations"],
-                        error_kinds=step_info["error_kinds"],
-                        state_hash_before=hash_before,
-                        state_hash_after=step_info.get("state_hash"),
-                        state_diff=step_info.get("state_diff"),
-                        faults=step_info.get("faults"),
-                    )
-                )
+                writer.step(trace_step(raw, step_info, hash_before))  # as run_episode writes it
                 times[kind].append(time.perf_counter_ns() - t0)
                 hash_before = step_info.get("state_hash")
             writer.close()
@@ -185,18 +173,8 @@ def phases(n_steps: int) -> dict[str, dict[str, float]]:
             t.append(time.perf_counter_ns())
             acts, obss = [json_record(a) for a in parsed], [json_record(obs)]
             t.append(time.perf_counter_ns())
-            record_json(
-                TraceStep(
-                    index=i + 1,
-                    raw=raw,
-                    actions=acts,
-                    observations=obss,
-                    error_kinds=[],
-                    state_hash_before=h,
-                    state_hash_after=h,
-                    state_diff=diff,
-                )
-            )
+            info = {"step": i + 1, "actions": acts, "observations": obss, "error_kinds": []}
+            record_json(trace_step(raw, {**info, "state_hash": h, "state_diff": diff}, h))
             t.append(time.perf_counter_ns())
             for k, name in enumerate(names):
                 out[kind][name].append(t[k + 1] - t[k])
