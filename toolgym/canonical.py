@@ -64,8 +64,14 @@ def canonical_hash(value: Any) -> str:
     return sha256_hex(canonical_json(value))
 
 
+# the int->str digit limit is at least 640 digits (or off): a 20-digit int always fits
+_ALWAYS_FITS = 2**64
+
+
 def int_fits_json(value: int) -> bool:
     """Whether str(value) stays under Python's int->str digit limit (json.dumps needs it)."""
+    if -_ALWAYS_FITS <= value <= _ALWAYS_FITS:  # nearly every int: no limit lookup
+        return True
     limit = sys.get_int_max_str_digits()
     # bit_length * log10(2) over-estimates the digits by < 1; no str() of a huge int needed
     return limit == 0 or value.bit_length() * 0.30103 < limit - 1

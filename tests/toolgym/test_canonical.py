@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import Any
 
 import pytest
 
 from tests.hostile import nested_dict
-from toolgym.canonical import MAX_SAFE_DEPTH, canonical_hash, canonical_json, json_safe
+from toolgym.canonical import MAX_SAFE_DEPTH, canonical_hash, canonical_json, int_fits_json, json_safe
 
 
 def test_plain_data_is_unchanged_and_utf8_stays_as_is() -> None:
@@ -70,3 +71,17 @@ def test_json_safe_cuts_deep_and_cyclic_nesting() -> None:
     cyclic: list[Any] = []
     cyclic.append(cyclic)
     assert json.loads(canonical_json(json_safe(cyclic)))
+
+
+@pytest.mark.parametrize("limit", [640, 4300, 0])
+def test_int_fits_json_follows_the_digit_limit(limit: int) -> None:
+    values = (0, -1, 2**63, 2**64, -(2**64), 2**64 + 1, 10**600, 10**700, 10**5000)
+    previous = sys.get_int_max_str_digits()
+    try:
+        sys.set_int_max_str_digits(0)  # to count the digits of each
+        digits = {v: len(str(abs(v))) for v in values}
+        sys.set_int_max_str_digits(limit)
+        for value in values:
+            assert int_fits_json(value) is (limit == 0 or digits[value] < limit), (limit, digits[value])
+    finally:
+        sys.set_int_max_str_digits(previous)

@@ -94,10 +94,6 @@ def _check_text(text: str, where: str) -> None:
         )
 
 
-# ints this small always fit Python's int->str digit limit: no bit counting needed
-_SMALL_INT = 2**64
-
-
 def json_value(value: Any, where: str, depth: int = 0) -> Any:
     """`value` as plain JSON data (dict with str keys, list, str, finite number, bool, null).
 
@@ -112,7 +108,7 @@ def json_value(value: Any, where: str, depth: int = 0) -> Any:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
-        if not -_SMALL_INT <= value <= _SMALL_INT and not int_fits_json(value):
+        if not int_fits_json(value):
             raise ArgumentValueError(f"{where}: an integer of {value.bit_length()} bits is not a JSON number")
         return value
     if isinstance(value, float):
