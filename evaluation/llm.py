@@ -253,7 +253,9 @@ def _id_of_token(token: Any) -> int | None:
     """The id in a `token_id:<id>` logprob token (vLLM's return_tokens_as_token_ids)."""
     if isinstance(token, str) and token.startswith(TOKEN_ID_PREFIX):
         digits = token[len(TOKEN_ID_PREFIX) :]
-        return int(digits) if digits.isdigit() else None
+        # ASCII digits of a plausible id only: "²" is a digit to isdigit() and int() refuses it,
+        # and int() raises past the int->str digit limit
+        return int(digits) if digits.isascii() and digits.isdigit() and len(digits) <= 18 else None
     return None
 
 

@@ -559,6 +559,13 @@ def test_token_ids_from_token_id_logprob_tokens() -> None:
     # ids without logprobs: the ids, no logprobs
     no_logprobs = turn_tokens(completion({"prompt_token_ids": [1]}, {"token_ids": [5, 6]}))
     assert no_logprobs is not None and no_logprobs.logprobs is None
+    # what a broken server may send: no tokens, and no exception in the agent's turn
+    for token in ("token_id:²", "token_id:" + "9" * 5000, "token_id:-3", "token_id:"):
+        bad = {"logprobs": {"content": [{"token": "token_id:7", "logprob": -0.5}, {"token": token}]}}
+        assert turn_tokens(completion({"prompt_token_ids": [1]}, bad)) is None
+    for ids in (["5"], [True], 5, None, [1.5]):
+        assert turn_tokens(completion({"prompt_token_ids": ids}, {"token_ids": [5]})) is None
+        assert turn_tokens(completion({"prompt_token_ids": [1]}, {"token_ids": ids})) is None
 
 
 def test_token_ids_need_the_chat_api() -> None:
