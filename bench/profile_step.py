@@ -37,7 +37,7 @@ from sqlite_utils import Database
 
 from toolgym.actions import ToolCall
 from toolgym.envs.agents import OracleAgent
-from toolgym.envs.runner import trace_header, trace_step
+from toolgym.envs.runner import step_fields, trace_header
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.mocks import store as store_module
 from toolgym.mocks.app import App, read, write
@@ -138,7 +138,7 @@ def mixed_episode(n_steps: int) -> dict[str, Any]:
             for kind, raw in actions:
                 t0 = time.perf_counter_ns()
                 _, _, _, _, step_info = env.step(raw)
-                writer.step(trace_step(raw, step_info, hash_before))  # as run_episode writes it
+                writer.step(step_fields(raw, step_info, hash_before))  # as run_episode writes it
                 times[kind].append(time.perf_counter_ns() - t0)
                 hash_before = step_info.get("state_hash")
             writer.close()
@@ -150,8 +150,8 @@ def mixed_episode(n_steps: int) -> dict[str, Any]:
 def phases(n_steps: int) -> dict[str, dict[str, float]]:
     """The same episodes, the step's work done piece by piece and each piece timed."""
     env, _ = _bank_env(n_steps)
-    from toolgym.envs.tool_env import json_record
-    from toolgym.trace import record_json
+    from toolgym.envs.tool_env import action_record, observation_record
+    from toolgym.trace import step_json
 
     names = ["parse", "call", "state_hash", "take_diff", "info records", "trace record"]
     out: dict[str, dict[str, list[int]]] = {k: {p: [] for p in names} for k in "RW"}
@@ -171,10 +171,11 @@ def phases(n_steps: int) -> dict[str, dict[str, float]]:
             t.append(time.perf_counter_ns())
             diff = world.take_diff()
             t.append(time.perf_counter_ns())
-            acts, obss = [json_record(a) for a in parsed], [json_record(obs)]
+            acts = [action_record(a, trusted=True, checked=True) for a in parsed]
+            obss = [observation_record(obs)]
             t.append(time.perf_counter_ns())
             info = {"step": i + 1, "actions": acts, "observations": obss, "error_kinds": []}
-            record_json(trace_step(raw, {**info, "state_hash": h, "state_diff": diff}, h))
+            step_json(step_fields(raw, {**info, "state_hash": h, "state_diff": diff}, h))
             t.append(time.perf_counter_ns())
             for k, name in enumerate(names):
                 out[kind][name].append(t[k + 1] - t[k])

@@ -44,7 +44,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 from toolgym.actions import Observation
 from toolgym.canonical import canonical_json
-from toolgym.envs.runner import trace_end, trace_header, trace_name, trace_step
+from toolgym.envs.runner import step_fields, trace_end, trace_header, trace_name
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import ErrorKind
 from toolgym.files import FileHandle
@@ -156,7 +156,7 @@ class WorldSession:
         """One env step of an assistant message; its first observation and the step's info."""
         _, reward, terminated, truncated, info = self.env.step(message)
         if self._writer is not None:
-            self._writer.step(trace_step(message, info, self._hash_before))
+            self._writer.step(step_fields(message, info, self._hash_before))
         self._hash_before = info.get("state_hash")
         if terminated or truncated:
             self.done, self.reward = True, float(reward)

@@ -21,7 +21,6 @@ from toolgym.trace import (
     ToolInfo,
     TraceEnd,
     TraceHeader,
-    TraceStep,
     TraceWriter,
     TurnTokens,
 )
@@ -74,7 +73,7 @@ def trace_header(
     )
 
 
-def trace_step(
+def step_fields(
     raw: Any,
     info: dict[str, Any],
     hash_before: str | None,
@@ -83,25 +82,26 @@ def trace_step(
     tokens: TurnTokens | None = None,
     request: ModelRequest | None = None,
     model_latency_ms: float | None = None,
-) -> TraceStep:
-    """The trace line of one `env.step(raw)` from its info (what every episode driver writes:
-    the runner, the env service, the MCP server); `tokens`: the turn's token ids, when known;
+) -> dict[str, Any]:
+    """The trace line of one `env.step(raw)` from its info, as TraceStep's fields (what every
+    episode driver writes: the runner, the env service, the MCP server; `TraceWriter.step` takes
+    them as they are, with no model built); `tokens`: the turn's token ids, when known;
     `request` and `model_latency_ms`: what the agent sent its model and how long it took."""
-    return TraceStep(
-        index=info["step"],
-        raw=raw if isinstance(raw, (str, dict)) else None,
-        actions=info["actions"],
-        observations=info["observations"],
-        error_kinds=info["error_kinds"],
-        state_hash_before=hash_before,
-        state_hash_after=info.get("state_hash"),
-        state_diff=info.get("state_diff"),
-        latency_ms=info["timing"].latency_s * 1000 if timing else None,
-        faults=info.get("faults"),
-        tokens=tokens,
-        request=request,
-        model_latency_ms=model_latency_ms,
-    )
+    return {
+        "index": info["step"],
+        "raw": raw if isinstance(raw, (str, dict)) else None,
+        "actions": info["actions"],
+        "observations": info["observations"],
+        "error_kinds": info["error_kinds"],
+        "state_hash_before": hash_before,
+        "state_hash_after": info.get("state_hash"),
+        "state_diff": info.get("state_diff"),
+        "latency_ms": info["timing"].latency_s * 1000 if timing else None,
+        "faults": info.get("faults"),
+        "tokens": tokens,
+        "request": request,
+        "model_latency_ms": model_latency_ms,
+    }
 
 
 def trace_end(env: ToolEnv, info: dict[str, Any], *, terminated: bool, reward: float) -> TraceEnd:
@@ -215,7 +215,7 @@ class _Episode:
             model_ms = getattr(agent, "turn_latency_ms", None)
             model_ms = float(model_ms) if isinstance(model_ms, (int, float)) and not self.golden else None
             self.writer.step(
-                trace_step(
+                step_fields(
                     raw,
                     step_info,
                     self.hash_before,

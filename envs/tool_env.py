@@ -115,6 +115,49 @@ def json_record(model: BaseModel, *, checked: bool = False) -> dict[str, Any]:
     return safe
 
 
+def action_record(action: Action, *, trusted: bool, checked: bool) -> dict[str, Any]:
+    """An action as JSON data for info and traces: what `json_record` gives, built from the fields
+    without pydantic's serialiser where they are JSON data already: text is text, and a ToolCall's
+    arguments are when a protocol that checks arguments made them (`trusted`; the record then
+    shares them). `checked`: `argument_problem` found a given ToolCall's arguments fine (they may
+    still hold tuples or subclasses, which pydantic's dump normalises)."""
+    kind = type(action)
+    if kind is ToolCall:
+        if not trusted:
+            return json_record(action, checked=checked)
+        call: ToolCall = action  # type: ignore[assignment]
+        return {
+            "type": "tool_call",
+            "name": call.name,
+            "arguments": call.arguments,
+            "call_id": call.call_id,
+            "thought": call.thought,
+        }
+    if kind is FinalAnswer or kind is AskUser:
+        return {"type": action.type, "text": action.text, "thought": action.thought}  # type: ignore[union-attr]
+    if kind is NoCall:
+        return {"type": "no_call", "thought": action.thought}
+    return json_record(action)
+
+
+def observation_record(obs: Observation) -> dict[str, Any]:
+    """An observation as JSON data for info and traces: what `json_record` gives. A tool result's
+    content is JSON data already (`ToolSet.call` makes it so, a cassette reads it back from JSON),
+    so its record takes the fields as they are and shares the content; other observations (errors
+    with payloads, user turns, the task) go through pydantic."""
+    if obs.type != "tool_result" or obs.error is not None or type(obs) is not Observation:
+        return json_record(obs)
+    return {
+        "type": "tool_result",
+        "text": obs.text,
+        "tool": obs.tool,
+        "call_id": obs.call_id,
+        "content": obs.content,
+        "files": [f.model_dump(mode="json") for f in obs.files] if obs.files else [],
+        "error": None,
+    }
+
+
 _ACTION_TYPES = (ToolCall, FinalAnswer, NoCall, AskUser)
 
 
@@ -425,6 +468,8 @@ class ToolEnv(gym.Env[str, Any]):
         started = time.perf_counter()
         action = _raw_record(action)
         parsed = self.parse_action(action)
+        # a protocol that checks arguments made them: no second walk (`checks_arguments`)
+        trusted = self.protocol.checks_arguments and not _is_actions(action)
         actions = parsed if isinstance(parsed, list) else []
         observations: list[Observation] = [parsed] if isinstance(parsed, Observation) else []
         tool_time = 0.0
@@ -434,7 +479,7 @@ class ToolEnv(gym.Env[str, Any]):
         self._ctx.extras["step"] = index  # tool layers place a call by step (fault windows)
         self._ctx.extras.pop("faults", None)  # a fault layer lists what it injected this step here
         # each call's arguments checked once: the run and the info record both need the answer
-        problems = [argument_problem(a) if isinstance(a, ToolCall) else None for a in actions]
+        problems = [argument_problem(a) if not trusted and isinstance(a, ToolCall) else None for a in actions]
         for act, problem in zip(actions, problems, strict=True):
             t0 = time.perf_counter()
             observations.append(self._run(act, problem))
@@ -474,10 +519,10 @@ class ToolEnv(gym.Env[str, Any]):
         info: dict[str, Any] = {
             "step": index,
             "actions": [
-                json_record(a, checked=isinstance(a, ToolCall) and p is None)
+                action_record(a, trusted=trusted, checked=p is None)
                 for a, p in zip(actions, problems, strict=True)
             ],
-            "observations": [json_record(o) for o in observations],
+            "observations": [observation_record(o) for o in observations],
             "error_kind": kinds[0] if kinds else None,
             "error_kinds": kinds,
             "error_counts": dict(self.error_counts),

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -212,6 +212,51 @@ def record_json(record: BaseModel) -> str:
         return canonical_json(json_safe(_drop_unset(fields)))
 
 
+_STEP_DEFAULTS: dict[str, Any] = {
+    name: ([] if name == "error_kinds" else None) for name in TraceStep.model_fields if name != "record"
+}
+_FLOAT_FIELDS = ("latency_ms", "model_latency_ms")
+_HASH_FIELDS = ("state_hash_before", "state_hash_after")
+
+
+def step_json(fields: Mapping[str, Any]) -> str:
+    """The trace line of a step given as its fields (TraceStep's names; absent ones take their
+    defaults): the bytes `record_json(TraceStep(**fields))` gives, without building the model
+    when the fields are plain JSON data of the declared types, as the env's info records are.
+    Anything else (a raw message object, NaN, bytes, objects, ints where floats belong, models
+    given as dicts) takes the model's path, so a step line reads the same whichever way it came."""
+    record: dict[str, Any] = {"record": "step", **_STEP_DEFAULTS, **fields}
+    raw = record["raw"]
+    plain = (
+        fields.keys() <= _STEP_DEFAULTS.keys()
+        and (raw is None or type(raw) is str)
+        and type(record["index"]) is int
+        and type(record["actions"]) is list
+        and all(type(a) is dict for a in record["actions"])
+        and type(record["observations"]) is list
+        and all(type(o) is dict for o in record["observations"])
+        and type(record["error_kinds"]) is list
+        and all(type(k) is str for k in record["error_kinds"])
+        and all(type(record[name]) in (str, type(None)) for name in _HASH_FIELDS)
+        and type(record["state_diff"]) in (dict, type(None))
+        and type(record["faults"]) in (list, type(None))
+        and all(type(record[name]) in (float, type(None)) for name in _FLOAT_FIELDS)
+        and all(isinstance(record[name], (BaseModel, type(None))) for name in ("tokens", "request"))
+    )
+    if plain:
+        for name in ("tokens", "request"):
+            if record[name] is not None:
+                record[name] = record[name].model_dump(mode="json")
+        for name in OMITTED_WHEN_NULL:
+            if record[name] is None:
+                del record[name]
+        try:
+            return canonical_json(record)
+        except (ValueError, TypeError, RecursionError):
+            pass
+    return record_json(TraceStep(**fields))
+
+
 # fields of schema 1.4 on are left out when null, so the steps of agents that call no model (the
 # oracle, scripted agents) keep the bytes they had before those fields existed
 OMITTED_WHEN_NULL = frozenset({"request", "model_latency_ms"})
@@ -236,8 +281,14 @@ class TraceWriter:
         self._fh.write(record_json(record) + "\n")
         self._fh.flush()
 
-    def step(self, step: TraceStep) -> None:
-        self._write(step)
+    def step(self, step: TraceStep | Mapping[str, Any]) -> None:
+        """One step line: a TraceStep, or its fields as a mapping (`step_json`: no model built)."""
+        if isinstance(step, TraceStep):
+            self._write(step)
+            return
+        assert self._fh is not None, "trace already finished"
+        self._fh.write(step_json(step) + "\n")
+        self._fh.flush()
 
     def finish(self, end: TraceEnd) -> Path:
         self._write(end)

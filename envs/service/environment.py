@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from toolgym.actions import ACTION_ADAPTER, Action
 from toolgym.envs.agents import Agent
 from toolgym.envs.faults import FaultLayer
-from toolgym.envs.runner import trace_end, trace_header, trace_name, trace_step
+from toolgym.envs.runner import step_fields, trace_end, trace_header, trace_name
 from toolgym.envs.service import OPENENV_MISSING
 from toolgym.envs.service.catalog import REWARDS, Catalog, ResolvedConfig, ServiceError, SessionConfig
 from toolgym.envs.tool_env import ToolEnv
@@ -309,7 +309,7 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         env = self._env
         assert env is not None
         if self._writer is not None:
-            self._writer.step(trace_step(raw, info, self._hash_before))
+            self._writer.step(step_fields(raw, info, self._hash_before))
         self._hash_before = info.get("state_hash")
         self._done = terminated or truncated
         if self._done and self._writer is not None:

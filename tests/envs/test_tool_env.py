@@ -6,16 +6,29 @@ from typing import Any
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai import OpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
 from tests.evaluation.fake_openai import FakeOpenAI, calls, serve, text
 from toolgym import AnswerSpec, AskUser, FinalAnswer, NoCall, Task, ToolCall, ToolEnv, ToolSet, tool
-from toolgym.envs.tool_env import MAX_OBSERVATION_CHARS, NO_MORE_USER_INPUT
-from toolgym.errors import ToolError
+from toolgym.actions import Observation
+from toolgym.canonical import canonical_json
+from toolgym.envs.tool_env import (
+    MAX_OBSERVATION_CHARS,
+    NO_MORE_USER_INPUT,
+    action_record,
+    argument_problem,
+    json_record,
+    observation_record,
+)
+from toolgym.errors import ErrorKind, FormatError, ToolError
+from toolgym.files import FileStore
 from toolgym.protocols import get_protocol
 from toolgym.protocols.base import MAX_OUTPUT_CHARS
 from toolgym.protocols.react import ReActProtocol
+from toolgym.tools import ToolContext
 
 
 @tool(category="logic")
@@ -418,3 +431,90 @@ def test_sdk_object_that_is_no_turn_is_a_format_error_and_the_episode_goes_on() 
     assert "2 choices" in info["observations"][0]["text"]
     _, reward, terminated, _, _ = env.step(two.choices[1].message)
     assert terminated and reward == 1.0
+
+
+# ---- lean info records -----------------------------------------------------------------------------
+_RESULTS = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(alphabet=st.characters(codec=None), max_size=6)
+    | st.binary(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=3) | st.integers(-2, 2) | st.booleans(), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(_RESULTS)
+def test_a_tool_results_record_is_its_pydantic_dump(value: Any) -> None:
+    """What a tool returns, whatever it is, becomes an observation whose lean record (the fields
+    as they are) equals pydantic's JSON dump of it: `ToolSet.call` leaves only JSON data in a
+    tool result's content."""
+
+    @tool
+    def give() -> dict[str, Any]:
+        """Returns the value (whatever its declared type says)."""
+        return value  # type: ignore[no-any-return]
+
+    files = FileStore()
+    try:
+        obs = ToolSet([give]).call(ToolCall(name="give"), ToolContext(files=files))
+    finally:
+        files.close()
+    assert obs.type == "tool_result"
+    assert observation_record(obs) == json_record(obs)
+    assert canonical_json(observation_record(obs)) == canonical_json(json_record(obs))
+
+
+def test_other_observations_keep_the_pydantic_record() -> None:
+    error = Observation.from_error(ErrorKind.TOOL_ERROR, "x", content={"v": float("inf"), 1: (2, 3)})
+    user = Observation(type="user", text="hi", content={"user": {"turn": 1}})
+    for obs in (error, user):
+        assert observation_record(obs) == json_record(obs)
+    assert observation_record(error)["content"] == {"v": None, "1": [2, 3]}  # pydantic's JSON form
+
+
+@pytest.mark.parametrize("name", ["react", "json", "openai", "responses"])
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(arguments=st.dictionaries(st.text(max_size=4), _RESULTS, max_size=3))
+def test_protocols_that_check_arguments_make_plain_json(name: str, arguments: dict[str, Any]) -> None:
+    """A protocol with `checks_arguments` (the env then skips its own walk and shares the
+    arguments in the record) hands over arguments `argument_problem` accepts and pydantic's dump
+    leaves as they are, whatever a model wrote."""
+    protocol = get_protocol(name)
+    assert protocol.checks_arguments
+    try:
+        text = json.dumps(arguments, ensure_ascii=False, default=repr)  # NaN, bytes: broken JSON
+    except ValueError:  # a huge int, a circular... nothing a model can send either
+        return
+    raw: Any = {
+        "react": f"Action: add\nAction Input: {text}",
+        "json": '{"name": "add", "args": ' + text + "}",
+        "openai": {
+            "role": "assistant",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": text}}],
+        },
+        "responses": [{"type": "function_call", "call_id": "c1", "name": "add", "arguments": text}],
+    }[name]
+    try:
+        actions = protocol.parse(raw)
+    except FormatError:
+        return
+    for action in actions:
+        assert isinstance(action, ToolCall)
+        assert argument_problem(action) is None
+        assert action_record(action, trusted=True, checked=True) == json_record(action)
+
+
+def test_a_given_tool_call_is_checked_and_dumped_by_pydantic() -> None:
+    env = ToolEnv(ToolSet([add]), [Task(id="t", query="q", tools=["add"])])
+    env.reset()
+    _, _, _, _, info = env.step(ToolCall(name="add", arguments={"a": 1, "b": (2,)}))  # a tuple
+    assert info["actions"][0]["arguments"] == {"a": 1, "b": [2]}  # pydantic's JSON form
+    assert info["error_kind"] == "argument_error"

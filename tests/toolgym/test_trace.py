@@ -10,6 +10,9 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from toolgym import Action, AnswerSpec, FinalAnswer, Task, ToolCall, ToolEnv, ToolSet, tool
 from toolgym.canonical import canonical_hash
@@ -27,6 +30,7 @@ from toolgym.trace import (
     full_requests,
     read_trace,
     record_json,
+    step_json,
     trace_json_schema,
     trace_schema_text,
 )
@@ -274,3 +278,88 @@ def test_model_requests_are_left_out_when_absent_and_rebuilt_from_deltas(tmp_pat
     assert third == {"messages": [system, user, reply, tool], "tools": tools, "params": {"model": "m"}}
     for step in steps:
         jsonschema.validate(json.loads(record_json(step)), trace_json_schema())
+
+
+# ---- step lines built from fields (step_json) ------------------------------------------------------
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(alphabet=st.characters(codec=None), max_size=8)  # lone surrogates included
+    | st.binary(max_size=4)
+)
+_KEYS = st.text(max_size=4) | st.integers(-3, 3) | st.none() | st.booleans()
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+        | st.dictionaries(_KEYS, inner, max_size=2)
+    ),
+    max_leaves=8,
+)
+_PLAIN = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=10,
+)
+_STEP_FIELDS = st.fixed_dictionaries(
+    {
+        "index": st.integers(1, 50),
+        "actions": st.lists(st.dictionaries(st.text(max_size=4), _VALUES, max_size=3), max_size=2),
+        "observations": st.lists(st.dictionaries(st.text(max_size=4), _VALUES, max_size=3), max_size=2),
+    },
+    optional={
+        "raw": st.none() | st.text() | st.dictionaries(st.text(max_size=4), _VALUES, max_size=3),
+        "error_kinds": st.lists(st.sampled_from(["format_error", "tool_error"]), max_size=2),
+        "state_hash_before": st.none() | st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
+        "state_hash_after": st.none() | st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
+        "state_diff": st.none() | st.dictionaries(st.text(max_size=4), _VALUES, max_size=2),
+        "latency_ms": st.none() | st.floats(allow_nan=False) | st.integers(0, 10),
+        "faults": st.none() | st.lists(st.dictionaries(st.text(max_size=4), _PLAIN, max_size=2), max_size=2),
+        "tokens": st.none()
+        | st.builds(
+            TurnTokens,
+            prompt_ids=st.lists(st.integers(0, 9), max_size=3),
+            completion_ids=st.lists(st.integers(0, 9), max_size=3),
+        ),
+        "request": st.none()
+        | st.builds(
+            ModelRequest,
+            messages=st.lists(
+                st.dictionaries(st.text(max_size=3), st.text(max_size=3), max_size=2), max_size=2
+            ),
+        ),
+        "model_latency_ms": st.none() | st.floats(allow_nan=False) | st.integers(0, 10),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(_STEP_FIELDS)
+def test_a_step_line_from_fields_is_the_models_line(fields: dict[str, Any]) -> None:
+    """`step_json` (the runner's lean path: no model built) writes the bytes the model's path
+    writes, for plain JSON fields and for what it must hand to the model (NaN, bytes, tuples,
+    non-string keys, huge ints, ints where floats belong, surrogates, raw message objects)."""
+    assert step_json(fields) == record_json(TraceStep(**fields))
+
+
+def test_a_step_line_from_fields_refuses_what_the_model_refuses() -> None:
+    with pytest.raises(ValidationError):
+        step_json({"index": 1, "actions": ["not an object"], "observations": []})
+    with pytest.raises(ValidationError):
+        step_json({"index": "one", "actions": [], "observations": []})
+
+
+def test_the_writer_takes_a_step_as_fields(tmp_path: Path) -> None:
+    header = TraceHeader(
+        task_id="t", seed=0, clock="2024-01-01T00:00:00Z", protocol="react", agent="a", tools=[]
+    )
+    fields: dict[str, Any] = {"index": 1, "raw": "Final Answer: 3", "actions": [], "observations": []}
+    with TraceWriter(tmp_path / "a.jsonl", header) as a, TraceWriter(tmp_path / "b.jsonl", header) as b:
+        a.step(fields)
+        b.step(TraceStep(**fields))
+        end = TraceEnd(status="terminated", steps=1, final_answer="3", reward=1.0)
+        assert a.finish(end).read_bytes() == b.finish(end).read_bytes()

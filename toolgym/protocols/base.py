@@ -86,6 +86,10 @@ RESPONSE_ITEM_TYPES = frozenset({"function_call", "reasoning", "message"})
 
 class ActionProtocol(ABC):
     name: ClassVar[str]
+    # True: every ToolCall `parse` returns holds arguments that `check_arguments` made (plain JSON
+    # data, str keys, finite numbers, within the depth limit), so `ToolEnv.step` does not walk
+    # them a second time. A protocol that builds arguments any other way leaves it False.
+    checks_arguments: ClassVar[bool] = False
 
     @abstractmethod
     def parse(self, output: RawOutput) -> list[Action]:

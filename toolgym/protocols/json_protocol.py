@@ -270,6 +270,7 @@ class JSONProtocol(ActionProtocol):
     """T-Eval style: one JSON object (or an array of tool-call objects) per reply."""
 
     name: ClassVar[str] = "json"
+    checks_arguments: ClassVar[bool] = True  # arguments come from check_arguments / arguments_from
 
     FINISH_ACTION: ClassVar[str] = "FinishAction"
     ASK_USER_ACTION: ClassVar[str] = "AskUser"

@@ -72,6 +72,7 @@ def function_call_action(
 
 class OpenAIProtocol(ActionProtocol):
     name: ClassVar[str] = "openai"
+    checks_arguments: ClassVar[bool] = True  # arguments come from check_arguments / arguments_from
 
     ASK_USER_FUNCTION: ClassVar[str] = "ask_user"
     NO_CALL_FUNCTION: ClassVar[str] = "no_call"

@@ -58,6 +58,7 @@ def _part_texts(parts: Any, where: str, keys: Sequence[str]) -> list[str]:
 
 class ResponsesProtocol(ActionProtocol):
     name: ClassVar[str] = "responses"
+    checks_arguments: ClassVar[bool] = True  # function_call_action: arguments_from
 
     # the chat protocol's reserved functions, so a history reads the same in both APIs
     ASK_USER_FUNCTION: ClassVar[str] = OpenAIProtocol.ASK_USER_FUNCTION
