@@ -3,8 +3,8 @@ triggers so that reset, restore, the state hash and the per-step diff cost O(cha
 
 How it works
 ------------
-* Every table gets AFTER INSERT/UPDATE/DELETE triggers that append to `_tg_undo` the row's rowid
-  and, for updates and deletes, its old values. The value columns of the log are untyped, so every
+* Every table gets AFTER INSERT/UPDATE/DELETE triggers that append to `_tg_undo` the row's rowid,
+  its old values (updates and deletes) and its new values (inserts and updates). The value columns of the log are untyped, so every
   value (REAL, INTEGER, TEXT, BLOB, NULL) comes back exactly: no JSON, no rounding.
 * A *position* is the highest `seq` of the log. `rollback_to(pos)` puts every row changed since
   back as it was at `pos`, once per row however often it changed (delete what was inserted, set
@@ -22,7 +22,8 @@ How it works
   does, the read's changes are undone from the log and ReadOnlyError raised. World connections
   refuse DDL (an authorizer, consulted only when a statement is prepared).
 * The log since a position tells which rows changed; the first record of a row after the position
-  holds the row as it was at that position, and a lookup by rowid gives the row as it is now. The
+  holds the row as it was at that position, and the last one the row as it is now, so one query
+  on the log gives both (no lookup in the tables: it saved a query per table touched). The
   state hash and the diffs are built from that, never from a table scan.
 * State hash: a multiset hash, the sum modulo 2**256 of sha256(canonical_json([table, row])) over
   every row (volatile tables and columns left out). It is computed by a full scan once per seeded
@@ -45,7 +46,7 @@ import math
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from types import TracebackType
@@ -155,9 +156,6 @@ def _same(a: Values, b: Values) -> bool:
     return a == b and all(type(x) is type(y) for x, y in zip(a, b, strict=True))
 
 
-_FETCH_IN_MAX: Final = 16  # up to this many rows are fetched with IN (?, ...), more with json_each
-
-
 class StoreError(RuntimeError):
     """Misuse of the store: a schema it cannot track, a hash asked for inside a call, ..."""
 
@@ -173,7 +171,6 @@ class TableInfo:
         "_fields",
         "_fields_scan",
         "_head",
-        "_sql_fetch_in",
         "_sql_restore",
         "columns",
         "hashed",
@@ -183,8 +180,6 @@ class TableInfo:
         "name",
         "pk",
         "sql_delete",
-        "sql_fetch_many",
-        "sql_fetch_one",
         "sql_insert",
         "sql_scan_hashed",
         "sql_update",
@@ -220,23 +215,8 @@ class TableInfo:
             f"UPDATE {q} SET {', '.join(f'{quote_ident(c)} = ?' for c in self.columns)} WHERE rowid = ?"
         )
         self.sql_insert = f"INSERT INTO {q}(rowid, {cols}) VALUES(?, {marks})"
-        self.sql_fetch_one = f"SELECT rowid, {cols} FROM {q} WHERE rowid = ?"
-        self.sql_fetch_many = f"SELECT rowid, {cols} FROM {q} WHERE rowid IN (SELECT value FROM json_each(?))"
         self.sql_scan_hashed = f"SELECT {', '.join(quote_ident(c) for c in self.hashed)} FROM {q}"
         self._sql_restore: dict[tuple[int, ...], str] = {}
-        self._sql_fetch_in: dict[int, str] = {}
-
-    def sql_fetch(self, count: int) -> str:
-        """SELECT of `count` rows by rowid: `IN (?, ...)` for a step's few rows (json_each costs
-        more than the lookups themselves), json_each for a longer list."""
-        if count > _FETCH_IN_MAX:
-            return self.sql_fetch_many
-        sql = self._sql_fetch_in.get(count)
-        if sql is None:
-            sql = self._sql_fetch_in[count] = self.sql_fetch_one.replace(
-                "rowid = ?", f"rowid IN ({', '.join('?' * count)})"
-            )
-        return sql
 
     def sql_restore(self, changed: tuple[int, ...]) -> str:
         """UPDATE of only the columns at `changed` (by rowid): setting a key or an indexed column
@@ -384,35 +364,43 @@ def _inspect_tables(conn: sqlite3.Connection, volatile: VolatileSpec) -> dict[st
 
 
 def _install_undo(conn: sqlite3.Connection, tables: Mapping[str, TableInfo]) -> int:
+    """The undo log and its triggers. A record holds the row as it was before the change (`v*`,
+    for updates and deletes) and as it is after it (`n*`, for inserts and updates), so the rows
+    changed since a position come out of one query on the log, then and now, with no lookup in
+    the tables themselves."""
     width = max((len(t.columns) for t in tables.values()), default=0)
     vcols = "".join(f", v{i}" for i in range(width))
+    ncols = "".join(f", n{i}" for i in range(width))
     conn.execute(
         f"CREATE TABLE {UNDO_TABLE}(seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, op TEXT NOT NULL,"
-        f" rid INTEGER NOT NULL{vcols})"
+        f" rid INTEGER NOT NULL{vcols}{ncols})"
     )
     for t in tables.values():
         q, lit = quote_ident(t.name), _quote_literal(t.name)
         into_old = ", ".join(f"v{i}" for i in range(len(t.columns)))
+        into_new = ", ".join(f"n{i}" for i in range(len(t.columns)))
         olds = ", ".join(f"old.{quote_ident(c)}" for c in t.columns)
-        log_old = (
-            f"INSERT INTO {UNDO_TABLE}(tbl, op, rid, {into_old}) VALUES({lit}, '%s', old.rowid, {olds});"
+        news = ", ".join(f"new.{quote_ident(c)}" for c in t.columns)
+        log_old = f"INSERT INTO {UNDO_TABLE}(tbl, op, rid, {into_old}) VALUES({lit}, 'D', old.rowid, {olds});"
+        log_new = f"INSERT INTO {UNDO_TABLE}(tbl, op, rid, {into_new}) VALUES({lit}, 'I', new.rowid, {news});"
+        log_both = (
+            f"INSERT INTO {UNDO_TABLE}(tbl, op, rid, {into_old}, {into_new})"
+            f" VALUES({lit}, 'U', old.rowid, {olds}, {news});"
         )
-        log_new = f"INSERT INTO {UNDO_TABLE}(tbl, op, rid) VALUES({lit}, 'I', new.rowid);"
 
         def trig(kind: str, name: str = t.name) -> str:
             return quote_ident(f"_tg_{kind}_{name}")
 
         conn.execute(f"CREATE TRIGGER {trig('i')} AFTER INSERT ON {q} BEGIN {log_new} END")
         conn.execute(
-            f"CREATE TRIGGER {trig('u')} AFTER UPDATE ON {q} WHEN old.rowid = new.rowid"
-            f" BEGIN {log_old % 'U'} END"
+            f"CREATE TRIGGER {trig('u')} AFTER UPDATE ON {q} WHEN old.rowid = new.rowid BEGIN {log_both} END"
         )
         # an update that moves the rowid (an INTEGER PRIMARY KEY changed) is a delete plus an insert
         conn.execute(
             f"CREATE TRIGGER {trig('m')} AFTER UPDATE ON {q} WHEN old.rowid <> new.rowid"
-            f" BEGIN {log_old % 'D'} {log_new} END"
+            f" BEGIN {log_old} {log_new} END"
         )
-        conn.execute(f"CREATE TRIGGER {trig('d')} AFTER DELETE ON {q} BEGIN {log_old % 'D'} END")
+        conn.execute(f"CREATE TRIGGER {trig('d')} AFTER DELETE ON {q} BEGIN {log_old} END")
     return width
 
 
@@ -580,6 +568,11 @@ class _ReadOnly:
             raise ReadOnlyError("a read API wrote to the database; its changes were undone") from exc
 
 
+def _log_columns(width: int) -> str:
+    """The value columns of the undo log, old then new, as a select list tail."""
+    return "".join(f", v{i}" for i in range(width)) + "".join(f", n{i}" for i in range(width))
+
+
 class Store:
     """One world's database plus its positions: checkpoints, where the hash and the diff stand."""
 
@@ -608,7 +601,7 @@ class Store:
         self._readonly_depth = 0
         self._top_cache = (-1, BASE_POS)  # (conn.total_changes, top) when top was last read
         self._memo: tuple[tuple[int, int, int], Changes] | None = None
-        self._vcols = "".join(f", v{i}" for i in range(template.undo_width))
+        self._vcols = _log_columns(template.undo_width)
         if source is None:  # at the template state; a fork starts at its parent's state
             self._begin_episode()
 
@@ -679,33 +672,30 @@ class Store:
         )
 
     # ---- rollback ----------------------------------------------------------------------------
-    def _rows_then(self, pos: int, *, internal: bool) -> dict[RowKey, Values | None]:
-        """Every row changed after `pos`, as it was at `pos` (None: absent then): the first log
-        record of a row after `pos` holds it. `internal`: the framework's tables too."""
+    def _changed_rows(self, pos: int, *, internal: bool) -> Changes:
+        """Every row changed after `pos` as it was then and as it is now (None: absent), from the
+        log alone: the first record of a row after `pos` holds it as it was (an insert: absent),
+        the last one as it is (a delete: absent). `internal`: the framework's tables too. Rows
+        absent at both ends, or put back as they were, are included; callers drop what they must."""
         tables = self.tables
-        first: dict[RowKey, Values | None] = {}
+        width = self.template.undo_width
+        out: Changes = {}
         for record in self.conn.execute(
             f"SELECT tbl, op, rid{self._vcols} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq", (pos,)
         ):
+            t = tables[record[0]]
+            if t.internal and not internal:
+                continue
             key = (record[0], record[2])
-            if key not in first:
-                t = tables[key[0]]
-                if internal or not t.internal:
-                    first[key] = None if record[1] == "I" else record[3 : 3 + len(t.columns)]
-        return first
-
-    def _rows_now(self, keys: Iterable[RowKey]) -> dict[RowKey, Values]:
-        """The rows at `keys` as they are now (absent ones left out): one query per table."""
-        by_table: dict[str, list[int]] = {}
-        for tbl, rid in keys:
-            by_table.setdefault(tbl, []).append(rid)
-        current: dict[RowKey, Values] = {}
-        conn = self.conn
-        for tbl, rids in by_table.items():
-            sql = self.tables[tbl].sql_fetch(len(rids))
-            for row in conn.execute(sql, rids if len(rids) <= _FETCH_IN_MAX else (json.dumps(rids),)):
-                current[(tbl, row[0])] = row[1:]
-        return current
+            op = record[1]
+            n = len(t.columns)
+            now = None if op == "D" else record[3 + width : 3 + width + n]
+            found = out.get(key)
+            if found is None:
+                out[key] = (None if op == "I" else record[3 : 3 + n], now)
+            else:
+                out[key] = (found[0], now)
+        return out
 
     def rollback_to(self, pos: int) -> None:
         """Undo every change logged after `pos`: O(rows changed since pos), each row once however
@@ -719,15 +709,14 @@ class Store:
 
     def _replay(self, pos: int) -> None:
         """The database part of rollback_to: the rows back as they were at `pos`, the log cut."""
-        then = self._rows_then(pos, internal=True) if self.top() > pos else {}
-        if then:
-            now = self._rows_now(then)
+        changed = self._changed_rows(pos, internal=True) if self.top() > pos else {}
+        if changed:
+            then = {key: old for key, (old, _) in changed.items()}
             deletes: dict[str, list[tuple[int]]] = {}
             inserts: dict[str, list[Values]] = {}
             updates: dict[tuple[str, tuple[int, ...]], list[Values]] = {}
             # in rowid order: neighbouring rows share B-tree pages (2x faster at 1M rows)
-            for (tbl, rid), old in sorted(then.items(), key=itemgetter(0)):
-                new = now.get((tbl, rid))
+            for (tbl, rid), (old, new) in sorted(changed.items(), key=itemgetter(0)):
                 if old is None:
                     if new is not None:
                         deletes.setdefault(tbl, []).append((rid,))
@@ -874,7 +863,7 @@ class Store:
         self.conn.close()
         self.conn = conn
         self.template = template
-        self._vcols = "".join(f", v{i}" for i in range(template.undo_width))
+        self._vcols = _log_columns(template.undo_width)
         self.in_episode = False
         self._begin_episode()
         self._at_base()
@@ -907,11 +896,9 @@ class Store:
         memo_key = (pos, top, self.epoch)
         if self._memo is not None and self._memo[0] == memo_key:
             return self._memo[1]
-        first = self._rows_then(pos, internal=False) if top > pos else {}
-        current = self._rows_now(first)
+        changed = self._changed_rows(pos, internal=False) if top > pos else {}
         out: Changes = {}
-        for key, old in first.items():
-            new = current.get(key)
+        for key, (old, new) in changed.items():
             if old is None and new is None:
                 continue
             if old is not None and new is not None and _same(old, new):
@@ -924,11 +911,8 @@ class Store:
         """Every row (internal tables included: counters, the clock) that changed after `pos`, as
         JSON `[table, rowid, old values or None, new values or None]`, exact SQLite values: what a
         cassette records so that replay can make the same change without running the API."""
-        first = self._rows_then(pos, internal=True)
-        current = self._rows_now(first)
         out: list[Any] = []
-        for key, old in sorted(first.items()):
-            new = current.get(key)
+        for key, (old, new) in sorted(self._changed_rows(pos, internal=True).items()):
             if old is None and new is None:
                 continue
             out.append(
