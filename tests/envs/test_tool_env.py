@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from enum import IntEnum
 from typing import Any
 
 import gymnasium as gym
@@ -518,3 +519,32 @@ def test_a_given_tool_call_is_checked_and_dumped_by_pydantic() -> None:
     _, _, _, _, info = env.step(ToolCall(name="add", arguments={"a": 1, "b": (2,)}))  # a tuple
     assert info["actions"][0]["arguments"] == {"a": 1, "b": [2]}  # pydantic's JSON form
     assert info["error_kind"] == "argument_error"
+
+
+class _Level(IntEnum):
+    HIGH = 2
+
+
+class _Name(str):
+    """A str subclass an agent's own objects might hold."""
+
+
+def test_arguments_given_as_objects_are_made_plain_by_the_protocol() -> None:
+    """The chat protocol takes arguments as an object too (not only JSON text): subclasses and
+    tuples in it become plain JSON data, so the lean record equals pydantic's dump."""
+    message = {
+        "role": "assistant",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "add", "arguments": {_Name("a"): _Level.HIGH, "b": (1, _Name("x"))}},
+            }
+        ],
+    }
+    (call,) = get_protocol("openai").parse(message)
+    assert isinstance(call, ToolCall)
+    assert call.arguments == {"a": 2, "b": [1, "x"]}
+    assert [type(v) for v in call.arguments.values()] == [int, list]
+    assert all(type(k) is str for k in call.arguments)
+    assert action_record(call, trusted=True, checked=True) == json_record(call)

@@ -15,6 +15,7 @@ The model answers with one JSON object per turn, optionally inside a ```json fen
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import math
 import re
@@ -42,8 +43,12 @@ ASK_USER_KEYS = ("text", "question")
 _FENCE_RE = re.compile(r"```[^\n`]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 
 
+_RESERVED_SEPARATORS_RE = re.compile(r"[\s_\-]+")
+
+
+@functools.lru_cache(maxsize=1024)  # a model names the same few tools again and again
 def normalize_reserved(name: str) -> str:
-    return re.sub(r"[\s_\-]+", "", name).lower()
+    return _RESERVED_SEPARATORS_RE.sub("", name).lower()
 
 
 def describe_type(value: object) -> str:
@@ -95,36 +100,45 @@ def _check_text(text: str, where: str) -> None:
 
 
 def json_value(value: Any, where: str, depth: int = 0) -> Any:
-    """`value` as plain JSON data (dict with str keys, list, str, finite number, bool, null).
+    """`value` as plain JSON data (dict with str keys, list, str, finite number, bool, null), of
+    exactly those types: subclasses (an IntEnum, a str subclass) become their plain value.
 
     `ast.literal_eval` can produce tuples, sets, bytes or complex numbers and callers may
     hand in arbitrary objects, so everything is checked before it becomes tool arguments.
     Failures are ArgumentValueError."""
     if depth > MAX_ARGUMENT_DEPTH:
         raise ArgumentValueError(f"{where}: nested deeper than {MAX_ARGUMENT_DEPTH} levels")
-    if isinstance(value, str):
+    kind = type(value)
+    # what json.loads makes, by exact type first (the common case); subclasses below
+    if kind is str:
         _check_text(value, where)
         return value
-    if value is None or isinstance(value, bool):
+    if value is None or kind is bool:
         return value
-    if isinstance(value, int):
+    if kind is int:
         if not int_fits_json(value):
             raise ArgumentValueError(f"{where}: an integer of {value.bit_length()} bits is not a JSON number")
         return value
-    if isinstance(value, float):
+    if kind is float:
         if not math.isfinite(value):
             raise ArgumentValueError(f"{where}: {value} is not a JSON number")
         return value
-    if isinstance(value, Mapping):
+    if kind is dict or isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ArgumentValueError(f"{where}: object keys must be strings, got {describe_type(key)}")
             _check_text(key, where)
-            out[key] = json_value(item, where, depth + 1)
+            out[str.__str__(key)] = json_value(item, where, depth + 1)
         return out
-    if isinstance(value, (list, tuple)):
+    if kind is list or isinstance(value, (list, tuple)):
         return [json_value(item, where, depth + 1) for item in value]
+    if isinstance(value, str):
+        return json_value(str.__str__(value), where, depth)
+    if isinstance(value, int):  # bool is handled above; an IntEnum is its int
+        return json_value(int.__int__(value), where, depth)
+    if isinstance(value, float):
+        return json_value(float.__float__(value), where, depth)
     raise ArgumentValueError(f"{where}: {describe_type(value)} is not a JSON value")
 
 
@@ -173,13 +187,15 @@ def _balanced_end(text: str, start: int) -> int | None:
     return None
 
 
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant)  # stateless: one for every call
+
+
 def decode_leading_value(text: str, where: str) -> Any:
     """The JSON value that starts `text` (trailing prose is ignored). Python dict syntax
     (single quotes, True/None) is accepted through ast.literal_eval, which evaluates
     literals only and never runs code."""
-    decoder = json.JSONDecoder(parse_constant=_reject_constant)
     try:
-        value, _ = decoder.raw_decode(text)
+        value, _ = _STRICT_DECODER.raw_decode(text)
         return value
     except (ValueError, RecursionError):
         pass
