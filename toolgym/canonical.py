@@ -12,6 +12,7 @@ read back as the one character they encode, as every JSON reader does).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -52,6 +53,33 @@ def canonical_json(value: Any) -> str:
     equal strings. Raises ValueError/TypeError/RecursionError on what JSON cannot hold (NaN,
     sets, objects, nesting past the recursion limit); `json_safe` first for such values."""
     return escape_surrogates(_ENCODE(value))
+
+
+# The canonical JSON texts of the latest values rendered with `render_json`, by the value's id, the
+# value itself kept beside its text: while it is held here its id cannot be reused, so a lookup
+# that finds the same object finds its text. A few entries: a step writes its trace line right
+# after its observations are rendered.
+_RENDERED: dict[int, tuple[Any, str]] = {}
+_RENDERED_MAX = 16
+
+
+def render_json(value: Any) -> str:
+    """`canonical_json(value)`, remembered for `rendered_json`: a tool result's text is its
+    content's canonical JSON, and the trace line that holds the content takes it from there
+    instead of encoding the content again. The value must not change afterwards (tool results
+    are frozen observations)."""
+    text = canonical_json(value)
+    if len(_RENDERED) >= _RENDERED_MAX:
+        with contextlib.suppress(KeyError, StopIteration, RuntimeError):  # another thread got there first
+            del _RENDERED[next(iter(_RENDERED))]
+    _RENDERED[id(value)] = (value, text)
+    return text
+
+
+def rendered_json(value: Any) -> str | None:
+    """The text `render_json` gave for this very object, if it is still remembered."""
+    found = _RENDERED.get(id(value))
+    return found[1] if found is not None and found[0] is value else None
 
 
 def sha256_hex(data: bytes | str) -> str:

@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from toolgym.actions import Observation, ToolCall
-from toolgym.canonical import json_safe
+from toolgym.canonical import json_safe, render_json
 from toolgym.errors import ArgumentError, ErrorKind, ToolgymError, UnknownToolError
 from toolgym.files import FileHandle, FileKind, FileStore, StoredFile, UnknownFileError
 
@@ -680,8 +680,7 @@ def _collect_files(value: Any) -> list[FileHandle]:
 
 def _render(value: Any, content: Any) -> str:
     """The text an agent sees: strings as they are, files as `image file:<sha>`, the rest as
-    canonical JSON of the already-converted `content`."""
-    from toolgym.canonical import canonical_json
+    canonical JSON of the already-converted `content` (remembered: the trace line reuses it)."""
 
     if isinstance(value, str):
         return value
@@ -691,7 +690,7 @@ def _render(value: Any, content: Any) -> str:
         return f"{value.media_type.split('/')[0]} {value.ref}"
     if isinstance(value, (list, tuple)) and any(isinstance(v, (FileHandle, StoredFile)) for v in value):
         return "\n".join(_render(v, c) for v, c in zip(value, content, strict=True))
-    return canonical_json(content)
+    return render_json(content)
 
 
 def _json_and_files(value: Any, files: list[FileHandle]) -> Any:

@@ -32,7 +32,7 @@ from typing import IO, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
-from toolgym.canonical import canonical_json, json_safe
+from toolgym.canonical import canonical_json, json_safe, rendered_json
 
 TRACE_SCHEMA_VERSION = "1.4"
 SUPPORTED_MAJOR = "1"
@@ -224,7 +224,10 @@ def step_json(fields: Mapping[str, Any]) -> str:
     defaults): the bytes `record_json(TraceStep(**fields))` gives, without building the model
     when the fields are plain JSON data of the declared types, as the env's info records are.
     Anything else (a raw message object, NaN, bytes, objects, ints where floats belong, models
-    given as dicts) takes the model's path, so a step line reads the same whichever way it came."""
+    given as dicts) takes the model's path, so a step line reads the same whichever way it came.
+    Objects inside the fields have string keys, as JSON data does (the env's records, diffs and
+    fault records always do); another key would be written as `json` writes it (None as "null",
+    where the model writes "None")."""
     record: dict[str, Any] = {"record": "step", **_STEP_DEFAULTS, **fields}
     raw = record["raw"]
     plain = (
@@ -251,10 +254,37 @@ def step_json(fields: Mapping[str, Any]) -> str:
             if record[name] is None:
                 del record[name]
         try:
-            return canonical_json(record)
+            return _with_rendered_contents(record)
         except (ValueError, TypeError, RecursionError):
             pass
     return record_json(TraceStep(**fields))
+
+
+def _with_rendered_contents(record: dict[str, Any]) -> str:
+    """canonical_json(record), where an observation's content whose canonical JSON was rendered
+    already (a tool result's text is it: `render_json`) is put in as that text instead of being
+    encoded a second time. The content stands in as a marker string while the rest is encoded;
+    a marker found anywhere but once (text that holds it by chance) gives the plain encoding."""
+    originals = record["observations"]
+    texts: list[str] = []
+    observations: list[Any] = []
+    for obs in originals:
+        content = obs.get("content")
+        text = None if content is None or type(content) is str else rendered_json(content)
+        if text is None or obs.get("text") != text:
+            observations.append(obs)
+            continue
+        observations.append({**obs, "content": f"\x00toolgym-rendered-{len(texts)}\x00"})
+        texts.append(text)
+    if not texts:
+        return canonical_json(record)
+    line = canonical_json({**record, "observations": observations})
+    for n, text in enumerate(texts):
+        marker = f'"\\u0000toolgym-rendered-{n}\\u0000"'
+        if line.count(marker) != 1:
+            return canonical_json(record)
+        line = line.replace(marker, text, 1)
+    return line
 
 
 # fields of schema 1.4 on are left out when null, so the steps of agents that call no model (the

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from toolgym import Action, AnswerSpec, FinalAnswer, Task, ToolCall, ToolEnv, ToolSet, tool
-from toolgym.canonical import canonical_hash
+from toolgym.canonical import canonical_hash, rendered_json
 from toolgym.envs.agents import ScriptedAgent
-from toolgym.envs.runner import run_episode
+from toolgym.envs.runner import run_episode, step_fields
 from toolgym.trace import (
     TRACE_SCHEMA_VERSION,
     ModelRequest,
@@ -289,7 +289,8 @@ _SCALARS = (
     | st.text(alphabet=st.characters(codec=None), max_size=8)  # lone surrogates included
     | st.binary(max_size=4)
 )
-_KEYS = st.text(max_size=4) | st.integers(-3, 3) | st.none() | st.booleans()
+# objects with string keys: what a step's fields hold (step_json writes other keys as json does)
+_KEYS = st.text(max_size=4)
 _VALUES = st.recursive(
     _SCALARS,
     lambda inner: (
@@ -342,7 +343,7 @@ _STEP_FIELDS = st.fixed_dictionaries(
 def test_a_step_line_from_fields_is_the_models_line(fields: dict[str, Any]) -> None:
     """`step_json` (the runner's lean path: no model built) writes the bytes the model's path
     writes, for plain JSON fields and for what it must hand to the model (NaN, bytes, tuples,
-    non-string keys, huge ints, ints where floats belong, surrogates, raw message objects)."""
+    huge ints, ints where floats belong, surrogates, raw message objects with any keys)."""
     assert step_json(fields) == record_json(TraceStep(**fields))
 
 
@@ -363,3 +364,24 @@ def test_the_writer_takes_a_step_as_fields(tmp_path: Path) -> None:
         b.step(TraceStep(**fields))
         end = TraceEnd(status="terminated", steps=1, final_answer="3", reward=1.0)
         assert a.finish(end).read_bytes() == b.finish(end).read_bytes()
+
+
+@tool
+def echo_value(value: str) -> dict[str, Any]:
+    """Returns {"value": value, "rows": [...]}: a result whose text is its content's JSON."""
+    return {"value": value, "rows": [{"n": n, "s": value * n} for n in range(3)], "lone": "\ud800"}
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(st.text(max_size=12), st.booleans())
+def test_a_rendered_content_is_put_in_the_line_as_its_text(value: str, raw_holds_marker: bool) -> None:
+    """A tool result's content goes into the step line as the text it was rendered to (encoded
+    once): the bytes equal the model's line, also when other fields hold the marker strings the
+    splice uses, and when the same result appears twice."""
+    env = ToolEnv(ToolSet([echo_value]), [Task(id="t", query="q", tools=["echo_value"])])
+    env.reset()
+    _, _, _, _, info = env.step([ToolCall(name="echo_value", arguments={"value": value})] * 2)
+    raw = "\x00toolgym-rendered-1\x00" if raw_holds_marker else "x"  # encodes as a marker
+    fields = step_fields(raw, info, None)
+    assert step_json(fields) == record_json(TraceStep(**fields))
+    assert rendered_json(info["observations"][0]["content"]) == info["observations"][0]["text"]
