@@ -16,7 +16,7 @@ from toolgym.tasks import AnswerSpec, Task, alias_found
 from toolgym.world import World
 
 
-@dataclass
+@dataclass(slots=True)  # a long episode keeps thousands: slots make them smaller and quicker
 class EpisodeStep:
     """One env step: the raw agent output, what it parsed to, and what the env answered."""
 

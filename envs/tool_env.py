@@ -174,11 +174,9 @@ def _is_items(value: Any) -> bool:
 
 
 def _raw_record(action: Any) -> Any:
-    """What a step keeps as its raw output: the openai SDK's objects as their plain JSON data
-    (traces hold JSON), everything else as given; output that cannot be read stays as it is and
-    `parse_action` says why."""
-    if _is_actions(action):
-        return action
+    """What a step keeps as its raw output (not already actions): the openai SDK's objects as
+    their plain JSON data (traces hold JSON), everything else as given; output that cannot be
+    read stays as it is and `parse_action` says why."""
     try:
         return plain_output(action)
     except FormatError:
@@ -367,7 +365,11 @@ class ToolEnv(gym.Env[str, Any]):
         Action or a list of them) by this env's protocol, or the `format_error` observation
         saying why there are none. Never raises; teacher forcing scores predictions with the
         same parse."""
-        if _is_actions(action):
+        return self._parse(action, given=_is_actions(action))
+
+    def _parse(self, action: Any, *, given: bool) -> list[Action] | Observation:
+        """`parse_action`, told whether `action` is already actions (`_is_actions`)."""
+        if given:
             return [action] if isinstance(action, _ACTION_TYPES) else list(action)
         try:
             if isinstance(action, str) and len(action) > MAX_OUTPUT_CHARS:
@@ -466,10 +468,12 @@ class ToolEnv(gym.Env[str, Any]):
         if self._done:
             raise RuntimeError("episode is over: call reset()")
         started = time.perf_counter()
-        action = _raw_record(action)
-        parsed = self.parse_action(action)
+        given = _is_actions(action)
+        if not given:
+            action = _raw_record(action)
+        parsed = self._parse(action, given=given)
         # a protocol that checks arguments made them: no second walk (`checks_arguments`)
-        trusted = self.protocol.checks_arguments and not _is_actions(action)
+        trusted = self.protocol.checks_arguments and not given
         actions = parsed if isinstance(parsed, list) else []
         observations: list[Observation] = [parsed] if isinstance(parsed, Observation) else []
         tool_time = 0.0
@@ -515,7 +519,8 @@ class ToolEnv(gym.Env[str, Any]):
                 result = 0.0
             reward = reward_value(result)
         kinds = [o.error.kind.value for o in observations if o.error is not None]
-        self.error_counts.update(kinds)
+        if kinds:
+            self.error_counts.update(kinds)
         info: dict[str, Any] = {
             "step": index,
             "actions": [
@@ -539,7 +544,12 @@ class ToolEnv(gym.Env[str, Any]):
             info["scores"] = dict(result) if isinstance(result, Mapping) else {"reward": reward}
             info["final_answer"] = self.episode.final_answer
         info["timing"] = Timing(latency_s=time.perf_counter() - started, tool_latency_s=tool_time)
-        text = "\n".join(self.protocol.format_observation(o) for o in observations)
+        format_observation = self.protocol.format_observation
+        text = (
+            format_observation(observations[0])
+            if len(observations) == 1
+            else "\n".join(format_observation(o) for o in observations)
+        )
         self._last_render = text
         self._emit("step", info)
         return _clip(text), reward, terminated, truncated, info

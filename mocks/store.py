@@ -230,8 +230,11 @@ class TableInfo:
     def as_row(self, values: Values) -> Row:
         """A row as a JSON-ready dict of all its columns."""
         row = dict(zip(self.columns, values, strict=True))
-        if any(isinstance(v, bytes) or (isinstance(v, float) and not math.isfinite(v)) for v in values):
-            row = jsonable(row)
+        for v in values:  # SQLite gives exact types: a BLOB is bytes, a REAL a float
+            kind = type(v)
+            if kind is bytes or (kind is float and not math.isfinite(v)):
+                tagged: Row = jsonable(row)
+                return tagged
         return row
 
     def digest(self, values: Values) -> int:
@@ -709,14 +712,14 @@ class Store:
 
     def _replay(self, pos: int) -> None:
         """The database part of rollback_to: the rows back as they were at `pos`, the log cut."""
-        changed = self._changed_rows(pos, internal=True) if self.top() > pos else {}
-        if changed:
-            then = {key: old for key, (old, _) in changed.items()}
+        changes = self._changed_rows(pos, internal=True) if self.top() > pos else {}
+        if changes:
+            then = {key: old for key, (old, _) in changes.items()}
             deletes: dict[str, list[tuple[int]]] = {}
             inserts: dict[str, list[Values]] = {}
             updates: dict[tuple[str, tuple[int, ...]], list[Values]] = {}
             # in rowid order: neighbouring rows share B-tree pages (2x faster at 1M rows)
-            for (tbl, rid), (old, new) in sorted(changed.items(), key=itemgetter(0)):
+            for (tbl, rid), (old, new) in sorted(changes.items(), key=itemgetter(0)):
                 if old is None:
                     if new is not None:
                         deletes.setdefault(tbl, []).append((rid,))

@@ -26,8 +26,9 @@ import os
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
+from io import FileIO
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
@@ -303,22 +304,24 @@ class TraceWriter:
         self.path = Path(path)
         self.partial_path = self.path.with_name(self.path.name + ".partial")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh: IO[str] | None = self.partial_path.open("w", encoding="utf-8")
+        # unbuffered: each line reaches the OS in one write() as it is written, so a crash leaves
+        # every line before it (a text file's buffer and its flush cost a second copy per line)
+        self._fh: FileIO | None = self.partial_path.open("wb", buffering=0)
         self._write(header)
 
-    def _write(self, record: BaseModel) -> None:
+    def _write_line(self, line: str) -> None:
         assert self._fh is not None, "trace already finished"
-        self._fh.write(record_json(record) + "\n")
-        self._fh.flush()
+        data = memoryview((line + "\n").encode("utf-8"))
+        while data:  # a raw write may take only part of it
+            written = self._fh.write(data)
+            data = data[written or 0 :]
+
+    def _write(self, record: BaseModel) -> None:
+        self._write_line(record_json(record))
 
     def step(self, step: TraceStep | Mapping[str, Any]) -> None:
         """One step line: a TraceStep, or its fields as a mapping (`step_json`: no model built)."""
-        if isinstance(step, TraceStep):
-            self._write(step)
-            return
-        assert self._fh is not None, "trace already finished"
-        self._fh.write(step_json(step) + "\n")
-        self._fh.flush()
+        self._write_line(record_json(step) if isinstance(step, TraceStep) else step_json(step))
 
     def finish(self, end: TraceEnd) -> Path:
         self._write(end)
