@@ -64,6 +64,9 @@ HASH_MODULUS: Final = 1 << HASH_BITS
 # one page.
 PAGE_SIZE: int = 1024  # read when a template is built: bench/profile_step.py --page-size sets it
 
+# row digests a table remembers (`TableInfo.digest`); about 0.5 MB at most for a table of 10 columns
+DIGESTS_PER_TABLE: Final = 4096
+
 Row = dict[str, Any]
 Values = tuple[Any, ...]
 RowKey = tuple[str, int]  # (table, rowid)
@@ -168,6 +171,7 @@ class TableInfo:
     """What the store knows about one table: columns, key, what the hash covers, its undo SQL."""
 
     __slots__ = (
+        "_digests",
         "_fields",
         "_fields_scan",
         "_head",
@@ -217,6 +221,7 @@ class TableInfo:
         self.sql_insert = f"INSERT INTO {q}(rowid, {cols}) VALUES(?, {marks})"
         self.sql_scan_hashed = f"SELECT {', '.join(quote_ident(c) for c in self.hashed)} FROM {q}"
         self._sql_restore: dict[tuple[int, ...], str] = {}
+        self._digests: dict[Values, tuple[Values, int]] = {}
 
     def sql_restore(self, changed: tuple[int, ...]) -> str:
         """UPDATE of only the columns at `changed` (by rowid): setting a key or an indexed column
@@ -238,13 +243,22 @@ class TableInfo:
         return row
 
     def digest(self, values: Values) -> int:
-        """row_digest of the row's hashed columns, from a full row tuple."""
+        """row_digest of the row's hashed columns, from a full row tuple. Remembered per table
+        (the template's, shared by its worlds): episodes of one task change the same rows from
+        the same values to the same values, so most digests a step needs were computed before."""
+        found = self._digests.get(values)
+        if found is not None and _same(found[0], values):  # 1 == 1.0, but their JSON differs
+            return found[1]
         text = _encode_fields(self._head, self._fields, values)
         if text is None:
             return row_digest(
                 self.name, {c: values[i] for c, i in zip(self.hashed, self.hashed_idx, strict=True)}
             )
-        return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest(), "big")
+        digest = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest(), "big")
+        if len(self._digests) >= DIGESTS_PER_TABLE:
+            self._digests.clear()  # bounded: start again rather than track recency
+        self._digests[values] = (values, digest)
+        return digest
 
     def digest_scanned(self, values: Values) -> int:
         """The same, from a row of sql_scan_hashed."""
