@@ -702,7 +702,13 @@ def _json_and_files(value: Any, files: list[FileHandle]) -> Any:
     if kind is float:
         return None if value != value else value
     if kind is dict:
-        return {k if type(k) is str else str(k): _json_and_files(v, files) for k, v in value.items()}
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            item = type(v)  # a row of scalars is the usual result: no call per value
+            out[k if type(k) is str else str(k)] = (
+                v if item is str or item is int or item is bool or v is None else _json_and_files(v, files)
+            )
+        return out
     if kind is list or kind is tuple:
         return [_json_and_files(v, files) for v in value]
     files.extend(_collect_files(value))
