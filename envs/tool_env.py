@@ -143,18 +143,21 @@ def action_record(action: Action, *, trusted: bool, checked: bool) -> dict[str, 
 def observation_record(obs: Observation) -> dict[str, Any]:
     """An observation as JSON data for info and traces: what `json_record` gives. A tool result's
     content is JSON data already (`ToolSet.call` makes it so, a cassette reads it back from JSON),
-    so its record takes the fields as they are and shares the content; other observations (errors
-    with payloads, user turns, the task) go through pydantic."""
-    if obs.type != "tool_result" or obs.error is not None or type(obs) is not Observation:
+    so its record takes the fields as they are and shares the content; so does an observation
+    without content (an error, a final answer, a note). Other content (error payloads, user turns,
+    the task) goes through pydantic."""
+    content = obs.content
+    if type(obs) is not Observation or (content is not None and obs.type != "tool_result"):
         return json_record(obs)
+    error = obs.error
     return {
-        "type": "tool_result",
+        "type": obs.type,
         "text": obs.text,
         "tool": obs.tool,
         "call_id": obs.call_id,
-        "content": obs.content,
+        "content": content,
         "files": [f.model_dump(mode="json") for f in obs.files] if obs.files else [],
-        "error": None,
+        "error": None if error is None else {"kind": error.kind.value, "message": error.message},
     }
 
 

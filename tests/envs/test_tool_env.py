@@ -473,12 +473,20 @@ def test_a_tool_results_record_is_its_pydantic_dump(value: Any) -> None:
     assert canonical_json(observation_record(obs)) == canonical_json(json_record(obs))
 
 
-def test_other_observations_keep_the_pydantic_record() -> None:
-    error = Observation.from_error(ErrorKind.TOOL_ERROR, "x", content={"v": float("inf"), 1: (2, 3)})
-    user = Observation(type="user", text="hi", content={"user": {"turn": 1}})
-    for obs in (error, user):
+def test_every_kind_of_observation_has_its_pydantic_record() -> None:
+    payload = Observation.from_error(ErrorKind.TOOL_ERROR, "x", content={"v": float("inf"), 1: (2, 3)})
+    observations = [
+        payload,
+        Observation.from_error(ErrorKind.UNKNOWN_TOOL, "no tool 'x'", tool="x", call_id="c1"),
+        Observation(type="user", text="hi", content={"user": {"turn": 1}}),
+        Observation(type="final", text="3"),
+        Observation(type="note", text="No tool was called."),
+        Observation(type="task", text="q", content={"query": "q", "files": []}),
+    ]
+    for obs in observations:
         assert observation_record(obs) == json_record(obs)
-    assert observation_record(error)["content"] == {"v": None, "1": [2, 3]}  # pydantic's JSON form
+        assert canonical_json(observation_record(obs)) == canonical_json(json_record(obs))
+    assert observation_record(payload)["content"] == {"v": None, "1": [2, 3]}  # pydantic's JSON form
 
 
 @pytest.mark.parametrize("name", ["react", "json", "openai", "responses"])
