@@ -25,6 +25,7 @@ from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
 from toolgym.canonical import canonical_hash, canonical_json
+from toolgym.envs.runner import step_fields
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.files import FileHandle, UnknownFileError
 from toolgym.recorder.cassette import Cassette, CassetteError
@@ -295,17 +296,6 @@ class _Checker:
 
 
 # ---- verify ----------------------------------------------------------------------------------------
-def _step_record(info: dict[str, Any], hash_before: str | None) -> dict[str, Any]:
-    return {
-        "actions": info["actions"],
-        "observations": info["observations"],
-        "error_kinds": info["error_kinds"],
-        "state_hash_before": hash_before,
-        "state_hash_after": info.get("state_hash"),
-        "state_diff": info.get("state_diff"),
-    }
-
-
 def _header_drifts(trace: Trace, env: ToolEnv, task_hash: str) -> list[Drift]:
     drifts = []
     if trace.header.task_hash is not None and trace.header.task_hash != task_hash:
@@ -358,7 +348,7 @@ def verify_trace(
             result.error = str(exc)
             return result
         _, r, terminated, truncated, last = env.step(output)
-        result.steps.append(checker.step(recorded.index, recorded, _step_record(last, hash_before)))
+        result.steps.append(checker.step(recorded.index, recorded, step_fields(output, last, hash_before)))
         hash_before = last.get("state_hash")
         reward = float(r)
         if terminated or truncated:
