@@ -262,7 +262,9 @@ class RapidOCRBackend:
 
                 # explicit paths keep RapidOCR off its download branch
                 params = {f"{task}.model_path": str(path) for task, path in models.items()}
-                self._engine = RapidOCR(params={**self.params, **params})
+                engine = RapidOCR(params={**self.params, **params})
+                _load_sessions_without_spinning(engine)
+                self._engine = engine
             return self._engine
 
     def recognize(self, path: Path) -> list[OCRLine]:
@@ -280,6 +282,54 @@ class RapidOCRBackend:
             if text:
                 lines.append(OCRLine(box_from_points(points, img.size), text, round(float(score), 4)))
         return lines
+
+
+# onnxruntime's session option for its intra-op threads: spin-wait for the next piece of work
+# ("1", its default) or sleep ("0"). Which one never changes a result, only how threads wait.
+_SPINNING_KEY: Final = "session.intra_op.allow_spinning"
+_session_patch_lock = threading.Lock()
+
+
+def _load_sessions_without_spinning(engine: Any) -> None:
+    """Load the ONNX sessions of a new RapidOCR engine now (RapidOCR loads each on its first use),
+    with onnxruntime's spin-waiting off and every other session option RapidOCR's own.
+
+    Spinning threads keep a core busy while they wait for the next operator: on a machine whose
+    cores are taken (a 2-core box, a test run, the sandboxes' children, a seeding thread) they
+    take it from the work they wait for; the demo's first run used about 2 s more CPU with them
+    on, for the same wall time at best. RapidOCR offers no setting for it, so its option builder
+    is wrapped while the sessions are made. If its internals moved, the sessions load lazily with
+    RapidOCR's defaults, as before: slower, never different."""
+    try:
+        from rapidocr.inference_engine.onnxruntime.main import OrtInferSession
+    except ImportError:
+        return
+    loaders = [
+        loader
+        for flag, name in (
+            ("use_det", "_load_det_model"),
+            ("use_cls", "_load_cls_model"),
+            ("use_rec", "_load_rec_model"),
+        )
+        if getattr(engine, flag, False) and callable(loader := getattr(engine, name, None))
+    ]
+    with _session_patch_lock:
+        original = OrtInferSession.__dict__.get("_init_sess_opts")
+        if not isinstance(original, staticmethod):
+            return
+        build = original.__func__
+
+        def options(cfg: Any) -> Any:
+            opts = build(cfg)
+            opts.add_session_config_entry(_SPINNING_KEY, "0")
+            return opts
+
+        OrtInferSession._init_sess_opts = staticmethod(options)  # type: ignore[method-assign]
+        try:
+            for load in loaders:
+                load()
+        finally:
+            OrtInferSession._init_sess_opts = original  # type: ignore[method-assign]
 
 
 # ---- the result cache -----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -175,6 +176,41 @@ def test_engine_is_built_once_and_reused(store: FileStore, monkeypatch: pytest.M
     assert engine is not None
     run_ocr(store, "image/sign.png")
     assert default_backend._engine is engine
+
+
+def spinning_option(part: Any) -> str | None:
+    """A RapidOCR model's onnxruntime `allow_spinning` option; None when unset (spinning is
+    onnxruntime's default)."""
+    options = part.session.session.get_session_options()
+    try:
+        return str(options.get_session_config_entry("session.intra_op.allow_spinning"))
+    except RuntimeError:
+        return None
+
+
+def test_sessions_sleep_instead_of_spinning_and_read_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's ONNX sessions are made with onnxruntime's spin-waiting off, RapidOCR's option
+    builder is left as it was, and an engine whose sessions spin (RapidOCR's default) reads
+    every fixture image exactly as ours does."""
+    from rapidocr import RapidOCR
+    from rapidocr.inference_engine.onnxruntime.main import OrtInferSession
+
+    monkeypatch.setenv("TOOLGYM_CACHE", "0")
+    builder = OrtInferSession.__dict__["_init_sess_opts"]
+    backend = RapidOCRBackend()
+    engine = backend._get_engine()
+    assert OrtInferSession.__dict__["_init_sess_opts"] is builder
+    assert [spinning_option(p) for p in (engine.text_det, engine.text_cls, engine.text_rec)] == ["0"] * 3
+    models = backend.bundled_models()
+    assert models is not None
+    spinning = RapidOCR(
+        params={**backend.params, **{f"{task}.model_path": str(path) for task, path in models.items()}}
+    )
+    backend._engine = spinning  # the same backend code around RapidOCR's own lazily made sessions
+    theirs = {name: backend.recognize(IMAGES / name) for name in sorted(EXPECTED)}
+    assert spinning_option(spinning.text_det) is None
+    backend._engine = engine
+    assert {name: backend.recognize(IMAGES / name) for name in sorted(EXPECTED)} == theirs
 
 
 def test_addtext_then_ocr_round_trip(store: FileStore) -> None:
