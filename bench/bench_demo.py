@@ -13,7 +13,8 @@ Three ways to run the same demo, interleaved round by round so load drifts hit a
   read from disk).
 
 `--against CHECKOUT` also times another checkout's demo in the same rounds (e.g. the code before
-this change: `git worktree add /tmp/before <commit>`), run from that checkout with its own code.
+this change: `git worktree add /tmp/before <commit>`), run from that checkout with its own code, a
+first run (an empty cache folder) and a later run (the folder its own earlier run left) each.
 Every run writes its traces to a new folder under /tmp, and the bench checks that each run's
 traces are byte-identical to the first run's, and its printed table the same but for the `ms`
 column (wall-clock time per episode). Wall seconds are medians; the load average is printed.
@@ -94,16 +95,25 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="toolgym-bench-demo-"))
     warm_cache = work / "cache-warm"
+    # a variant without TOOLGYM_CACHE_DIR gets a new empty cache folder each round (a first run)
     variants: dict[str, tuple[Path, dict[str, str]]] = {
         "off (TOOLGYM_CACHE=0)": (ROOT, {"TOOLGYM_CACHE": "0", "TOOLGYM_CACHE_DIR": str(work / "cache-off")}),
-        "first run (empty cache)": (ROOT, {}),  # a new empty folder each round, set below
+        "first run (empty cache)": (ROOT, {}),
         "later runs (cache from an earlier run)": (ROOT, {"TOOLGYM_CACHE_DIR": str(warm_cache)}),
     }
-    if args.against is not None:
-        variants[f"{args.against} (its own code)"] = (args.against.resolve(), {})
     # fill the warm cache once; its traces are the reference every run is compared with
     reference = work / "reference"
     _, _, reference_summary = run_demo(ROOT, reference, {"TOOLGYM_CACHE_DIR": str(warm_cache)})
+    if args.against is not None:
+        # the other checkout's first and later runs, each from a cache folder of its own (never the
+        # user's default folder, which would make every run of it a later run)
+        other, other_warm = args.against.resolve(), work / "cache-warm-other"
+        run_demo(other, work / "reference-other", {"TOOLGYM_CACHE_DIR": str(other_warm)})
+        variants[f"{args.against}: first run (its own code)"] = (other, {})
+        variants[f"{args.against}: later runs (its own code)"] = (
+            other,
+            {"TOOLGYM_CACHE_DIR": str(other_warm)},
+        )
     # matplotlib's font list (the Plot sandbox's, kept under the same folder since before the result
     # caches) is there for every variant: the comparison is about the OCR and template caches
     fonts = warm_cache / "mplconfig"
@@ -113,8 +123,8 @@ def main() -> None:
     cpus: dict[str, list[float]] = {name: [] for name in variants}
     for round_no in range(args.rounds):
         for name, (cwd, env) in variants.items():
-            if name.startswith("first run"):
-                empty = work / f"cache-empty-{round_no}"
+            if "TOOLGYM_CACHE_DIR" not in env:
+                empty = work / f"cache-empty-{round_no}-{abs(hash(name))}"
                 shutil.copytree(fonts, empty / "mplconfig")
                 env = {"TOOLGYM_CACHE_DIR": str(empty)}
             out = work / f"out-{round_no}-{len(walls[name])}-{abs(hash(name))}"
