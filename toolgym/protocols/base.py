@@ -50,6 +50,8 @@ def plain_output(output: Any) -> Any:
     its choices) becomes its assistant message; a Responses `Response` becomes its `output`
     items; one output item becomes a list of one. Text, messages and item lists pass unchanged;
     a completion with several choices is a FormatError (which one to step is the caller's call)."""
+    if type(output) is str:  # raw text, the usual output: no ABC checks
+        return output
     value = _dumped(output)
     if not isinstance(value, Mapping):
         return value

@@ -99,6 +99,9 @@ def _check_text(text: str, where: str) -> None:
         )
 
 
+_SMALL = 2**63  # ints this small always fit a JSON number (int_fits_json)
+
+
 def json_value(value: Any, where: str, depth: int = 0) -> Any:
     """`value` as plain JSON data (dict with str keys, list, str, finite number, bool, null), of
     exactly those types: subclasses (an IntEnum, a str subclass) become their plain value.
@@ -126,10 +129,21 @@ def json_value(value: Any, where: str, depth: int = 0) -> Any:
     if kind is dict or isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
-            if not isinstance(key, str):
-                raise ArgumentValueError(f"{where}: object keys must be strings, got {describe_type(key)}")
+            if type(key) is not str:
+                if not isinstance(key, str):
+                    raise ArgumentValueError(
+                        f"{where}: object keys must be strings, got {describe_type(key)}"
+                    )
+                key = str.__str__(key)
             _check_text(key, where)
-            out[str.__str__(key)] = json_value(item, where, depth + 1)
+            item_kind = type(item)
+            if item_kind is str:  # the usual values, checked here without a call each
+                _check_text(item, where)
+                out[key] = item
+            elif item is None or item_kind is bool or (item_kind is int and -_SMALL <= item <= _SMALL):
+                out[key] = item
+            else:
+                out[key] = json_value(item, where, depth + 1)
         return out
     if kind is list or isinstance(value, (list, tuple)):
         return [json_value(item, where, depth + 1) for item in value]
