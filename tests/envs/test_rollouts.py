@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -250,6 +251,11 @@ def test_a_worker_process_killed_mid_run_has_its_episodes_rerun_on_a_fresh_pool(
 
     def kill_a_worker(record: EpisodeRecord) -> None:
         if not killed:
+            # both workers of the first pool running first (a quick first episode can report
+            # before the second worker has even imported toolgym), then one of them killed
+            deadline = time.monotonic() + 60
+            while len(pids.read_text().split()) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
             killed.append(int(pids.read_text().split()[0]))
             os.kill(killed[0], signal.SIGKILL)
 
@@ -476,18 +482,26 @@ def test_one_rollout_runs_several_agents(tmp_path: Path, baseline: Path) -> None
 
 
 class Blocking(OracleAgent):
-    """The oracle, except that the episodes of `stuck` wait on `release` (a request that hangs)."""
+    """The oracle, except that the episodes of `stuck` wait on `release` (a request that hangs).
+    Every episode's first action first waits at `arrived`, so none acts (and none finishes)
+    before all of them are running, however quick an episode is."""
 
-    def __init__(self, protocol: ActionProtocol, stuck: set[str], release: threading.Event) -> None:
+    def __init__(
+        self, protocol: ActionProtocol, stuck: set[str], release: threading.Event, arrived: threading.Barrier
+    ) -> None:
         super().__init__(protocol)
-        self.stuck, self.release = stuck, release
+        self.stuck, self.release, self.arrived = stuck, release, arrived
         self.task_id = ""
+        self.waited = False
 
     def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
         self.task_id = task.id
         super().start(task, observation, info)
 
     def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
+        if not self.waited:
+            self.waited = True
+            self.arrived.wait(60)
         if self.task_id in self.stuck:
             self.release.wait(60)
         return super().act(observation, info)
@@ -498,6 +512,7 @@ def test_a_cancelled_rollout_reports_what_finished_and_what_was_running(tmp_path
     specs = episode_specs(sets, trials=1, seed=0)
     stuck = {specs[1].task_id, specs[2].task_id}
     release, cancel = threading.Event(), Cancel(grace_s=0.2)
+    arrived = threading.Barrier(3)  # the three episodes on the executor's three threads
     finished: list[int] = []
 
     def on_outcome(outcome: EpisodeOutcome) -> None:
@@ -512,7 +527,7 @@ def test_a_cancelled_rollout_reports_what_finished_and_what_was_running(tmp_path
                 specs,
                 out=tmp_path,
                 executor=InProcessExecutor(3),
-                agent=lambda env, trial: Blocking(env.protocol, stuck, release),
+                agent=lambda env, trial: Blocking(env.protocol, stuck, release, arrived),
                 on_outcome=on_outcome,
                 cancel=cancel,
             )
