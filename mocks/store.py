@@ -386,11 +386,9 @@ def _install_undo(conn: sqlite3.Connection, tables: Mapping[str, TableInfo]) -> 
     changed since a position come out of one query on the log, then and now, with no lookup in
     the tables themselves."""
     width = max((len(t.columns) for t in tables.values()), default=0)
-    vcols = "".join(f", v{i}" for i in range(width))
-    ncols = "".join(f", n{i}" for i in range(width))
     conn.execute(
         f"CREATE TABLE {UNDO_TABLE}(seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, op TEXT NOT NULL,"
-        f" rid INTEGER NOT NULL{vcols}{ncols})"
+        f" rid INTEGER NOT NULL{_log_columns(width)})"
     )
     for t in tables.values():
         q, lit = quote_ident(t.name), _quote_literal(t.name)
@@ -586,7 +584,7 @@ class _ReadOnly:
 
 
 def _log_columns(width: int) -> str:
-    """The value columns of the undo log, old then new, as a select list tail."""
+    """The value columns of the undo log, old then new, as a column list tail (its DDL, its SELECT)."""
     return "".join(f", v{i}" for i in range(width)) + "".join(f", n{i}" for i in range(width))
 
 
@@ -618,7 +616,7 @@ class Store:
         self._readonly_depth = 0
         self._top_cache = (-1, BASE_POS)  # (conn.total_changes, top) when top was last read
         self._memo: tuple[tuple[int, int, int], Changes] | None = None
-        self._vcols = _log_columns(template.undo_width)
+        self._log_cols = _log_columns(template.undo_width)
         if source is None:  # at the template state; a fork starts at its parent's state
             self._begin_episode()
 
@@ -698,7 +696,7 @@ class Store:
         width = self.template.undo_width
         out: Changes = {}
         for record in self.conn.execute(
-            f"SELECT tbl, op, rid{self._vcols} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq", (pos,)
+            f"SELECT tbl, op, rid{self._log_cols} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq", (pos,)
         ):
             t = tables[record[0]]
             if t.internal and not internal:
@@ -728,7 +726,6 @@ class Store:
         """The database part of rollback_to: the rows back as they were at `pos`, the log cut."""
         changes = self._changed_rows(pos, internal=True) if self.top() > pos else {}
         if changes:
-            then = {key: old for key, (old, _) in changes.items()}
             deletes: dict[str, list[tuple[int]]] = {}
             inserts: dict[str, list[Values]] = {}
             updates: dict[tuple[str, tuple[int, ...]], list[Values]] = {}
@@ -753,7 +750,7 @@ class Store:
                 for tbl, rows in deletes.items():
                     conn.executemany(self.tables[tbl].sql_delete, rows)
                 if updates:
-                    self._restore_changed(updates, then, inserts)
+                    self._restore_changed(updates, changes, inserts)
                 for tbl, vals in inserts.items():
                     conn.executemany(self.tables[tbl].sql_insert, vals)
                 # the replay logged itself too: everything after pos goes
@@ -768,7 +765,7 @@ class Store:
     def _restore_changed(
         self,
         updates: Mapping[tuple[str, tuple[int, ...]], list[Values]],
-        then: Mapping[RowKey, Values | None],
+        changes: Changes,
         inserts: dict[str, list[Values]],
     ) -> None:
         """UPDATE the changed rows back; if two of them swapped a unique value, delete them all
@@ -784,7 +781,7 @@ class Store:
                 rids = [r[-1] for r in rows]
                 conn.executemany(self.tables[tbl].sql_delete, [(rid,) for rid in rids])
                 for rid in rids:
-                    old = then[(tbl, rid)]
+                    old = changes[(tbl, rid)][0]
                     assert old is not None  # only rows present at pos are updated
                     inserts.setdefault(tbl, []).append((rid, *old))
         conn.execute("RELEASE tg_restore")
@@ -880,7 +877,7 @@ class Store:
         self.conn.close()
         self.conn = conn
         self.template = template
-        self._vcols = _log_columns(template.undo_width)
+        self._log_cols = _log_columns(template.undo_width)
         self.in_episode = False
         self._begin_episode()
         self._at_base()

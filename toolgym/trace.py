@@ -218,6 +218,7 @@ _STEP_DEFAULTS: dict[str, Any] = {
 }
 _FLOAT_FIELDS = ("latency_ms", "model_latency_ms")
 _HASH_FIELDS = ("state_hash_before", "state_hash_after")
+_MODEL_FIELDS = ("tokens", "request")  # pydantic models among the fields, dumped as they are
 
 
 def step_json(fields: Mapping[str, Any]) -> str:
@@ -245,10 +246,10 @@ def step_json(fields: Mapping[str, Any]) -> str:
         and type(record["state_diff"]) in (dict, type(None))
         and type(record["faults"]) in (list, type(None))
         and all(type(record[name]) in (float, type(None)) for name in _FLOAT_FIELDS)
-        and all(isinstance(record[name], (BaseModel, type(None))) for name in ("tokens", "request"))
+        and all(isinstance(record[name], (BaseModel, type(None))) for name in _MODEL_FIELDS)
     )
     if plain:
-        for name in ("tokens", "request"):
+        for name in _MODEL_FIELDS:
             if record[name] is not None:
                 record[name] = record[name].model_dump(mode="json")
         for name in OMITTED_WHEN_NULL:

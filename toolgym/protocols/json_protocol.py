@@ -99,9 +99,6 @@ def _check_text(text: str, where: str) -> None:
         )
 
 
-_SMALL = 2**63  # ints this small always fit a JSON number (int_fits_json)
-
-
 def json_value(value: Any, where: str, depth: int = 0) -> Any:
     """`value` as plain JSON data (dict with str keys, list, str, finite number, bool, null), of
     exactly those types: subclasses (an IntEnum, a str subclass) become their plain value.
@@ -140,7 +137,7 @@ def json_value(value: Any, where: str, depth: int = 0) -> Any:
             if item_kind is str:  # the usual values, checked here without a call each
                 _check_text(item, where)
                 out[key] = item
-            elif item is None or item_kind is bool or (item_kind is int and -_SMALL <= item <= _SMALL):
+            elif item is None or item_kind is bool or (item_kind is int and int_fits_json(item)):
                 out[key] = item
             else:
                 out[key] = json_value(item, where, depth + 1)
