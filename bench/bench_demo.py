@@ -12,6 +12,10 @@ Three ways to run the same demo, interleaved round by round so load drifts hit a
 - later runs: the caches on, the folder left by an earlier run (OCR results and seeded templates
   read from disk).
 
+The first and later runs are timed twice: as a user runs them (`toolgym demo` runs the task sets on
+one forked process per CPU) and with `--jobs 1` (one process), which shows what the CPU-side
+changes alone give.
+
 `--against CHECKOUT` also times another checkout's demo in the same rounds (e.g. the code before
 this change: `git worktree add /tmp/before <commit>`), run from that checkout with its own code, a
 first run (an empty cache folder) and a later run (the folder its own earlier run left) each.
@@ -40,14 +44,16 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def run_demo(cwd: Path, out: Path, env: dict[str, str]) -> tuple[float, float, list[str]]:
+def run_demo(
+    cwd: Path, out: Path, env: dict[str, str], extra: tuple[str, ...] = ()
+) -> tuple[float, float, list[str]]:
     """Wall and CPU (user + sys of the child) seconds of one `toolgym demo`, a new process, and
     its printed summary less the wall-clock `ms` column."""
     full = {**os.environ, **env, "PYTHONPATH": str(cwd)}
     before = os.times()
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "toolgym.cli", "demo", "--out", str(out)],
+        [sys.executable, "-m", "toolgym.cli", "demo", "--out", str(out), *extra],
         cwd=cwd,
         env=full,
         capture_output=True,
@@ -96,10 +102,17 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="toolgym-bench-demo-"))
     warm_cache = work / "cache-warm"
     # a variant without TOOLGYM_CACHE_DIR gets a new empty cache folder each round (a first run)
-    variants: dict[str, tuple[Path, dict[str, str]]] = {
-        "off (TOOLGYM_CACHE=0)": (ROOT, {"TOOLGYM_CACHE": "0", "TOOLGYM_CACHE_DIR": str(work / "cache-off")}),
-        "first run (empty cache)": (ROOT, {}),
-        "later runs (cache from an earlier run)": (ROOT, {"TOOLGYM_CACHE_DIR": str(warm_cache)}),
+    one = ("--jobs", "1")
+    variants: dict[str, tuple[Path, dict[str, str], tuple[str, ...]]] = {
+        "off (TOOLGYM_CACHE=0)": (
+            ROOT,
+            {"TOOLGYM_CACHE": "0", "TOOLGYM_CACHE_DIR": str(work / "cache-off")},
+            (),
+        ),
+        "first run (empty cache)": (ROOT, {}, ()),
+        "first run, --jobs 1": (ROOT, {}, one),
+        "later runs (cache from an earlier run)": (ROOT, {"TOOLGYM_CACHE_DIR": str(warm_cache)}, ()),
+        "later runs, --jobs 1": (ROOT, {"TOOLGYM_CACHE_DIR": str(warm_cache)}, one),
     }
     # fill the warm cache once; its traces are the reference every run is compared with
     reference = work / "reference"
@@ -109,10 +122,11 @@ def main() -> None:
         # user's default folder, which would make every run of it a later run)
         other, other_warm = args.against.resolve(), work / "cache-warm-other"
         run_demo(other, work / "reference-other", {"TOOLGYM_CACHE_DIR": str(other_warm)})
-        variants[f"{args.against}: first run (its own code)"] = (other, {})
+        variants[f"{args.against}: first run (its own code)"] = (other, {}, ())
         variants[f"{args.against}: later runs (its own code)"] = (
             other,
             {"TOOLGYM_CACHE_DIR": str(other_warm)},
+            (),
         )
     # matplotlib's font list (the Plot sandbox's, kept under the same folder since before the result
     # caches) is there for every variant: the comparison is about the OCR and template caches
@@ -122,13 +136,13 @@ def main() -> None:
     walls: dict[str, list[float]] = {name: [] for name in variants}
     cpus: dict[str, list[float]] = {name: [] for name in variants}
     for round_no in range(args.rounds):
-        for name, (cwd, env) in variants.items():
+        for name, (cwd, env, extra) in variants.items():
             if "TOOLGYM_CACHE_DIR" not in env:
                 empty = work / f"cache-empty-{round_no}-{abs(hash(name))}"
                 shutil.copytree(fonts, empty / "mplconfig")
                 env = {"TOOLGYM_CACHE_DIR": str(empty)}
             out = work / f"out-{round_no}-{len(walls[name])}-{abs(hash(name))}"
-            wall, cpu, printed = run_demo(cwd, out, env)
+            wall, cpu, printed = run_demo(cwd, out, env, extra)
             if not same_tree(reference, out):
                 raise SystemExit(f"{name}: traces differ from the reference run ({out} vs {reference})")
             if printed != reference_summary or len(printed) < 2:

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
+import os
+import pickle
+import queue
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib.resources import files as package_files
 from pathlib import Path
 from typing import Any
 
+from toolgym.envs.agents import OracleAgent
+from toolgym.envs.runner import EpisodeResult, run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.tasks import TaskSet
+
+log = logging.getLogger(__name__)
 
 
 def demo_tasks_path() -> Path:
@@ -68,3 +82,163 @@ def make_demo_env(**kwargs: Any) -> ToolEnv:
     from toolgym.toolservers.registry import default_toolset
 
     return ToolEnv(default_toolset(), TaskSet.load(demo_tasks_path()), **kwargs)
+
+
+# ---- running the demo ------------------------------------------------------------------------------
+# an episode's set (its index), its place in the set, its result
+_Emit = Callable[[int, int, EpisodeResult], None]
+
+
+@dataclass(frozen=True)
+class DemoEpisode:
+    """One finished demo episode: its task set's file stem and its result."""
+
+    set_name: str
+    result: EpisodeResult
+
+
+def demo_jobs_default() -> int:
+    """Processes `toolgym demo` uses when not told: one per CPU this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_demo(
+    sets: Sequence[tuple[str, TaskSet]],
+    out: Path,
+    *,
+    protocol: str = "react",
+    seed: int = 0,
+    jobs: int = 1,
+    on_episode: Callable[[], None] | None = None,
+) -> list[DemoEpisode]:
+    """Runs every task of the named task sets with the oracle agent, writing one trace per episode
+    under `out/<set name>/`; returns the episodes in the sets' order, whatever `jobs` is.
+
+    With `jobs` > 1 the sets are run by that many forked processes, each taking the next set when
+    it is free (sets of one name, whose traces share a folder, go together). Episodes
+    do not depend on each other, so traces and results are those of one process. Forking needs
+    Linux and a process with no other thread yet; elsewhere the sets run here, one after another.
+    `on_episode` is called once per finished episode (a progress bar)."""
+    from toolgym.toolservers.registry import default_toolset
+
+    groups: dict[str, list[int]] = {}
+    for index, (name, _) in enumerate(sets):
+        groups.setdefault(name, []).append(index)
+    # whole sets, not tasks, are the unit: a set's tasks share its apps' templates and its tools'
+    # engines (OCR's takes a second to load), which tasks spread over processes would pay again
+    work = list(groups.values())
+    toolset = default_toolset()
+
+    def run_group(indices: list[int], emit: _Emit) -> None:
+        for index in indices:
+            name, task_set = sets[index]
+            env = ToolEnv(toolset, task_set, protocol=protocol)
+            try:
+                agent = OracleAgent(env.protocol)
+                for position, task in enumerate(task_set):
+                    emit(index, position, run_episode(env, agent, task, seed=seed, trace_dir=out / name))
+            finally:
+                env.close()
+
+    done: dict[tuple[int, int], EpisodeResult] = {}
+
+    def keep(index: int, position: int, result: EpisodeResult) -> None:
+        done[index, position] = result
+        if on_episode is not None:
+            on_episode()
+
+    jobs = min(jobs, len(work))
+    if jobs > 1 and _can_fork():
+        _run_forked(work, jobs, run_group, keep)
+    else:
+        for indices in work:
+            run_group(indices, keep)
+    return [
+        DemoEpisode(name, done[index, position])
+        for index, (name, task_set) in enumerate(sets)
+        for position in range(len(task_set))
+    ]
+
+
+def _can_fork() -> bool:
+    # a fork copies one thread only: one holding a lock (a log handler, a thread pool) would leave
+    # that lock held for good in the child
+    return (
+        sys.platform.startswith("linux")
+        and "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+    )
+
+
+def _run_forked(
+    work: list[list[int]],
+    jobs: int,
+    run_group: Callable[[list[int], _Emit], None],
+    keep: _Emit,
+) -> None:
+    """Runs the groups of `work` on `jobs` forked processes; `keep` sees every episode here."""
+    context = multiprocessing.get_context("fork")
+    todo: Any = context.SimpleQueue()  # put here, read there: no feeder thread in this process
+    results: Any = context.Queue()
+
+    def job(number: int) -> None:
+        try:
+            while (item := todo.get()) is not None:
+                run_group(work[item], lambda i, p, r: results.put(("episode", i, p, r)))
+        except BaseException as exc:  # everything goes back to the parent, which raises it
+            results.put(("error", _picklable(exc), traceback.format_exc()))
+        else:
+            results.put(("done", number))
+        # the process flushes its queue before it exits: a message is in the pipe before its exit code
+
+    processes = [
+        context.Process(target=job, args=(n,), name=f"toolgym-demo-{n}", daemon=True) for n in range(jobs)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        for item in range(len(work)):
+            todo.put(item)
+        for _ in processes:
+            todo.put(None)
+        finished: set[int] = set()
+        while len(finished) < len(processes):
+            try:
+                message = results.get(timeout=0.2)
+            except queue.Empty:
+                _check_alive(processes, finished, results)
+                continue
+            if message[0] == "episode":
+                keep(*message[1:])
+            elif message[0] == "done":
+                finished.add(message[1])
+            else:
+                _, exc, where = message
+                log.debug("a demo process failed:\n%s", where)
+                raise exc
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+            process.join()
+
+
+def _check_alive(processes: list[Any], finished: set[int], results: Any) -> None:
+    """RuntimeError for a process that ended without saying so (killed, or os._exit in a tool).
+    Its messages reach the pipe before its exit code is set, so the queue is looked at after."""
+    for number, process in enumerate(processes):
+        if number not in finished and process.exitcode is not None and results.empty():
+            raise RuntimeError(
+                f"a demo process ended (exit code {process.exitcode}) before its task sets did"
+            )
+
+
+def _picklable(exc: BaseException) -> BaseException:
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # an exception that cannot cross processes: say what it was
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc

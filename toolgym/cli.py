@@ -141,32 +141,40 @@ def demo(
         str, typer.Option(help="action protocol the oracle speaks: react, json, openai")
     ] = "react",
     seed: Annotated[int, typer.Option(help="episode seed")] = 0,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="processes that run the task sets side by side (Linux; traces and table as with 1); "
+            "default: one per CPU",
+        ),
+    ] = None,
 ) -> None:
     """Run the demo task sets in-process with the oracle agent; print scores, write traces."""
-    from toolgym.envs.agents import OracleAgent
-    from toolgym.envs.demo import resolve_task_sets
-    from toolgym.envs.runner import EpisodeResult, run_episode
-    from toolgym.envs.tool_env import ToolEnv
+    from toolgym.envs.demo import demo_jobs_default, resolve_task_sets, run_demo
     from toolgym.protocols import get_protocol
     from toolgym.tasks import TaskSet
-    from toolgym.toolservers.registry import default_toolset
 
     get_protocol(protocol)  # a bad name: one line before any task is loaded
-    paths = resolve_task_sets(tasks)
-    task_sets = [TaskSet.load(p) for p in paths]
-    toolset = default_toolset()
-    results: list[tuple[str, EpisodeResult]] = []
-    with Progress(console=console, transient=True) as progress:
-        bar = progress.add_task("episodes", total=sum(len(ts) for ts in task_sets))
-        for path, task_set in zip(paths, task_sets, strict=True):
-            env = ToolEnv(toolset, task_set, protocol=protocol)
-            agent = OracleAgent(env.protocol)
-            for task in task_set:
-                results.append(
-                    (path.stem, run_episode(env, agent, task, seed=seed, trace_dir=out / path.stem))
-                )
-                progress.advance(bar)
-            env.close()
+    sets = [(p.stem, TaskSet.load(p)) for p in resolve_task_sets(tasks)]
+    # no refresh thread: run_demo forks its processes only from a process with one thread
+    with Progress(console=console, transient=True, auto_refresh=False) as progress:
+        bar = progress.add_task("episodes", total=sum(len(s) for _, s in sets))
+        progress.refresh()
+
+        def advance() -> None:
+            progress.advance(bar)
+            progress.refresh()
+
+        episodes = run_demo(
+            sets,
+            out,
+            protocol=protocol,
+            seed=seed,
+            jobs=demo_jobs_default() if jobs is None else jobs,
+            on_episode=advance,
+        )
+    results = [(e.set_name, e.result) for e in episodes]
     table = Table(title=f"toolgym demo: {len(results)} tasks, oracle agent, {protocol} protocol")
     for column in ("set", "task", "steps", "errors", "answer", "state", "reward", "ms"):
         table.add_column(column, no_wrap=True)
