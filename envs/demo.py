@@ -199,12 +199,12 @@ def _run_forked(
     ]
     for process in processes:
         process.start()
+    finished: set[int] = set()
     try:
         for item in range(len(work)):
             todo.put(item)
         for _ in processes:
             todo.put(None)
-        finished: set[int] = set()
         while len(finished) < len(processes):
             try:
                 message = results.get(timeout=0.2)
@@ -220,10 +220,12 @@ def _run_forked(
                 log.debug("a demo process failed:\n%s", where)
                 raise exc
     finally:
+        # after a failure the others are stopped; after "done" a process only has its exit left
         for process in processes:
+            process.join(timeout=30 if len(finished) == len(processes) else 0)
             if process.is_alive():
                 process.terminate()
-            process.join()
+                process.join()
 
 
 def _check_alive(processes: list[Any], finished: set[int], results: Any) -> None:

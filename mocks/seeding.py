@@ -13,11 +13,12 @@ import random
 import re
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any, Final
 
 from toolgym.mocks.store import quote_ident
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 EARTH_RADIUS_KM: Final = 6371.0088
 
@@ -26,7 +27,7 @@ EARTH_RADIUS_KM: Final = 6371.0088
 def insert_rows(db: Database | sqlite3.Connection, table: str, rows: Iterable[Mapping[str, Any]]) -> int:
     """Bulk insert for seed(): one executemany (several times faster than sqlite-utils'
     insert_all). Every row must have the keys of the first one. Returns the number of rows."""
-    conn: sqlite3.Connection = db.conn if isinstance(db, Database) else db
+    conn: sqlite3.Connection = db if isinstance(db, sqlite3.Connection) else db.conn
     it = iter(rows)
     first = next(it, None)
     if first is None:

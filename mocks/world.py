@@ -25,8 +25,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
-from sqlite_utils import Database
-
 import toolgym.cache
 from toolgym.actions import Observation, ToolCall
 from toolgym.cache import DiskCache, cache_enabled, cache_key
@@ -89,6 +87,8 @@ def _seed_database(conn: sqlite3.Connection, apps: Sequence[type[App]], seed: in
             raise
         after = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         owner.update(dict.fromkeys(after - before, cls.name))
+    from sqlite_utils import Database  # here, not at import: it imports pandas where installed
+
     db = Database(conn)
     for cls in apps:
         # one RNG per app, keyed by its name: adding an app to a world leaves the others' data alone

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from toolgym.mocks.app import App, format_id, read, set_counter, write
 from toolgym.mocks.clock import format_time
@@ -29,6 +27,9 @@ from toolgym.mocks.responses import (
 )
 from toolgym.mocks.seeding import insert_rows, pick_name
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 ACCOUNT_TYPES: Final = ("checking", "savings")
 ACCOUNT_STATUSES: Final = ("active", "frozen", "closed")

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, time, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, format_id, placeholders, read, set_counter, write
 from toolgym.mocks.apps.ctool._common import FIRST_NAMES, LAST_NAMES, app_now, iso, parse_time, utc
@@ -30,6 +28,9 @@ from toolgym.mocks.responses import (
 )
 from toolgym.mocks.seeding import insert_rows, pick_name
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 BUILDINGS: Final = ("Tower A", "Tower B", "Tower C")
 EQUIPMENT: Final = ("projector", "whiteboard", "video_conference", "tv_screen", "phone")

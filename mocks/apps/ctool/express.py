@@ -13,9 +13,7 @@ from __future__ import annotations
 import math
 import random
 from datetime import datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.ctool._common import FIRST_NAMES, LAST_NAMES, app_now, iso, utc
@@ -29,6 +27,9 @@ from toolgym.mocks.responses import (
 )
 from toolgym.mocks.seeding import haversine_km, insert_rows, person_name
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 # name -> (latitude, longitude) of the city center
 CITIES: Final[dict[str, tuple[float, float]]] = {

@@ -15,15 +15,16 @@ import math
 import random
 import re
 from datetime import datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.ctool._common import FIRST_NAMES, LAST_NAMES, app_now, iso, utc
 from toolgym.mocks.responses import bad_request, check_range, conflict, not_found, ok, unprocessable
 from toolgym.mocks.seeding import haversine_km, insert_rows, offset_point, person_name
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 # city -> (center latitude, center longitude, district names)
 CITIES: Final[dict[str, tuple[float, float, tuple[str, ...]]]] = {

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.ctool._common import FIRST_NAMES, LAST_NAMES, app_now, iso, utc
 from toolgym.mocks.responses import AppError, bad_request, check_range, conflict, not_found, ok, paginate
 from toolgym.mocks.seeding import insert_rows, person_name
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 GENRES: Final = (
     "pop",

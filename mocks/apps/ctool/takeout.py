@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.ctool._common import FIRST_NAMES, LAST_NAMES, app_now, iso, utc
@@ -32,6 +30,9 @@ from toolgym.mocks.responses import (
 )
 from toolgym.mocks.seeding import insert_rows, person_name
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 CITY: Final = "Shanghai"
 DISTRICTS: Final = ("Huangpu", "Xuhui", "Jing'an", "Pudong", "Changning", "Hongkou")

@@ -17,9 +17,7 @@ import random
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Final
 
 from toolgym.mocks.apps.ctool.calendar import MEETING_TITLES, ROOM_NAMES, CalendarApp
 from toolgym.mocks.apps.ctool.express import ExpressApp
@@ -27,6 +25,9 @@ from toolgym.mocks.apps.ctool.maps import NAME_PARTS, MapsApp
 from toolgym.mocks.apps.ctool.messaging import BODIES, DAYS, GROUP_TOPICS, OPENERS, MessagingApp
 from toolgym.mocks.apps.ctool.music import ADJECTIVES, NOUNS, MusicApp, plural
 from toolgym.mocks.apps.ctool.takeout import CUISINES, TakeoutApp
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 GIVEN_NAMES: Final = {
     "Wei": "伟", "Fang": "芳", "Lei": "磊", "Min": "敏", "Jing": "静", "Tao": "涛", "Yan": "燕",

@@ -13,15 +13,16 @@ from __future__ import annotations
 import json
 import random
 from datetime import date, datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import WEEKDAYS, canon, finalize_tools, parse_clock, parse_day
 from toolgym.mocks.responses import bad_request, check_range, conflict, not_found, ok
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 DEFAULT_LABEL: Final = "My alarm"
 SOUNDS: Final = ("Radar", "Chimes", "Birdsong", "Waves", "Beacon", "Classic Bell", "Sunrise")

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import FIRST_NAMES, LAST_NAMES, Flag, canon, finalize_tools, flag
@@ -29,6 +27,9 @@ from toolgym.mocks.responses import (
 )
 from toolgym.mocks.seeding import insert_rows, name_grid
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 ACCOUNT_TYPES: Final = ("checking", "savings")
 TXN_TYPES: Final = ("deposit", "withdrawal", "transfer", "payment", "purchase", "fee")

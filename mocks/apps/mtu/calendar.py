@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
@@ -24,6 +22,9 @@ from toolgym.mocks.apps.mtu._common import (
 from toolgym.mocks.responses import bad_request, conflict, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 DAY_START: Final = 8 * 60
 DAY_END: Final = 22 * 60

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import random
 from datetime import date, datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
@@ -33,6 +31,9 @@ from toolgym.mocks.apps.mtu._common import (
 from toolgym.mocks.responses import bad_request, conflict, from_cents, not_found, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 MODELS: Final = {
     "Hatchback": ("Honda Fit", "Volkswagen Golf", "Toyota Yaris", "Ford Fiesta"),

@@ -12,9 +12,7 @@ from __future__ import annotations
 import random
 import re
 from datetime import datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
@@ -28,6 +26,9 @@ from toolgym.mocks.apps.mtu._common import (
 from toolgym.mocks.responses import bad_request, conflict, not_found, ok
 from toolgym.mocks.seeding import insert_rows, name_grid
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 FAMILY: Final = ("Mom", "Dad", "Grandma", "Boss")
 DOMAINS: Final = ("gmail.com", "outlook.com", "yahoo.com", "work.example.com")

@@ -11,15 +11,16 @@ from __future__ import annotations
 import random
 import re
 from datetime import datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, format_id, read, write
 from toolgym.mocks.apps.mtu._common import FIRST_NAMES, LAST_NAMES, canon, finalize_tools, words_in
 from toolgym.mocks.responses import bad_request, conflict, not_found, ok
 from toolgym.mocks.seeding import NUMBER_WORDS, insert_rows, person_name
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 TYPES: Final = (
     "book",

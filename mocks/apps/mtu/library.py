@@ -13,9 +13,7 @@ from __future__ import annotations
 import random
 import re
 from datetime import date, datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, format_id, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import CITIES, FIRST_NAMES, LAST_NAMES, canon, choice, finalize_tools
@@ -30,6 +28,9 @@ from toolgym.mocks.responses import (
 )
 from toolgym.mocks.seeding import insert_rows, person_name
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 BOOKS: Final = (
     ("War and Peace", "Leo Tolstoy", 1869),

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, format_id, read, write
 from toolgym.mocks.apps.mtu._common import (
@@ -27,6 +25,9 @@ from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, not_found, ok
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 GENRES: Final = (
     "Pop",

@@ -11,9 +11,7 @@ from __future__ import annotations
 import random
 import zlib
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, read, set_counter, write
 from toolgym.mocks.apps.mtu._common import (
@@ -31,6 +29,9 @@ from toolgym.mocks.apps.mtu._common import (
 from toolgym.mocks.responses import bad_request, conflict, from_cents, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows, person_name
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 RIDE_TYPES: Final = ("Pool", "Regular", "Luxury")
 RATE_CENTS_PER_KM: Final = {"Pool": 90, "Regular": 140, "Luxury": 260}

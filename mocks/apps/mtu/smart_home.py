@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import random
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, read, write
 from toolgym.mocks.apps.mtu._common import canon, finalize_tools
 from toolgym.mocks.responses import bad_request, check_range, conflict, not_found, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 ROOMS: Final = (
     "living room",

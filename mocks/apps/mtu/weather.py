@@ -13,15 +13,16 @@ import math
 import random
 import re
 from datetime import date, datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import App, Volatile, format_id, read
 from toolgym.mocks.apps.mtu._common import CITIES, canon, city_name, finalize_tools, parse_clock, parse_day
 from toolgym.mocks.responses import bad_request, not_found, ok
 from toolgym.mocks.seeding import NUMBER_WORDS, insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 # places that are not in the shared city list: (name, kind, state, country, latitude, nearest city)
 EXTRA_PLACES: Final = (

@@ -14,15 +14,16 @@ from __future__ import annotations
 import math
 import random
 from datetime import date, datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import read
 from toolgym.mocks.apps.teval.common import TevalApp, norm, parse_day
 from toolgym.mocks.responses import bad_request, conflict, from_cents, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 CALENDAR_DAYS: Final = 365
 AVAILABILITY_WINDOW: Final = 10

@@ -12,9 +12,7 @@ from __future__ import annotations
 import random
 import re
 from datetime import datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import read
 from toolgym.mocks.apps.teval.common import TevalApp, word_hits, words
@@ -22,6 +20,9 @@ from toolgym.mocks.apps.teval.corpus import make_paper, person
 from toolgym.mocks.responses import bad_request, ok
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 N_PAPERS: Final = 500
 MAX_RESULTS: Final = 3

@@ -15,9 +15,7 @@ import math
 import random
 import re
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import read
 from toolgym.mocks.apps.teval.common import (
@@ -31,6 +29,9 @@ from toolgym.mocks.apps.teval.common import (
 from toolgym.mocks.responses import bad_request, not_found, ok
 from toolgym.mocks.seeding import haversine_km, insert_rows, point_near
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 ROAD_FACTOR: Final = 1.2
 DEFAULT_RADIUS_M: Final = 5000.0

@@ -12,9 +12,7 @@ from __future__ import annotations
 import random
 import re
 from datetime import datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import Volatile, read, set_counter, write
 from toolgym.mocks.apps.teval.common import TevalApp
@@ -22,6 +20,9 @@ from toolgym.mocks.apps.teval.file_operation import FileOperation
 from toolgym.mocks.responses import bad_request, not_found, ok
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 OWNER: Final = "me@mailbox.example.com"
 SHOW_LIMIT: Final = 20

@@ -12,15 +12,16 @@ from __future__ import annotations
 import random
 import re
 from datetime import datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import read
 from toolgym.mocks.apps.teval.common import TevalApp, norm
 from toolgym.mocks.responses import bad_request, not_found, ok
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 N_MOVIES: Final = 400
 LIST_SIZE: Final = 10

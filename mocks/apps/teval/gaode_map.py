@@ -15,9 +15,7 @@ from __future__ import annotations
 import math
 import random
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import read
 from toolgym.mocks.apps.teval.common import (
@@ -31,6 +29,9 @@ from toolgym.mocks.apps.teval.common import (
 from toolgym.mocks.responses import bad_request, not_found, ok, unprocessable
 from toolgym.mocks.seeding import haversine_km, insert_rows, point_near
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 ROAD_FACTOR: Final = 1.3
 SEARCH_RADIUS_KM: Final = 5.0

@@ -13,9 +13,7 @@ from __future__ import annotations
 import random
 import string
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import read
 from toolgym.mocks.apps.teval.common import TevalApp, norm, word_hits, words
@@ -30,6 +28,9 @@ from toolgym.mocks.apps.teval.corpus import (
 from toolgym.mocks.responses import bad_request, not_found, ok
 from toolgym.mocks.seeding import insert_rows, name_grid
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 N_AUTHORS: Final = 150
 N_PAPERS: Final = 600

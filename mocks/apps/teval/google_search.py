@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import random
 from datetime import date, datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import read
 from toolgym.mocks.apps.teval.common import WEEKDAYS, TevalApp, word_hits, words
 from toolgym.mocks.responses import bad_request, ok
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 MAX_RESULTS: Final = 3
 

@@ -15,15 +15,16 @@ from __future__ import annotations
 import math
 import random
 from datetime import UTC, date, datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import read
 from toolgym.mocks.apps.teval.common import TevalApp, norm, parse_day, stable_int
 from toolgym.mocks.responses import AppError, bad_request, check_range, not_found, ok
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 HISTORY_DAYS: Final = 180
 MAX_WINDOWS: Final = 500

@@ -15,9 +15,7 @@ from __future__ import annotations
 import json
 import random
 from datetime import datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import Volatile, read, set_counter, write
 from toolgym.mocks.apps.teval.common import TevalApp
@@ -26,6 +24,9 @@ from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import AppError, bad_request, conflict, not_found, unprocessable
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 THEMES: Final = (
     ("Default", "white background, black titles"),

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import Volatile, read, write
 from toolgym.mocks.apps.teval.common import TevalApp, format_hhmm, parse_hhmm
@@ -20,6 +18,9 @@ from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, conflict, not_found, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 ROOMS: Final = (("101", 6, 1), ("102", 10, 1), ("103", 20, 1))  # id, seats, floor
 TEAMS: Final = ("sales", "design", "engineering", "marketing", "finance", "support", "hr", "legal")

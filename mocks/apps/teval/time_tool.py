@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from toolgym.mocks.app import read
 from toolgym.mocks.apps.teval.common import WEEKDAYS, TevalApp
 from toolgym.mocks.responses import ok
 from toolgym.mocks.seeding import insert_rows
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 
 class TimeTool(TevalApp):

@@ -13,15 +13,16 @@ from __future__ import annotations
 import math
 import random
 from datetime import date, datetime, timedelta
-from typing import Annotated, Any, ClassVar, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
 
 from toolgym.mocks.app import read
 from toolgym.mocks.apps.teval.common import TevalApp, norm
 from toolgym.mocks.responses import bad_request, not_found, ok, unprocessable
 from toolgym.mocks.seeding import insert_rows
 from toolgym.tools import Param
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 HORIZON_DAYS: Final = 15
 MAX_FORECAST_DAYS: Final = 3
