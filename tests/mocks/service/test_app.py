@@ -293,12 +293,16 @@ def test_reaper_closes_idle_sessions_only() -> None:
 
 
 def test_reaped_session_is_rebuilt_by_the_client() -> None:
-    config = ServiceConfig(idle_timeout_s=0.2, reap_interval_s=0.05)
-    with ThreadedServer(create_app(config)) as url, MockServiceClient(url) as c:
+    # the service's clock is the test's: the session goes idle when the test says so, and the one
+    # the client rebuilds cannot go idle again however slow the machine (a 0.2 s timeout did)
+    now = [1000.0]
+    config = ServiceConfig(idle_timeout_s=60, reap_interval_s=0.05)
+    with ThreadedServer(create_app(config, now=lambda: now[0])) as url, MockServiceClient(url) as c:
         world = c.world(["banking"])
         world.call("transfer", **TRANSFER)
         world.checkpoint("after")
         state, first = world.state_hash(), world.session_id
+        now[0] += 61
         deadline = time.monotonic() + 20
         while c.sessions() and time.monotonic() < deadline:
             time.sleep(0.05)
