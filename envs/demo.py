@@ -151,9 +151,7 @@ def run_demo(
             on_episode()
 
     jobs = min(jobs, len(work))
-    if jobs > 1 and _can_fork():
-        _run_forked(work, jobs, run_group, keep)
-    else:
+    if not (jobs > 1 and _can_fork() and _run_forked(work, jobs, run_group, keep)):
         for indices in work:
             run_group(indices, keep)
     return [
@@ -178,11 +176,16 @@ def _run_forked(
     jobs: int,
     run_group: Callable[[list[int], _Emit], None],
     keep: _Emit,
-) -> None:
-    """Runs the groups of `work` on `jobs` forked processes; `keep` sees every episode here."""
+) -> bool:
+    """Runs the groups of `work` on `jobs` forked processes, `keep` seeing every episode here;
+    False, having run nothing, where the queues cannot be made (no working /dev/shm)."""
     context = multiprocessing.get_context("fork")
-    todo: Any = context.SimpleQueue()  # put here, read there: no feeder thread in this process
-    results: Any = context.Queue()
+    try:
+        todo: Any = context.SimpleQueue()  # put here, read there: no feeder thread in this process
+        results: Any = context.Queue()
+    except OSError as missing:
+        log.info("running the task sets in one process: no process queues here (%s)", missing)
+        return False
 
     def job(number: int) -> None:
         try:
@@ -216,9 +219,9 @@ def _run_forked(
             elif message[0] == "done":
                 finished.add(message[1])
             else:
-                _, exc, where = message
+                _, error, where = message
                 log.debug("a demo process failed:\n%s", where)
-                raise exc
+                raise error
     finally:
         # after a failure the others are stopped; after "done" a process only has its exit left
         for process in processes:
@@ -226,6 +229,7 @@ def _run_forked(
             if process.is_alive():
                 process.terminate()
                 process.join()
+    return True
 
 
 def _check_alive(processes: list[Any], finished: set[int], results: Any) -> None:
