@@ -17,7 +17,10 @@ with renamed keys:
 - gym step: tau2's `AgentGymEnv.step` (solo mode, the mock domain: the airline domain needs an LLM
   user) with one read tool call as JSON; toolgym's `ToolEnv.step` with one read as ReAct text;
 - bare call: the tool's own method, and the call through the environment
-  (`Environment.get_response` / `ToolSet.call` with validation);
+  (`Environment.get_response` / `ToolSet.call` with validation); then `--bare-rounds` rounds (7)
+  in which a tau2 process kept running (`tau2_probe.py --serve-bare`) and this one take turns,
+  a block of calls each, so that a machine whose speed drifts (a shared VM's does, by 2x within
+  minutes) cannot favour one side: the ratio's median and range over the rounds;
 - state hash after a write: `Environment.get_db_hash` after `send_certificate`; toolgym's
   `MockWorld.state_hash` after a transfer;
 - build / reset: a new tau2 environment from the DB's data (what a tau2 episode starts with);
@@ -33,6 +36,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 from datetime import datetime
@@ -121,6 +125,73 @@ def run_tau2(venv_python: Path, scales: list[int], n: int) -> dict[str, Any]:
         raise RuntimeError(f"tau2 probe failed: {done.stderr.strip()[-600:]}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def interleaved_bare_calls(venv_python: Path, rounds: int, n: int) -> list[dict[str, float]]:
+    """The bare call, tau2's and toolgym's blocks of `n` calls alternating for `rounds` rounds (after
+    one warm-up round) in one tau2 process (bench/tau2_probe.py --serve-bare) and this one: per
+    round, the medians."""
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.pop("PYTHONPATH", None)
+    probe = subprocess.Popen(
+        [str(venv_python), str(PROBE), "--serve-bare"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    assert probe.stdin is not None and probe.stdout is not None
+    world = MockWorld(["banking"])
+    tool, ctx = world.tools.get("get_balance"), world.context
+    read = ToolCall(name="get_balance", arguments={"account_id": "ACC-10001"})
+    try:
+        if not json.loads(probe.stdout.readline() or "{}").get("ready"):
+            raise RuntimeError("tau2's bare-call probe did not start")
+        out = []
+        for round_no in range(rounds + 1):  # round 0 warms both sides up and is not kept
+            probe.stdin.write(f"bare {n}\n")
+            probe.stdin.flush()
+            theirs = json.loads(probe.stdout.readline())
+            mine = (
+                stats(sample(lambda: tool.invoke({"account_id": "ACC-10001"}, ctx), n))["median_us"],
+                stats(sample(lambda: world.tools.call(read, ctx), n))["median_us"],
+            )
+            if round_no == 0:
+                continue
+            out.append(
+                {
+                    "tau2_use_tool": theirs["use_tool"]["median_us"],
+                    "tau2_get_response": theirs["get_response"]["median_us"],
+                    "invoke": mine[0],
+                    "toolset_call": mine[1],
+                }
+            )
+        return out
+    finally:
+        world.close()
+        probe.stdin.close()
+        probe.wait(timeout=60)
+
+
+def report_interleaved(rounds: list[dict[str, float]]) -> None:
+    ratios = sorted(r["invoke"] / r["tau2_use_tool"] for r in rounds)
+    through = sorted(r["toolset_call"] / r["tau2_get_response"] for r in rounds)
+    print(f"\nbare call, {len(rounds)} interleaved rounds (tau2's block, then toolgym's; {load()})")
+    for i, r in enumerate(rounds, 1):
+        print(
+            f"  round {i}: use_tool {r['tau2_use_tool']:.1f} µs, Tool.invoke {r['invoke']:.1f} µs "
+            f"({r['invoke'] / r['tau2_use_tool']:.2f}x); get_response {r['tau2_get_response']:.1f} µs, "
+            f"ToolSet.call {r['toolset_call']:.1f} µs"
+        )
+    print(
+        f"  Tool.invoke / tau2 use_tool: median {statistics.median(ratios):.2f}x "
+        f"(rounds {ratios[0]:.2f}x .. {ratios[-1]:.2f}x); target <= 1.5x"
+    )
+    print(
+        f"  ToolSet.call / tau2 get_response: median {statistics.median(through):.2f}x "
+        f"(rounds {through[0]:.2f}x .. {through[-1]:.2f}x)"
+    )
 
 
 # ---- toolgym's side ---------------------------------------------------------------------------------
@@ -268,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", help="a Python >= 3.12 for tau2's venv")
     parser.add_argument("--skip-tau2", action="store_true", help="toolgym's figures only")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument(
+        "--bare-rounds", type=int, default=7, help="interleaved rounds of the bare-call comparison (0: none)"
+    )
     args = parser.parse_args(argv)
     scales = [1, 10] if args.quick else [1, 10, 100]
     n = 500 if args.quick else 2000
@@ -290,8 +364,18 @@ def main(argv: list[str] | None = None) -> int:
     if tau2 is not None and "gym_error" in tau2:
         print(f"NOTE: tau2's gym step could not run: {tau2['gym_error']}")
     report(scales, tau2, ours)
+    interleaved: list[dict[str, float]] | None = None
+    if tau2 is not None and args.bare_rounds > 0:
+        try:
+            interleaved = interleaved_bare_calls(venv_python, args.bare_rounds, n)  # type: ignore[arg-type]
+        except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
+            print(f"NOTE: the interleaved bare-call rounds could not run: {exc}")
+        else:
+            report_interleaved(interleaved)
     if args.json:
-        args.json.write_text(json.dumps({"tau2": tau2, "toolgym": ours}, indent=2))
+        args.json.write_text(
+            json.dumps({"tau2": tau2, "toolgym": ours, "bare_interleaved": interleaved}, indent=2)
+        )
     return 0
 
 

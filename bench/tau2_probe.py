@@ -118,14 +118,40 @@ def airline(scales: list[int], n: int) -> dict[str, Any]:
     return results
 
 
+def serve_bare_calls() -> None:
+    """The bare calls again and again, as bench_tau2 asks, so that its rounds alternate tau2's and
+    toolgym's calls (a machine whose speed drifts would otherwise favour whichever side ran in its
+    faster minutes): each line `bare N` on stdin is answered with one JSON line of timings."""
+    from tau2.data_model.message import ToolCall
+    from tau2.domains.airline.environment import AIRLINE_DB_PATH, get_environment
+
+    env = get_environment()
+    with open(AIRLINE_DB_PATH) as fh:
+        user_id = next(iter(json.load(fh)["users"]))
+    call = ToolCall(id="1", name="get_user_details", arguments={"user_id": user_id}, requestor="assistant")
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        n = int(line.split()[1])
+        row = {
+            "bare_call": timings(lambda: env.tools.get_user_details(user_id), n),
+            "use_tool": timings(lambda: env.use_tool("get_user_details", user_id=user_id), n),
+            "get_response": timings(lambda: env.get_response(call), n),
+        }
+        print(json.dumps(row), flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 10, 100])
     parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--serve-bare", action="store_true", help="answer `bare N` lines on stdin")
     args = parser.parse_args()
     from loguru import logger
 
     logger.remove()  # tau2 logs every step at INFO to stderr
+    if args.serve_bare:
+        serve_bare_calls()
+        return 0
     out: dict[str, Any] = {"python": sys.version.split()[0]}
     try:
         out["gym"] = gym_step(max(50, args.n // 10))
