@@ -13,7 +13,7 @@ How it works
   *episode transaction*; API calls are savepoints inside it). `reset()` discards it: ROLLBACK puts
   back the original of every page the episode changed, from the pager's in-memory journal, then
   BEGIN starts the next one. O(pages changed), no statement is prepared again, and the size of the
-  database does not matter (a copy of a 50 MiB template costs 37 ms; see bench/RESULTS.md).
+  database does not matter (a copy of a 50 MiB template costs 37–53 ms; see bench/RESULTS.md).
   World connections refuse BEGIN, COMMIT and ROLLBACK from any code but the store's, so nothing
   can commit an episode into the base state. After a fork (the backup API needs the transaction
   committed) the base is no longer the template: until the next reset, `reset()` replays the log
@@ -60,7 +60,7 @@ HASH_BITS: Final = 256
 HASH_MODULUS: Final = 1 << HASH_BITS
 # Templates use 1 KiB pages, not SQLite's 4 KiB: a reset puts back every page the episode changed,
 # and a changed row costs a page; at 1M rows, 1000 writes on random rows are rolled back 2.4x
-# faster (bench/RESULTS.md), while writes cost the same. Table rows up to 989 bytes still fit on
+# faster (bench/HISTORY.md), while writes cost the same. Table rows up to 989 bytes still fit on
 # one page.
 PAGE_SIZE: int = 1024  # read when a template is built: bench/profile_step.py --page-size sets it
 
@@ -593,7 +593,7 @@ class Store:
 
     # Without an episode transaction (after a fork), reset picks the cheaper of undo replay and a
     # fresh copy of the template by these estimates
-    # (nanoseconds; measured with bench/profile_step.py on the 2-core machine, bench/RESULTS.md, "Where a mock-app step...").
+    # (nanoseconds; measured with bench/profile_step.py on the 2-core machine, bench/HISTORY.md, "Where a mock-app step...").
     # A copy is a new connection, so the statements it had prepared are prepared again on the next
     # steps: COPY_NS_FIXED counts that too.
     UNDO_NS_PER_RECORD: int = 5000
