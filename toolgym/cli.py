@@ -150,7 +150,7 @@ def demo(
         ),
     ] = None,
 ) -> None:
-    """Run the demo task sets in-process with the oracle agent; print scores, write traces."""
+    """Run the demo task sets with the oracle agent, on a process per CPU; print scores, write traces."""
     from toolgym.envs.demo import demo_jobs_default, resolve_task_sets, run_demo
     from toolgym.protocols import get_protocol
     from toolgym.tasks import TaskSet
