@@ -137,6 +137,46 @@ def test_a_killed_process_is_reported_not_waited_for(tmp_path: Path) -> None:
     assert "exit code -9" in str(report["message"]) and "before its task sets did" in str(report["message"])
 
 
+def _read_only_shm_prefix(tmp_path: Path) -> list[str] | None:
+    """A bubblewrap command line that runs a program with /dev/shm read-only (no POSIX semaphores,
+    as on hosts without a working /dev/shm), or None where bubblewrap cannot do it here."""
+    import shutil
+
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return None
+    empty = tmp_path / "empty-shm"
+    empty.mkdir()
+    prefix = [bwrap, "--dev-bind", "/", "/", "--ro-bind", str(empty), "/dev/shm"]
+    probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=60, check=False)
+    return prefix if probe.returncode == 0 else None
+
+
+def test_without_process_queues_the_sets_run_in_one_process(tmp_path: Path) -> None:
+    prefix = _read_only_shm_prefix(tmp_path)
+    if prefix is None:
+        pytest.skip("bubblewrap cannot run a program with a read-only /dev/shm here")
+    sets = (
+        _subset(_bundled("ctool"), 3, tmp_path / "ctool.jsonl"),
+        _subset(_bundled("mtu"), 3, tmp_path / "mtu.jsonl"),
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [*prefix, sys.executable, "-c", RUN_DEMO, str(tmp_path / "no-shm"), "2", "-", *map(str, sets)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    alone = _run_demo(tmp_path / "alone", 1, *sets)
+    assert report["forks"] == 0 and "error" not in report
+    assert report["rows"] == alone["rows"] and len(report["rows"]) == 6
+    assert _folder(tmp_path / "no-shm") == _folder(tmp_path / "alone")
+
+
 CLI = """
 import os, sys
 forks = []
