@@ -68,6 +68,10 @@ BANK_KEYS = {
 }
 
 
+# the read every side of the comparison makes
+READ = ToolCall(name="get_balance", arguments={"account_id": "ACC-10001"})
+
+
 def load() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min)"
@@ -143,8 +147,6 @@ def interleaved_bare_calls(venv_python: Path, rounds: int, n: int) -> list[dict[
     )
     assert probe.stdin is not None and probe.stdout is not None
     world = MockWorld(["banking"])
-    tool, ctx = world.tools.get("get_balance"), world.context
-    read = ToolCall(name="get_balance", arguments={"account_id": "ACC-10001"})
     try:
         if not json.loads(probe.stdout.readline() or "{}").get("ready"):
             raise RuntimeError("tau2's bare-call probe did not start")
@@ -153,18 +155,15 @@ def interleaved_bare_calls(venv_python: Path, rounds: int, n: int) -> list[dict[
             probe.stdin.write(f"bare {n}\n")
             probe.stdin.flush()
             theirs = json.loads(probe.stdout.readline())
-            mine = (
-                stats(sample(lambda: tool.invoke({"account_id": "ACC-10001"}, ctx), n))["median_us"],
-                stats(sample(lambda: world.tools.call(read, ctx), n))["median_us"],
-            )
+            mine = bare_calls(world, n)
             if round_no == 0:
                 continue
             out.append(
                 {
                     "tau2_use_tool": theirs["use_tool"]["median_us"],
                     "tau2_get_response": theirs["get_response"]["median_us"],
-                    "invoke": mine[0],
-                    "toolset_call": mine[1],
+                    "invoke": mine["bare_invoke"]["median_us"],
+                    "toolset_call": mine["toolset_call"]["median_us"],
                 }
             )
         return out
@@ -217,12 +216,11 @@ def row_count(world: MockWorld) -> int:
 
 def toolgym_side(scales: list[int], n: int) -> dict[str, Any]:
     react = get_protocol("react")
-    read = ToolCall(name="get_balance", arguments={"account_id": "ACC-10001"})
     out: dict[str, Any] = {}
     task = Task(id="bench-bank", query="bench", apps=["banking"], max_steps=10**7)
     env = ToolEnv(tasks=[task], max_steps=10**7)
     env.reset(seed=0)
-    raw_read = str(react.format_action(read))
+    raw_read = str(react.format_action(READ))
     sample(lambda: env.step(raw_read), 200)
     out["gym"] = {
         "step_read": stats(sample(lambda: env.step(raw_read), n // 2)),
@@ -236,7 +234,6 @@ def toolgym_side(scales: list[int], n: int) -> dict[str, Any]:
 
 def toolgym_scale(scale: int, n: int, *, bare: bool) -> dict[str, Any]:
     """State hash after a write, reset, new world and first build at `scale`x banking data."""
-    read = ToolCall(name="get_balance", arguments={"account_id": "ACC-10001"})
     moves = [
         ToolCall(name="transfer", arguments={"from_account_id": a, "to_account_id": b, "amount": 1.0})
         for a, b in (("ACC-10001", "ACC-10002"), ("ACC-10002", "ACC-10001"))
@@ -262,14 +259,20 @@ def toolgym_scale(scale: int, n: int, *, bare: bool) -> dict[str, Any]:
         sample(lambda: world.reset(seed=world.seed, clock=world.start), max(20, n // 10), setup=write)
     )
     if bare:
-        bank: Any = world.apps["banking"]
-        tool = world.tools.get("get_balance")
-        ctx = world.context
-        row["bare_method"] = stats(sample(lambda: bank.get_balance("ACC-10001"), n))
-        row["bare_invoke"] = stats(sample(lambda: tool.invoke({"account_id": "ACC-10001"}, ctx), n))
-        row["toolset_call"] = stats(sample(lambda: world.tools.call(read, ctx), n))
+        row.update(bare_calls(world, n))
     world.close()
     return row
+
+
+def bare_calls(world: MockWorld, n: int) -> dict[str, dict[str, float]]:
+    """A banking read three ways: the app's method, `Tool.invoke`, `ToolSet.call` (validated)."""
+    bank: Any = world.apps["banking"]
+    tool, ctx = world.tools.get("get_balance"), world.context
+    return {
+        "bare_method": stats(sample(lambda: bank.get_balance("ACC-10001"), n)),
+        "bare_invoke": stats(sample(lambda: tool.invoke({"account_id": "ACC-10001"}, ctx), n)),
+        "toolset_call": stats(sample(lambda: world.tools.call(READ, ctx), n)),
+    }
 
 
 # ---- the report ----------------------------------------------------------------------------------

@@ -97,12 +97,7 @@ def airline(scales: list[int], n: int) -> dict[str, Any]:
             "build": build,
         }
         if scale == scales[0]:
-            row["bare_call"] = timings(lambda env=env: env.tools.get_user_details(user_id), n)  # type: ignore[misc]
-            row["use_tool"] = timings(lambda env=env: env.use_tool("get_user_details", user_id=user_id), n)  # type: ignore[misc]
-            call = ToolCall(
-                id="1", name="get_user_details", arguments={"user_id": user_id}, requestor="assistant"
-            )
-            row["get_response"] = timings(lambda env=env, call=call: env.get_response(call), n)  # type: ignore[misc]
+            row.update(bare_calls(env, user_id, n))
         write = ToolCall(
             id="2",
             name="send_certificate",
@@ -118,26 +113,30 @@ def airline(scales: list[int], n: int) -> dict[str, Any]:
     return results
 
 
+def bare_calls(env: Any, user_id: str, n: int) -> dict[str, dict[str, float]]:
+    """A read of the airline toolkit three ways: the method, `use_tool`, `get_response`."""
+    from tau2.data_model.message import ToolCall
+
+    call = ToolCall(id="1", name="get_user_details", arguments={"user_id": user_id}, requestor="assistant")
+    return {
+        "bare_call": timings(lambda: env.tools.get_user_details(user_id), n),
+        "use_tool": timings(lambda: env.use_tool("get_user_details", user_id=user_id), n),
+        "get_response": timings(lambda: env.get_response(call), n),
+    }
+
+
 def serve_bare_calls() -> None:
     """The bare calls again and again, as bench_tau2 asks, so that its rounds alternate tau2's and
     toolgym's calls (a machine whose speed drifts would otherwise favour whichever side ran in its
     faster minutes): each line `bare N` on stdin is answered with one JSON line of timings."""
-    from tau2.data_model.message import ToolCall
     from tau2.domains.airline.environment import AIRLINE_DB_PATH, get_environment
 
     env = get_environment()
     with open(AIRLINE_DB_PATH) as fh:
         user_id = next(iter(json.load(fh)["users"]))
-    call = ToolCall(id="1", name="get_user_details", arguments={"user_id": user_id}, requestor="assistant")
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
-        n = int(line.split()[1])
-        row = {
-            "bare_call": timings(lambda: env.tools.get_user_details(user_id), n),
-            "use_tool": timings(lambda: env.use_tool("get_user_details", user_id=user_id), n),
-            "get_response": timings(lambda: env.get_response(call), n),
-        }
-        print(json.dumps(row), flush=True)
+        print(json.dumps(bare_calls(env, user_id, int(line.split()[1]))), flush=True)
 
 
 def main() -> int:

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar, overload
 from toolgym.mocks.clock import SimClock, format_time
 from toolgym.mocks.responses import AppError, bad_request, not_found
 from toolgym.mocks.seeding import insert_rows as insert_rows  # seed() helpers; the public name stays here too
+from toolgym.mocks.seeding import seed_connection
 from toolgym.mocks.store import META_TABLE, Store, quote_ident
 from toolgym.tools import BaseTool, Tool
 
@@ -119,8 +120,7 @@ def write(
 
 def set_counter(db: Database | sqlite3.Connection, prefix: str, last: int) -> None:
     """In seed(): make the next `next_id(prefix)` return number `last + 1`."""
-    conn: sqlite3.Connection = db if isinstance(db, sqlite3.Connection) else db.conn
-    conn.execute(
+    seed_connection(db).execute(
         f"INSERT OR REPLACE INTO {META_TABLE}(key, value) VALUES(?, ?)", ("counter:" + prefix, int(last))
     )
 

@@ -24,10 +24,16 @@ EARTH_RADIUS_KM: Final = 6371.0088
 
 
 # ---- rows ------------------------------------------------------------------------------------------
+def seed_connection(db: Database | sqlite3.Connection) -> sqlite3.Connection:
+    """The connection under what seed() was given (a sqlite-utils Database, or a connection),
+    told apart by type so that sqlite-utils need not be imported."""
+    return db if isinstance(db, sqlite3.Connection) else db.conn
+
+
 def insert_rows(db: Database | sqlite3.Connection, table: str, rows: Iterable[Mapping[str, Any]]) -> int:
     """Bulk insert for seed(): one executemany (several times faster than sqlite-utils'
     insert_all). Every row must have the keys of the first one. Returns the number of rows."""
-    conn: sqlite3.Connection = db if isinstance(db, sqlite3.Connection) else db.conn
+    conn = seed_connection(db)
     it = iter(rows)
     first = next(it, None)
     if first is None:
