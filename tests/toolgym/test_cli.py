@@ -92,6 +92,8 @@ def _mistakes(tmp: Path, busy_port: int) -> list[tuple[list[str], str]]:
         (["demo", "--tasks", "missing.jsonl"], "no such task set file or bundled set: missing.jsonl"),
         (["demo", "--protocol", "xml"], "unknown protocol 'xml'"),
         (["demo", "--tasks", str(bad_tasks)], f"{bad_tasks}:2: invalid task"),
+        (["demo", "--jobs", "0"], "Invalid value for '--jobs'"),
+        (["demo", "--jobs", "two"], "Invalid value for '--jobs'"),
         (["run", "--tasks", str(bad_tasks), "--out", str(tmp / "r")], f"{bad_tasks}:2: invalid task"),
         (["run", "--tasks", "nosuchset", "--out", str(tmp / "r")], "bundled: demo"),
         (["run", "--concurrency", "0"], "Invalid value for '--concurrency'"),
