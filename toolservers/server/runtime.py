@@ -26,6 +26,7 @@ from .batching import Batcher, BatchInvocable, QueueFull
 from .config import RESERVED_NAMES, ResolvedToolConfig, ServerConfig
 from .metrics import ToolMetrics
 from .providers import ToolProvider
+from .store import OwnedStore, server_store
 
 T = TypeVar("T")
 
@@ -115,7 +116,11 @@ class ToolRuntime:
         self, providers: Sequence[ToolProvider], config: ServerConfig, files: FileStore | None = None
     ) -> None:
         self.config = config
-        self.files = files or FileStore(config.files_dir, shared=True)
+        # a store this server makes under the temp folder goes when it stops; a given one stays
+        self._own_store: OwnedStore | None = None
+        if files is None:
+            files, self._own_store = server_store(config.files_dir)
+        self.files = files
         by_name: dict[str, ToolProvider] = {}
         for p in providers:
             if p.name in by_name:
@@ -177,6 +182,8 @@ class ToolRuntime:
                 await entry.batcher.aclose()
         self.executor.shutdown(wait=False, cancel_futures=True)
         self.ready = False
+        if self._own_store is not None:
+            self._own_store.remove()
 
     async def _warm(self, entry: ToolEntry) -> str | None:
         """Run the provider's warm-up once; the error text if it failed (tried again next call)."""
