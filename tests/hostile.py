@@ -51,3 +51,11 @@ def nested_dict(levels: int) -> dict[str, Any]:
         node["a"] = {}
         node = node["a"]
     return root
+
+
+def nested_sequence(levels: int, kind: type[list[Any]] | type[tuple[Any, ...]] = list) -> Any:
+    """[[...[]...]] (or tuples), `levels` deep (built iteratively, from the inside out)."""
+    node: Any = kind()
+    for _ in range(levels):
+        node = kind([node])
+    return node

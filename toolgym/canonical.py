@@ -154,10 +154,11 @@ def _safe(value: Any, depth: int, max_depth: int) -> Any:
         if isinstance(value, (set, frozenset)):
             items.sort(key=canonical_json)
         return items
-    dump = getattr(value, "model_dump", None)  # a pydantic model: its JSON form
-    if callable(dump) and depth < max_depth:
-        try:
-            return _safe(dump(mode="json"), depth + 1, max_depth)
+    if depth < max_depth:
+        try:  # a pydantic model: its JSON form (getattr too: a __getattr__ may raise anything)
+            dump = getattr(value, "model_dump", None)
+            if callable(dump):
+                return _safe(dump(mode="json"), depth + 1, max_depth)
         except Exception:
             pass
     return _marker(type(value).__name__, value)

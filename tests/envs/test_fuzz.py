@@ -10,14 +10,18 @@ Invariants, checked on every example:
 
 Bounded and reproducible: `derandomize=True` (examples derive from the test, no database), a
 fixed number of examples, no deadline.
+
+Below them, 10,000 actions from a seeded generator (issue 27) through every protocol, raw
+containers nested past the recursion limit among them: 0 raises, the same invariants.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import random
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -26,12 +30,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.hostile import REPLY_FRAGMENTS
+from tests.hostile import REPLY_FRAGMENTS, nested_dict, nested_sequence
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, ToolCall
 from toolgym.envs.demo import demo_tasks_path, mock_task_paths
 from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.jsonl import read_jsonl
+from toolgym.mocks.world import MockWorld
+from toolgym.protocols import PROTOCOLS as PROTOCOL_CLASSES
+from toolgym.protocols.base import MAX_OUTPUT_CHARS
 from toolgym.tasks import Task, TaskSet
 from toolgym.trace import read_trace
 
@@ -294,3 +301,295 @@ def test_fuzz_mock_app_episodes(data: st.DataObject) -> None:
 @given(data=st.data())
 def test_fuzz_demo_episodes(data: st.DataObject) -> None:
     _check_episode("demo", data)
+
+
+# ---- 10,000 seeded actions through ToolEnv.step (issue 27) -----------------------------------
+# Raw containers nested past the recursion limit (lists, tuples, mixed, cyclic), text, bytes,
+# numbers, None, huge strings, dicts, ToolCalls with odd arguments, chat messages, Responses items
+# and SDK-like objects, drawn by a seeded generator: the same 10,000 actions on every run, spread
+# evenly over every protocol, on the mock-app tasks (real SQLite worlds, real writes included).
+STEP_FUZZ_ACTIONS = 10_000
+STEP_FUZZ_SEED = 27
+ALL_PROTOCOLS = tuple(sorted(PROTOCOL_CLASSES))
+FULL_SCAN_EVERY = 10  # episodes between checks of the incremental state hash against a full scan
+STEP_FUZZ_MAX_STEPS = 40  # long episodes: fewer resets and trace files for the same actions
+
+
+class _FailingDump:
+    """An SDK-like object whose model_dump raises."""
+
+    def model_dump(self, **_: Any) -> Any:
+        raise ValueError("cannot dump")
+
+
+class _DeepDump:
+    """An SDK-like object whose JSON data is a list nested past the recursion limit."""
+
+    data = nested_sequence(3000)
+
+    def model_dump(self, **_: Any) -> Any:
+        return self.data
+
+
+class _HostileAttributes:
+    """An object whose every attribute lookup raises something other than AttributeError."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"no {name} here")
+
+
+def _mixed(levels: int) -> Any:
+    """list, tuple and dict by turns, `levels` deep (built from the inside out)."""
+    node: Any = None
+    for i in range(levels):
+        node = [node] if i % 3 == 0 else (node,) if i % 3 == 1 else {"a": node}
+    return node
+
+
+def _cycles() -> list[Any]:
+    loop: list[Any] = [1]
+    loop.append(loop)
+    holder: dict[str, Any] = {"role": "assistant"}
+    holder["content"] = [holder]
+    return [loop, [loop], (loop,), holder]
+
+
+_DEEP: list[Any] = [
+    nested_sequence(500),
+    nested_sequence(600, tuple),
+    nested_sequence(1200),
+    nested_sequence(5000, tuple),
+    _mixed(900),
+    _mixed(4000),
+    nested_dict(3000),
+    *_cycles(),
+]
+_SCALARS: list[Any] = [
+    None,
+    True,
+    0,
+    -1,
+    3.5,
+    math.nan,
+    -math.inf,
+    HugeInt(10**5000),
+    b"Final Answer: x",
+    bytearray(b"\xff\x00"),
+    1j,
+    "",
+    "\ud800",
+    "x" * (MAX_OUTPUT_CHARS + 1),
+    "9" * 5000,
+    "[" * 5000,
+    '{"a":' * 3000,
+    {1, 2},
+    frozenset({"a"}),
+    range(3),
+    object(),
+    _FailingDump(),
+    _DeepDump(),
+    _HostileAttributes(),
+]
+
+
+class StepFuzzer:
+    """Seeded raw outputs and actions for one env: its protocol, its task's tools and golden calls."""
+
+    def __init__(self, rng: random.Random, env: ToolEnv, task: Task) -> None:
+        self.rng, self.env = rng, env
+        self.tools = [*env.offered.names, "nope", "FinishAction", "ask_user", "no_call"]
+        self.params = sorted({p.name for t in env.offered for p in t.params}) or ["x"]
+        self.golden = [g.action for g in task.golden if isinstance(g.action, ToolCall)]
+        self.kinds: list[Callable[[], Any]] = [
+            self.deep,
+            self.deep,
+            self.container,
+            self.text,
+            self.scalar,
+            self.tool_call,
+            self.tool_call,
+            self.golden_call,
+            self.rendered,
+            self.message,
+            self.items,
+            self.completion,
+            self.parallel,
+            self.turn,
+        ]
+
+    def action(self) -> tuple[str, Any]:
+        """(the kind drawn, the action)."""
+        make = self.rng.choice(self.kinds)
+        return make.__name__, make()
+
+    def value(self, depth: int = 0) -> Any:
+        """Anything: a scalar, a deep or cyclic container, or a small random container of values."""
+        roll = self.rng.random()
+        if roll < 0.15:
+            return self.rng.choice(_DEEP)
+        if roll < 0.55 or depth >= 3:
+            return self.rng.choice([*_SCALARS, self.rng.choice(self.params), self.rng.randint(-9, 99)])
+        size = self.rng.randint(0, 3)
+        kind = self.rng.choice([list, tuple, dict])
+        if kind is dict:
+            return {self.rng.choice([*self.params, "a", ""]): self.value(depth + 1) for _ in range(size)}
+        return kind(self.value(depth + 1) for _ in range(size))
+
+    def arguments(self) -> dict[str, Any]:
+        return {self.rng.choice([*self.params, "zz"]): self.value() for _ in range(self.rng.randint(0, 3))}
+
+    def deep(self) -> Any:
+        """A deep or cyclic container, alone or wrapped in one more layer."""
+        value = self.rng.choice(_DEEP)
+        wrap = self.rng.randint(0, 4)
+        return [value, (value,), [1, value], [ToolCall(name="x"), value], {"content": value}][wrap]
+
+    def container(self) -> Any:
+        return self.rng.choice([list, tuple])(self.value(1) for _ in range(self.rng.randint(0, 4)))
+
+    def scalar(self) -> Any:
+        return self.rng.choice(_SCALARS)
+
+    def turn(self) -> Action:
+        turns: list[Action] = [NoCall(thought="hm"), AskUser(text="which one?"), FinalAnswer(text="done")]
+        return self.rng.choice(turns)
+
+    def text(self) -> str:
+        pieces = [*REPLY_FRAGMENTS, *self.tools, *self.params]
+        return "".join(self.rng.choice(pieces) for _ in range(self.rng.randint(0, 12)))
+
+    def tool_call(self) -> ToolCall:
+        return ToolCall(name=self.rng.choice(self.tools), arguments=self.arguments())
+
+    def golden_call(self) -> Any:
+        return self.rng.choice(self.golden) if self.golden else self.tool_call()
+
+    def rendered(self) -> Any:
+        """A golden or odd call in the protocol's own format (what a model would send)."""
+        call = self.golden_call() if self.rng.random() < 0.5 else self.tool_call()
+        try:
+            return self.env.protocol.format_action(call)
+        except (ValueError, TypeError, RecursionError):  # arguments JSON cannot hold: sent as they are
+            return call
+
+    def function(self) -> dict[str, Any]:
+        arguments = self.arguments() if self.rng.random() < 0.5 else self.value()
+        if self.rng.random() < 0.3:  # as JSON text, or broken text where JSON cannot hold them
+            try:
+                arguments = "{" if _has_deep(arguments) else json.dumps(arguments, default=repr)
+            except ValueError:  # 10**5000
+                arguments = "{"
+        return {"name": self.rng.choice(self.tools), "arguments": arguments}
+
+    def message(self) -> dict[str, Any]:
+        calls = [{"type": "function", "id": f"c{i}", "function": self.function()} for i in range(3)]
+        return {
+            "role": self.rng.choice(["assistant", "user", self.value()]),
+            "content": self.rng.choice([None, self.text(), self.value()]),
+            "tool_calls": self.rng.choice([calls[: self.rng.randint(0, 3)], self.value(), None]),
+        }
+
+    def items(self) -> list[Any]:
+        """Responses output items (or what claims to be)."""
+        out: list[Any] = []
+        for i in range(self.rng.randint(1, 3)):
+            kind = self.rng.choice(["function_call", "message", "reasoning", self.value()])
+            out.append({"type": kind, "call_id": f"c{i}", "content": self.value(), **self.function()})
+        return out
+
+    def completion(self) -> dict[str, Any]:
+        choices = [
+            {"message": self.message(), "finish_reason": "stop"} for _ in range(self.rng.randint(0, 2))
+        ]
+        return {"object": "chat.completion", "choices": self.rng.choice([choices, self.value()])}
+
+    def parallel(self) -> list[Any]:
+        calls: list[Any] = [self.tool_call() for _ in range(self.rng.randint(1, 3))]
+        if self.rng.random() < 0.5:
+            calls.append(self.golden_call())
+        return calls
+
+
+def _has_deep(value: Any) -> bool:
+    """Whether `value` holds one of the deep or cyclic pool values (json.dumps would recurse)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if any(item is d for d in _DEEP):
+            return True
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return False
+
+
+class FuzzPlayer:
+    """Plays drawn actions until the shared budget is spent, then answers."""
+
+    name = "step-fuzz"
+
+    def __init__(self, fuzzers: dict[str, StepFuzzer], budget: int) -> None:
+        self.fuzzers, self.left = fuzzers, budget
+        self.task_id = ""
+        self.last = ""
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        self.task_id = task.id
+
+    def act(self, observation: str, info: dict[str, Any]) -> Any:
+        if self.left <= 0:
+            self.last = "final"
+            return FinalAnswer(text="done")
+        self.left -= 1
+        self.last, action = self.fuzzers[self.task_id].action()
+        return action
+
+
+@pytest.mark.parametrize("protocol", ALL_PROTOCOLS)
+def test_seeded_actions_through_step_never_raise_and_keep_the_state_consistent(
+    protocol: str, tmp_path: Path
+) -> None:
+    """Every action gives an observation (no raise); a step of errors only changes no state; each
+    episode's trace reads back whole and ends with the world's hash, which equals a full scan
+    (checked every few episodes); a reset gives the task's initial hash back."""
+    tasks = _task_sets()["mock"]
+    env = ToolEnv(tasks=tasks, protocol=protocol, max_steps=STEP_FUZZ_MAX_STEPS)
+    rng = random.Random(f"{STEP_FUZZ_SEED}:{protocol}")
+    fuzzers: dict[str, StepFuzzer] = {}
+    initial: dict[str, str | None] = {}
+    for task in tasks:
+        initial[task.id] = env.reset(options={"task": task})[1].get("state_hash")
+        fuzzers[task.id] = StepFuzzer(rng, env, task)
+    budget = STEP_FUZZ_ACTIONS // len(ALL_PROTOCOLS)
+    player = FuzzPlayer(fuzzers, budget)
+    raised: list[str] = []
+    episode = stepped = 0
+    while player.left > 0:
+        task = tasks[episode % len(tasks)]
+        episode += 1
+        try:
+            result = run_episode(env, player, task, seed=episode, trace_dir=tmp_path)
+        except Exception as exc:  # counted, then the next episode: the report lists every raise
+            raised.append(f"{player.last}: {type(exc).__name__}")
+            continue
+        stepped += result.steps
+        assert result.trace_path is not None
+        trace = read_trace(result.trace_path)
+        assert trace.complete and len(trace.steps) == result.steps, result.trace_path
+        assert trace.steps[0].state_hash_before == initial[task.id]
+        for step in trace.steps:
+            if all(o["error"] is not None for o in step.observations):
+                assert step.state_hash_after == step.state_hash_before, (
+                    task.id,
+                    step.index,
+                    step.error_kinds,
+                )
+        world = env.world
+        assert isinstance(world, MockWorld)
+        assert world.state_hash() == trace.steps[-1].state_hash_after
+        if episode % FULL_SCAN_EVERY == 0 or player.left <= 0:  # a scan is O(rows): now and then
+            assert world.state_hash() == world.store.full_hash(), (task.id, episode)
+    env.close()
+    assert raised == [], f"{len(raised)} raises: {sorted(set(raised))}"
+    assert stepped >= budget  # every drawn action was stepped (and the closing answers)

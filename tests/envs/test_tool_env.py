@@ -13,6 +13,7 @@ from openai import OpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
 from tests.evaluation.fake_openai import FakeOpenAI, calls, serve, text
+from tests.hostile import nested_sequence
 from toolgym import AnswerSpec, AskUser, FinalAnswer, NoCall, Task, ToolCall, ToolEnv, ToolSet, tool
 from toolgym.actions import Observation
 from toolgym.canonical import canonical_json
@@ -134,6 +135,9 @@ def test_full_episode_with_raw_react_text() -> None:
         (None, "format_error"),
         (b"\x00\xff binary", "format_error"),
         ([1, 2, 3], "format_error"),
+        (nested_sequence(5000), "format_error"),  # past the recursion limit (issue 27)
+        (nested_sequence(5000, tuple), "format_error"),
+        ([{"type": "message", "content": []}, nested_sequence(800)], "format_error"),
         ({"role": "assistant", "tool_calls": "nope"}, "format_error"),
     ],
 )

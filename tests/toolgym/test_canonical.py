@@ -37,6 +37,10 @@ def test_json_safe_replaces_what_json_cannot_hold() -> None:
         def __repr__(self) -> str:
             raise RuntimeError("no repr")
 
+    class Hostile:  # every attribute lookup (model_dump included) raises, not AttributeError
+        def __getattr__(self, name: str) -> Any:
+            raise RuntimeError(f"no {name}")
+
     safe = json_safe(
         {
             "nan": math.nan,
@@ -46,6 +50,7 @@ def test_json_safe_replaces_what_json_cannot_hold() -> None:
             "set": {3, 1, 2},
             "tuple": (1, "x"),
             "obj": Opaque(),
+            "hostile": Hostile(),
             1: "int key",
             (1, 2): "tuple key",
         }
@@ -55,6 +60,7 @@ def test_json_safe_replaces_what_json_cannot_hold() -> None:
     assert safe["bytes"] == "<bytes: b'\\xff\\x00'>"
     assert safe["set"] == [1, 2, 3] and safe["tuple"] == [1, "x"]
     assert safe["obj"] == "<Opaque: <Opaque instance>>"  # no memory address: traces stay stable
+    assert safe["hostile"].startswith("<Hostile: ")
     assert safe["1"] == "int key" and safe["<tuple: (1, 2)>"] == "tuple key"
     json.loads(canonical_json(safe))
 

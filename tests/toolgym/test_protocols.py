@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
-from tests.hostile import REPLY_FRAGMENTS
+from tests.hostile import REPLY_FRAGMENTS, nested_sequence
 from tests.shared_data import MTU_DIR
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
 from toolgym.errors import FormatError
@@ -568,6 +568,29 @@ def test_deeply_nested_text_is_a_format_error(name: str) -> None:
     }
     with pytest.raises(FormatError):
         protocol(name).parse(outputs[name])
+
+
+def _cyclic_list() -> list[Any]:
+    loop: list[Any] = []
+    loop.append(loop)
+    return loop
+
+
+@pytest.mark.parametrize("name", PROTOCOL_NAMES)
+def test_raw_containers_nested_past_the_recursion_limit_are_format_errors(name: str) -> None:
+    """Lists and tuples as raw output are read one level deep, as mappings are: what they hold is
+    the protocol's to refuse, never a RecursionError (issue 27)."""
+    deep = nested_sequence(5000)
+    for output in (
+        deep,
+        nested_sequence(5000, tuple),
+        (deep,),
+        [{"type": "function_call", "call_id": "c", "name": "x", "arguments": "{}"}, deep],
+        _cyclic_list(),
+    ):
+        assert isinstance(plain_output(output), list)
+        with pytest.raises(FormatError):
+            protocol(name).parse(output)
 
 
 def test_deeply_nested_or_cyclic_argument_objects_are_format_errors() -> None:

@@ -28,18 +28,26 @@ MAX_OUTPUT_CHARS = 200_000  # longer model output is a format_error, not a parse
 
 def _dumped(value: Any) -> Any:
     """A pydantic model (the openai SDK's types are) as JSON data, found by duck typing so the
-    core never imports the SDK; lists of them item by item; anything else unchanged."""
-    if isinstance(value, (str, bytes, Mapping)):
-        return value
+    core never imports the SDK; a list or tuple (output items) as a list with each item dumped;
+    anything else unchanged. One level only: what is inside an item, a list or a mapping stays as
+    it is for the protocol to check, so a container nested past the recursion limit is a
+    format_error there, never a RecursionError here."""
     if isinstance(value, (list, tuple)):
-        return [_dumped(item) for item in value]
-    dump = getattr(value, "model_dump", None)
-    if not callable(dump):
+        return [_dumped_item(item) for item in value]
+    return _dumped_item(value)
+
+
+def _dumped_item(value: Any) -> Any:
+    """`value` as JSON data when it is a pydantic model; anything else unchanged."""
+    if isinstance(value, (str, bytes, Mapping, list, tuple)):
         return value
     try:
+        dump = getattr(value, "model_dump", None)
+        if not callable(dump):
+            return value
         # unset and null fields (audio, refusal, function_call, ...) say nothing to a parser
         return dump(mode="json", exclude_none=True)
-    except Exception as exc:
+    except Exception as exc:  # a hostile __getattr__ or a failing dump: the output cannot be read
         raise FormatError(f"cannot read {type(value).__name__} as JSON data: {exc}") from None
 
 
