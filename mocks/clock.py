@@ -3,7 +3,8 @@
 The current time lives in the world's database (`_tg_meta`, key "clock"), so it is part of the
 state: it rolls back with reset/restore, is copied by fork, and is the same in every world built
 from one (apps, seed, clock) template. It stands still unless something advances it (a task
-script, a test, an app API that models waiting); it is left out of the state hash.
+script, a test, an app API that models waiting); it is part of the state hash, as the id counters
+are: two worlds whose clocks differ answer the next call differently.
 """
 
 from __future__ import annotations

@@ -271,7 +271,11 @@ def collateral_damage(
     and whatever is ignored. O(changes) when both worlds come from the same template (same apps,
     seed and clock: the usual case), a full scan of both otherwise."""
     ignore_cols = {t: frozenset(cs) for t, cs in (ignore_columns or {}).items()}
-    tables = {n: t for n, t in golden.store.tables.items() if t.in_hash and n not in ignore_tables}
+    tables = {
+        n: t
+        for n, t in golden.store.tables.items()
+        if t.in_hash and not t.internal and n not in ignore_tables
+    }
     if set(tables) - set(episode.store.tables):
         raise ValueError("the two worlds do not have the same tables")
     differences: list[RowDifference] = []

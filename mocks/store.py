@@ -26,8 +26,10 @@ How it works
   on the log gives both (no lookup in the tables: it saved a query per table touched). The
   state hash and the diffs are built from that, never from a table scan.
 * State hash: a multiset hash, the sum modulo 2**256 of sha256(canonical_json([table, row])) over
-  every row (volatile tables and columns left out). It is computed by a full scan once per seeded
-  template; after that every world updates it from its changes.
+  every row (volatile tables and columns left out), `_tg_meta` included: the simulated clock and
+  the id counters decide what the next call answers, so two worlds that differ there must not hash
+  the same. It is computed by a full scan once per seeded template; after that every world updates
+  it from its changes (a changed counter or clock is one more changed row).
 * Templates: seeding happens once per (apps, seed, clock); the seeded database, triggers included,
   is kept as a serialized image and every new world deserializes it (a memcpy, O(size), paid once
   per world and per change of seed, never per reset).
@@ -35,7 +37,8 @@ How it works
 Rules for tables (checked when a template is built): a declared PRIMARY KEY, a rowid (no WITHOUT
 ROWID, no virtual tables), no generated columns, no AUTOINCREMENT (sqlite_sequence cannot carry
 triggers, so it would not roll back). Foreign keys are not enforced. Tables whose name starts with
-`_tg_` are the framework's own: they roll back like the others but stay out of hashes and diffs.
+`_tg_` are the framework's own: they roll back like the others and stay out of diffs; the hash
+covers them (`_tg_meta`; the undo log itself is no tracked table).
 """
 
 from __future__ import annotations
@@ -201,7 +204,8 @@ class TableInfo:
         unknown = dropped - set(self.columns)
         if unknown:
             raise StoreError(f"table {name!r}: volatile columns {sorted(unknown)} do not exist")
-        self.in_hash = not self.internal and not whole
+        # the framework's tables too: the clock and id counters in _tg_meta are state
+        self.in_hash = not whole
         self.hashed = tuple(c for c in self.columns if c not in dropped)
         self.hashed_idx = tuple(self.columns.index(c) for c in self.hashed)
         # canonical JSON sorts keys: do it once here; "_fields" index full rows, "_fields_scan"
@@ -615,7 +619,9 @@ class Store:
         self._depth = 0  # open atomic() blocks
         self._readonly_depth = 0
         self._top_cache = (-1, BASE_POS)  # (conn.total_changes, top) when top was last read
-        self._memo: tuple[tuple[int, int, int], Changes] | None = None
+        # (pos, top, epoch) -> (every table's changes, the user tables' part): a step asks for
+        # the hash and then the diff from the same position, and the log is read once for both
+        self._memo: tuple[tuple[int, int, int], tuple[Changes, Changes]] | None = None
         self._log_cols = _log_columns(template.undo_width)
         if source is None:  # at the template state; a fork starts at its parent's state
             self._begin_episode()
@@ -687,11 +693,11 @@ class Store:
         )
 
     # ---- rollback ----------------------------------------------------------------------------
-    def _changed_rows(self, pos: int, *, internal: bool) -> Changes:
-        """Every row changed after `pos` as it was then and as it is now (None: absent), from the
-        log alone: the first record of a row after `pos` holds it as it was (an insert: absent),
-        the last one as it is (a delete: absent). `internal`: the framework's tables too. Rows
-        absent at both ends, or put back as they were, are included; callers drop what they must."""
+    def _changed_rows(self, pos: int) -> Changes:
+        """Every row changed after `pos` (the framework's tables too) as it was then and as it is
+        now (None: absent), from the log alone: the first record of a row after `pos` holds it as
+        it was (an insert: absent), the last one as it is (a delete: absent). Rows absent at both
+        ends, or put back as they were, are included; callers drop what they must."""
         tables = self.tables
         width = self.template.undo_width
         out: Changes = {}
@@ -699,8 +705,6 @@ class Store:
             f"SELECT tbl, op, rid{self._log_cols} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq", (pos,)
         ):
             t = tables[record[0]]
-            if t.internal and not internal:
-                continue
             key = (record[0], record[2])
             op = record[1]
             n = len(t.columns)
@@ -724,7 +728,7 @@ class Store:
 
     def _replay(self, pos: int) -> None:
         """The database part of rollback_to: the rows back as they were at `pos`, the log cut."""
-        changes = self._changed_rows(pos, internal=True) if self.top() > pos else {}
+        changes = self._changed_rows(pos) if self.top() > pos else {}
         if changes:
             deletes: dict[str, list[tuple[int]]] = {}
             inserts: dict[str, list[Values]] = {}
@@ -905,28 +909,37 @@ class Store:
     # ---- changes, hash, diff -----------------------------------------------------------------
     def changes_since(self, pos: int) -> Changes:
         """Rows of the user tables that differ between position `pos` and now: O(changes)."""
+        return self._changes(pos)[1]
+
+    def _changes(self, pos: int) -> tuple[Changes, Changes]:
+        """Rows that differ between position `pos` and now, O(changes): those of every table
+        (what the hash moves by) and those of the user tables (what diffs show)."""
         self._require_idle("changes_since")
         top = self.top()
         memo_key = (pos, top, self.epoch)
         if self._memo is not None and self._memo[0] == memo_key:
             return self._memo[1]
-        changed = self._changed_rows(pos, internal=False) if top > pos else {}
-        out: Changes = {}
+        changed = self._changed_rows(pos) if top > pos else {}
+        tables = self.tables
+        every: Changes = {}
+        user: Changes = {}
         for key, (old, new) in changed.items():
             if old is None and new is None:
                 continue
             if old is not None and new is not None and _same(old, new):
                 continue
-            out[key] = (old, new)
-        self._memo = (memo_key, out)
-        return out
+            every[key] = (old, new)
+            if not tables[key[0]].internal:
+                user[key] = (old, new)
+        self._memo = (memo_key, (every, user))
+        return every, user
 
     def effects_since(self, pos: int) -> list[Any]:
         """Every row (internal tables included: counters, the clock) that changed after `pos`, as
         JSON `[table, rowid, old values or None, new values or None]`, exact SQLite values: what a
         cassette records so that replay can make the same change without running the API."""
         out: list[Any] = []
-        for key, (old, new) in sorted(self._changed_rows(pos, internal=True).items()):
+        for key, (old, new) in sorted(self._changed_rows(pos).items()):
             if old is None and new is None:
                 continue
             out.append(
@@ -985,17 +998,18 @@ class Store:
             base = self.template.base_acc
             if base is None:
                 # first hash ever asked of this template: scan once, then step back to the seeded state
-                base = self._apply(self.full_acc(), self.changes_since(BASE_POS), sign=-1)
+                base = self._apply(self.full_acc(), self._changes(BASE_POS)[0], sign=-1)
                 self.template.base_acc = base
             self._acc, self._hash_pos = base, BASE_POS
         top = self.top()
         if top != self._hash_pos:
-            self._acc = self._apply(self._acc, self.changes_since(self._hash_pos))
+            self._acc = self._apply(self._acc, self._changes(self._hash_pos)[0])
             self._hash_pos = top
         return self._acc
 
     def state_hash(self) -> str:
-        """Canonical hash of all user tables, volatile parts left out: 64 hex digits."""
+        """Canonical hash of all tables (user rows, the clock and the id counters), volatile
+        parts left out: 64 hex digits."""
         return format_hash(self.state_acc())
 
     def format_diff(self, changes: Changes) -> Diff:

@@ -267,6 +267,32 @@ def test_counters_roll_back(store: Store) -> None:
     assert store.next_counter("ORD") == 5
 
 
+def test_counters_and_the_clock_are_in_the_hash_moved_by_the_log_alone(store: Store) -> None:
+    """_tg_meta (the id counters, the clock) decides what the next call answers, so it is in the
+    hash (issue 27); diffs still show user rows only, and the hash after a change is still kept
+    from the undo log, O(changes): no statement reads a table."""
+    h0 = store.state_hash()
+    store.take_diff()
+    store.checkpoint("c")
+    statements: list[str] = []
+    store.conn.set_trace_callback(statements.append)
+    store.next_counter("ORD")
+    h1 = store.state_hash()
+    store.set_meta("clock", "2030-01-01T00:00:00")
+    h2 = store.state_hash()
+    store.conn.set_trace_callback(None)
+    assert len({h0, h1, h2}) == 3 and h2 == store.full_hash()
+    reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    assert reads and all("_tg_undo" in s for s in reads), reads
+    assert store.take_diff() == {}
+    store.restore("c")
+    assert store.state_hash() == h0 == store.full_hash()
+    store.next_counter("ORD")
+    assert store.state_hash() == h1  # the same state, the same hash
+    store.reset()
+    assert store.state_hash() == h0 == store.full_hash()
+
+
 def test_take_diff(store: Store) -> None:
     c = store.conn
     assert store.take_diff() == {}
