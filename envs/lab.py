@@ -8,8 +8,10 @@ re-sends the output an infra failure swallowed) and `infra_aware` (a reward that
         env = lab.env(tasks)                # ToolEnv: remote tools, mock apps in server sessions
         result = run_episode(env, InfraRetry(OracleAgent(env.protocol)), task)
 
-A server that dies or hangs during an episode is restarted by its supervisor, the step that met it
-shows `infra_error`, and the episode goes on.
+A server that dies or hangs during an episode is restarted by its supervisor and the step that met
+it tries its call once more (ToolEnv), so the episode goes on as if nothing happened; a server that
+stays down ends the episode aborted (`info["aborted"]`; `run_episode` raises EpisodeAborted).
+`InfraRetry` still re-sends what an injected infra fault (a fault plan) swallowed.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from toolgym.protocols.base import RawOutput
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 from toolgym.toolservers.hosting.lab import Endpoint, HostKind, LabServers, make_host
-from toolgym.world import World
 
 if TYPE_CHECKING:
     from toolgym.mocks.service.client import MockServiceClient
@@ -69,14 +70,9 @@ def LabEnv(
     world scores itself) and reports steps lost to the infrastructure; with
     no `mock_client`, worlds are in-process as in any ToolEnv."""
     if mock_client is not None:
-        client = mock_client
+        from toolgym.mocks.service.client import session_worlds
 
-        def session_world(task: Task) -> World | None:
-            return client.world(
-                task.apps or (), seed=task.seed, clock=task.clock, on_infra_error=on_infra_error
-            )
-
-        kwargs.setdefault("world_factory", session_world)
+        kwargs.setdefault("world_factory", session_worlds(mock_client, on_infra_error))
     return ToolEnv(tools, tasks, reward_fn=infra_aware(reward_fn or task_scores), **kwargs)
 
 

@@ -40,7 +40,15 @@ from toolgym.canonical import canonical_hash
 from toolgym.envs.agents import Agent, AsyncAgent, OracleAgent
 from toolgym.envs.faults import FaultLayer, FaultPlan, fault_aware
 from toolgym.envs.rewards import task_scores
-from toolgym.envs.runner import FILES_DIR, arun_episode, keep_file, run_episode, trace_name, write_atomically
+from toolgym.envs.runner import (
+    FILES_DIR,
+    EpisodeAborted,
+    arun_episode,
+    keep_file,
+    run_episode,
+    trace_name,
+    write_atomically,
+)
 from toolgym.envs.runner import EpisodeResult as RunnerResult
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.envs.users import UserSimulator
@@ -291,8 +299,9 @@ class EpisodeWorker:
         self.toolset = toolset if toolset is not None else build_toolset(context.env)
         # agent factories by name, each built once, when its first episode comes
         self._agents: dict[str, AgentFactory] = {} if make_agent is None else {"": make_agent}
-        self.abort_types: tuple[type[BaseException], ...] = tuple(
-            load_object(name, "abort exception") for name in context.abort_on
+        self.abort_types: tuple[type[BaseException], ...] = (
+            EpisodeAborted,  # a backend of the episode failed: always an abort
+            *(load_object(name, "abort exception") for name in context.abort_on),
         )
         self._envs: dict[str, ToolEnv] = {}
         self._staging: str | None = None
@@ -890,11 +899,13 @@ async def arollout(
     own env (`make_env(task set name)`, closed after the episode) and agent
     (`make_agent(env, trial)`, an `AsyncAgent`), writing each trace under `out` where the other
     executors put it, with the same bytes. An exception of `abort_types` (the model server failed)
-    records the episode as aborted, as `EpisodeWorker` does; the outcomes come in spec order."""
+    or an `EpisodeAborted` (a backend failed) records the episode as aborted, as `EpisodeWorker`
+    does; the outcomes come in spec order."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     tasks = {name: {t.id: t for t in task_set} for name, task_set in task_sets}
     slots = asyncio.Semaphore(concurrency)
+    stops: tuple[type[BaseException], ...] = (EpisodeAborted, *abort_types)
 
     async def one(spec: EpisodeSpec) -> EpisodeOutcome:
         async with slots:
@@ -907,7 +918,7 @@ async def arollout(
                     result = await arun_episode(
                         env, agent, task, seed=spec.seed, trace_dir=folder, keep_files=True
                     )
-                except abort_types as exc:
+                except stops as exc:
                     return aborted_outcome(env, agent, task, spec, folder, exc)
                 return finished_outcome(agent, task, spec, result)
             finally:

@@ -1,4 +1,9 @@
-"""Run an agent over tasks in a ToolEnv and write one trace per episode."""
+"""Run an agent over tasks in a ToolEnv and write one trace per episode.
+
+An episode whose backend failed (the env's `info["aborted"]`, or a reset that met an InfraError:
+a world, tool server, sandbox or simulator that is dead or unreachable) raises `EpisodeAborted`
+after its last step is written; its trace stays partial, and every executor records the episode
+as aborted, as it does for a model server that failed (`toolgym.envs.rollouts`)."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from toolgym.canonical import canonical_hash
 from toolgym.envs.agents import Agent, AsyncAgent
 from toolgym.envs.faults import FaultLayer
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.errors import InfraError
 from toolgym.files import FileHandle
 from toolgym.tasks import Task
 from toolgym.trace import (
@@ -24,6 +30,19 @@ from toolgym.trace import (
     TraceWriter,
     TurnTokens,
 )
+
+
+class EpisodeAborted(InfraError):
+    """The episode's infrastructure failed (not the agent): it ended unscored. The message says
+    what failed."""
+
+
+def _reset(env: ToolEnv, task: Task, seed: int | None) -> tuple[Any, dict[str, Any]]:
+    """`env.reset` for the task; a backend that fails it (a world that cannot be made) aborts."""
+    try:
+        return env.reset(seed=seed, options={"task": task})
+    except InfraError as exc:
+        raise EpisodeAborted(f"reset failed: {exc.message}") from exc
 
 
 @dataclass
@@ -105,9 +124,10 @@ def step_fields(
 
 
 def trace_end(env: ToolEnv, info: dict[str, Any], *, terminated: bool, reward: float) -> TraceEnd:
-    """The end line of a finished episode from its last step's info."""
+    """The end line of a finished episode from its last step's info (`aborted` when the env ended
+    it for a failed backend: the env service writes it so)."""
     return TraceEnd(
-        status="terminated" if terminated else "truncated",
+        status="aborted" if info.get("aborted") else "terminated" if terminated else "truncated",
         steps=info["step"],
         final_answer=info.get("final_answer"),
         reward=reward,
@@ -228,6 +248,8 @@ class _Episode:
             if self.files_dir is not None:
                 keep_observation_files(env, step_info, self.files_dir)
         self.hash_before = step_info.get("state_hash")
+        if step_info.get("aborted"):
+            raise EpisodeAborted(str(step_info["aborted"]))
 
     def finish(self) -> EpisodeResult:
         """The end line, and the episode's result."""
@@ -266,7 +288,7 @@ def run_episode(
     """Runs one episode; with `trace_dir`, writes its trace there, and with `keep_files` also the
     files its observations carry (images a tool drew), as `trace_dir/files/<sha256>`, which the
     trace names by hash only (`toolgym view` shows them)."""
-    obs, info = env.reset(seed=seed, options={"task": task})
+    obs, info = _reset(env, task, seed)
     agent.start(task, obs, info)
     episode = _Episode(
         env,
@@ -302,7 +324,7 @@ async def arun_episode(
     """`run_episode` for an agent that awaits its model (`AsyncAgent`): the same steps and the same
     trace bytes. The env steps on the event loop (tools are quick or have their own limits); other
     episodes' model requests proceed meanwhile."""
-    obs, info = env.reset(seed=seed, options={"task": task})
+    obs, info = _reset(env, task, seed)
     await agent.astart(task, obs, info)
     episode = _Episode(
         env,

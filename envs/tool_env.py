@@ -6,6 +6,15 @@ state hash and diff) is in `info`. `step` never raises on agent input (arguments
 data are an `argument_error`) nor on a remote world or tool server that dies mid-episode (an
 `infra_error` observation; a state hash out of reach is None).
 
+A backend that fails (`outage_of`: a world, a tool server, a sandbox that cannot start, a user or
+tool simulator) is not the agent's failure. A tool call or a world read that meets one is tried
+once more in the same step, which absorbs a passing failure (a supervised server restarted, a mock
+session rebuilt from its journal), and so is a user simulator's reply and the episode's scoring;
+when the second try fails too (or a simulator has a bug), the step ends the episode unscored:
+`truncated`, reward 0 and
+`info["aborted"]` saying why. The runner then records the episode as aborted (README, Runs).
+Injected faults (fault plans), cassette misses and the agent's own errors never abort.
+
 How behaviour is added to an episode (ARCHITECTURE.md):
 - env wrappers (`gymnasium.Wrapper`): teacher forcing (`toolgym.envs.teacher.TeacherForcedEnv`),
   gymnasium's own (`TimeLimit`, `RecordEpisodeStatistics`, ...);
@@ -25,13 +34,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, SupportsFloat, runtime_checkable
+from typing import Any, Protocol, SupportsFloat, TypeVar, runtime_checkable
 
 import gymnasium as gym
 from pydantic import BaseModel
 
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
 from toolgym.canonical import json_safe
+from toolgym.envs.faults import injected_of
 from toolgym.envs.rewards import Episode, EpisodeStep, RewardFn, reward_value, task_scores
 from toolgym.envs.spaces import AnyText
 from toolgym.envs.users import NO_MORE_USER_INPUT as NO_MORE_USER_INPUT  # its old home
@@ -47,6 +57,7 @@ from toolgym.world import World
 
 MAX_OBSERVATION_CHARS = 100_000
 MAX_CACHED_INSTRUCTIONS = 64  # tool sets whose rendered instructions an env keeps
+_T = TypeVar("_T")
 
 
 @runtime_checkable
@@ -197,6 +208,33 @@ def _infra_observation(what: str, exc: InfraError) -> Observation:
     return Observation.from_error(
         ErrorKind.INFRA_ERROR, f"{what}: {exc.message}", content=to_json_value(exc.data)
     )
+
+
+def _cassette_miss(content: Any) -> bool:
+    return isinstance(content, Mapping) and "cassette_miss" in content
+
+
+def outage_of(obs: Observation) -> str | None:
+    """What failed, when `obs` reports a backend failure (an `infra_error` from a world, a tool
+    server, the sandbox, a simulator); None for any other observation, and for the infra errors
+    that are no outage: a fault plan's injected faults (the experiment itself) and cassette misses
+    (a replay that diverged, which verify reports)."""
+    if obs.error is None or obs.error.kind is not ErrorKind.INFRA_ERROR or injected_of(obs) is not None:
+        return None
+    if _cassette_miss(obs.content):
+        return None
+    return f"{obs.tool}: {obs.error.message}" if obs.tool else obs.error.message
+
+
+def _tried_twice(fn: Callable[[], _T]) -> _T:
+    """`fn()`, tried once more when it raises InfraError (a second one propagates; a cassette
+    miss is not tried again: it would miss again)."""
+    try:
+        return fn()
+    except InfraError as exc:
+        if _cassette_miss(exc.data):
+            raise
+        return fn()
 
 
 class ToolEnv(gym.Env[str, Any]):
@@ -410,7 +448,10 @@ class ToolEnv(gym.Env[str, Any]):
                 return Observation.from_error(
                     ErrorKind.ARGUMENT_ERROR, problem, tool=action.name, call_id=action.call_id
                 )
-            return self.offered.call(action, self._ctx)
+            obs = self.offered.call(action, self._ctx)
+            if outage_of(obs) is not None:  # once more: a passing failure is absorbed here
+                obs = self.offered.call(action, self._ctx)
+            return obs
         if isinstance(action, FinalAnswer):
             return Observation(type="final", text=action.text)
         if isinstance(action, AskUser):
@@ -445,7 +486,7 @@ class ToolEnv(gym.Env[str, Any]):
                 content={"user": {**self._user_info(), "turn": None}},
             )
         try:
-            reply = self.user.reply(message, asked=asked)
+            reply = _tried_twice(lambda: self.user.reply(message, asked=asked))
         except InfraError as exc:  # a dead or broken user endpoint: not the agent's fault
             return _infra_observation(f"the user simulator {self.user.name} failed", exc)
         except Exception as exc:  # a simulator bug must not take the episode down
@@ -481,6 +522,7 @@ class ToolEnv(gym.Env[str, Any]):
         observations: list[Observation] = [parsed] if isinstance(parsed, Observation) else []
         tool_time = 0.0
         terminated = False
+        aborted: str | None = None  # the backend failure that ends the episode unscored
         index = len(self.episode.steps) + 1
         assert self._ctx is not None
         self._ctx.extras["step"] = index  # tool layers place a call by step (fault windows)
@@ -491,6 +533,9 @@ class ToolEnv(gym.Env[str, Any]):
             t0 = time.perf_counter()
             observations.append(self._run(act, problem))
             tool_time += time.perf_counter() - t0
+            aborted = outage_of(observations[-1])
+            if aborted is not None:
+                break  # the backend is gone: nothing after this call runs
             if isinstance(act, FinalAnswer) or self._user_ended == "stop":
                 terminated = True  # the user ending the conversation ends the episode too
                 break  # nothing after a final answer runs
@@ -504,23 +549,20 @@ class ToolEnv(gym.Env[str, Any]):
         )
         if self.world is not None:
             try:
-                step.state_hash = self.world.state_hash()
-                step.state_diff = self.world.take_diff()
+                _tried_twice(lambda: self._world_state(step))
             except InfraError as exc:  # a remote world that died: this step says so, never raises
                 observations.append(_infra_observation("the world's state is unavailable", exc))
+                aborted = aborted or outage_of(observations[-1])
         self.episode.steps.append(step)
         limit = self.task.max_steps or self.max_steps
         truncated = not terminated and (index >= limit or self._user_ended == "turn_limit")
-        reward = 0.0
         result: float | Mapping[str, float] | None = None
-        if terminated or truncated:
-            self._done = True
-            try:
-                result = self.reward_fn(self.task, self.episode)
-            except InfraError as exc:  # a remote world that scores itself is gone
-                observations.append(_infra_observation("the episode could not be scored", exc))
-                result = 0.0
-            reward = reward_value(result)
+        if aborted is None and (terminated or truncated):
+            result, aborted = self._score(self.task, self.episode, observations)
+        if aborted is not None:  # ends unscored: not the agent's failure
+            terminated, truncated, result = False, True, None
+        self._done = terminated or truncated
+        reward = reward_value(result) if result is not None else 0.0
         kinds = [o.error.kind.value for o in observations if o.error is not None]
         if kinds:
             self.error_counts.update(kinds)
@@ -543,6 +585,8 @@ class ToolEnv(gym.Env[str, Any]):
         faults = self._ctx.extras.pop("faults", None)
         if faults:
             info["faults"] = faults
+        if aborted is not None:
+            info["aborted"] = aborted
         if result is not None:
             info["scores"] = dict(result) if isinstance(result, Mapping) else {"reward": reward}
             info["final_answer"] = self.episode.final_answer
@@ -556,6 +600,23 @@ class ToolEnv(gym.Env[str, Any]):
         self._last_render = text
         self._emit("step", info)
         return _clip(text), reward, terminated, truncated, info
+
+    def _score(
+        self, task: Task, episode: Episode, observations: list[Observation]
+    ) -> tuple[float | Mapping[str, float] | None, str | None]:
+        """The reward function's result, or None and why the episode could not be scored (a remote
+        world that scores itself is gone: said in `observations` too)."""
+        try:
+            return _tried_twice(lambda: self.reward_fn(task, episode)), None
+        except InfraError as exc:
+            observations.append(_infra_observation("the episode could not be scored", exc))
+            return None, outage_of(observations[-1])
+
+    def _world_state(self, step: EpisodeStep) -> None:
+        """The world's state hash and diff after the step's calls, into `step`."""
+        assert self.world is not None
+        step.state_hash = self.world.state_hash()
+        step.state_diff = self.world.take_diff()
 
     # ---- misc -----------------------------------------------------------------------------
     def subscribe(self, listener: Callable[[str, dict[str, Any]], None]) -> None:

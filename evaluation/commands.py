@@ -960,6 +960,8 @@ def score_suites(
 
     if loaded is None:
         loaded, _ = load_traces(directory)
+    # an episode its infrastructure aborted (an env-service trace ends `aborted`) is never scored
+    loaded = [t for t in loaded if t.trace.end is None or t.trace.end.status != "aborted"]
     index, task_set = _combined_tasks(task_paths, fmt)
     benchmarks = [
         benchmark_of(

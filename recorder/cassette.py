@@ -515,7 +515,10 @@ class Cassette:
             self.stats.not_recorded += 1
             if self.mode == "replay":
                 self.stats.misses += 1
-                raise InfraError(f"cassette: this {tool} request has no canonical JSON ({exc})") from None
+                raise InfraError(
+                    f"cassette: this {tool} request has no canonical JSON ({exc})",
+                    data={"cassette_miss": {"key": None, "nearest": []}},  # a miss, not an outage
+                ) from None
             self.stats.live_calls += 1
             return live()
         if self.mode in ("replay", "record_missing"):
@@ -527,7 +530,15 @@ class Cassette:
                 self.stats.misses += 1
                 miss = CassetteMiss(key=key, nearest=self.nearest_keys(key))
                 self.misses.append(miss)
-                raise InfraError("cassette miss in strict replay: " + miss.describe())
+                raise InfraError(
+                    "cassette miss in strict replay: " + miss.describe(),
+                    data={
+                        "cassette_miss": {
+                            "key": key,
+                            "nearest": [{"key": n.key, "differs": n.differs} for n in miss.nearest],
+                        }
+                    },
+                )
         self.stats.live_calls += 1
         try:
             text = live()

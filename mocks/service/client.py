@@ -427,6 +427,35 @@ class RemoteMockWorld:
         return f"RemoteMockWorld({list(self.apps)}, session={self.session_id}, url={self.client.url})"
 
 
+def session_worlds(
+    client: MockServiceClient, on_infra_error: Callable[[InfraError], None] | None = None
+) -> Callable[[Task], RemoteMockWorld | None]:
+    """A world factory (`ToolEnv(world_factory=...)`): a task with apps gets a session of the
+    client's service."""
+
+    def world(task: Task) -> RemoteMockWorld | None:
+        if not task.apps:
+            return None
+        return client.world(task.apps, seed=task.seed, clock=task.clock, on_infra_error=on_infra_error)
+
+    return world
+
+
+class ServiceWorlds:
+    """The world builder of rollout workers whose mock-app tasks run in sessions of a mock service
+    (`WorldSpec("toolgym.mocks.service.client:ServiceWorlds", {"url": ..., "token": ...})`): one
+    client per worker, shared by the worlds of its envs."""
+
+    def __init__(self, url: str, token: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.client = MockServiceClient(url, token=token, timeout_s=timeout_s)
+
+    def __call__(self) -> Callable[[Task], RemoteMockWorld | None]:
+        return session_worlds(self.client)
+
+    def close(self) -> None:
+        self.client.close()
+
+
 _FILES: FileStore | None = None
 
 

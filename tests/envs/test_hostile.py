@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tests.hostile import nested_dict
-from toolgym.actions import FinalAnswer, NoCall, ToolCall
-from toolgym.envs.runner import run_episode
+from toolgym.actions import FinalAnswer, ToolCall
+from toolgym.envs.runner import EpisodeAborted, run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.mocks.service import MockServiceClient, RemoteMockWorld, ThreadedServer, create_app
 from toolgym.tasks import AnswerSpec, GoldenStep, Task
@@ -184,93 +184,89 @@ def _on_step(env: ToolEnv, actions: dict[int, Callable[[], None]]) -> None:
     )
 
 
-def test_a_mock_service_that_dies_mid_episode_gives_infra_error_steps(tmp_path: Path) -> None:
-    """No supervisor: the server goes away after step 1 and comes back (same port) after step 3.
-    Steps 2 and 3 are infra_error steps, returned and recorded; step 4 runs on the session rebuilt
-    from the journal; the episode ends scored, its trace complete."""
+def test_a_mock_service_back_before_the_second_try_costs_nothing(tmp_path: Path) -> None:
+    """The server goes away after step 1; the world's infra hook brings it back (what a supervisor
+    does). The transfer's second try, in the same step, runs on the session rebuilt from the
+    journal: no infra_error step, the episode ends scored, its trace complete."""
     first = ThreadedServer(create_app())
     url = first.start()
     servers = [first]
 
-    def restart() -> None:
-        servers.append(ThreadedServer(create_app(), port=first.port))
-        servers[-1].start()
+    def restart(exc: Exception) -> None:  # once, as a supervisor does for one outage
+        if len(servers) == 1:
+            servers.append(ThreadedServer(create_app()))
+            client.url = servers[-1].start()  # a restarted server on a new port, as the lab's
 
-    client = MockServiceClient(url, timeout_s=5)
-    world = RemoteMockWorld(client, ["banking"], seed=BANKING.seed, clock=BANKING.clock)
+    client = MockServiceClient(url, timeout_s=30)
+    world = RemoteMockWorld(
+        client, ["banking"], seed=BANKING.seed, clock=BANKING.clock, on_infra_error=restart
+    )
     env = ToolEnv(tasks=[BANKING], world=world)
-    _on_step(env, {1: first.stop, 3: restart})
+    _on_step(env, {1: first.stop})
     script = Script(
-        [
-            ToolCall(name="get_balance", arguments=BALANCE),
-            ToolCall(name="transfer", arguments=TRANSFER),
-            NoCall(thought="wait"),  # no tool call: the world's state itself is out of reach
-            ToolCall(name="transfer", arguments=TRANSFER),
-        ]
+        [ToolCall(name="get_balance", arguments=BALANCE), ToolCall(name="transfer", arguments=TRANSFER)]
     )
     try:
         result = run_episode(env, script, BANKING, trace_dir=tmp_path)
         assert result.trace_path is not None
         trace = read_trace(result.trace_path)
-        kinds = [s.error_kinds for s in trace.steps]
-        assert kinds[0] == [] and kinds[3:] == [[], []], kinds
-        assert kinds[1] and set(kinds[1]) == {"infra_error"}  # the call, then the state: both lost
-        assert kinds[2] == ["infra_error"]
-        assert trace.steps[1].state_hash_after is None  # unknown, not invented
+        assert [s.error_kinds for s in trace.steps] == [[], [], []]
         assert trace.complete and trace.end is not None and trace.end.status == "terminated"
-        assert result.final_answer == "done" and world.recoveries == 1
-        assert trace.steps[3].state_diff  # the transfer after the restart changed the state
+        assert result.reward == 1.0 and world.recoveries == 1 and len(servers) == 2
+        assert trace.steps[1].state_diff  # the transfer changed the rebuilt session's state
     finally:
         env.close()
         client.close()
         servers[-1].stop()
 
 
-def test_a_mock_service_gone_for_good_ends_the_episode_with_infra_errors(tmp_path: Path) -> None:
+def test_a_mock_service_gone_for_good_aborts_the_episode_unscored(tmp_path: Path) -> None:
+    """`step` still never raises: the step that meets the dead service (twice) ends the episode
+    truncated, reward 0, unscored, `info["aborted"]` saying why; the runner raises EpisodeAborted
+    and leaves the trace partial, so no run scores the episode as the agent's failure."""
+    server = ThreadedServer(create_app())
+    client = MockServiceClient(server.start(), timeout_s=5)
+    env = ToolEnv(tasks=[BANKING], world=RemoteMockWorld(client, ["banking"]))
+    env.reset(options={"task": BANKING})
+    server.stop()
+    _, reward, terminated, truncated, info = env.step(ToolCall(name="transfer", arguments=TRANSFER))
+    assert (reward, terminated, truncated) == (0.0, False, True)
+    assert info["aborted"].startswith("transfer: mock service at") and "unreachable" in info["aborted"]
+    assert "scores" not in info and set(info["error_kinds"]) == {"infra_error"}
+    env.close()
     server = ThreadedServer(create_app())
     client = MockServiceClient(server.start(), timeout_s=5)
     env = ToolEnv(tasks=[BANKING], world=RemoteMockWorld(client, ["banking"]))
     _on_step(env, {1: server.stop})
     script = Script(
-        [ToolCall(name="transfer", arguments=TRANSFER), ToolCall(name="get_balance", arguments=BALANCE)]
+        [ToolCall(name="get_balance", arguments=BALANCE), ToolCall(name="transfer", arguments=TRANSFER)]
     )
-    result = run_episode(env, script, BANKING, trace_dir=tmp_path)
-    assert result.trace_path is not None
-    trace = read_trace(result.trace_path)
-    assert trace.complete and [bool(s.error_kinds) for s in trace.steps] == [False, True, True]
-    assert all(set(s.error_kinds) == {"infra_error"} for s in trace.steps[1:])
-    assert result.reward == 0.0  # the state could not be scored: no reward, and no exception
-    assert "could not be scored" in json.dumps(trace.steps[-1].observations)
+    with pytest.raises(EpisodeAborted, match="unreachable"):
+        run_episode(env, script, BANKING, trace_dir=tmp_path)
+    (partial,) = tmp_path.glob("*.partial")
+    trace = read_trace(partial)
+    assert trace.end is None and [bool(s.error_kinds) for s in trace.steps] == [False, True]
     env.close()
     client.close()
 
 
-def test_a_tool_server_that_dies_mid_episode_gives_infra_error_steps(tmp_path: Path) -> None:
+def test_a_tool_server_gone_mid_episode_aborts_the_episode(tmp_path: Path) -> None:
     task = Task(id="calc", query="2+2?", tools=["Calculator"], answer=AnswerSpec(whitelist=[["done"]]))
-    first = ServerThread(create_tool_app([calculator]))
-    url = first.start()
-    servers = [first]
-
-    def restart() -> None:
-        servers.append(ServerThread(create_tool_app([calculator]), port=first.port))
-        servers[-1].start()
-
-    remote = RemoteToolSet(url)
+    server = ServerThread(create_tool_app([calculator]))
+    remote = RemoteToolSet(server.start())
     env = ToolEnv(remote, [task])
-    _on_step(env, {1: first.stop, 3: restart})
+    _on_step(env, {1: server.stop})
     add = ToolCall(name="Calculator", arguments={"expression": "2+2"})
     try:
-        result = run_episode(env, Script([add, add, add, add]), task, trace_dir=tmp_path)
-        assert result.trace_path is not None
-        trace = read_trace(result.trace_path)
-        assert [s.error_kinds for s in trace.steps] == [[], ["infra_error"], ["infra_error"], [], []]
-        assert trace.steps[3].observations[0]["content"] == "4"  # back on the restarted server
-        assert trace.complete and result.reward == 1.0
-        assert result.error_counts == {"infra_error": 2}
+        with pytest.raises(EpisodeAborted, match=r"^Calculator: "):
+            run_episode(env, Script([add, add, add]), task, trace_dir=tmp_path)
+        (partial,) = tmp_path.glob("*.partial")
+        trace = read_trace(partial)
+        assert [s.error_kinds for s in trace.steps] == [[], ["infra_error"]]
+        assert trace.steps[0].observations[0]["content"] == "4"
     finally:
         env.close()
         remote.close()
-        servers[-1].stop()
 
 
 # ---- close -----------------------------------------------------------------------------------

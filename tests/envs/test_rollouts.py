@@ -558,3 +558,32 @@ def test_a_worker_process_leaves_no_staging_folder_behind() -> None:
     child.join(60)
     assert child.exitcode == 0 and isinstance(staging, str) and "toolgym-rollout-" in staging
     assert not Path(staging).exists()
+
+
+def test_a_tool_server_killed_mid_episode_aborts_the_episode_on_a_process_worker(tmp_path: Path) -> None:
+    """`toolgym serve` SIGKILLed by the agent before its second call: the call and its one retry
+    fail, the episode is aborted with the reason (never terminated with reward 0), its partial
+    trace keeps the steps it took, and the episode after it (whose tool server is gone) too."""
+    from tests.backends import calculator_task, tool_server
+
+    sets = [("calc", TaskSet([calculator_task("calc"), calculator_task("again")]))]
+    with tool_server() as server:
+        marker = str(tmp_path / "killed")
+        outcomes = rollout(
+            sets,
+            episode_specs(sets, trials=1, seed=0),
+            out=tmp_path,
+            executor=ProcessExecutor(1),
+            env=EnvConfig(tool_url=server.url),
+            agent=AgentSpec(
+                "tests.backends:Killers", {"pid": server.pid, "target": "calc", "at": 1, "marker": marker}
+            ),
+        )
+    assert [o.status for o in outcomes] == ["aborted", "aborted"]
+    killed = outcomes[0]
+    assert killed.error is not None and killed.error.startswith("EpisodeAborted: Calculator: ")
+    assert killed.steps == 2 and killed.error_counts == {"infra_error": 1}
+    assert killed.trace is not None and killed.trace.endswith(".partial")
+    trace = read_trace(tmp_path / killed.trace)
+    assert trace.end is None and [s.error_kinds for s in trace.steps] == [[], ["infra_error"]]
+    assert trace.steps[0].observations[0]["content"] == "4"

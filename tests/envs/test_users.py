@@ -215,16 +215,17 @@ class _Failing:
 
 @pytest.mark.parametrize("exc", [InfraError("connection refused"), KeyError("bug")])
 def test_a_failing_user_is_an_infra_error_never_an_exception(exc: Exception) -> None:
+    """The simulator's failure is not the agent's: asked once more, then the step ends the
+    episode aborted, unscored."""
     user = _Failing(exc)
     env = ToolEnv(ToolSet(), [chat_task()], user=user)
     env.reset(options={"task": "chat"})
-    obs, _, terminated, truncated, info = env.step(AskUser(text="How much?"))
-    assert not (terminated or truncated) and info["error_kinds"] == ["infra_error"]
-    assert "the user simulator failing failed" in obs
-    # a failed turn is not a user turn: the agent may ask again
-    assert info["user"]["turns"] == 0 and user.calls == 1
-    _, _, terminated, _, info = env.step(FinalAnswer(text="150"))
-    assert terminated and info["error_counts"] == {"infra_error": 1}
+    obs, reward, terminated, truncated, info = env.step(AskUser(text="How much?"))
+    assert (reward, terminated, truncated) == (0.0, False, True) and info["error_kinds"] == ["infra_error"]
+    assert "the user simulator failing failed" in obs and "scores" not in info
+    assert info["aborted"].startswith("the user simulator failing failed")
+    assert info["user"]["turns"] == 0  # a failed turn is not a user turn
+    assert user.calls == (2 if isinstance(exc, InfraError) else 1)  # a bug is not tried again
 
 
 def test_tasks_without_a_scenario_keep_the_scripted_user_whatever_the_seam_says() -> None:

@@ -28,6 +28,7 @@ from toolgym.evaluation.runs import (
     pass_k_table,
     records_from_traces,
     run_trials,
+    trial_counts,
 )
 from toolgym.tasks import TaskSet
 from toolgym.toolservers.registry import default_toolset
@@ -327,3 +328,42 @@ def test_run_command_rejects_bad_input(
     assert result.exit_code == 2, result.output
     assert message in flat(result.output)
     assert not (tmp_path / "run.json").exists()
+
+
+# ---- a backend that dies mid-episode: aborted, never failed (issue 27, item 6) --------------------
+def test_a_mock_service_killed_mid_episode_aborts_and_retry_aborted_reruns_it(tmp_path: Path) -> None:
+    """`toolgym lab mock-server` SIGKILLed by the agent before the transfer of the first task: that
+    episode and the next (whose world cannot be made) end aborted with the reason, no episode
+    counts as failed; with the service back on its port, `retry_aborted` reruns both, and both pass.
+    (Threads here; the process pool meets a killed tool server in tests/envs/test_rollouts.py.)"""
+    from tests.backends import Killers, banking_sets, mock_service
+    from toolgym.envs.rollouts import AgentSpec, WorldSpec
+
+    def run(url: str, pid: int, *, retry_aborted: bool) -> RunSummary:
+        return run_trials(
+            banking_sets(),
+            AgentSpec(
+                "tests.backends:Killers",
+                {"pid": pid, "target": "first", "at": 1, "marker": str(tmp_path / "killed")},
+            ),
+            out=tmp_path / "run",
+            agent_name="oracle",
+            worlds=WorldSpec("toolgym.mocks.service.client:ServiceWorlds", {"url": url, "timeout_s": 10.0}),
+            retry_aborted=retry_aborted,
+        )
+
+    assert Killers  # the builder the spec names
+    with mock_service() as service:
+        summary = run(service.url, service.pid, retry_aborted=False)
+    assert [e.status for e in summary.episodes] == ["aborted", "aborted"]
+    first, second = summary.episodes
+    assert first.error is not None and first.error.startswith("EpisodeAborted: transfer: mock service at")
+    assert "unreachable" in first.error and first.steps == 2
+    assert second.error is not None and "reset failed" in second.error
+    assert trial_counts(summary.episodes) == {}  # no finished trial: nothing scored as a failure
+    assert pass_k_table(summary.episodes) == []
+    assert first.trace is not None and first.trace.endswith(".partial")
+    with mock_service(service.port) as back:
+        rerun = run(back.url, back.pid, retry_aborted=True)
+    assert [(e.status, e.success) for e in rerun.episodes] == [("terminated", True), ("terminated", True)]
+    assert rerun.aborted == []

@@ -159,22 +159,27 @@ def test_a_replay_miss_is_an_infra_error_naming_the_request(tmp_path: Path) -> N
         (Fault(status=503), "attempts failed"),
     ],
 )
-def test_a_broken_user_endpoint_is_an_infra_error_and_the_episode_goes_on(fault: Fault, message: str) -> None:
+def test_a_broken_user_endpoint_is_tried_once_more_then_aborts_the_episode(
+    fault: Fault, message: str
+) -> None:
+    """One bad answer: the step's second try reaches the user, nothing shows. Two in a row: the
+    step ends the episode aborted (unscored, `info["aborted"]` says why), never an exception."""
     fake = FakeOpenAI(plays_the_transfer_user, faults=deque([fault]))
     with serve(fake), ChatClient(config(fake, timeout_s=0.5, max_retries=0)) as client:
         env = ToolEnv(ToolSet(), [TRANSFER], user=llm_user(client))
         env.reset(options={"task": TRANSFER.id})
         obs, _, terminated, truncated, info = env.step(AskUser(text="What is your account number?"))
-        assert info["error_kinds"] == ["infra_error"] and message in obs
-        assert not (terminated or truncated) and info["user"]["turns"] == 0
-        # nothing is lost: the next question reaches the user
-        obs, *_ = env.step(AskUser(text="What is your account number?"))
+        assert info["error_kinds"] == [] and not (terminated or truncated) and info["user"]["turns"] == 1
+        assert obs == "Observation: It's account 123456, and please move $150."
+        fake.faults.extend([fault, fault])
+        obs, reward, terminated, truncated, info = env.step(AskUser(text="How much?"))
         env.close()
-    assert obs == "Observation: It's account 123456, and please move $150."
+    assert info["error_kinds"] == ["infra_error"] and message in obs and info["user"]["turns"] == 1
+    assert (reward, terminated, truncated) == (0.0, False, True) and message in info["aborted"]
 
 
 def test_garbage_text_is_kept_clipped_and_an_empty_reply_is_an_infra_error() -> None:
-    replies = iter(["x" * 10_000, "   "])
+    replies = iter(["x" * 10_000, "   ", "   "])  # the empty reply twice: the step's retry too
     with (
         serve(FakeOpenAI(lambda _body: text(next(replies)))) as fake,
         ChatClient(config(fake)) as client,

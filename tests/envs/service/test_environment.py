@@ -106,3 +106,33 @@ def test_a_new_config_rebuilds_the_env_and_ends_the_open_episode(catalog: Catalo
 
 def test_metadata(catalog: Catalog) -> None:
     assert ToolgymEnvironment(catalog).get_metadata().name == "toolgym"
+
+
+def test_a_tool_server_killed_mid_episode_ends_the_session_episode_aborted(tmp_path: Path) -> None:
+    """The env service on a real `toolgym serve` (`--tool-server`), SIGKILLed before the second
+    call: that step answers done, unscored, with `info["aborted"]` naming the failure, and the
+    session's trace ends `aborted` (eval leaves it out), never `terminated` with reward 0."""
+    from tests.backends import calculator_task, tool_server
+
+    tasks = tmp_path / "calc.jsonl"
+    tasks.write_text(calculator_task("calc").model_dump_json() + "\n")
+    with tool_server() as server:
+        catalog = Catalog.build(task_files=[tasks], tool_names=[], tool_servers=[server.url])
+        session = ToolgymEnvironment(catalog, tmp_path / "traces")
+        session.reset(seed=0, task_id="calc", config={"tasks": "calc"})
+        call = {"type": "tool_call", "name": "Calculator", "arguments": {"expression": "2+2"}}
+        first = session.step(ToolgymAction(action=call))
+        assert not first.done and first.info["observations"][0]["content"] == "4"
+        server.kill()
+        lost = session.step(ToolgymAction(action=call))
+    assert lost.done and lost.reward == 0.0 and lost.info["error_kinds"] == ["infra_error"]
+    assert lost.info["aborted"].startswith("Calculator: ") and "scores" not in lost.info
+    assert session.state.done
+    with pytest.raises(ServiceError) as over:
+        session.step(ToolgymAction(action=call))
+    assert over.value.kind == "episode_over"
+    name = session.state.trace
+    assert name is not None
+    end = read_trace(tmp_path / "traces" / session.session_id / name).end
+    assert end is not None and end.status == "aborted" and end.reward == 0.0 and end.steps == 2
+    session.close()
