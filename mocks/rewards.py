@@ -2,7 +2,8 @@
 
 * Golden state: replay the task's golden tool calls on a fresh world (same apps, seed, clock) and
   compare its state hash with the episode's final hash (tau-bench style). Volatile columns are
-  outside the hash, so bookkeeping timestamps do not matter.
+  outside the hash, so bookkeeping timestamps do not matter; the clock and the id counters are
+  inside it, so the episode must have used as many ids as the golden chain.
 * State assertions: a short list of checks on the final state (a row exists, is absent, a field
   has a value, a count), written in task files as JSON.
 * Collateral damage: the rows where the episode's final state differs from the golden replay,
