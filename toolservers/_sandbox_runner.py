@@ -3,7 +3,7 @@
 Standalone on purpose (stdlib only, never imports toolgym): it runs inside the sandbox, where the
 project is not readable. Two stages, two interpreters:
 
-  setup  `python -I -B _sandbox_runner.py`, config (JSON) on stdin, trusted code only: apply the
+  setup  `python -I -B _sandbox_runner.py`, config (one JSON line) on stdin, trusted code only: apply the
          mount plan (unshare path: hide /root, /tmp, ... and bind back what Python needs), set
          no_new_privs, drop to the unprivileged uid/gid when started as root, then exec
   run    `python -I -B _sandbox_runner.py --run FD`: a fresh interpreter that never loads ctypes
@@ -24,6 +24,7 @@ import os
 import signal
 import stat
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from types import TracebackType
@@ -34,6 +35,7 @@ IMAGE_NAME = ".toolgym-figure.png"
 CODE_FILENAME = "<code>"
 EXIT_CPU = 90  # SIGXCPU arrived: the CPU-time limit was hit
 EXIT_SETUP = 91  # the sandbox itself could not be set up
+EXIT_ORPHANED = 92  # the server died: nobody waits for the result
 
 # Headers GTA's runtime puts in front of the code (agentlego Solver/Plot `GenericRuntime(headers=...)`).
 HEADERS = {"solver": "from sympy import symbols, Eq, solve\n", "plot": "import matplotlib.pyplot as plt\n"}
@@ -47,6 +49,9 @@ MS_REMOUNT = 32
 MS_BIND = 4096
 MS_REC = 16384
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
+PYC_HEADER_BYTES = 16  # importlib's header in front of a .pyc's marshalled code
+RECENT_PYCS = 8  # .pyc files remembered for marshal.loads (imports on several threads)
 
 FONT_DIRS = ("/usr/share/fonts", "/usr/local/share/fonts", "/usr/share/X11/fonts", "/usr/X11R6/lib/X11/fonts")
 READ_ONLY_FILES = ("/dev/urandom", "/dev/random", "/dev/zero")
@@ -78,6 +83,7 @@ DENIED_EVENTS = frozenset(
         "gc.get_referrers",
         "gc.get_referents",
         "code.__new__",  # hand-made bytecode can read and write arbitrary memory
+        "marshal.load",  # ... and so can marshalled bytecode (marshal.loads: see the hook)
         "sqlite3.enable_load_extension",
         "sqlite3.load_extension",
         "webbrowser.open",
@@ -287,6 +293,16 @@ def drop_privileges(uid: int, gid: int) -> None:
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
+def die_with_parent(parent: int) -> None:
+    """The parent death signal again: dropping privileges cleared the one the server set."""
+    import ctypes
+
+    libc = _libc()
+    libc.prctl(ctypes.c_int(PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(EXIT_SETUP)
+
+
 def read_roots() -> tuple[str, ...]:
     """Directories the code may read: the Python installation, site-packages, matplotlib data, fonts."""
     import site
@@ -322,7 +338,8 @@ def stub_unaudited() -> None:
     """Primitives the audit hook never hears about: fork+exec in one C call, anonymous memory
     files (loadable as native code), pidfds (signals to other processes). Their modules cannot
     be re-imported under the hook, so the stubs stick. subprocess is imported here, before the
-    hook, because its import needs _posixsubprocess."""
+    hook, because its import needs _posixsubprocess; then _posixsubprocess leaves sys.modules,
+    so that `import _posixsubprocess` reaches the hook, which refuses it."""
     import subprocess  # noqa: F401
 
     def denied(what: str) -> Callable[..., Any]:
@@ -347,6 +364,7 @@ def stub_unaudited() -> None:
             for original, what in originals:
                 if value is original:
                     namespace[attr] = denied(what)
+    sys.modules.pop("_posixsubprocess", None)
 
 
 def install_ctypes_stand_in(denials: list[str]) -> None:
@@ -437,9 +455,16 @@ def make_hook(
         _lstat: Callable[[str], os.stat_result] = os.lstat,
         _readlink: Callable[[str], str] = os.readlink,
         _islnk: Callable[[int], bool] = stat.S_ISLNK,
+        _recent_pycs: list[str] = [],  # noqa: B006 (one list per hook: make_hook builds a new hook)
+        _open: Callable[..., int] = os.open,
+        _read: Callable[[int, int], bytes] = os.read,
+        _close: Callable[[int], None] = os.close,
+        _o_rdonly: int = os.O_RDONLY | os.O_CLOEXEC,
+        _pyc_header: int = PYC_HEADER_BYTES,
+        _pyc_keep: int = RECENT_PYCS,
         _protected: tuple[object, ...] = (),  # filled with the hook itself below
     ) -> None:
-        if event == "open" or event == "import" or event in _read_events:
+        if event == "open" or event == "import" or event == "marshal.loads" or event in _read_events:
             pass
         elif event in _denied_events or event.startswith(_denied_prefixes):
             what = "network access" if event.startswith("socket.") else "operation"
@@ -523,6 +548,23 @@ def make_hook(
             _denials.append(msg)
             raise _exc(msg)
 
+        def installed_pyc(data: Any) -> bool:
+            """Whether `data` is the code of a .pyc of the installation that was just opened
+            (importlib's read of it): the only marshalled code the sandbox lets through."""
+            for pyc in _recent_pycs:
+                if not inside(pyc, _roots) or inside(pyc, (_workdir,)):
+                    continue  # the list is reachable by the code: trust no entry
+                fd = _open(pyc, _o_rdonly)
+                try:
+                    chunks: list[bytes] = []
+                    while chunk := _read(fd, 1 << 20):
+                        chunks.append(chunk)
+                finally:
+                    _close(fd)
+                if b"".join(chunks)[_pyc_header:] == data:
+                    return True
+            return False
+
         def check(raw: Any, write: bool, dir_fd: Any = -1) -> None:
             path = resolve(raw)
             if path is None:
@@ -550,6 +592,14 @@ def make_hook(
             )
             # os.open (mode None) does not report its dir_fd: refuse relative paths there.
             check(raw, write, -2 if mode is None else -1)
+            path = resolve(raw)
+            if not write and path is not None and path.endswith(".pyc") and path not in _recent_pycs:
+                _recent_pycs.insert(0, path)
+                del _recent_pycs[_pyc_keep:]
+        elif event == "marshal.loads":
+            # hand-made code objects read and write arbitrary memory; importlib's are the .pyc's
+            if not args or not installed_pyc(args[0]):
+                deny("sandbox: loading marshalled code (marshal.loads) denied")
         elif event == "import":
             name = args[0]
             if _isinstance(name, _str):
@@ -676,8 +726,10 @@ def setup(config_bytes: bytes) -> int:
         apply_mount_plan(config["mounts"])
     os.chdir(workdir)
     no_new_privs()
+    parent = os.getppid()
     if config.get("drop_uid") is not None:
         drop_privileges(int(config["drop_uid"]), int(config["drop_gid"]))
+    die_with_parent(parent)
     # The config travels to stage 2 in an anonymous file: it may exceed a pipe's buffer.
     fd = os.memfd_create("toolgym-sandbox-config", 0)
     os.write(fd, config_bytes)
@@ -687,10 +739,26 @@ def setup(config_bytes: bytes) -> int:
     return EXIT_SETUP  # not reached
 
 
+def exit_when_orphaned() -> None:
+    """The server keeps stdin open while it waits for the run: end of file means it died (a kill
+    -9). The parent death signal cannot stop every run then: bwrap, without capabilities after
+    its setup, may not signal a runner that dropped to nobody."""
+    watched = os.dup(0)
+
+    def watch() -> None:
+        try:
+            os.read(watched, 1)
+        finally:
+            os._exit(EXIT_ORPHANED)
+
+    threading.Thread(target=watch, name="sandbox-orphan-watch", daemon=True).start()
+
+
 def run(fd: int) -> int:
     """Stage 2 (unprivileged, no ctypes): hook, imports, the code."""
     with os.fdopen(fd, "rb") as fh:
         config: dict[str, Any] = json.loads(fh.read())
+    exit_when_orphaned()
     devnull = os.open("/dev/null", os.O_RDONLY)  # the code gets an empty stdin
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -718,7 +786,7 @@ def main(argv: list[str]) -> int:
         if len(argv) == 3 and argv[1] == "--run":
             fd = int(argv[2])
         else:
-            return setup(sys.stdin.buffer.read())
+            return setup(sys.stdin.buffer.readline())  # one line; stdin stays open (see run)
     except Exception as exc:
         sys.stderr.write(f"sandbox setup failed: {type(exc).__name__}: {exc}\n")
         return EXIT_SETUP

@@ -8,11 +8,17 @@ sends the code as data on stdin; the runner executes it. Layers, outermost first
   and pid namespaces, /root /home /tmp /run ... covered by empty tmpfs, the workdir mounted
   noexec); else nothing beyond the layers below.
 * credentials: when the server runs as root, the child drops to nobody (65534) before any
-  model code runs, so RLIMIT_NPROC applies and root-only files stay closed.
+  model code runs, so RLIMIT_NPROC applies and root-only files stay closed. Model code never
+  runs as root: without isolation, when nobody cannot reach the Python installation, a run is
+  refused unless TOOLGYM_SANDBOX_ALLOW_ROOT=1 says otherwise.
 * rlimits: CPU, address space, processes, file size, open files, no core dumps; plus a wall
   clock timeout that kills the whole process group.
 * an audit hook in the runner: no sockets, processes, ctypes, or files outside the workdir and
   the Python installation.
+* lifetime: each run's folder is named after its owner process (pid and start time); a folder
+  whose owner died (kill -9) is removed by the next run. The child dies with the server (parent
+  death signal), and on a timeout the wrapper's child is killed first so that the wrapper reaps
+  it: no zombie is left behind.
 
 Outcomes map onto typed errors: ToolTimeout for the time limits, ToolError for everything the
 code did wrong (with the exception's last traceback line), InfraError when the sandbox broke.
@@ -121,15 +127,19 @@ def _can_traverse(path: Path, uid: int, gid: int) -> bool:
 
 
 def _python_paths() -> list[Path]:
-    """What the child's interpreter reads: prefixes, stdlib, site-packages (resolved)."""
+    """What the child's interpreter reads: prefixes, stdlib, site-packages, each both resolved
+    and as this interpreter sees it. The child is started by the same unresolved path and finds
+    its venv (pyvenv.cfg) next to it, so a venv reached through a symlinked folder must be there
+    at that path too, not only at its real one."""
     raw: set[str] = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     raw.update(site.getsitepackages())
     paths = sysconfig.get_paths()
     raw.update(p for k in ("stdlib", "platstdlib", "purelib", "platlib") if (p := paths.get(k)))
     raw.add(os.path.dirname(os.path.realpath(sys.executable)))
-    found = {Path(os.path.realpath(p)) for p in raw if p and os.path.isdir(p)}
     # a venv's bin dir holds symlinks into the base prefix: keep the unresolved path too
-    found.add(Path(os.path.dirname(os.path.abspath(sys.executable))))
+    raw.add(os.path.dirname(os.path.abspath(sys.executable)))
+    dirs = [p for p in raw if p and os.path.isdir(p)]
+    found = {Path(os.path.realpath(p)) for p in dirs} | {Path(os.path.abspath(p)) for p in dirs}
     return _minimal(found)
 
 
@@ -173,6 +183,9 @@ def _bwrap_base(bwrap: str) -> list[str]:
         "--new-session",
         "--unshare-ipc",
         "--unshare-pid",
+        # the runner is the namespace's init, bwrap's own child: bwrap reaps it before it exits
+        # (its reaper init would be orphaned, a zombie, when bwrap exits first)
+        "--as-pid-1",
         "--unshare-net",
         "--unshare-uts",
         "--unshare-cgroup-try",
@@ -236,7 +249,7 @@ def _unshare_path() -> str | None:
     unshare = shutil.which("unshare")
     if unshare is None:
         return None
-    probe_dir = tempfile.mkdtemp(prefix="toolgym-probe-")
+    probe_dir = tempfile.mkdtemp(prefix=_run_dir_prefix())
     try:
         # A constant snippet (not model code): the same mount(2) call the runner makes.
         snippet = (
@@ -291,10 +304,72 @@ def _warn_once(message: str) -> None:
 def _drop_allowed_without_mounts() -> bool:
     """Without a mount namespace, nobody must be able to reach the interpreter by itself."""
     needed = [*_python_paths(), RUNNER_PATH.parent, Path(tempfile.gettempdir())]
-    ok = all(_can_traverse(p, NOBODY_UID, NOBODY_GID) for p in needed)
-    if not ok:
-        _warn_once("sandbox: the Python installation is not readable by nobody; the child keeps root's uid")
-    return ok
+    return all(_can_traverse(p, NOBODY_UID, NOBODY_GID) for p in needed)
+
+
+ALLOW_ROOT_ENV = "TOOLGYM_SANDBOX_ALLOW_ROOT"  # "1": the operator accepts model code running as root
+
+
+def _drops_to_nobody(backend: str) -> bool:
+    """Whether the child drops to nobody. Model code never runs as root unless the operator said
+    so: without a mount namespace nobody may be unable to reach the interpreter, and then the
+    run is refused (hand-made bytecode gets past any audit hook; only the uid stops it)."""
+    if not _is_root():
+        return False
+    if backend != "none" or _drop_allowed_without_mounts():
+        return True
+    if os.environ.get(ALLOW_ROOT_ENV) == "1":
+        _warn_once(f"sandbox: model code runs as root without isolation ({ALLOW_ROOT_ENV}=1)")
+        return False
+    raise InfraError(
+        "sandbox: refusing to run model code as root without isolation (neither bwrap nor unshare "
+        "works here and nobody cannot read the Python installation): install bubblewrap, run as a "
+        f"non-root user, or set {ALLOW_ROOT_ENV}=1 to run it as root anyway"
+    )
+
+
+# ---- run folders: named after their owner, so a kill -9 leaves nothing for long ---------------
+RUN_DIR_PREFIX = "toolgym-sbx-"
+
+
+def _start_ticks(pid: int) -> str | None:
+    """A process's start time (clock ticks since boot): with the pid, names one process for good."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _run_dir_prefix() -> str:
+    pid = os.getpid()
+    return f"{RUN_DIR_PREFIX}{pid}-{_start_ticks(pid) or 0}-"
+
+
+def _owner_alive(name: str) -> bool:
+    """Whether the process named in a run folder's name (`toolgym-sbx-PID-TICKS-...`) still runs."""
+    try:
+        pid_text, ticks, _ = name[len(RUN_DIR_PREFIX) :].split("-", 2)
+        pid = int(pid_text)
+    except ValueError:
+        return True  # not one of ours: leave it
+    return _start_ticks(pid) == ticks
+
+
+def _remove_stale_run_dirs() -> None:
+    """Remove the run folders of dead owners (a server killed mid-run cannot clean up itself)."""
+    try:
+        entries = list(os.scandir(tempfile.gettempdir()))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(RUN_DIR_PREFIX) or _owner_alive(entry.name):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+            shutil.rmtree(entry.path, ignore_errors=True)
 
 
 # ---- matplotlib font cache --------------------------------------------------------------------------
@@ -361,9 +436,31 @@ def _rlimits(limits: SandboxLimits) -> list[tuple[int, tuple[int, int]]]:
     ]
 
 
+PR_SET_PDEATHSIG = 1
+
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up once here: the child between fork and exec must not load anything."""
+    try:
+        import ctypes
+
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (ImportError, OSError, AttributeError):
+        return None
+    return prctl
+
+
 def _preexec(rlimits: list[tuple[int, tuple[int, int]]]) -> Callable[[], None]:
-    # Runs between fork and exec: only setrlimit calls on prebuilt tuples, nothing that locks.
+    # Runs between fork and exec: setrlimit calls on prebuilt tuples and one prctl, nothing that
+    # locks. The parent death signal ends the child (and through unshare --kill-child or bwrap
+    # --die-with-parent, the sandbox) with the server: a kill -9 of the server leaves no runner.
+    prctl = _prctl()
+    kill = int(signal.SIGKILL)
+
     def apply() -> None:
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, kill, 0, 0, 0)
         for which, value in rlimits:
             resource.setrlimit(which, value)
 
@@ -405,16 +502,57 @@ def _mount_plan(workdir: Path, drop: bool) -> dict[str, Any]:
     return {"hide": [str(h) for h in hidden], "keep": [str(p) for p in keep], "workdir": str(workdir)}
 
 
+KILL_GRACE_S = 2.0  # for a wrapper (unshare, bwrap) to reap its killed child and exit
+
+
+def _wait_exit(pid: int, pidfd: int | None, deadline: float) -> bool:
+    """Wait until `pid` (our child) has exited, leaving it unreaped; False at the deadline."""
+    while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        if pidfd is not None:
+            select.select([pidfd], [], [], remaining)
+        else:
+            time.sleep(min(remaining, 0.02))
+    return True
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError, ValueError):
+                found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _kill_run(pid: int, pidfd: int | None) -> None:
+    """Kill what is left of a run. The wrapper's child (the init of unshare's or bwrap's pid
+    namespace, where the code ignores SIGTERM or not) goes first, so that the wrapper reaps it
+    and exits; killed together, the child would be orphaned and linger as a zombie. Then the
+    process group, for whatever else is left."""
+    children = _children(pid)
+    for child in children:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(child, signal.SIGKILL)
+    if children:
+        _wait_exit(pid, pidfd, time.monotonic() + KILL_GRACE_S)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
 def _feed_and_wait(proc: subprocess.Popen[bytes], payload: bytes, timeout_s: float) -> tuple[bool, float]:
-    """Send the config, wait for the child to exit or the deadline, then kill its process group.
+    """Send the config, wait for the child to exit or the deadline, then kill what is left.
     The leader is reaped only after the kill, so its pgid cannot have been reused.
     Returns (timed out, CPU seconds the child and its reaped descendants used)."""
 
     def feed() -> None:
+        # stdin stays open until the run is over: the runner ends itself at its end of file
         assert proc.stdin is not None
         try:
-            proc.stdin.write(payload)
-            proc.stdin.close()
+            proc.stdin.write(payload + b"\n")
+            proc.stdin.flush()
         except OSError:  # the child died before reading its config
             pass
 
@@ -427,22 +565,11 @@ def _feed_and_wait(proc: subprocess.Popen[bytes], payload: bytes, timeout_s: flo
     except OSError:
         pidfd = None
     try:
-        while True:
-            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                break
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            if pidfd is not None:
-                select.select([pidfd], [], [], remaining)
-            else:
-                time.sleep(min(remaining, 0.02))
+        timed_out = not _wait_exit(proc.pid, pidfd, deadline)
     finally:
+        _kill_run(proc.pid, pidfd)
         if pidfd is not None:
             os.close(pidfd)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
         cpu = 0.0
         try:
             # wait4, not proc.wait(): its rusage covers the runner behind unshare/bwrap too
@@ -452,6 +579,9 @@ def _feed_and_wait(proc: subprocess.Popen[bytes], payload: bytes, timeout_s: flo
         except ChildProcessError:
             proc.wait()
         writer.join(timeout=1.0)
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
     return timed_out, cpu
 
 
@@ -519,9 +649,10 @@ def run_python(
         raise ArgumentError(f"code too large: {size} bytes (limit {limits.max_code_bytes})")
     backend = resolve_isolation(isolation)
     fontlists = warm_mpl_cache() if mode == "plot" else []
-    drop = _is_root() and (backend != "none" or _drop_allowed_without_mounts())
+    drop = _drops_to_nobody(backend)
+    _remove_stale_run_dirs()
 
-    root = Path(tempfile.mkdtemp(prefix="toolgym-sbx-"))
+    root = Path(tempfile.mkdtemp(prefix=_run_dir_prefix()))
     try:
         # root: 0711 and root's, so nobody can reach work/ but not list or touch the logs next to it
         root.chmod(0o711)

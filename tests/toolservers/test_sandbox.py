@@ -3,10 +3,16 @@ left as it was. Real child processes throughout; short limits keep the file fast
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
+import tempfile
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,12 +20,13 @@ from pathlib import Path
 import pytest
 
 from toolgym.actions import Observation, ToolCall
-from toolgym.errors import ErrorKind, ToolError, ToolTimeout
+from toolgym.errors import ErrorKind, InfraError, ToolError, ToolTimeout
 from toolgym.files import FileStore
 from toolgym.tools import ToolContext, ToolSet
 from toolgym.toolservers.gta.plot import make_plot_tool
 from toolgym.toolservers.gta.solver import make_solver_tool, solver_tool
 from toolgym.toolservers.sandbox import (
+    ALLOW_ROOT_ENV,
     Isolation,
     SandboxLimits,
     available_isolations,
@@ -28,6 +35,15 @@ from toolgym.toolservers.sandbox import (
 
 HOSTILE = SandboxLimits(wall_timeout_s=8.0, cpu_time_s=8, memory_mb=512)
 ISOLATIONS = available_isolations()
+IS_ROOT = os.geteuid() == 0
+WRAPPED = [i for i in ISOLATIONS if i != "none"]  # a wrapper process (bwrap, unshare) and mounts
+
+
+@pytest.fixture
+def allow_root_without_isolation(isolation: Isolation, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Isolation "none" as root runs only when the operator opts in (see test_no_root_code_...)."""
+    if isolation == "none":
+        monkeypatch.setenv(ALLOW_ROOT_ENV, "1")
 
 
 @pytest.fixture(scope="module")
@@ -255,7 +271,7 @@ def test_hook_bypass_attempts_are_all_denied(ts: ToolSet, tmp_path: Path) -> Non
                 os.lstat = real
 
         def reimport_posixsubprocess():
-            del sys.modules["_posixsubprocess"]
+            sys.modules.pop("_posixsubprocess", None)
             import _posixsubprocess
             _posixsubprocess.fork_exec
 
@@ -272,7 +288,7 @@ def test_hook_bypass_attempts_are_all_denied(ts: ToolSet, tmp_path: Path) -> Non
 
         def solution():
             tries = {{
-                "fork_exec": lambda: sys.modules["_posixsubprocess"].fork_exec(),
+                "fork_exec": lambda: __import__("_posixsubprocess").fork_exec(),
                 "subprocess_fork_exec": lambda: subprocess._fork_exec(),
                 "reimport_posixsubprocess": reimport_posixsubprocess,
                 "memfd_create": lambda: os.memfd_create("x"),
@@ -330,7 +346,7 @@ def test_denial_reported_even_if_the_code_swallows_it(ts: ToolSet) -> None:
 
 # ---- operating-system layers (beneath the hook) ---------------------------------------------------
 @pytest.mark.parametrize("isolation", ISOLATIONS)
-def test_os_layers(isolation: Isolation, tmp_path: Path) -> None:
+def test_os_layers(isolation: Isolation, tmp_path: Path, allow_root_without_isolation: None) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("s3cr3t")
     probe = code(f"""
@@ -370,7 +386,7 @@ def test_os_layers(isolation: Isolation, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
-def test_each_isolation_denies_and_solves(isolation: Isolation) -> None:
+def test_each_isolation_denies_and_solves(isolation: Isolation, allow_root_without_isolation: None) -> None:
     with pytest.raises(ToolError, match="sandbox: reading '/etc/passwd' denied"):
         run_python(
             "def solution():\n    return open('/etc/passwd').read()\n", mode="solver", isolation=isolation
@@ -388,13 +404,231 @@ def test_run_python_raises_typed_errors() -> None:
         run_python("def solution():\n    return 1 / 0\n", mode="solver")
 
 
+# ---- root, symlinks, lifetime ----------------------------------------------------------------------
+def run_script(
+    python: str | Path, script: str, *args: str, env: dict[str, str] | None = None
+) -> dict[str, object]:
+    """Run `script` in a fresh interpreter; it prints one JSON object as its last line."""
+    proc = subprocess.run(
+        [str(python), "-c", textwrap.dedent(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize("isolation", WRAPPED)
+def test_a_venv_reached_through_a_symlinked_folder_uses_its_own_packages(
+    isolation: Isolation, tmp_path: Path
+) -> None:
+    """`checkout -> ..`, then `checkout/.venv/bin/python`: Plot finds the venv's matplotlib and
+    Solver imports the venv's sympy, not the base interpreter's."""
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("needs the tests to run in a venv")
+    import sympy
+
+    venv = Path(sys.prefix)
+    (tmp_path / "checkout").symlink_to(venv.parent, target_is_directory=True)
+    python = tmp_path / "checkout" / venv.name / "bin" / Path(sys.executable).name
+    seen = run_script(
+        python,
+        """
+        import json, sys
+        from toolgym.toolservers.sandbox import run_python
+        solver = run_python("import sympy\\ndef solution():\\n    return sympy.__file__\\n",
+                            mode="solver", isolation=sys.argv[1])
+        plot = run_python("def solution():\\n    fig = plt.figure()\\n    plt.plot([1, 2], [3, 4])\\n"
+                          "    return fig\\n", mode="plot", isolation=sys.argv[1])
+        print(json.dumps({"prefix": sys.prefix, "sympy": solver.text, "png": plot.png[:8].hex()}))
+        """,
+        isolation,
+    )
+    assert str(seen["prefix"]).startswith(str(tmp_path / "checkout"))  # really through the link
+    assert Path(str(seen["sympy"])).resolve() == Path(sympy.__file__).resolve()
+    assert bytes.fromhex(str(seen["png"])) == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the uid drop is for a server that runs as root")
+def test_no_root_code_runs_as_uid_0_without_isolation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without namespaces the child drops to nobody, or, where nobody cannot reach the Python
+    installation, the run is refused with one line that says how to opt in."""
+    monkeypatch.delenv(ALLOW_ROOT_ENV, raising=False)
+    try:
+        result = run_python(
+            "import os\ndef solution():\n    return os.getuid()\n", mode="solver", isolation="none"
+        )
+    except InfraError as exc:
+        message = str(exc)
+        assert "refusing to run model code as root" in message
+        assert f"{ALLOW_ROOT_ENV}=1" in message and "\n" not in message
+    else:
+        assert result.text == "65534"
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_marshalled_code_objects_are_denied(isolation: Isolation, allow_root_without_isolation: None) -> None:
+    """marshal hands out code objects the audit hook never saw built (arbitrary memory access);
+    only importlib's loads of the installation's .pyc files get through."""
+    hostile = code("""
+        import importlib._bootstrap_external as external, importlib.machinery, json, marshal, os, types
+        def attempt(fn):
+            try:
+                return f"ALLOWED: {fn()}"
+            except BaseException as exc:
+                return "denied" if str(exc).startswith("sandbox:") else f"{type(exc).__name__}: {exc}"
+
+        def uid_code():
+            return marshal.dumps(compile("import os; uid = os.getuid()", "x", "exec"))
+
+        def run_loaded(loaded):
+            scope = {}
+            exec(loaded, scope)
+            return scope["uid"]
+
+        def sourceless_pyc():
+            with open("evil.pyc", "wb") as fh:
+                fh.write(external.MAGIC_NUMBER + bytes(12) + uid_code())
+            loader = importlib.machinery.SourcelessFileLoader("evil", os.path.abspath("evil.pyc"))
+            return run_loaded(loader.get_code("evil"))
+
+        def solution():
+            tries = {
+                "loads": lambda: run_loaded(marshal.loads(uid_code())),
+                "load": lambda: marshal.load(open("x.bin", "w+b")),
+                "importlib": lambda: run_loaded(external._compile_bytecode(memoryview(uid_code()))),
+                "sourceless_pyc": sourceless_pyc,
+            }
+            return json.dumps({name: attempt(fn) for name, fn in tries.items()})
+    """)
+    result = run_python(hostile, mode="solver", limits=HOSTILE, isolation=isolation)
+    assert result.text is not None
+    assert json.loads(result.text) == dict.fromkeys(
+        ["loads", "load", "importlib", "sourceless_pyc"], "denied"
+    )
+
+
+def test_posixsubprocess_cannot_be_imported(ts: ToolSet) -> None:
+    obs = call(ts, "import _posixsubprocess\ndef solution():\n    return 'imported'\n")
+    assert_error(obs, ErrorKind.TOOL_ERROR, "sandbox: import of _posixsubprocess denied")
+
+
+def running(pids: list[int]) -> list[int]:
+    """Those of `pids` that still run (gone or a zombie: nothing of them is left to run)."""
+    states = {}
+    for pid in pids:
+        try:
+            states[pid] = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+    return [pid for pid, state in states.items() if state != "Z"]
+
+
+def live_descendants(pid: int) -> list[int]:
+    """`pid`'s descendants that still run (zombies do not count: nothing of them is left)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parents[int(entry.name)] = int(fields[1])
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        kids = [p for p, pp in parents.items() if pp == parent]
+        found += kids
+        todo += kids
+    return found
+
+
+@pytest.mark.skipif(IS_ROOT and ISOLATIONS == ["none"], reason="root runs no code without isolation")
+def test_a_killed_server_leaves_no_run_folder_and_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kill -9 of the process that runs the sandbox: its sandbox dies with it, and the next
+    sandbox run removes the folder it left."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir(mode=0o777)
+    tmp.chmod(0o777)
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from toolgym.toolservers.sandbox import SandboxLimits, run_python\n"
+            'run_python(\'import time\\nopen("started", "w").close()\\ndef solution():\\n'
+            "    time.sleep(600)\\n', mode='solver', limits=SandboxLimits(wall_timeout_s=600))\n",
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+    )
+    sandbox: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp.glob("toolgym-sbx-*/work/started")):
+            assert server.poll() is None, server.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "the sandbox never started"
+            time.sleep(0.05)
+        sandbox = live_descendants(server.pid)
+        assert sandbox
+        server.kill()
+        server.wait()
+        deadline = time.monotonic() + 10
+        while running(sandbox) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert running(sandbox) == [], "the sandbox outlived its server"
+        assert [p.name for p in tmp.glob("toolgym-sbx-*")] != []  # the killed run's folder is left
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp))  # the next run, here, in the same folder
+        assert run_python("def solution():\n    return 6 * 7\n", mode="solver").text == "42"
+        assert list(tmp.iterdir()) == []
+    finally:
+        if server.poll() is None:
+            server.kill()
+        for pid in sandbox:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("isolation", WRAPPED)
+def test_a_timed_out_plot_that_ignores_sigterm_leaves_no_zombie(isolation: Isolation) -> None:
+    """The server is a child subreaper here, so any process of the sandbox orphaned by the kill
+    would become its child: after the timeout it has none, neither running nor a zombie. (Without
+    a wrapper, the runner is the server's own child and is reaped directly.)"""
+    seen = run_script(
+        sys.executable,
+        """
+        import ctypes, json, sys
+        from pathlib import Path
+        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        from toolgym.errors import ToolTimeout
+        from toolgym.toolservers.sandbox import SandboxLimits, run_python
+        code = ("import signal, time\\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\\n"
+                "def solution():\\n    time.sleep(60)\\n")
+        try:
+            run_python(code, mode="plot", limits=SandboxLimits(wall_timeout_s=5), isolation=sys.argv[1])
+        except ToolTimeout:
+            pass
+        children = [c for t in Path("/proc/self/task").iterdir() for c in (t / "children").read_text().split()]
+        states = {c: Path(f"/proc/{c}/stat").read_text().rsplit(")", 1)[1].split()[0] for c in children}
+        print(json.dumps(states))
+        """,
+        isolation,
+    )
+    assert seen == {}
+
+
 # ---- afterwards ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module", autouse=True)
 def _no_leftovers() -> Iterator[None]:
-    before = {p.name for p in Path("/tmp").glob("toolgym-sbx-*")}
+    # only this process's run folders: other processes may be running sandboxes right now
     yield
-    after = {p.name for p in Path("/tmp").glob("toolgym-sbx-*")}
-    assert after - before == set(), "sandbox temp dirs left behind"
+    assert list(Path(tempfile.gettempdir()).glob(f"toolgym-sbx-{os.getpid()}-*")) == [], "run folders left"
 
 
 def test_solver_still_works_after_the_hostile_suite() -> None:
