@@ -47,11 +47,11 @@ from toolgym.envs.runner import (
     keep_file,
     run_episode,
     trace_name,
-    write_atomically,
 )
 from toolgym.envs.runner import EpisodeResult as RunnerResult
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.envs.users import UserSimulator
+from toolgym.files import write_atomically
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 
@@ -550,7 +550,7 @@ def rollout(
                 # the files first: a trace in the folder (and its episode in run.json) has its files
                 for sha256, blob in data.files.items():
                     keep_file((out / rel).parent / FILES_DIR, sha256, blob)
-                write_atomically(out / rel, data.trace)
+                write_atomically(out / rel, data.trace, durable=True)
             finally:
                 room.release()
             finish(outcome)

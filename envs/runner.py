@@ -8,9 +8,7 @@ as aborted, as it does for a model server that failed (`toolgym.envs.rollouts`).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ from toolgym.envs.agents import Agent, AsyncAgent
 from toolgym.envs.faults import FaultLayer
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import InfraError
-from toolgym.files import FileHandle
+from toolgym.files import FileHandle, write_atomically
 from toolgym.tasks import Task
 from toolgym.trace import (
     ModelRequest,
@@ -139,17 +137,6 @@ def trace_end(env: ToolEnv, info: dict[str, Any], *, terminated: bool, reward: f
 FILES_DIR = "files"  # beside a trace: the files its observations carry, named by sha256
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """The file appears whole under its name or not at all (as TraceWriter's rename does)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with tmp.open("wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 class FileHashMismatch(ValueError):
     """Bytes offered to keep under a sha256 that is not theirs (nothing is written)."""
 
@@ -163,7 +150,7 @@ def keep_file(folder: Path, sha256: str, data: bytes) -> None:
         raise FileHashMismatch(f"{len(data)} bytes do not hash to {sha256[:80]!r}: not kept")
     target = folder / sha256
     if not target.exists():
-        write_atomically(target, data)
+        write_atomically(target, data, durable=True)
 
 
 def keep_observation_files(env: ToolEnv, info: dict[str, Any], folder: Path) -> None:

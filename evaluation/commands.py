@@ -25,6 +25,7 @@ from toolgym.envs.user_options import (
     bad_user_options,
     wants_user_llm,
 )
+from toolgym.files import write_atomically
 from toolgym.recorder.commands import task_set_paths
 
 if TYPE_CHECKING:
@@ -740,6 +741,12 @@ def run(
                     )
         except RunDirError as exc:
             raise typer.BadParameter(str(exc), param_hint="--out") from None
+        except OSError as exc:  # a full disk: run.json's `stopped` says so (where it could be written)
+            raise OSError(
+                exc.errno,
+                f"{exc.strerror or exc}; the run stopped, resume with: {common['resume']}",
+                exc.filename,
+            ) from exc
         finally:
             if client is not None and not cancel.is_set():
                 client.close()  # a cancelled run may leave requests in flight on it: let exit end them
@@ -1131,7 +1138,7 @@ def eval_command(
         for directory in dirs:
             payload = _eval_directory(directory, names, mode.value, task_paths, recursive, out, task_format)
             outputs[str(directory)] = payload
-            any_failed = any_failed or bool(payload["failures"])
+            any_failed = any_failed or bool(payload["failures"]) or bool(payload["incomplete"])
         results: dict[str, SuiteResult] = {}
         failures: dict[str, str] = {}
         if evals:
@@ -1151,7 +1158,7 @@ def eval_command(
             }
             target = out if not dirs else None
             if target is not None:
-                target.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+                write_atomically(target, json.dumps(payload, indent=2) + "\n")
                 console.print(f"results written to {target}")
             outputs["files"] = payload
             any_failed = any_failed or bool(failures)
@@ -1198,11 +1205,13 @@ def _eval_directory(
 ) -> dict[str, Any]:
     """Score one run directory, print the results, write its eval.<mode>.json (replacing an older
     one: it carries the digest of the traces it scored, so a report can tell it is current)."""
-    from toolgym.evaluation.runs import load_traces, nested_runs, traces_digest
+    from toolgym.evaluation.runs import nested_runs, scan_traces, traces_digest
 
-    loaded, problems = load_traces(directory, recursive=recursive)
-    for problem in problems:
+    scan = scan_traces(directory, recursive=recursive)
+    loaded = scan.loaded
+    for problem in scan.problems:
         console.print(f"[yellow]skipped[/yellow] {escape(problem)}")
+    print_incomplete(scan.incomplete, "not scored")
     left_out = [] if recursive else nested_runs(directory)
     console.print(f"{len(loaded)} traces in {directory}", highlight=False)
     if left_out:
@@ -1217,14 +1226,25 @@ def _eval_directory(
         "results": {name: r.model_dump(mode="json") for name, r in results.items()},
         "failures": failures,
         "traces": len(loaded),
+        "incomplete": scan.incomplete,  # traces cut short: neither scored nor counted as failures
         "recursive": recursive,
         "traces_digest": traces_digest(loaded),
     }
     # suite order kept: metrics read in the order the suite gives them (P_F1, O_F1, ...)
     target = out or directory / EVAL_FILE.format(mode=mode)
-    target.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    write_atomically(target, json.dumps(payload, indent=2) + "\n")
     console.print(f"results written to {target}", highlight=False)
     return payload
+
+
+def print_incomplete(incomplete: Sequence[str], what: str) -> None:
+    """Name the traces without their end record (cut short), which eval and export leave out."""
+    if incomplete:
+        console.print(
+            f"[red]{len(incomplete)} incomplete traces (no end record), {what}:[/red]", highlight=False
+        )
+    for line in incomplete:
+        console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
 
 
 def print_breakdowns(name: str, result: SuiteResult) -> None:
@@ -1434,7 +1454,7 @@ def export_command(
         finished_episodes,
         write_jsonl,
     )
-    from toolgym.evaluation.runs import load_traces
+    from toolgym.evaluation.runs import scan_traces
 
     try:
         chosen = ExportFormat(fmt)
@@ -1445,9 +1465,11 @@ def export_command(
     if not directory.is_dir():
         raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
     index, _ = _combined_tasks(task_set_paths(tasks))
-    loaded, problems = load_traces(directory)
-    for problem in problems:
-        console.print(f"[yellow]skipped[/yellow] {problem}")
+    scan = scan_traces(directory)
+    loaded = scan.loaded
+    for problem in scan.problems:
+        console.print(f"[yellow]skipped[/yellow] {escape(problem)}")
+    print_incomplete(scan.incomplete, "not exported")
     keep = EpisodeFilter(
         min_reward=min_reward,
         passed_only=passed_only,

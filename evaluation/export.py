@@ -39,6 +39,7 @@ from typing import Any
 from toolgym.canonical import canonical_json
 from toolgym.envs.tool_env import task_prompt
 from toolgym.evaluation.runs import SUCCESS_THRESHOLD, LoadedTrace
+from toolgym.files import atomic_file
 from toolgym.protocols.openai import derived_call_id
 from toolgym.tasks import Task
 from toolgym.tools import ToolSet
@@ -397,11 +398,11 @@ def export_records(
 
 
 def write_jsonl(records: Iterable[Mapping[str, Any]], path: Path) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """The records as JSON lines in `path`, replaced whole (a full disk leaves the previous file)."""
     n = 0
-    with path.open("w", encoding="utf-8") as fh:
+    with atomic_file(path) as fh:
         for record in records:
-            fh.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+            fh.write((json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
             n += 1
     return n
 

@@ -26,8 +26,9 @@ both are averaged over the tasks with n >= k.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
-import os
 import re
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -53,6 +54,7 @@ from toolgym.envs.rollouts import (
     rollout,
 )
 from toolgym.evaluation.llm import Usage
+from toolgym.files import remove_stale_temps, write_atomically
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 from toolgym.trace import Trace, read_trace
@@ -126,11 +128,8 @@ class RunSummary:
         """run.json, indented for people and diffs, keys sorted; replaced atomically, so a kill
         mid-write leaves the previous checkpoint."""
         path = out / SUMMARY_FILE
-        path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(self.to_json(), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
-        tmp = path.with_name(f".{SUMMARY_FILE}.{os.getpid()}.tmp")
-        tmp.write_text(escape_surrogates(text) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomically(path, escape_surrogates(text) + "\n", durable=True)
         return path
 
     @classmethod
@@ -363,6 +362,7 @@ def run_trials(
     hashes = {(name, t.id): canonical_hash(t.model_dump(mode="json")) for name, ts in task_sets for t in ts}
     if overwrite:
         clear_run(out)
+    remove_stale_temps(out, recursive=True)  # what a run killed mid-write left (run.json, traces, files)
     records = resumable(out, summary.config(), hashes, retry_aborted=retry_aborted)
     todo = [s for s in specs if _key(s.trial, s.task_set, s.task_id) not in records]
     order = {_key(s.trial, s.task_set, s.task_id): s.index for s in all_specs}
@@ -420,10 +420,22 @@ def run_trials(
         summary.cancelled = [
             {"trial": s.trial, "task_set": s.task_set, "task_id": s.task_id} for s in stop.in_flight
         ]
+    except OSError as exc:  # a full disk, most often: the run says so where it still can
+        summary.stopped = write_failure(exc)
+        with contextlib.suppress(OSError):
+            checkpoint()
+        raise
     else:
         summary.resume = None  # nothing left to resume
     checkpoint()
     return summary
+
+
+def write_failure(exc: OSError) -> str:
+    """Why a run stopped on an OSError, for run.json's `stopped`: the cause and the file."""
+    cause = "the disk is full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "an OS error stopped the run"
+    where = f"{exc.filename}: " if exc.filename is not None else ""
+    return f"{cause}: {where}{exc.strerror or exc}"
 
 
 # ---- reading a run back ----------------------------------------------------------------------
@@ -473,22 +485,33 @@ class LoadedTrace:
     trace: Trace
 
 
-def load_traces(
-    root: Path, *, recursive: bool = False, partial: bool = False
-) -> tuple[list[LoadedTrace], list[str]]:
-    """The traces of root (`find_traces`; with `partial`, unfinished ones too) and the problems met
-    (a file that is not a trace is reported, not fatal: a run directory may hold other JSONL files)."""
-    loaded: list[LoadedTrace] = []
-    problems: list[str] = []
+@dataclass(frozen=True)
+class TraceScan:
+    """The traces of a folder: those loaded, the files that are not traces, and the finished
+    traces (`*.jsonl`) without their end record (a file cut short), which nothing may score."""
+
+    loaded: list[LoadedTrace]
+    problems: list[str]  # `rel: not a trace (why)`
+    incomplete: list[str]  # `FILE:LINE: incomplete trace: why` (Trace.incomplete)
+
+
+def scan_traces(root: Path, *, recursive: bool = False, partial: bool = False) -> TraceScan:
+    """The traces of root (`find_traces`). A `*.jsonl` trace without its end record is set apart
+    in `incomplete`; with `partial` (unfinished traces wanted) it is loaded as the `.partial` ones
+    are. A file that is not a trace is a problem, not fatal: a run directory may hold other JSONL."""
+    scan = TraceScan([], [], [])
     for path in find_traces(root, recursive=recursive, partial=partial):
         try:
             trace = read_trace(path)
         except (ValueError, OSError) as exc:
-            problems.append(f"{path.relative_to(root)}: not a trace ({str(exc).splitlines()[0][:200]})")
+            scan.problems.append(f"{path.relative_to(root)}: not a trace ({str(exc).splitlines()[0][:200]})")
+            continue
+        if trace.incomplete is not None and not partial and path.suffix == ".jsonl":
+            scan.incomplete.append(trace.incomplete)
             continue
         rel = path.relative_to(root)
         folder = rel.parts[-2] if len(rel.parts) > 1 else ""
-        loaded.append(
+        scan.loaded.append(
             LoadedTrace(
                 path=path,
                 rel=rel.as_posix(),
@@ -497,7 +520,16 @@ def load_traces(
                 trace=trace,
             )
         )
-    return loaded, problems
+    return scan
+
+
+def load_traces(
+    root: Path, *, recursive: bool = False, partial: bool = False
+) -> tuple[list[LoadedTrace], list[str]]:
+    """The traces of root (`scan_traces`) and the problems met: files that are not traces and
+    incomplete traces, which are not loaded (unless `partial`)."""
+    scan = scan_traces(root, recursive=recursive, partial=partial)
+    return scan.loaded, scan.problems + scan.incomplete
 
 
 def records_from_traces(traces: Iterable[LoadedTrace], tasks: Mapping[str, Task]) -> list[EpisodeRecord]:

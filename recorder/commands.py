@@ -267,7 +267,12 @@ def verify(
                 console.print(f"[green]OK[/green]    {name} ({len(r.steps)} steps identical{note})")
             continue
         failed += 1
+        if r.incomplete is not None and not r.drifts:
+            console.print(f"[red]INCOMPLETE[/red] {escape(r.incomplete)} ({len(r.steps)} steps checked)")
+            continue
         console.print(f"[red]DRIFT[/red] {name}")
+        if r.incomplete is not None:
+            console.print(f"  {escape(r.incomplete)}")
         for check in r.steps:
             state = "identical" if check.identical else ("tolerated" if check.ok else "DRIFT")
             console.print(f"    step {check.index}: {state}")

@@ -28,6 +28,7 @@ from toolgym.envs.runner import EpisodeResult, run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.envs.users import LLMUser, UserLLM
 from toolgym.errors import InfraError
+from toolgym.files import write_atomically
 from toolgym.protocols.base import ActionProtocol, RawOutput
 from toolgym.recorder.cassette import Cassette, CassetteMode, CassetteStats
 from toolgym.tasks import Task, TaskSet
@@ -52,7 +53,7 @@ class GoldenManifest(BaseModel):
 
     def save(self, directory: Path) -> Path:
         path = directory / MANIFEST
-        path.write_text(canonical_json(self.model_dump(mode="json")) + "\n", encoding="utf-8")
+        write_atomically(path, canonical_json(self.model_dump(mode="json")) + "\n")
         return path
 
     @classmethod

@@ -163,6 +163,7 @@ class VerifyResult:
     steps: list[StepCheck] = field(default_factory=list)
     end: list[Drift] = field(default_factory=list)
     error: str | None = None
+    incomplete: str | None = None  # the trace has no end record: `FILE:LINE: why` (Trace.incomplete)
 
     @property
     def drifts(self) -> list[Drift]:
@@ -170,7 +171,8 @@ class VerifyResult:
 
     @property
     def ok(self) -> bool:
-        return self.error is None and not self.drifts
+        """Every step and the end as recorded; a trace without its end never passes."""
+        return self.error is None and self.incomplete is None and not self.drifts
 
     @property
     def first_drift(self) -> Drift | None:
@@ -353,8 +355,9 @@ def verify_trace(
         reward = float(r)
         if terminated or truncated:
             done, status = True, "terminated" if terminated else "truncated"
-    if trace.end is None:
-        return result  # a partial trace: its steps are checked, there is no end to compare
+    if trace.end is None:  # a partial or cut trace: its steps are checked, and it fails
+        result.incomplete = trace.incomplete
+        return result
     if not done:
         result.end.append(
             Drift("end", None, "status", trace.end.status, "running", "the episode did not end")

@@ -19,12 +19,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Final
 
 from toolgym.canonical import canonical_hash
+from toolgym.files import remove_stale_temps, write_atomically
 
 CACHE_ENV: Final = "TOOLGYM_CACHE"
 CACHE_DIR_ENV: Final = "TOOLGYM_CACHE_DIR"
@@ -103,24 +103,18 @@ class DiskCache:
         if not cache_enabled():
             return
         path = self.path_for(key)
+        with self._lock:
+            self._puts += 1
+            first = self._puts == 1
+            due = self._puts % self.PRUNE_EVERY == 1
+        if first:  # once a process: the temporary files of writers killed mid-write go
+            remove_stale_temps(self.directory, recursive=True)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:16]}.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_atomically(path, _MAGIC + hashlib.sha256(payload).digest() + payload, mode=0o600)
         except OSError:
             return
-        if self.max_bytes is not None:
-            with self._lock:
-                self._puts += 1
-                due = self._puts % self.PRUNE_EVERY == 1
-            if due:
-                self.prune()
+        if self.max_bytes is not None and due:
+            self.prune()
 
     def prune(self) -> None:
         """Remove the least recently used entries until the namespace holds at most 80% of

@@ -1,20 +1,126 @@
-"""Content-addressed file store: files travel between tasks, tools and agents as handles."""
+"""Content-addressed file store: files travel between tasks, tools and agents as handles; and the
+one atomic write that every file toolgym rewrites in place goes through (`atomic_file`).
+
+An atomic write goes to a hidden temporary file beside its target, named after the target and
+its writer (`.run.json.<pid>-<host>-<random>.tmp`), then is renamed over the target: a reader
+sees the old file or the new one, never half of one. A failed write (a full disk, a kill) removes
+its temporary file, and its OSError names the target. A temporary file whose writer died before
+it could clean up (kill -9, power loss) is removed by `remove_stale_temps`, which runs, resumes
+and file stores call on the folders they open.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import mimetypes
 import os
+import re
+import secrets
 import shutil
+import socket
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 FileKind = Literal["image", "file"]
 
 HANDLE_PREFIX = "file:"
+
+
+# ---- atomic writes ----------------------------------------------------------------------------
+# the writer's host in temp names: a folder shared between machines (NFS, a Ray cluster's disk)
+# may hold another host's write in progress, whose pid says nothing here
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
+# .<target>.<pid>-<host>-<random>.tmp; also .<target>.<pid>.tmp, the name of earlier versions
+_TEMP_RE = re.compile(r"^\..+\.(\d+)(?:-([0-9a-f]{6})-[0-9a-f]{8})?\.tmp$")
+
+
+def temp_path(path: Path) -> Path:
+    """The temporary file a write of `path` goes through: hidden, beside it, naming its writer."""
+    return path.with_name(f".{path.name[:200]}.{os.getpid()}-{_HOST}-{secrets.token_hex(4)}.tmp")
+
+
+def with_filename(exc: OSError, path: Path) -> OSError:
+    """The error with `path` as its file name when it names none (a write's ENOSPC does not)."""
+    if exc.filename is not None or exc.errno is None:
+        return exc
+    return OSError(exc.errno, exc.strerror, str(path))
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path | str, *, durable: bool = False, mode: int = 0o666) -> Iterator[BinaryIO]:
+    """A binary file to write `path`'s new content to; it replaces `path` when the block ends
+    without an error. On any error the temporary file is removed and `path` is left as it was; an
+    OSError names `path`. `durable`: fsync before the rename, so a power loss leaves the old or
+    the new file, not an empty one (checkpoints; not recomputable caches). `mode`: the new file's
+    permissions (before the umask)."""
+    path = Path(path)
+    tmp = temp_path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        raise with_filename(exc, path) from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            if durable:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(exc, OSError):
+            raise with_filename(exc, path) from None
+        raise
+
+
+def write_atomically(
+    path: Path | str, data: bytes | str, *, durable: bool = False, mode: int = 0o666
+) -> None:
+    """`path` holds `data` (str: as UTF-8) whole, or keeps what it held (`atomic_file`)."""
+    with atomic_file(path, durable=durable, mode=mode) as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: another user's process, alive
+        return True
+    return True
+
+
+def is_stale_temp(name: str) -> bool:
+    """Whether `name` is an atomic write's temporary file whose writer (on this host) is dead."""
+    match = _TEMP_RE.match(name)
+    if match is None or (match[2] is not None and match[2] != _HOST):
+        return False
+    return not _alive(int(match[1]))
+
+
+def remove_stale_temps(folder: Path | str, *, recursive: bool = False) -> list[Path]:
+    """Remove the temporary files that writers killed mid-write left in `folder` (and below it,
+    with `recursive`); writes in progress are left alone. Returns what was removed."""
+    folder = Path(folder)
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    for tmp in sorted(folder.glob("**/.*.tmp" if recursive else ".*.tmp")):
+        if is_stale_temp(tmp.name) and tmp.is_file():
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+                removed.append(tmp)
+    return removed
 
 
 class FileHandle(BaseModel):
@@ -79,6 +185,8 @@ class FileStore:
             self._tmp = None
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        if self._tmp is None:  # a folder that outlives its stores: blobs a killed writer left half-written
+            remove_stale_temps(self.root, recursive=True)
         self._handles: dict[str, FileHandle] = {}
         self._aliases: dict[str, str] = {}
         self._basenames: dict[str, str] = {}
@@ -90,12 +198,8 @@ class FileStore:
         sha = hashlib.sha256(data).hexdigest()
         path = self._blob_path(sha)
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # write then rename: a reader never sees a half-written blob
-            fd, tmp = tempfile.mkstemp(dir=path.parent)
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(tmp, path)
+            # write then rename: a reader never sees a half-written blob (private, as mkstemp's were)
+            write_atomically(path, data, mode=0o600)
         handle = FileHandle(sha256=sha, media_type=media_type or _media_type(name), name=name)
         self._handles.setdefault(sha, handle)
         if name:

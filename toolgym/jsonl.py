@@ -2,12 +2,13 @@
 
 Every problem is a `JSONLError` (a ValueError) that names the file and, where there is one, the
 line: a line that is not JSON, a line that is JSON but not an object, bytes that are not UTF-8, a
-file that cannot be opened.
+file that cannot be opened, and (for readers that ask) a file cut off in the middle of a line.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,21 @@ class JSONLError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
-def read_jsonl_lines(path: Path | str, what: str = "line") -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; `what` names a line in error messages."""
-    out: list[tuple[int, dict[str, Any]]] = []
+class TornLineError(JSONLError):
+    """The file ends in the middle of a line (a write cut short); the lines before it were read."""
+
+
+def iter_jsonl_lines(
+    path: Path | str, what: str = "line", *, whole_lines: bool = False
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line, as they are read; `what` names a line in
+    error messages. With `whole_lines`, a last line without its newline (a writer cut off mid-line,
+    or a copy cut short) is a TornLineError, raised after the lines before it were yielded."""
     try:
         with Path(path).open("rb") as fh:
             for lineno, raw in enumerate(fh, 1):
+                if whole_lines and not raw.endswith(b"\n"):
+                    raise TornLineError(path, lineno, f"the file ends in the middle of {what} {lineno}")
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
@@ -42,10 +52,14 @@ def read_jsonl_lines(path: Path | str, what: str = "line") -> list[tuple[int, di
                     raise JSONLError(path, lineno, f"{what} is not JSON: {exc}") from None
                 if not isinstance(row, dict):
                     raise JSONLError(path, lineno, f"{what} must be a JSON object, got {type(row).__name__}")
-                out.append((lineno, row))
+                yield lineno, row
     except OSError as exc:
         raise JSONLError(path, None, f"cannot read: {exc.strerror or exc}") from None
-    return out
+
+
+def read_jsonl_lines(path: Path | str, what: str = "line") -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; `what` names a line in error messages."""
+    return list(iter_jsonl_lines(path, what))
 
 
 def read_jsonl(path: Path | str, what: str = "line") -> list[dict[str, Any]]:

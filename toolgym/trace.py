@@ -28,15 +28,18 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from io import FileIO
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.json_schema import models_json_schema
 
 from toolgym.canonical import canonical_json, json_safe, rendered_json
+from toolgym.files import with_filename
+from toolgym.jsonl import JSONLError, TornLineError, iter_jsonl_lines
 
 TRACE_SCHEMA_VERSION = "1.4"
 SUPPORTED_MAJOR = "1"
+_R = TypeVar("_R", bound=BaseModel)
 
 
 @lru_cache(maxsize=1)
@@ -169,14 +172,24 @@ class Trace(BaseModel):
     header: TraceHeader
     steps: list[TraceStep]
     end: TraceEnd | None
+    _cut: str | None = PrivateAttr(default=None)  # read_trace: where the file stops short of its end
 
     @property
     def complete(self) -> bool:
         return self.end is not None
 
+    @property
+    def incomplete(self) -> str | None:
+        """None for a trace with its end record; else why it has none, as `FILE:LINE: ...` for a
+        trace read from a file (an episode that crashed or was aborted, or a file cut short)."""
+        if self.end is not None:
+            return None
+        return self._cut or "incomplete trace: no end record"
 
-class TraceFormatError(ValueError):
-    """A file that is not a trace this version can read (no header, another major version)."""
+
+class TraceFormatError(JSONLError):
+    """A file that is not a trace this version can read (not JSONL, no header, another major
+    version, a record that is not one); `path` and `line` say where."""
 
 
 def trace_json_schema() -> dict[str, Any]:
@@ -313,9 +326,12 @@ class TraceWriter:
     def _write_line(self, line: str) -> None:
         assert self._fh is not None, "trace already finished"
         data = memoryview((line + "\n").encode("utf-8"))
-        while data:  # a raw write may take only part of it
-            written = self._fh.write(data)
-            data = data[written or 0 :]
+        try:
+            while data:  # a raw write may take only part of it
+                written = self._fh.write(data)
+                data = data[written or 0 :]
+        except OSError as exc:  # a full disk: say which file
+            raise with_filename(exc, self.partial_path) from None
 
     def _write(self, record: BaseModel) -> None:
         self._write_line(record_json(record))
@@ -327,10 +343,13 @@ class TraceWriter:
     def finish(self, end: TraceEnd) -> Path:
         self._write(end)
         assert self._fh is not None
-        os.fsync(self._fh.fileno())
-        self._fh.close()
-        self._fh = None
-        os.replace(self.partial_path, self.path)
+        try:
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+            self._fh = None
+            os.replace(self.partial_path, self.path)
+        except OSError as exc:
+            raise with_filename(exc, self.path) from None
         return self.path
 
     def close(self) -> None:
@@ -347,42 +366,63 @@ class TraceWriter:
 
 
 def read_trace(path: Path | str) -> Trace:
-    """Reads a finished or partial trace; a torn last line (crash mid-write) is dropped.
-    Any 1.x trace reads; another major version is a TraceFormatError."""
+    """Reads a finished or partial trace; a torn last line (crash mid-write) is dropped. A trace
+    without its end record reads, and `Trace.incomplete` says where it stops. Any 1.x trace
+    reads; anything else is a TraceFormatError naming the file and the line."""
     header: TraceHeader | None = None
     steps: list[TraceStep] = []
     end: TraceEnd | None = None
-    with Path(path).open(encoding="utf-8") as fh:
-        for line in fh:
-            if not line.endswith("\n"):
-                break  # torn write
+    last, kind = 0, ""
+    torn: int | None = None  # the line a cut-short file ends in the middle of
+    try:
+        for lineno, data in iter_jsonl_lines(path, "trace line", whole_lines=True):
+            last, kind = lineno, str(data.get("record"))
             if header is None:
-                try:
-                    # json.loads, not pydantic's parser: that refuses the \uXXXX escapes of lone
-                    # surrogates, which canonical JSON writes
-                    header = TraceHeader.model_validate(json.loads(line))
-                except ValueError as exc:
-                    raise TraceFormatError(f"{path}: first line is not a trace header: {exc}") from None
-                major = header.schema_version.split(".", 1)[0]
-                if major != SUPPORTED_MAJOR:
-                    raise TraceFormatError(
-                        f"{path}: trace schema {header.schema_version} is not readable by this toolgym "
-                        f"(reads {SUPPORTED_MAJOR}.x)"
-                    )
-                continue
-            try:
-                data = json.loads(line)
-            except ValueError as exc:
-                raise TraceFormatError(f"{path}: line {len(steps) + 2} is not JSON: {exc}") from None
-            kind = data.get("record") if isinstance(data, dict) else None
-            if kind == "step":
-                steps.append(TraceStep.model_validate(data))
+                header = _header(path, lineno, data)
+            elif kind == "step":
+                steps.append(_record(TraceStep, path, lineno, data))
             elif kind == "end":
-                end = TraceEnd.model_validate(data)
+                end = _record(TraceEnd, path, lineno, data)
             # other record kinds (a later 1.x minor version) are skipped
+    except TornLineError as exc:
+        torn = exc.line
+    except TraceFormatError:
+        raise
+    except JSONLError as exc:
+        raise TraceFormatError(exc.path, exc.line, exc.message) from None
+    cut = f"the file ends in the middle of line {torn} (cut short)"
     if header is None:
-        raise TraceFormatError(f"{path}: no trace header")
-    return Trace(header=header, steps=steps, end=end)
+        raise TraceFormatError(path, torn, f"no trace header: {cut}" if torn else "no trace header")
+    trace = Trace(header=header, steps=steps, end=end)
+    if end is None:
+        trace._cut = (
+            f"{path}:{torn}: incomplete trace: {cut}, no end record"
+            if torn
+            else f"{path}:{last}: incomplete trace: no end record (line {last}, the last, is a {kind} record)"
+        )
+    return trace
+
+
+def _header(path: Path | str, lineno: int, data: dict[str, Any]) -> TraceHeader:
+    try:
+        header = TraceHeader.model_validate(data)
+    except ValueError as exc:
+        raise TraceFormatError(path, lineno, f"first line is not a trace header: {exc}") from None
+    major = header.schema_version.split(".", 1)[0]
+    if major != SUPPORTED_MAJOR:
+        raise TraceFormatError(
+            path,
+            lineno,
+            f"trace schema {header.schema_version} is not readable by this toolgym (reads {SUPPORTED_MAJOR}.x)",
+        )
+    return header
+
+
+def _record(model: type[_R], path: Path | str, lineno: int, data: dict[str, Any]) -> _R:
+    try:
+        return model.model_validate(data)
+    except ValueError as exc:
+        raise TraceFormatError(path, lineno, f"not a valid {data.get('record')} record: {exc}") from None
 
 
 def trace_schema_text() -> str:

@@ -464,6 +464,29 @@ def test_eval_scores_only_the_named_run_and_report_flags_stale_results(tmp_path:
     assert not (tmp_path / "runs/a/report.html").exists()
 
 
+def test_eval_names_a_trace_cut_short_and_scores_only_the_whole_ones(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from toolgym.cli import app
+    from toolgym.toolservers.registry import default_toolset
+
+    mtu = TaskSet.load(REPO / "fixtures" / "mock_tasks" / "mtu.jsonl")
+    tasks = TaskSet([t for t in mtu if t.id in ("mtu-balance-002", "mtu-door-003")], base_dir=mtu.base_dir)
+    out = tmp_path / "run"
+    run_trials([("mtu", tasks)], "oracle", out=out, toolset=default_toolset())
+    cut = out / "trial-0" / "mtu" / "mtu-door-003.seed0.jsonl"
+    lines = cut.read_bytes().splitlines(keepends=True)
+    cut.write_bytes(b"".join(lines[:-1]) + lines[-1][:25])  # `head -c`: the end record torn
+    result = CliRunner().invoke(app, ["eval", str(out), "--suite", "mtu"])
+    assert result.exit_code == 1, result.output  # the results are incomplete
+    said = " ".join(result.output.split())
+    where = f"{cut}:{len(lines)}: incomplete trace: the file ends in the middle of line {len(lines)}"
+    assert "1 incomplete traces (no end record), not scored:" in said and where in said
+    assert "1 traces in" in said
+    payload = json.loads((out / "eval.fixed.json").read_text(encoding="utf-8"))
+    assert payload["traces"] == 1 and payload["incomplete"] == [f"{where} (cut short), no end record"]
+
+
 def test_eval_explain_prints_every_metric_with_its_paper(tmp_path: Path) -> None:
     result = toolgym("eval", "--explain", cwd=tmp_path)
     assert result.returncode == 0

@@ -309,3 +309,20 @@ def test_export_command_sends_otlp_to_a_collector(run_dir: Path) -> None:
         request.ParseFromString(body)
         names += [s.name for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
     assert names.count("invoke_agent oracle") == 3 and "execute_tool transfer_funds" in names
+
+
+def test_export_names_and_counts_a_trace_cut_short(run_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    cut = copy / "trial-0" / "mtu" / "mtu-door-003.seed0.jsonl"
+    data = cut.read_bytes()
+    cut.write_bytes(data[: len(data) - 30])  # a copy cut short: the end record is torn
+    last = data.count(b"\n")
+    result = CliRunner().invoke(app, ["export", str(copy), "--out", str(tmp_path / "out.jsonl")])
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
+    assert "1 incomplete traces (no end record), not exported:" in out
+    assert f"{cut}:{last}: incomplete trace: the file ends in the middle of line {last}" in out
+    assert "8 episodes kept" in out

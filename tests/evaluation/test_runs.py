@@ -367,3 +367,56 @@ def test_a_mock_service_killed_mid_episode_aborts_and_retry_aborted_reruns_it(tm
         rerun = run(back.url, back.pid, retry_aborted=True)
     assert [(e.status, e.success) for e in rerun.episodes] == [("terminated", True), ("terminated", True)]
     assert rerun.aborted == []
+
+
+# ---- half-written files (issue 27, item 7) --------------------------------------------------------
+def test_a_full_disk_stops_the_run_says_where_in_run_json_and_one_line_then_resumes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real 1 MiB tmpfs with 96 KiB free: the second episode's image (200 KB) does not fit."""
+    from tests.writes import fill, small_disk, temps
+    from toolgym.cli import main
+
+    with small_disk(tmp_path / "disk", "1m") as disk:
+        out = disk / "run"
+        args = ["run", "--tasks", "demo", "--task-id", "memo-room", "--task-id", "caption-cat"]
+        args += ["--out", str(out)]
+        filler = fill(disk, leave=96 * 1024)
+        with pytest.raises(SystemExit) as stop:
+            main(args)
+        assert stop.value.code == 2
+        errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("toolgym: error:")]
+        summary = json.loads((out / "run.json").read_text(encoding="utf-8"))
+        assert [e["task_id"] for e in summary["episodes"]] == ["memo-room"]
+        full = f"the disk is full: {out}/trial-0/demo/files/"
+        assert summary["stopped"].startswith(full) and summary["stopped"].endswith(
+            ": No space left on device"
+        )
+        path = summary["stopped"].split(": ")[1]
+        assert len(errors) == 1 and errors[0].startswith(f"toolgym: error: {path}: No space left on device")
+        assert "resume with: " in errors[0] and temps(disk) == []
+        filler.unlink()
+        with pytest.raises(SystemExit) as resumed:
+            main(args)
+        assert resumed.value.code == 0
+        summary = json.loads((out / "run.json").read_text(encoding="utf-8"))
+        assert summary["stopped"] is None
+        assert [(e["task_id"], e["reward"]) for e in summary["episodes"]] == [
+            ("memo-room", 1.0),
+            ("caption-cat", 1.0),
+        ]
+        assert temps(disk) == [] and all(read_trace(out / e["trace"]).complete for e in summary["episodes"])
+
+
+def test_a_resume_removes_what_writers_killed_mid_write_left(tmp_path: Path) -> None:
+    from tests.writes import killed_writer, temps
+
+    tasks = only(mock_set("mtu"), "mtu-door-003")
+    first = run_trials([("mtu", tasks)], "oracle", out=tmp_path, toolset=default_toolset())
+    before = (tmp_path / "run.json").read_bytes()
+    killed_writer(tmp_path / "run.json")  # SIGKILL in the middle of run.json's rewrite
+    killed_writer(tmp_path / "trial-0" / "mtu" / "files" / ("0" * 64))  # and of a kept file's
+    assert len(temps(tmp_path)) == 2 and (tmp_path / "run.json").read_bytes() == before
+    again = run_trials([("mtu", tasks)], "oracle", out=tmp_path, toolset=default_toolset())
+    assert temps(tmp_path) == [] and again.episodes == first.episodes
+    assert (tmp_path / "run.json").read_bytes() == before

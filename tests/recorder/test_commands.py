@@ -140,6 +140,21 @@ def test_verify_passes_on_unchanged_tools(demo_golden: Path, mock_golden: Path) 
     assert live.exit_code == 0, live.output
 
 
+def test_verify_fails_a_golden_trace_cut_mid_line_and_names_file_and_line(
+    demo_golden: Path, tmp_path: Path
+) -> None:
+    shutil.copytree(demo_golden, tmp_path / "g")
+    trace = tmp_path / "g" / "tasks" / "receipt-change.seed0.jsonl"
+    data = trace.read_bytes()
+    lines = data.splitlines(keepends=True)
+    trace.write_bytes(data[: len(lines[0]) + len(lines[1]) + len(lines[2]) // 2])  # `head -c`: mid-line 3
+    result = runner.invoke(app, ["verify", str(trace), "--cassette", str(tmp_path / "g" / "cassette.sqlite")])
+    assert result.exit_code == 1, result.output
+    out = " ".join(result.output.split())
+    assert f"INCOMPLETE {trace}:3: incomplete trace: the file ends in the middle of line 3" in out
+    assert "(1 steps checked)" in out and "0 ok, 1 drifted or failed" in out
+
+
 def test_verify_catches_a_changed_tool_output_and_names_the_step(demo_golden: Path) -> None:
     trace = demo_golden / "tasks" / "receipt-change.seed0.jsonl"
     result = runner.invoke(

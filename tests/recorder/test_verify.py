@@ -178,13 +178,15 @@ def test_changed_task_is_a_header_drift(golden: Path, tmp_path: Path) -> None:
     assert [d.field for d in result.header] == ["task_hash"] and result.steps[0].identical
 
 
-def test_partial_trace_checks_its_steps(golden: Path, tmp_path: Path) -> None:
+def test_a_trace_without_its_end_checks_its_steps_and_fails(golden: Path, tmp_path: Path) -> None:
     shutil.copytree(golden, tmp_path / "g")
     trace = tmp_path / "g" / "golden" / "shop" / "paint-and-measure.seed0.jsonl"
     lines = trace.read_text(encoding="utf-8").splitlines(keepends=True)
     trace.write_text("".join(lines[:3]), encoding="utf-8")  # header + 2 steps, no end
     result = check(tmp_path / "g", make_tools())
-    assert result.ok and len(result.steps) == 2
+    assert not result.ok and len(result.steps) == 2 and all(s.identical for s in result.steps)
+    assert result.error is None and result.drifts == []
+    assert result.incomplete is not None and result.incomplete.startswith(f"{trace}:3: incomplete trace")
 
 
 def test_state_hash_drift_is_named(mock_golden: Path, tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from toolgym.jsonl import JSONLError, read_jsonl, read_jsonl_lines
+from toolgym.jsonl import JSONLError, TornLineError, iter_jsonl_lines, read_jsonl, read_jsonl_lines
 
 
 def test_objects_in_file_order_with_line_numbers(tmp_path: Path) -> None:
@@ -39,3 +39,17 @@ def test_a_missing_file_is_a_typed_error(tmp_path: Path) -> None:
     with pytest.raises(JSONLError, match="cannot read") as info:
         read_jsonl(tmp_path / "none.jsonl")
     assert info.value.line is None and isinstance(info.value, ValueError)
+
+
+def test_a_file_cut_mid_line_is_torn_for_readers_that_ask(tmp_path: Path) -> None:
+    path = tmp_path / "cut.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"b": 2}\n{"c": ')
+    seen: list[tuple[int, dict[str, object]]] = []
+    with pytest.raises(TornLineError, match="the file ends in the middle of row 3") as info:
+        seen.extend(iter_jsonl_lines(path, "row", whole_lines=True))
+    assert seen == [(1, {"a": 1}), (2, {"b": 2})] and info.value.line == 3
+    assert str(info.value).startswith(f"{path}:3: ")
+    path.write_bytes(b'{"a": 1}\n{"b": 2}')  # a last line without its newline is whole JSONL otherwise
+    assert read_jsonl(path) == [{"a": 1}, {"b": 2}]
+    with pytest.raises(TornLineError):
+        list(iter_jsonl_lines(path, whole_lines=True))

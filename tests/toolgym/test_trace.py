@@ -114,6 +114,45 @@ def test_torn_last_line_is_dropped(tmp_path: Path) -> None:
     assert len(trace.steps) == 1 and not trace.complete
 
 
+def test_a_trace_cut_short_is_incomplete_and_says_at_which_line(tmp_path: Path) -> None:
+    path = record(tmp_path)
+    data = path.read_bytes()
+    lines = data.splitlines(keepends=True)  # header, 2 steps, end
+    assert read_trace(path).incomplete is None
+    path.write_bytes(data[: len(lines[0]) + len(lines[1]) // 2])  # `head -c`: mid-line 2
+    trace = read_trace(path)
+    assert not trace.complete and trace.steps == []
+    assert (
+        trace.incomplete
+        == f"{path}:2: incomplete trace: the file ends in the middle of line 2 (cut short), no end record"
+    )
+    path.write_bytes(b"".join(lines[:3]))  # cut between lines: the end record is missing
+    trace = read_trace(path)
+    assert len(trace.steps) == 2
+    assert (
+        trace.incomplete == f"{path}:3: incomplete trace: no end record (line 3, the last, is a step record)"
+    )
+    path.write_bytes(lines[0][:-40])
+    with pytest.raises(
+        TraceFormatError, match="no trace header: the file ends in the middle of line 1"
+    ) as info:
+        read_trace(path)
+    assert info.value.line == 1
+
+
+def test_bad_bytes_and_bad_records_name_the_file_and_line(tmp_path: Path) -> None:
+    path = record(tmp_path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + lines[1].replace(b'"add"', b'"\xff\xfe"', 1) + b"".join(lines[2:]))
+    with pytest.raises(TraceFormatError, match="trace line is not UTF-8 text") as info:
+        read_trace(path)
+    assert str(info.value).startswith(f"{path}:2: ") and info.value.line == 2
+    path.write_bytes(lines[0] + lines[1] + b'{"record":"step","index":"one"}\n' + lines[3])
+    with pytest.raises(TraceFormatError, match="not a valid step record") as info:
+        read_trace(path)
+    assert str(info.value).startswith(f"{path}:3: ")
+
+
 def test_header_pins_the_task_definition(tmp_path: Path) -> None:
     trace = read_trace(record(tmp_path))
     assert trace.header.schema_version == TRACE_SCHEMA_VERSION == "1.4"
@@ -151,8 +190,9 @@ def test_reads_schema_1_0_traces_and_refuses_other_majors(tmp_path: Path) -> Non
         read_trace(junk)
     broken = tmp_path / "broken.jsonl"
     broken.write_text("\n".join([lines[0], "{not json", *lines[1:]]) + "\n", encoding="utf-8")
-    with pytest.raises(TraceFormatError, match="line 2 is not JSON"):
+    with pytest.raises(TraceFormatError, match="trace line is not JSON") as info:
         read_trace(broken)
+    assert str(info.value).startswith(f"{broken}:2: ") and info.value.line == 2
 
 
 KILLED_MID_EPISODE = """
