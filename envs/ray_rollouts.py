@@ -8,17 +8,30 @@ The driver keeps every actor at most `per_actor` batches ahead and the whole run
 store). An actor that dies takes its unfinished batches with it; their episodes go back to the
 queue one by one, to run alone on an idle actor (so an episode that kills its worker takes down
 nobody else's), a fresh actor replaces the dead one, and an episode whose actor died
-`max_attempts` times while it ran alone is recorded as aborted with a `WorkerLost` error. Actors
-return the bytes of each trace and of the files its observations carry, and the driver writes
-them once (`rollout`), so a re-run never leaves a duplicate or a half-written file.
+`max_attempts` times while it ran alone is recorded as aborted with a `WorkerLost` error.
+
+An actor gets episodes only once it is placed and started (its `ready` call answered), and the
+driver waits `ready_timeout_s` for that at most (counted from its start, or from the last actor
+that came up while it waited): a replacement that the cluster has no room for (its node was lost)
+is given up, its episodes go to the actors left, and when none is left they are recorded as
+aborted (`NoActorLeft`), never waited for. Each outcome names the node, actor
+and process that ran it (`worker`, kept in run.json).
+
+Actors return the bytes of each trace and of the files its observations carry, and the driver
+writes them once (`rollout`), so a re-run never leaves a duplicate or a half-written file.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import IO, Any
 
 from toolgym.envs.rollouts import (
     Cancel,
@@ -32,9 +45,22 @@ from toolgym.envs.rollouts import (
     batches,
     load_object,
     requeue_lost,
+    unrun_outcome,
 )
 
 INSTALL_HINT = "pip install 'toolgym[ray]'"
+
+
+DEFAULT_READY_TIMEOUT_S = 60.0
+
+
+class NoActorLeft(RolloutError):
+    """No rollout actor was left to run an episode: those the run asked for died, or the cluster
+    could not place them in time (a lost node, no free CPUs)."""
+
+
+class RayAccessRefused(RolloutError):
+    """The Ray cluster refused this client's authentication token (Ray's token authentication)."""
 
 
 def import_ray() -> Any:
@@ -52,16 +78,15 @@ class RolloutActor:
     def __init__(self, context: WorkerContext) -> None:
         self.worker = EpisodeWorker(context)
 
-    def ready(self) -> bool:
-        return True
+    def ready(self) -> dict[str, str | int]:
+        """Where this actor runs (its answer also says it is placed and started)."""
+        import ray
+
+        context = ray.get_runtime_context()
+        return {"node": context.get_node_id(), "actor": str(context.get_actor_id()), "pid": os.getpid()}
 
     def run_batch(self, specs: Sequence[EpisodeSpec]) -> list[tuple[EpisodeOutcome, EpisodeBytes | None]]:
         return self.worker.run_batch(specs)
-
-    def pid(self) -> int:
-        import os
-
-        return os.getpid()
 
 
 @dataclass(frozen=True)
@@ -116,6 +141,7 @@ class RayStats:
 
     actors_started: int = 0
     actors_lost: int = 0
+    actors_unplaced: int = 0  # given up after `ready_timeout_s` without being placed and started
     resubmitted: int = 0  # episodes sent again after their actor died
     peak_in_flight: int = 0  # episodes submitted and not yet back, at most
     server_accelerators: dict[str, list[str]] = field(default_factory=dict)  # the tool server's GPUs
@@ -128,7 +154,8 @@ class RayExecutor:
     With no `address` and no Ray running, a local Ray instance is started for the run and shut
     down after it; with an address (`auto`, `ray://host:10001`) the executor joins that cluster.
     `tool_server` places a tool server actor (with its `num_gpus`) whose tools the rollout actors
-    use instead of their local ones."""
+    use instead of their local ones. An actor not placed and started within `ready_timeout_s` is
+    given up (module docstring)."""
 
     def __init__(
         self,
@@ -142,9 +169,12 @@ class RayExecutor:
         max_attempts: int = 2,
         tool_server: ToolServerSpec | None = None,
         init_options: Mapping[str, Any] | None = None,
+        ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
     ) -> None:
         if (actors is not None and actors < 1) or per_actor < 1 or max_attempts < 1:
             raise ValueError("actors, per_actor and max_attempts must be at least 1")
+        if not ready_timeout_s > 0:
+            raise ValueError("ready_timeout_s must be more than 0")
         self.actors = actors
         self.address = address
         self.actor_cpus = actor_cpus
@@ -154,6 +184,8 @@ class RayExecutor:
         self.max_attempts = max_attempts
         self.tool_server = tool_server
         self.init_options = dict(init_options or {})
+        self.ready_timeout_s = ready_timeout_s
+        self._access_checked = False
         self.stats = RayStats()
         self.live: list[Any] = []  # the rollout actors' handles while a run goes on
         self.server: Any = None  # the tool server actor's handle while a run goes on
@@ -172,6 +204,7 @@ class RayExecutor:
             if self.address is None:
                 options["_node_ip_address"] = "127.0.0.1"  # a local instance stays on loopback
             options.update(self.init_options)
+            self.check_access()
             ray.init(address=self.address, **options)
             started = True
         self.stats = RayStats()
@@ -182,7 +215,14 @@ class RayExecutor:
                 self.server = server_cls.options(
                     num_gpus=spec.num_gpus, num_cpus=spec.num_cpus, resources=dict(spec.resources) or None
                 ).remote(spec)
-                url = ray.get(self.server.url.remote())
+                try:
+                    url = ray.get(self.server.url.remote(), timeout=self.ready_timeout_s)
+                except ray.exceptions.GetTimeoutError:
+                    raise RolloutError(
+                        f"the tool-server actor (num_gpus={spec.num_gpus:g}, num_cpus={spec.num_cpus:g}) was not "
+                        f"placed and started within {self.ready_timeout_s:g} s: the cluster has no room for it "
+                        "(`ray status` shows pending demands)"
+                    ) from None
                 self.stats.server_accelerators = ray.get(self.server.accelerators.remote())
                 tools_env = replace(context.env, tool_url=url, tool_token=spec.token)
                 context = replace(context, env=tools_env)
@@ -197,6 +237,39 @@ class RayExecutor:
             if started:
                 ray.shutdown()
 
+    def check_access(self) -> None:
+        """Connect once to the cluster at `address` (no-op without one, or for a `ray://` client
+        address) and raise RayAccessRefused if it refuses this client's token. `ray.init` would
+        retry a refused token for 20 s, with a warning each second, then fail without saying why."""
+        if self.address is None or self.address.startswith("ray://") or self._access_checked:
+            return
+        import_ray()
+        from ray._private.authentication.authentication_token_setup import (
+            ensure_token_if_auth_enabled,
+            maybe_enable_token_auth_if_token_available,
+        )
+        from ray._private.services import canonicalize_bootstrap_address_or_die
+        from ray._raylet import GcsClient  # type: ignore[attr-defined]
+        from ray.exceptions import AuthenticationError
+
+        with tempfile.TemporaryFile() as said:
+            try:
+                with _stderr_to(said):  # Ray's C++ client warns on stderr
+                    if self.address == "auto":  # as ray.init: a token file turns token auth on
+                        maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+                    ensure_token_if_auth_enabled(None, create_token_if_missing=False)
+                    GcsClient(address=canonicalize_bootstrap_address_or_die(self.address))
+            except AuthenticationError as exc:
+                raise RayAccessRefused(
+                    f"the Ray cluster at {self.address} refused this client's token ({exc.message}): "
+                    "give the cluster's token in RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token, "
+                    "with RAY_AUTH_MODE=token (docs/scaling.md, token authentication)"
+                ) from None
+            except Exception:
+                said.seek(0)
+                sys.stderr.write(said.read().decode(errors="replace"))  # ray.init reports it
+        self._access_checked = True
+
     def _drive(
         self,
         ray: Any,
@@ -205,84 +278,189 @@ class RayExecutor:
         deliver: Deliver,
         cancel: Cancel | None = None,
     ) -> None:
-        from ray.exceptions import RayActorError, RayTaskError
-
-        actor_cls = ray.remote(RolloutActor).options(num_cpus=self.actor_cpus)
-        context_ref = ray.put(context)  # once in the object store, not once per actor
-        slots: list[_Slot] = []
+        run = _Round(self, ray, ray.put(context), deliver)  # the context once in the object store
         actors = self.actors or max(1, int(ray.available_resources().get("CPU", 1) // self.actor_cpus))
-
-        def start_actor() -> None:
-            self.stats.actors_started += 1
-            slot = _Slot(actor_cls.remote(context_ref))
-            slots.append(slot)
-            self.live.append(slot.handle)
-
         # (batch, alone): a batch whose actor died comes back as single episodes that run alone on
         # an idle actor with nothing queued behind them, so a death is pinned on the one episode
-        queue: deque[tuple[list[EpisodeSpec], bool]] = deque(
-            (batch, False) for batch in batches(specs, actors, self.batch_size)
-        )
-        size = max((len(b) for b, _ in queue), default=1)
-        limit = self.max_in_flight or actors * self.per_actor * size
-        deaths: dict[int, int] = {}  # episode index -> its actor died while it ran alone
-        in_flight: dict[Any, tuple[_Slot, list[EpisodeSpec], bool]] = {}  # ObjectRef -> ...
-        episodes_in_flight = 0
+        run.queue.extend((batch, False) for batch in batches(specs, actors, self.batch_size))
+        size = max((len(b) for b, _ in run.queue), default=1)
+        run.limit = self.max_in_flight or actors * self.per_actor * size
         for _ in range(actors):
-            start_actor()
-        max_started = actors * (self.max_attempts + 1) + len(specs)  # no endless replacement loop
+            run.start_actor()
+        run.max_started = actors * (self.max_attempts + 1) + len(specs)  # no endless replacement loop
 
-        while queue or in_flight:
+        while run.queue or run.in_flight:
             if cancel is not None and cancel.is_set():
                 return  # `run` kills the actors, and the episodes in flight with them
-            while queue and slots:
-                batch, alone = queue[0]
-                if in_flight and episodes_in_flight + len(batch) > limit:
-                    break  # back-pressure: wait for results before sending more
-                open_slots = [s for s in slots if not s.alone and s.load < (1 if alone else self.per_actor)]
-                if not open_slots:
-                    break
-                slot = min(open_slots, key=lambda s: s.load)
-                queue.popleft()
-                in_flight[slot.handle.run_batch.remote(batch)] = (slot, batch, alone)
+            for batch in run.dispatch():
                 if cancel is not None:
                     cancel.started.update(spec.index for spec in batch)
-                slot.load += 1
-                slot.alone = alone
-                episodes_in_flight += len(batch)
-                self.stats.peak_in_flight = max(self.stats.peak_in_flight, episodes_in_flight)
-            if not in_flight:
-                raise RolloutError("no rollout actor is left to run the remaining episodes")
-            # a short wait when cancellable: the cancel is noticed within a tenth of a second
-            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=None if cancel is None else 0.1)
+            if not run.in_flight and not run.starting:
+                run.abort_the_rest()
+                return
+            # wake up for the next actor's deadline, and within a tenth of a second for a cancel
+            bounds = [s.deadline - time.monotonic() for s in run.starting.values()]
+            bounds += [0.1] if cancel is not None else []
+            timeout = max(0.0, min(bounds)) if bounds else None
+            ready, _ = ray.wait([*run.in_flight, *run.starting], num_returns=1, timeout=timeout)
             for ref in ready:
-                slot, batch, alone = in_flight.pop(ref)
-                episodes_in_flight -= len(batch)
-                try:
-                    results = ray.get(ref)
-                except RayTaskError as exc:
-                    cause: BaseException = exc.as_instanceof_cause()  # type: ignore[no-untyped-call]
-                    raise cause from None  # the episode's own bug stops the run
-                except RayActorError as exc:
-                    if slot in slots:  # the first of its batches to report the death
-                        self.stats.actors_lost += 1
-                        slots.remove(slot)
-                        self.live.remove(slot.handle)
-                        ray.kill(slot.handle)  # one that is only unreachable must not run on
-                        if self.stats.actors_started < max_started:
-                            start_actor()
-                    self.stats.resubmitted += requeue_lost(
-                        batch, alone, exc, deaths, self.max_attempts, queue, deliver
-                    )
-                    continue
-                slot.load -= 1
-                slot.alone = False
-                for outcome, data in results:
-                    deliver(outcome, data)
+                if ref in run.starting:
+                    run.placed(ref)
+                else:
+                    run.returned(ref)
+            run.give_up_unplaced()
+
+
+class _Round:
+    """The driver's state in one `RayExecutor` run: actors starting and placed, the queue of
+    batches, and the batches in flight."""
+
+    def __init__(self, executor: RayExecutor, ray: Any, context_ref: Any, deliver: Deliver) -> None:
+        self.executor, self.ray, self.context_ref, self.deliver = executor, ray, context_ref, deliver
+        self.stats = executor.stats
+        self.actor_cls = ray.remote(RolloutActor).options(num_cpus=executor.actor_cpus)
+        self.slots: list[_Slot] = []  # placed and started: they take episodes
+        self.starting: dict[Any, _Slot] = {}  # their `ready` ObjectRef -> actors not placed yet
+        self.queue: deque[tuple[list[EpisodeSpec], bool]] = deque()
+        self.in_flight: dict[Any, tuple[_Slot, list[EpisodeSpec], bool]] = {}  # ObjectRef -> ...
+        self.episodes_in_flight = 0
+        self.deaths: dict[int, int] = {}  # episode index -> its actor died while it ran alone
+        self.limit = 1
+        self.max_started = 0
+
+    def start_actor(self) -> None:
+        self.stats.actors_started += 1
+        slot = _Slot(
+            self.actor_cls.remote(self.context_ref), time.monotonic() + self.executor.ready_timeout_s
+        )
+        self.starting[slot.handle.ready.remote()] = slot
+        self.executor.live.append(slot.handle)
+
+    def dispatch(self) -> list[list[EpisodeSpec]]:
+        """Send queued batches to placed actors with room, under back-pressure; returns them."""
+        sent: list[list[EpisodeSpec]] = []
+        while self.queue and self.slots:
+            batch, alone = self.queue[0]
+            if self.in_flight and self.episodes_in_flight + len(batch) > self.limit:
+                break  # back-pressure: wait for results before sending more
+            per_actor = 1 if alone else self.executor.per_actor
+            open_slots = [s for s in self.slots if not s.alone and s.load < per_actor]
+            if not open_slots:
+                break
+            slot = min(open_slots, key=lambda s: s.load)
+            self.queue.popleft()
+            self.in_flight[slot.handle.run_batch.remote(batch)] = (slot, batch, alone)
+            slot.load += 1
+            slot.alone = alone
+            self.episodes_in_flight += len(batch)
+            self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.episodes_in_flight)
+            sent.append(batch)
+        return sent
+
+    def placed(self, ref: Any) -> None:
+        """An actor answered `ready`: it takes episodes from now on (or it died starting)."""
+        from ray.exceptions import RayActorError
+
+        slot = self.starting.pop(ref)
+        try:
+            slot.worker = self.ray.get(ref)
+        except RayActorError as exc:
+            if exc.actor_init_failed:  # its constructor raised: a bug every actor would hit
+                raise RolloutError(f"a rollout actor failed to start: {_what_failed(exc)}") from None
+            self.stats.actors_lost += 1
+            self._drop(slot)
+            if self.stats.actors_started < self.max_started:
+                self.start_actor()
+            return
+        self.slots.append(slot)
+        # the cluster is bringing actors up (slowly, on a loaded node): the others get their time
+        renewed = time.monotonic() + self.executor.ready_timeout_s
+        for other in self.starting.values():
+            other.deadline = max(other.deadline, renewed)
+
+    def returned(self, ref: Any) -> None:
+        """A batch came back: deliver its outcomes, or requeue its episodes if its actor died."""
+        from ray.exceptions import RayActorError, RayTaskError
+
+        slot, batch, alone = self.in_flight.pop(ref)
+        self.episodes_in_flight -= len(batch)
+
+        def deliver(outcome: EpisodeOutcome, data: EpisodeBytes | None) -> None:
+            self.deliver(replace(outcome, worker=slot.worker), data)  # where it ran
+
+        try:
+            results = self.ray.get(ref)
+        except RayTaskError as exc:
+            cause: BaseException = exc.as_instanceof_cause()  # type: ignore[no-untyped-call]
+            raise cause from None  # the episode's own bug stops the run
+        except RayActorError as exc:
+            if slot in self.slots:  # the first of its batches to report the death
+                self.stats.actors_lost += 1
+                self.slots.remove(slot)
+                self._drop(slot)  # one that is only unreachable must not run on
+                if self.stats.actors_started < self.max_started:
+                    self.start_actor()
+            self.stats.resubmitted += requeue_lost(
+                batch, alone, exc, self.deaths, self.executor.max_attempts, self.queue, deliver
+            )
+            return
+        slot.load -= 1
+        slot.alone = False
+        for outcome, data in results:
+            deliver(outcome, data)
+
+    def give_up_unplaced(self) -> None:
+        """Actors not placed and started by their deadline (`ready_timeout_s` after their start or
+        after the last actor that came up, whichever is later) are given up: the cluster has no
+        room for them (a lost node, no free CPUs). The episodes go to the actors left."""
+        now = time.monotonic()
+        for ref, slot in list(self.starting.items()):
+            if slot.deadline <= now:
+                del self.starting[ref]
+                self.stats.actors_unplaced += 1
+                self._drop(slot)
+
+    def abort_the_rest(self) -> None:
+        """No actor is placed or starting: the queued episodes are aborted (infra), not waited for."""
+        stats, timeout = self.stats, self.executor.ready_timeout_s
+        error = NoActorLeft(
+            f"no Ray actor was left to run this episode: {stats.actors_lost} died and "
+            f"{stats.actors_unplaced} could not be placed within {timeout:g} s (a lost node or no "
+            "free CPUs; `ray status` shows pending demands)"
+        )
+        for batch, _ in self.queue:
+            for spec in batch:
+                self.deliver(unrun_outcome(spec, error), None)
+        self.queue.clear()
+
+    def _drop(self, slot: _Slot) -> None:
+        self.executor.live.remove(slot.handle)
+        self.ray.kill(slot.handle)
+
+
+@contextmanager
+def _stderr_to(file: IO[bytes]) -> Iterator[None]:
+    """File descriptor 2 (what C++ code writes to) goes to `file` meanwhile."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(file.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _what_failed(exc: BaseException) -> str:
+    """The last line of an error (an actor's creation error ends with the exception itself)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[-1][:300] if lines else type(exc).__name__
 
 
 @dataclass(eq=False)
 class _Slot:
     handle: Any
+    deadline: float  # placed and started by then (time.monotonic()), or given up
     load: int = 0  # batches in flight on this actor
     alone: bool = False  # it runs a suspect episode: nothing else goes to it meanwhile
+    worker: dict[str, str | int] | None = None  # where it runs (node, actor, pid), once placed

@@ -210,6 +210,8 @@ class EpisodeResult:
     trace: str | None = None  # relative to the run directory
     error: str | None = None  # why an aborted episode stopped
     task_hash: str | None = None  # the task's canonical hash (as in the trace header): resume checks it
+    # where it ran, on Ray: the actor's `node` id, `actor` id and `pid` (None for the other executors)
+    worker: dict[str, str | int] | None = None
 
 
 @dataclass(frozen=True)
@@ -870,7 +872,13 @@ def requeue_lost(
 def lost_outcome(spec: EpisodeSpec, attempts: int, cause: BaseException) -> EpisodeOutcome:
     """The outcome of an episode whose worker died `attempts` times while it ran alone."""
     why = str(cause).strip().splitlines()[0][:200] if str(cause).strip() else type(cause).__name__
-    error = WorkerLost(f"the worker running this episode alone died {attempts} times (last: {why})")
+    return unrun_outcome(
+        spec, WorkerLost(f"the worker running this episode alone died {attempts} times (last: {why})")
+    )
+
+
+def unrun_outcome(spec: EpisodeSpec, error: RolloutError) -> EpisodeOutcome:
+    """The outcome of an episode that no worker ran to its end (an infra failure: aborted)."""
     return EpisodeOutcome(
         index=spec.index,
         trial=spec.trial,
@@ -879,7 +887,7 @@ def lost_outcome(spec: EpisodeSpec, attempts: int, cause: BaseException) -> Epis
         status="aborted",
         reward=0.0,
         steps=0,
-        error=f"WorkerLost: {error}",
+        error=f"{type(error).__name__}: {error}",
         agent=spec.agent,
     )
 

@@ -357,6 +357,15 @@ def run(
         str | None,
         typer.Option(help="join this Ray cluster (auto, ray://head:10001); implies --ray; default: local"),
     ] = None,
+    ray_ready_timeout: Annotated[
+        float | None,
+        typer.Option(
+            min=0.1,
+            help="seconds a Ray actor may take to be placed and started (default 60; a replacement for "
+            "one on a lost node may never be); then its episodes go to the other actors, or abort if "
+            "none is left",
+        ),
+    ] = None,
     ray_tool_server_gpus: Annotated[
         float | None,
         typer.Option(
@@ -633,6 +642,7 @@ def run(
         ray_address,
         concurrency,
         tool_server,
+        ray_ready_timeout,
     )
     if executor is not None and len(toolset) != len(default_toolset()):
         raise typer.BadParameter(
@@ -883,6 +893,7 @@ def _executor(
     address: str | None,
     concurrency: int,
     tool_server: ToolServerSpec | None = None,
+    ready_timeout_s: float | None = None,
 ) -> Executor | None:
     """The rollout executor the options ask for; None: in this process (threads)."""
     if not ray and (workers or 1) == 1:
@@ -897,7 +908,7 @@ def _executor(
         from toolgym.envs.rollouts import ProcessExecutor
 
         return ProcessExecutor(workers or 1)
-    from toolgym.envs.ray_rollouts import RayExecutor, import_ray
+    from toolgym.envs.ray_rollouts import RayAccessRefused, RayExecutor, import_ray
     from toolgym.envs.rollouts import RolloutError
 
     try:
@@ -905,7 +916,14 @@ def _executor(
     except RolloutError as exc:
         raise typer.BadParameter(str(exc), param_hint="--ray") from None
     # workers None: one actor per CPU of the cluster
-    return RayExecutor(workers, address=address, tool_server=tool_server)
+    executor = RayExecutor(workers, address=address, tool_server=tool_server)
+    if ready_timeout_s is not None:  # None: the executor's default
+        executor.ready_timeout_s = ready_timeout_s
+    try:
+        executor.check_access()  # a cluster that refuses our token: one line now, before any episode
+    except RayAccessRefused as exc:
+        raise typer.BadParameter(str(exc), param_hint="--ray-address") from None
+    return executor
 
 
 # ---- eval ------------------------------------------------------------------------------------

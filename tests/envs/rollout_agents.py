@@ -4,8 +4,10 @@ the episodes it does finish are the oracle's."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -86,3 +88,32 @@ def pid_oracle(pid_file: str) -> AgentFactory:
 def kill_self(targets: Sequence[str], marker_dir: str | None = None) -> AgentFactory:
     """`hostile`, with the worker process killed by SIGKILL (as the OOM killer does) mid-episode."""
     return hostile(targets, "kill", 1, marker_dir)
+
+
+STALL_DIR_ENV = "TOOLGYM_TEST_STALL_DIR"
+
+
+def stall_where_told(protocol: ActionProtocol) -> OracleAgent:
+    """An agent for `toolgym run --agent` (the env's protocol -> an agent): the oracle, except in a
+    worker whose environment sets `TOOLGYM_TEST_STALL_DIR` (a Ray node started with it). There
+    each episode writes a file named after its task into that folder when it starts (the node id
+    and process id it runs on, as JSON) and then waits for good, so a test can lose the node while
+    it holds episodes."""
+    stall_dir = os.environ.get(STALL_DIR_ENV)
+    return OracleAgent(protocol) if stall_dir is None else StallingOracle(protocol, Path(stall_dir))
+
+
+class StallingOracle(OracleAgent):
+    def __init__(self, protocol: ActionProtocol, stall_dir: Path) -> None:
+        super().__init__(protocol)
+        self.stall_dir = stall_dir
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        import ray
+
+        super().start(task, observation, info)
+        where = {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+        (self.stall_dir / f"{task.id}.tmp").write_text(json.dumps(where))
+        (self.stall_dir / f"{task.id}.tmp").rename(self.stall_dir / task.id)  # whole when seen
+        while True:  # until the node, and this process with it, is gone
+            time.sleep(1)

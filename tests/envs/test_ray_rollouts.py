@@ -1,24 +1,36 @@
 """Rollouts on a real local Ray instance (started once for the module, with a fake GPU): byte-
 identical traces against one process, actors killed mid-episode, back-pressure, a GPU tool server
-actor, and the error when Ray is missing."""
+actor, actors that cannot be placed, and the error when Ray is missing. A real cluster of two Ray
+nodes on this machine (`ray start`, each with its own ports and temp dir) loses a node mid-run, and
+a cluster with token authentication refuses a client's token."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from tests.envs.rollout_agents import Bug
+from tests.envs.rollout_agents import STALL_DIR_ENV, Bug
 from tests.envs.test_rollouts import DRAWING, HOSTILE, bundled_sets, kept_files, traces_of, whole_folder
 from toolgym.cli import app
 from toolgym.envs.demo import default_task_paths, demo_tasks_path
-from toolgym.envs.ray_rollouts import INSTALL_HINT, RayExecutor, ToolServerSpec, import_ray
+from toolgym.envs.ray_rollouts import INSTALL_HINT, NoActorLeft, RayExecutor, ToolServerSpec, import_ray
 from toolgym.envs.rollouts import AgentSpec, EpisodeOutcome, RolloutError, episode_specs, rollout
-from toolgym.evaluation.runs import run_trials
+from toolgym.evaluation.runs import SUMMARY_FILE, RunSummary, run_trials
 from toolgym.tasks import TaskSet
 from toolgym.trace import read_trace
 
@@ -77,7 +89,22 @@ def test_toolgym_run_ray_over_every_bundled_task_set_writes_the_one_process_byte
     expected = whole_folder(one)
     assert len(traces_of(expected)) == sum(len(TaskSet.load(p)) for p in default_task_paths())
     assert len(kept_files(expected)) >= 3  # the demo's plot, box and caption at least
-    assert whole_folder(on_ray) == expected
+    assert without_workers(whole_folder(on_ray)) == without_workers(expected, ray=False)
+
+
+def without_workers(folder: dict[str, bytes], *, ray: bool = True) -> dict[str, Any]:
+    """A run folder with run.json parsed and each episode's `worker` (where it ran) checked and
+    taken out: on Ray a node id, an actor id and a process id; in one process none. The rest of
+    run.json, and every other file, is the same whichever executor ran the episodes."""
+    summary = json.loads(folder[SUMMARY_FILE])
+    for episode in summary["episodes"]:
+        worker = episode.pop("worker")
+        if ray:
+            assert isinstance(worker["node"], str) and isinstance(worker["actor"], str), episode
+            assert isinstance(worker["pid"], int) and worker["pid"] > 0, episode
+        else:
+            assert worker is None, episode
+    return {**folder, SUMMARY_FILE: summary}
 
 
 def test_actors_killed_mid_episode_have_their_episodes_rerun_elsewhere(
@@ -222,4 +249,241 @@ def test_an_llm_user_on_ray_actors_writes_the_one_process_bytes(
         on_ray = run_with_llm_user(fake.base_url, tmp_path / "ray", "--ray")
         assert on_ray.exit_code == 0, on_ray.output
     assert len(fake.requests) == 12  # 3 tasks x 2 trials, once in process and once on Ray
-    assert whole_folder(tmp_path / "ray") == whole_folder(tmp_path / "one")
+    on_ray, one = whole_folder(tmp_path / "ray"), whole_folder(tmp_path / "one")
+    assert without_workers(on_ray) == without_workers(one, ray=False)
+
+
+def test_actors_that_cannot_be_placed_abort_their_episodes_as_infra(tmp_path: Path) -> None:
+    """Actors asking for more CPUs than the local instance has are never placed: after the bound
+    the run ends, every episode aborted with the reason (not the agent's failure), none waited for."""
+    sets = mock_sets()[:1]
+    specs = episode_specs(sets, trials=1, seed=0)[:3]
+    executor = RayExecutor(2, actor_cpus=4, ready_timeout_s=0.5)  # the instance has 2 CPUs
+    outcomes = rollout(sets, specs, out=tmp_path, executor=executor)
+    assert executor.stats.actors_unplaced == 2 and executor.live == []
+    assert [o.status for o in outcomes] == ["aborted"] * 3
+    for o in outcomes:
+        assert o.error is not None and o.error.startswith(f"{NoActorLeft.__name__}: no Ray actor was left")
+        assert "2 could not be placed within 0.5 s" in o.error and o.trace is None and o.worker is None
+
+
+def test_a_tool_server_actor_that_cannot_be_placed_stops_the_run_at_once(tmp_path: Path) -> None:
+    sets = mock_sets()[:1]
+    spec = ToolServerSpec(tools=("Calculator",), num_gpus=2, num_cpus=0)  # the instance has 1 GPU
+    executor = RayExecutor(1, tool_server=spec, ready_timeout_s=0.5)
+    with pytest.raises(RolloutError, match=r"tool-server actor \(num_gpus=2, num_cpus=0\) was not placed"):
+        rollout(sets, episode_specs(sets, trials=1, seed=0)[:1], out=tmp_path, executor=executor)
+    assert executor.server is None and executor.stats.actors_started == 0
+
+
+# ---- a real cluster of Ray nodes on this machine ----------------------------------------------
+CLUSTER_ENV = "TOOLGYM_TEST_RAY_CLUSTER"  # in the environment of every process a test cluster starts
+TOOLGYM = Path(sys.executable).with_name("toolgym")
+
+
+def free_ports(count: int) -> list[int]:
+    socks = [socket.socket() for _ in range(count)]
+    for sock in socks:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in socks]
+    for sock in socks:
+        sock.close()
+    return ports
+
+
+def proc_environ(pid: int) -> dict[str, str]:
+    """A process's environment ({} when it is gone or not ours to read)."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (item.decode(errors="replace").partition("=") for item in raw.split(b"\0") if item)
+    return {key: value for key, _, value in pairs}
+
+
+def proc_children(pid: int) -> list[int]:
+    try:
+        listed = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(child) for child in listed.split()]
+
+
+def proc_name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+@dataclass
+class RayNodes:
+    """Ray nodes started by `ray start --block` (one CLI process each, the parent of the node's
+    daemons), each with its own ports and temp dir under `root`, and a HOME of their own (Ray
+    reads its token from ~/.ray). `stop` kills, by pid, every process they started."""
+
+    root: Path
+    env: dict[str, str]  # the nodes' environment, and that of a driver that joins them
+    address: str = ""
+    starters: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    raylets: list[int] = field(default_factory=list)
+
+    def start(self, name: str, extra_env: Mapping[str, str] | None = None) -> None:
+        ports = free_ports(8)
+        args = [
+            f"--temp-dir={self.root / name}",
+            f"--node-manager-port={ports[0]}",
+            f"--object-manager-port={ports[1]}",
+            f"--metrics-export-port={ports[2]}",
+            f"--dashboard-agent-listen-port={ports[3]}",
+            f"--dashboard-agent-grpc-port={ports[4]}",
+            f"--runtime-env-agent-port={ports[5]}",
+            "--min-worker-port=0",  # workers bind ports the system picks
+            "--max-worker-port=0",
+            "--num-cpus=1",
+            "--node-ip-address=127.0.0.1",
+            "--disable-usage-stats",
+            "--block",
+        ]
+        if self.address:
+            args.append(f"--address={self.address}")
+        else:
+            self.address = f"127.0.0.1:{ports[6]}"
+            args += [
+                "--head",
+                f"--port={ports[6]}",
+                "--include-dashboard=false",
+                f"--dashboard-port={ports[7]}",
+            ]
+        log = self.root / f"{name}.log"
+        with log.open("wb") as sink:
+            starter = subprocess.Popen(
+                [str(TOOLGYM.with_name("ray")), "start", *args],
+                env={**self.env, **(extra_env or {})},
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.starters.append(starter)
+        deadline = time.monotonic() + 120
+        while b"Ray runtime started" not in log.read_bytes():
+            assert starter.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        [raylet] = [pid for pid in proc_children(starter.pid) if proc_name(pid) == "raylet"]
+        self.raylets.append(raylet)
+
+    def processes(self) -> set[int]:
+        """Every live process of these nodes: the CLI processes and their daemons (by descent or
+        by the marker in their environment), and the agents and workers a raylet started (by the
+        raylet's pid in theirs, even once the raylet is gone)."""
+        found: set[int] = set()
+        todo = [starter.pid for starter in self.starters]
+        while todo:
+            pid = todo.pop()
+            found.add(pid)
+            todo += proc_children(pid)
+        raylets = {str(pid) for pid in self.raylets}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                env = proc_environ(int(entry.name))
+                if env.get(CLUSTER_ENV) == str(self.root) or env.get("RAY_RAYLET_PID") in raylets:
+                    found.add(int(entry.name))
+        return found - {os.getpid()}
+
+    def stop(self) -> None:
+        for _ in range(3):  # again for a process forked meanwhile
+            for pid in self.processes():
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        for starter in self.starters:
+            starter.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(proc_environ(pid) for pid in self.processes()):
+            time.sleep(0.1)
+
+
+@contextmanager
+def ray_nodes(*, auth_mode: str = "disabled") -> Iterator[RayNodes]:
+    """Nodes to `start`, on loopback, and stopped whatever happens. Their folder is short (Ray's
+    socket paths under it must fit in 107 bytes) and goes with them."""
+    root = Path(tempfile.mkdtemp(prefix="tg-ray-"))
+    home = root / "home"
+    home.mkdir()
+    ambient = {"RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"}  # the user's cluster, not ours
+    env = {key: value for key, value in os.environ.items() if key not in ambient}
+    env |= {
+        CLUSTER_ENV: str(root),
+        "HOME": str(home),
+        "RAY_AUTH_MODE": auth_mode,
+        "PYTHONPATH": str(Path(__file__).parents[2]),  # the actors import the test agents
+        # a lost node's checks fail at once (nothing listens): the head knows in 2.5 s, not 15 s;
+        # a slow one still has Ray's 10 s to answer each check
+        "RAY_health_check_period_ms": "500",
+        "RAY_health_check_failure_threshold": "5",
+    }
+    nodes = RayNodes(root, env)
+    try:
+        yield nodes
+    finally:
+        nodes.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_lost_node_hangs_no_run(tmp_path: Path) -> None:
+    """Two nodes of one CPU, one actor each. Node 2's actor stalls on its first episode, and node
+    2's raylet is killed (SIGKILL) meanwhile: its actor dies, the replacement can never be placed
+    (the head's CPU is taken), so after the bound the episodes run on the head's actor, and
+    run.json says each ran there."""
+    stall = tmp_path / "stall"
+    stall.mkdir()
+    out = tmp_path / "run"
+    with ray_nodes() as nodes:
+        nodes.start("head")
+        nodes.start("node2", {STALL_DIR_ENV: str(stall)})
+        args = ["run", "--ray-address", nodes.address, "--workers", "2", "--ray-ready-timeout", "10"]
+        args += ["--agent", "tests.envs.rollout_agents:stall_where_told", "--tasks", "teval", "--limit", "6"]
+        driver = subprocess.Popen(
+            [str(TOOLGYM), *args, "--out", str(out)],
+            env=nodes.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            while not [p for p in stall.iterdir() if p.suffix != ".tmp"]:
+                assert driver.poll() is None, driver.communicate()[0].decode(errors="replace")
+                time.sleep(0.2)
+            os.kill(nodes.raylets[1], signal.SIGKILL)  # node 2 is lost, with an episode on it
+            output, _ = driver.communicate(timeout=180)  # before the fix: no end
+        finally:
+            driver.kill()
+            driver.wait()
+    assert driver.returncode == 0, output.decode(errors="replace")
+    [stalled] = [json.loads(p.read_text()) for p in stall.iterdir()]
+    summary = RunSummary.load(out)
+    assert [(e.status, e.reward) for e in summary.episodes] == [("terminated", 1.0)] * 6
+    workers = [e.worker for e in summary.episodes]
+    assert all(w is not None and w["node"] != stalled["node"] and w["pid"] != stalled["pid"] for w in workers)
+    assert len({(w["node"], w["actor"], w["pid"]) for w in workers if w is not None}) == 1  # the head's actor
+
+
+def test_a_cluster_that_refuses_the_token_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """Ray's token authentication: the head holds one token, the driver another (both in
+    ~/.ray/auth_token, RAY_AUTH_MODE=token); `toolgym run` says so in one line, exit 2, at once."""
+    with ray_nodes(auth_mode="token") as nodes:
+        (Path(nodes.env["HOME"]) / ".ray").mkdir()
+        (Path(nodes.env["HOME"]) / ".ray" / "auth_token").write_text("cluster-token-" + "a" * 32)
+        nodes.start("head")
+        home = tmp_path / "driver-home"
+        (home / ".ray").mkdir(parents=True)
+        (home / ".ray" / "auth_token").write_text("another-token-" + "b" * 32)
+        out = tmp_path / "run"
+        args = ["run", "--ray-address", nodes.address, "--tasks", "teval", "--limit", "1", "--out", str(out)]
+        env = {**nodes.env, "HOME": str(home)}
+        result = subprocess.run([str(TOOLGYM), *args], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith(
+        f"toolgym: error: Invalid value for --ray-address: the Ray cluster at {nodes.address}"
+    )
+    assert "refused this client's token" in line and "RAY_AUTH_TOKEN" in line
+    assert not out.exists()
