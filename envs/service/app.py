@@ -8,11 +8,11 @@ are stateless (each request builds and closes a fresh env), which cannot hold a 
 toolgym episode, so the server registers openenv's routes in its "production" mode (which leaves
 those three out) and serves them here with the same bodies and responses plus a `session_id`:
 
-- `POST /reset` `{seed?, episode_id?, task_id?, config?, agent?, session_id?}`: without a
-  session id it opens a session; the response is openenv's `{observation, reward, done}` and
-  `observation.session_id` names the session;
+- `POST /reset` `{seed?, episode_id?, task_id?, config?, agent?, session_id?, lease_s?}`: without
+  a session id it opens a session; the response is openenv's `{observation, reward, done}` and
+  `observation.session_id` names the session (`lease_s`: the session's lease, leases.py);
 - `POST /step` `{session_id, action: {text | message | action}}`, `GET /state?session_id=`,
-  `POST /close {session_id}`;
+  `POST /close {session_id}`, `POST /leases {session_ids}` (a leasing client's heartbeat);
 - `GET /schema` (openenv's answer, with the session state's own schema), `GET /sessions`,
   `GET /catalog`, `GET /sessions/{id}/traces[/{file}]` (a session's traces,
   WebSocket sessions' included, also after the session closed).
@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,8 @@ from toolgym.envs.service.environment import (
     ToolgymObservation,
     ToolgymState,
 )
+from toolgym.envs.service.leases import LeaseError, Leases
+from toolgym.envs.service.traces import DEFAULT_MAX_TRACE_BYTES, TraceRetention
 from toolgym.errors import redact_paths
 from toolgym.http import json_bytes
 from toolgym.toolservers.server.http import BearerAuth, BodyLimit, error_body, json_response
@@ -77,6 +80,7 @@ except ImportError as exc:
 
 PUBLIC_PATHS = frozenset({"/health", "/schema", "/metadata"})
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+MAX_RENEW = 4096  # session ids one heartbeat may renew
 # uvicorn settings the service runs under: no permessage-deflate on /ws (uvicorn offers it by
 # default; compressing and inflating each ~1.4 kB answer cost more per step than the bytes it
 # saves on loopback or a LAN)
@@ -87,8 +91,12 @@ class _Sessions:
     """toolgym's HTTP and WebSocket sessions in openenv's session table (private API of
     HTTPEnvServer)."""
 
-    def __init__(self, server: HTTPEnvServer, steps_on_loop: bool = False) -> None:
+    def __init__(
+        self, server: HTTPEnvServer, steps_on_loop: bool = False, leases: Leases | None = None
+    ) -> None:
         self.server = server
+        self.leases = leases or Leases()  # HTTP sessions whose clients must renew them
+        self.leases.bind(self._expire)
         self.steps_on_loop = steps_on_loop  # run env calls inline (see create_app)
         self.http: set[str] = set()  # sessions opened over HTTP: a WebSocket's are its own
         self.busy: set[str] = set()
@@ -112,8 +120,29 @@ class _Sessions:
         env = self.server._sessions.get(session_id)
         if session_id not in self.http or not isinstance(env, ToolgymEnvironment):
             self.http.discard(session_id)  # reaped, or never opened over HTTP
+            self.leases.drop(session_id)
             raise ServiceError("unknown_session", f"no open HTTP session {session_id!r}", 404)
+        self.renew(session_id)  # a request naming the session is a sign of life
         return env
+
+    def renew(self, session_id: str) -> None:
+        """The session's lease starts again, and it counts as active for the idle reaper."""
+        self.leases.renew(session_id)
+        self.server._update_session_activity(session_id)
+
+    def grant(self, session_id: str, lease_s: Any) -> float | None:
+        try:
+            return self.leases.grant(session_id, lease_s)
+        except LeaseError as exc:
+            raise ServiceError("argument_error", str(exc), 422) from None
+
+    async def _expire(self, session_id: str) -> None:
+        """A lease ran out: the client is gone. A session mid-request is not (its lease restarts
+        when the request ends)."""
+        if session_id in self.busy:
+            self.leases.renew(session_id)
+        else:
+            await self.close(session_id)
 
     async def run(self, env: ToolgymEnvironment, method: str, *args: Any, **kwargs: Any) -> Any:
         """Run `env.method` in the session's own thread, one call at a time: a second concurrent
@@ -128,9 +157,11 @@ class _Sessions:
             return result
         finally:
             self.busy.discard(sid)
+            self.leases.renew(sid)  # a long step never eats the client's lease
 
     async def close(self, session_id: str) -> None:
         self.http.discard(session_id)
+        self.leases.drop(session_id)
         await self.server._destroy_session(session_id)
 
     async def serve_websocket(self, websocket: WebSocket) -> None:
@@ -258,14 +289,16 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
     async def reset(request: Request) -> Response:
         body = await _json_body(request)
         session_id = body.pop("session_id", None)
+        lease_s = body.pop("lease_s", None)
         env = sessions.get(session_id) if session_id is not None else await sessions.open()
         try:
+            granted = sessions.grant(env.session_id, lease_s)
             answer = await sessions.run(env, "reset_answer", **body)
         except BaseException:
             if session_id is None:  # a session opened for a failed reset is not left behind
                 await sessions.close(env.session_id)
             raise
-        return json_response(answer)
+        return json_response(answer if granted is None else {**answer, "lease_s": granted})
 
     async def step(request: Request) -> Response:
         body = await _json_body(request)
@@ -295,11 +328,33 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
     app.add_route("/state", state, methods=["GET"])
     app.add_route("/close", close, methods=["POST"])
 
+    @app.post("/leases")
+    async def renew_leases(request: Request) -> Response:
+        """The heartbeat of a client holding leased sessions: renews those that are still its
+        open sessions, names the others `lost`."""
+        ids = (await _json_body(request)).get("session_ids")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) or len(ids) > MAX_RENEW:
+            raise ServiceError(
+                "argument_error", f"the body is {{session_ids: [at most {MAX_RENEW} ids]}}", 422
+            )
+        renewed, lost = [], []
+        for sid in dict.fromkeys(ids):
+            try:
+                sessions.get(sid)  # renews it
+                renewed.append(sid)
+            except ServiceError:
+                lost.append(sid)
+        return json_response({"ok": True, "renewed": renewed, "lost": lost})
+
     @app.get("/sessions")
     async def list_sessions() -> Response:
         server = sessions.server
         rows = [
-            {**info.model_dump(mode="json"), "transport": "http" if sid in sessions.http else "ws"}
+            {
+                **info.model_dump(mode="json"),
+                "transport": "http" if sid in sessions.http else "ws",
+                **sessions.leases.describe(sid),
+            }
             for sid, info in list(server._session_info.items())
         ]
         return json_response({"sessions": rows, "max_sessions": server.max_concurrent_envs})
@@ -359,6 +414,9 @@ def create_app(
     idle_timeout_s: float | None = 600.0,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     steps_on_loop: bool = False,
+    max_trace_bytes: int | None = DEFAULT_MAX_TRACE_BYTES,
+    default_lease_s: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> ASGIApp:
     """The service: sessions built from `catalog`, traces under `trace_dir/<session id>/`,
     at most `max_sessions` open (HTTP and WebSocket together), sessions idle for
@@ -366,9 +424,18 @@ def create_app(
     over `max_body_bytes` refused (413). With `token`, everything but health, schema and
     metadata needs `Authorization: Bearer <token>`, WebSocket handshakes included.
     `steps_on_loop`: sessions' resets and steps run on the event loop, not in each session's
-    thread (two thread hops less per step; a slow tool stalls the other sessions meanwhile)."""
+    thread (two thread hops less per step; a slow tool stalls the other sessions meanwhile).
+    `max_trace_bytes`: the finished traces under `trace_dir` add up to at most this, the oldest
+    deleted first (None: no bound; see traces.py). An HTTP session whose client asks for a lease
+    (`lease_s` in a reset; `default_lease_s` for those that ask for none) is closed when its
+    client stops renewing it, on `clock` (see leases.py)."""
+    retention = (
+        TraceRetention(trace_dir, max_trace_bytes)
+        if trace_dir is not None and max_trace_bytes is not None
+        else None
+    )
     server = HTTPEnvServer(
-        functools.partial(ToolgymEnvironment, catalog, trace_dir),
+        functools.partial(ToolgymEnvironment, catalog, trace_dir, retention=retention),
         ToolgymAction,
         ToolgymObservation,
         concurrency_config=ConcurrencyConfig(
@@ -390,7 +457,9 @@ def create_app(
     async def server_fault(request: Request, exc: Exception) -> Response:
         return json_response(error_body("infra_error", redact_paths(f"{type(exc).__name__}: {exc}")), 500)
 
-    sessions = _Sessions(server, steps_on_loop)
+    leases = Leases(default_s=default_lease_s, max_s=idle_timeout_s, clock=clock)
+    sessions = _Sessions(server, steps_on_loop, leases)
+    app.router.on_shutdown.append(leases.stop)
     _add_session_routes(app, sessions, catalog, trace_dir)
     app.add_api_websocket_route("/ws", sessions.serve_websocket)  # before openenv's: this one serves
     server.register_routes(app, mode=ServerMode.PRODUCTION)

@@ -22,8 +22,12 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
 import select
 import socket
+import threading
+import time
+import weakref
 from collections.abc import Mapping
 from typing import Any, Literal, NoReturn, SupportsFloat
 from urllib.parse import urlencode, urlsplit
@@ -39,6 +43,7 @@ from toolgym.errors import ErrorKind
 from toolgym.protocols.base import MAX_OUTPUT_CHARS
 
 Transport = Literal["ws", "http"]
+DEFAULT_LEASE_S = 15.0  # an HTTP session outlives its dead client by this much at most
 _ACTION_TYPES = (ToolCall, FinalAnswer, NoCall, AskUser)
 
 
@@ -139,9 +144,6 @@ class KeepAliveHttp:
             self._conn = None
 
 
-_HTTP_ERRORS = (OSError, http.client.HTTPException)
-
-
 def _readable(sock: socket.socket) -> bool:
     """Between requests a kept-alive socket has nothing to read: readable means the server closed
     it. poll where there is one: select refuses descriptors past 1024, which a busy process has."""
@@ -150,6 +152,72 @@ def _readable(sock: socket.socket) -> bool:
         poller.register(sock, select.POLLIN)
         return bool(poller.poll(0))
     return bool(select.select([sock], [], [], 0)[0])
+
+
+class _LeaseKeeper:
+    """One thread per process renews the leases of every RemoteToolEnv's HTTP session, one
+    `POST /leases` per server and credentials each round, every third of the shortest lease, for
+    as long as the env lives and is open: a live client keeps its sessions however slowly it
+    steps, and a dead one's are closed by the server a lease later. The thread ends when no env
+    holds a lease; a forked child starts its own (the parent's sessions are the parent's)."""
+
+    def __init__(self) -> None:
+        self._after_fork()
+        os.register_at_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()
+        self._envs: weakref.WeakSet[RemoteToolEnv] = weakref.WeakSet()
+        self._thread: threading.Thread | None = None
+
+    def hold(self, env: RemoteToolEnv) -> None:
+        with self._lock:
+            self._envs.add(env)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="toolgym-leases", daemon=True)
+                self._thread.start()
+
+    def release(self, env: RemoteToolEnv) -> None:
+        with self._lock:
+            self._envs.discard(env)
+
+    def _round(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], tuple[list[str], float]] | None:
+        """The session ids to renew by (server, credentials), with the shortest lease among them;
+        None (and the thread ends) when no env holds a lease."""
+        with self._lock:
+            groups: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[list[str], float]] = {}
+            for env in list(self._envs):
+                sid, lease = env.session_id, env._lease_s
+                if sid is None or lease is None:
+                    continue
+                key = (env.url, tuple(sorted(env._headers.items())))
+                ids, shortest = groups.get(key, ([], lease))
+                groups[key] = ([*ids, sid], min(shortest, lease))
+            if not groups:
+                self._thread = None
+                return None
+            return groups
+
+    def _run(self) -> None:
+        connections: dict[tuple[str, tuple[tuple[str, str], ...]], KeepAliveHttp] = {}
+        try:
+            while (groups := self._round()) is not None:
+                interval = min(lease for _, lease in groups.values()) / 3
+                for key in set(connections) - set(groups):
+                    connections.pop(key).close()
+                for key, (ids, _) in groups.items():
+                    http = connections.get(key) or KeepAliveHttp(key[0], dict(key[1]), interval, interval)
+                    connections[key] = http
+                    with contextlib.suppress(*_HTTP_ERRORS):  # a dead server: the next step says so
+                        http.request("POST", "/leases", {"session_ids": ids})
+                time.sleep(interval)
+        finally:
+            for http in connections.values():
+                http.close()
+
+
+_HTTP_ERRORS = (OSError, http.client.HTTPException)
+_LEASES = _LeaseKeeper()
 
 
 def step_body(action: Any) -> dict[str, Any]:
@@ -180,9 +248,13 @@ class RemoteToolEnv(gym.Env[str, Any]):
         agent: str = "remote",
         timeout_s: float = 60.0,
         connect_timeout_s: float = 5.0,
+        lease_s: float | None = DEFAULT_LEASE_S,
     ) -> None:
         """`config`: the session's `SessionConfig` fields (tasks, tools, protocol, reward, seed,
-        max_steps), sent with every reset; `agent` names the agent in the server-side traces."""
+        max_steps), sent with every reset; `agent` names the agent in the server-side traces.
+        `lease_s` (HTTP): the server closes the session this long after this process stops
+        renewing it, which a background thread does while the env is open (None: no lease; the
+        server's idle timeout alone frees the session of a client that died)."""
         if transport not in ("ws", "http"):
             raise ValueError(f"transport is 'ws' or 'http', not {transport!r}")
         self.url = _http_url(url)
@@ -199,6 +271,8 @@ class RemoteToolEnv(gym.Env[str, Any]):
         self._ws: ClientConnection | None = None
         self._connections = contextlib.ExitStack()
         self._live = False  # a session holds an episode the server will step
+        self.lease_s = lease_s
+        self._lease_s: float | None = None  # the lease the server granted the session
 
     # ---- gymnasium ---------------------------------------------------------------------------
     def reset(
@@ -228,6 +302,10 @@ class RemoteToolEnv(gym.Env[str, Any]):
         self._live = True
         observation = payload.get("observation", {})
         self.session_id = observation.get("session_id") or self.session_id
+        granted = payload.get("lease_s")
+        if isinstance(granted, int | float) and granted > 0:
+            self._lease_s = float(granted)
+            _LEASES.hold(self)
         return str(observation.get("text", "")), self._info(observation)
 
     def step(self, action: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -252,6 +330,8 @@ class RemoteToolEnv(gym.Env[str, Any]):
         )
 
     def close(self) -> None:
+        _LEASES.release(self)
+        self._lease_s = None
         if self.transport == "http" and self.session_id is not None:
             with contextlib.suppress(*_HTTP_ERRORS):  # a dead server took the session with it
                 self._http.request("POST", "/close", {"session_id": self.session_id})
@@ -287,6 +367,8 @@ class RemoteToolEnv(gym.Env[str, Any]):
     def _call(self, kind: Literal["reset", "step"], data: dict[str, Any]) -> dict[str, Any]:
         if self.transport == "ws":
             return self._ws_call({"type": kind, "data": data})
+        if kind == "reset" and self.lease_s is not None:
+            data = {**data, "lease_s": self.lease_s}
         if kind == "reset" and self.session_id is not None:
             if self._live:
                 data = {**data, "session_id": self.session_id}

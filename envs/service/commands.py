@@ -54,10 +54,30 @@ def env_server(
     trace_dir: Annotated[Path, typer.Option(help="where each session's traces are written")] = Path(
         "runs/env-service"
     ),
+    traces: Annotated[
+        bool, typer.Option("--traces/--no-traces", help="write each episode's trace (--no-traces: keep none)")
+    ] = True,
+    max_trace_bytes: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="the finished traces in --trace-dir add up to at most this many bytes: the oldest "
+            "are deleted first (earlier runs' included)",
+        ),
+    ] = 1 << 30,
     max_sessions: Annotated[int, typer.Option(min=1, help="open sessions at most (HTTP and WebSocket)")] = 64,
     idle_timeout: Annotated[
         float, typer.Option(min=1, help="seconds before an idle session is closed")
     ] = 600.0,
+    default_lease: Annotated[
+        float | None,
+        typer.Option(
+            min=1,
+            help="lease every HTTP session whose client asks for none (RemoteToolEnv asks for its "
+            "own): one its client has not renewed (any request naming it, or POST /leases) for this "
+            "many seconds is closed; default: such sessions wait for --idle-timeout",
+        ),
+    ] = None,
     max_body_bytes: Annotated[
         int, typer.Option(min=1024, help="largest request body or WebSocket message")
     ] = 1 << 20,
@@ -118,7 +138,9 @@ def env_server(
 
     app = create_app(
         catalog,
-        trace_dir=trace_dir,
+        trace_dir=trace_dir if traces else None,
+        max_trace_bytes=max_trace_bytes,
+        default_lease_s=default_lease,
         token=token,
         max_sessions=max_sessions,
         idle_timeout_s=idle_timeout,
@@ -128,7 +150,7 @@ def env_server(
     shown = f"[{host}]" if ":" in host else host
     console.print(
         f"toolgym env service on http://{shown}:{port}  task sets: {', '.join(sorted(catalog.task_paths))}; "
-        f"traces in {trace_dir}/"
+        + (f"traces in {trace_dir}/ (at most {max_trace_bytes} bytes)" if traces else "no traces")
     )
     try:
         uvicorn.run(

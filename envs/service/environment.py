@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import uuid
 from pathlib import Path
-from typing import Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -34,6 +34,9 @@ try:
     from openenv.core.env_server.types import Observation as OpenEnvObservation
 except ImportError as exc:  # the default install has no openenv-core
     raise ImportError(OPENENV_MISSING) from exc
+
+if TYPE_CHECKING:
+    from toolgym.envs.service.traces import TraceRetention
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9-]{8,64}$")
 TRACE_FILE = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
@@ -150,11 +153,18 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
     SUPPORTS_CONCURRENT_SESSIONS = True  # each session has its own ToolEnv and world
 
     def __init__(
-        self, catalog: Catalog, trace_dir: Path | None = None, session_id: str | None = None
+        self,
+        catalog: Catalog,
+        trace_dir: Path | None = None,
+        session_id: str | None = None,
+        *,
+        retention: TraceRetention | None = None,
     ) -> None:
         super().__init__()
         self.catalog = catalog
         self.trace_dir = trace_dir
+        self.retention = retention  # keeps the trace folder within its bound
+        self._folder: Path | None = None  # the folder this session writes into, once it does
         self.session_id = session_id or uuid.uuid4().hex
         self._env: ToolEnv | None = None
         self._config: ResolvedConfig | None = None
@@ -229,7 +239,7 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
                 env, agent, env.task, seed, {"max_steps": env.task.max_steps or env.max_steps}
             )
             trace = f"ep{self._episodes}.{trace_name(env.task.id, seed)}"
-            self._writer = TraceWriter(self.trace_dir / self.session_id / trace, header)
+            self._writer = TraceWriter(self._trace_folder() / trace, header)
         self._last = info
         self._state = ToolgymState(
             session_id=self.session_id,
@@ -287,12 +297,29 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         if self._closed:
             return
         self._closed = True
-        self._abort_episode()
+        try:
+            self._abort_episode()
+        finally:
+            if self.retention is not None and self._folder is not None:
+                self.retention.closed(self._folder)
         if self._env is not None:
             self._env.close()
             self._env = None
 
     # ---- plumbing ------------------------------------------------------------------------
+    def _trace_folder(self) -> Path:
+        """The session's trace folder, registered with the retention while the session lives."""
+        assert self.trace_dir is not None
+        if self._folder is None:
+            self._folder = self.trace_dir / self.session_id
+            if self.retention is not None:
+                self.retention.opened(self._folder)
+        return self._folder
+
+    def _finished(self, path: Path) -> None:
+        if self.retention is not None:
+            self.retention.finished(path)
+
     def _check_open(self) -> None:
         if self._closed:
             raise ServiceError("session_closed", f"session {self.session_id} is closed", 410)
@@ -313,7 +340,9 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         self._hash_before = info.get("state_hash")
         self._done = terminated or truncated
         if self._done and self._writer is not None:
-            self._writer.finish(trace_end(env, info, terminated=terminated, reward=float(reward)))
+            self._finished(
+                self._writer.finish(trace_end(env, info, terminated=terminated, reward=float(reward)))
+            )
             self._writer = None
         self._state = self._state.model_copy(
             update={
@@ -331,7 +360,7 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
             return
         env = self._env
         try:
-            self._writer.finish(
+            finished = self._writer.finish(
                 TraceEnd(
                     status="aborted",
                     steps=self._state.step_count,
@@ -344,3 +373,4 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         finally:
             self._writer.close()
             self._writer = None
+        self._finished(finished)
