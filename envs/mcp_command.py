@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from toolgym.toolservers.commands import AllowedHostOption, TokenOption
+
 
 def mcp_command(
     apps: Annotated[
@@ -22,8 +24,12 @@ def mcp_command(
     max_steps: Annotated[int, typer.Option(min=1, help="steps per episode at most")] = 50,
     trace_dir: Annotated[Path | None, typer.Option(help="write each episode's trace here")] = None,
     http: Annotated[bool, typer.Option(help="serve streamable HTTP at /mcp instead of stdio")] = False,
-    host: Annotated[str, typer.Option(help="address to bind with --http (loopback only)")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="address to bind with --http; beyond loopback a --token is required")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to bind with --http")] = 8765,
+    token: TokenOption = None,
+    allowed_host: AllowedHostOption = None,
 ) -> None:
     """Serve a seeded mock world (--apps, --tasks, --seed) or the built-in tools over MCP: stdio by
     default, streamable HTTP with --http. Each MCP session gets its own world; prompts are the
@@ -31,7 +37,7 @@ def mcp_command(
     import anyio
 
     from toolgym.envs.mcp_server import McpSetupError, http_app, make_config, serve_stdio
-    from toolgym.http import is_loopback
+    from toolgym.http import Credentials, Exposure, InsecureBindError, uvicorn_config
 
     try:
         config = make_config(
@@ -48,16 +54,21 @@ def mcp_command(
     if not http:
         anyio.run(serve_stdio, config)
         return
-    if not is_loopback(host):
-        typer.echo(
-            "cannot start the MCP server: it serves worlds without auth, so it binds loopback only", err=True
-        )
-        raise typer.Exit(code=2)
+    exposure = Exposure(host=host, credentials=Credentials.of(token), allowed_hosts=tuple(allowed_host or ()))
+    try:
+        exposure.check()
+    except InsecureBindError as exc:
+        typer.echo(f"cannot start the MCP server: {exc}", err=True)
+        raise typer.Exit(code=2) from None
     import uvicorn
 
-    app, close_all = http_app(config, host)
-    typer.echo(f"toolgym MCP server on http://{host}:{port}/mcp", err=True)
+    app, close_all = http_app(config, exposure)
+    shown = f"[{host}]" if ":" in host else host
+    typer.echo(f"toolgym MCP server on http://{shown}:{port}/mcp", err=True)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+        server_config = uvicorn_config(
+            app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5
+        )
+        uvicorn.Server(server_config).run()
     finally:
         close_all()

@@ -48,6 +48,7 @@ from toolgym.envs.runner import step_fields, trace_end, trace_header, trace_name
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import ErrorKind
 from toolgym.files import FileHandle
+from toolgym.http import Exposure, secure
 from toolgym.protocols.openai import derived_call_id
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
@@ -561,14 +562,21 @@ async def serve_stdio(config: McpWorldConfig) -> None:
         close_all()
 
 
-def http_app(config: McpWorldConfig, host: str = "127.0.0.1") -> tuple[Any, Callable[[], None]]:
-    """The streamable HTTP app (`/mcp`, stateful sessions, JSON responses) and its closer."""
-    from toolgym.toolservers.server.mcp_face import transport_security
+def http_app(config: McpWorldConfig, exposure: Exposure | None = None) -> tuple[Any, Callable[[], None]]:
+    """The streamable HTTP app (`/mcp`, stateful sessions, JSON responses) and its closer, behind
+    the toolkit's guards (`exposure`: loopback without a token by default), as every toolgym server."""
+    from mcp.server.transport_security import TransportSecuritySettings
 
+    exposure = exposure or Exposure()
     server, close_all = build_server(config, single=False)
+    # the toolkit's BrowserGuard checks Host, Origin and content type for every server alike
     app = server.streamable_http_app(
-        json_response=True, stateless_http=False, transport_security=transport_security(host), host=host
+        json_response=True,
+        stateless_http=False,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        host=exposure.host or "127.0.0.1",
     )
+    secure(app, exposure)
     return app, close_all
 
 

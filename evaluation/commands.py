@@ -27,6 +27,7 @@ from toolgym.envs.user_options import (
 )
 from toolgym.files import write_atomically
 from toolgym.recorder.commands import task_set_paths
+from toolgym.toolservers.commands import TokenOption
 
 if TYPE_CHECKING:
     from toolgym.envs.faults import FaultPlan
@@ -1554,8 +1555,9 @@ def view_command(
     ] = None,
     port: Annotated[int, typer.Option(min=0, max=65535, help="port to serve on (0: any free one)")] = 0,
     host: Annotated[
-        str, typer.Option(help="address to bind (loopback unless you mean otherwise)")
+        str, typer.Option(help="address to bind; beyond loopback a --token is required")
     ] = "127.0.0.1",
+    token: TokenOption = None,
     tasks: Annotated[
         list[str] | None,
         typer.Option(
@@ -1570,6 +1572,7 @@ def view_command(
     import time
 
     from toolgym.evaluation.viewer import collect_view_data, serve_viewer, write_viewer
+    from toolgym.http import Credentials, InsecureBindError, check_bind
 
     for directory in directories:
         if not directory.is_dir():
@@ -1580,13 +1583,21 @@ def view_command(
         write_viewer(payload, export)
         console.print(f"{len(payload['episodes'])} episodes; viewer written to {export}")
         return
+    credentials = Credentials.of(token)
+    try:
+        check_bind(host, credentials)
+    except InsecureBindError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--host") from None
     stoppable_by_signals()
     try:
-        with serve_viewer(directories, index, host=host, port=port, title=title) as url:
-            console.print(f"trace viewer on {url} (Ctrl-C stops it)", highlight=False)
+        with serve_viewer(
+            directories, index, host=host, port=port, title=title, credentials=credentials
+        ) as url:
+            login = f" (a browser opens it once at {url}login?token=...)" if credentials else ""
+            console.print(f"trace viewer on {url}{login} (Ctrl-C stops it)", highlight=False)
             while True:
                 time.sleep(3600)
-    except OSError as exc:  # the port is taken, the address is not this machine's
+    except (OSError, RuntimeError) as exc:  # the port is taken, the address is not this machine's
         raise typer.BadParameter(f"cannot serve on {host}:{port}: {exc}", param_hint="--port") from None
     except KeyboardInterrupt:
         console.print("viewer stopped")

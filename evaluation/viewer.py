@@ -21,13 +21,16 @@ from __future__ import annotations
 import base64
 import html
 import json
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
 
 from toolgym.envs.runner import FILES_DIR
 from toolgym.errors import ErrorKind
@@ -38,6 +41,7 @@ from toolgym.evaluation.runs import (
     read_run_summary,
     records_from_traces,
 )
+from toolgym.http import BearerCookie, Credentials, Exposure, ServerThread, secure
 from toolgym.tasks import Task
 from toolgym.trace import full_requests
 
@@ -193,27 +197,42 @@ def write_viewer(payload: Mapping[str, Any], path: Path) -> Path:
     return path
 
 
-class _Handler(BaseHTTPRequestHandler):
-    page: Any  # a callable returning the page, set per server
+LOGIN_PATH = "/login"
+_COOKIE = "toolgym-viewer"
 
-    def do_GET(self) -> None:
-        if self.path.split("?", 1)[0] not in ("/", "/index.html"):
-            self.send_error(404, "the viewer serves one page: /")
-            return
+
+def viewer_app(
+    directories: Sequence[Path],
+    tasks: Mapping[str, Task],
+    *,
+    exposure: Exposure,
+    title: str | None = None,
+) -> Starlette:
+    """The viewer as an app on the shared HTTP toolkit: one page at `/`, read again on every load
+    (a reload shows a run that is still going). With credentials, a browser logs in once at
+    `/login?token=...`, which sets a same-site-only cookie; programs may send the bearer header."""
+
+    def page(request: Request) -> Response:
         try:
-            body = self.page().encode("utf-8")
+            body = render_viewer(collect_view_data(directories, tasks, title=title))
         except Exception as exc:  # a folder that changed under us: say so, keep serving
-            self.send_error(500, f"cannot read the traces: {type(exc).__name__}: {exc}")
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        self.wfile.write(body)
+            return PlainTextResponse(f"cannot read the traces: {type(exc).__name__}: {exc}", 500)
+        return HTMLResponse(body, headers={"Cache-Control": "no-store"})
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # no request log on the terminal
+    def login(request: Request) -> Response:
+        token = request.query_params.get("token", "")
+        credentials = exposure.credentials
+        if credentials is None or credentials.client(token.encode()) is None:
+            return PlainTextResponse("wrong or missing token", 401)
+        response = RedirectResponse("/", 303)  # the token leaves the address bar
+        response.set_cookie(_COOKIE, token, httponly=True, samesite="strict")
+        return response
+
+    app = Starlette(routes=[Route("/", page), Route("/index.html", page), Route(LOGIN_PATH, login)])
+    secure(app, exposure)
+    if exposure.credentials is not None:
+        app.add_middleware(BearerCookie, cookie=_COOKIE)  # outermost: turns the cookie into the header
+    return app
 
 
 @contextmanager
@@ -224,23 +243,16 @@ def serve_viewer(
     host: str = "127.0.0.1",
     port: int = 0,
     title: str | None = None,
+    credentials: Credentials | None = None,
 ) -> Iterator[str]:
-    """Serves the viewer on host:port (0: an ephemeral port) in a thread; yields its URL. The
-    traces are read again on every page load, so a reload shows a run that is still going."""
-
-    def page() -> str:
-        return render_viewer(collect_view_data(directories, tasks, title=title))
-
-    handler = type("ViewerHandler", (_Handler,), {"page": staticmethod(page)})
-    server = ThreadingHTTPServer((host, port), handler)
-    thread = threading.Thread(target=server.serve_forever, name="toolgym-view", daemon=True)
-    thread.start()
-    try:
-        yield f"http://{host}:{server.server_port}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    """Serves the viewer on host:port (0: an ephemeral port) in a thread; yields its URL. Beyond
+    loopback it needs `credentials` (InsecureBindError otherwise)."""
+    exposure = Exposure(host=host, credentials=credentials, public_paths=frozenset({LOGIN_PATH}))
+    exposure.check()
+    server = ServerThread(viewer_app(directories, tasks, exposure=exposure, title=title), host, port)
+    server.what = "trace viewer"
+    with server as url:
+        yield f"{url}/"
 
 
 STYLE = """

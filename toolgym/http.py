@@ -1,13 +1,21 @@
-"""The HTTP toolkit both servers share (the tool server and the mock-app service).
+"""The HTTP toolkit of every server toolgym starts (the tool server, the env service, the mock-app
+service, MCP over HTTP and the trace viewer): one rule for who may reach them, applied by `secure`.
 
+- Exposure (`Exposure`, `check_bind`): loopback by default; any other address needs a bearer token
+  of at least MIN_TOKEN_CHARS characters. `Credentials` may name several clients, each with its own
+  token: sessions belong to the client that opened them (`client_of`).
+- Browsers (`BrowserGuard`, outermost): the `Host` must be a name the server was bound for (DNS
+  rebinding, 421), requests a page of another origin sent are refused (403), and bodies need a
+  JSON content type (415), so that no web page the user visits can drive a local server.
 - JSON out (`json_bytes`, `json_response`) and strict JSON in (`parse_json`): a body that is not
   UTF-8, not JSON, nested past `MAX_JSON_DEPTH`, with NaN, Infinity or numbers past what Python
   converts, is a `BodyError` (a typed 4xx for the client), never a 500.
-- ASGI middleware: `BearerAuth` (401), `BodyLimit` (413), `BodyTimeout` (408 for a body that
-  arrives too slowly), and `StrictJSONRoute`, FastAPI's documented custom-route hook, so that
-  FastAPI endpoints parse bodies with `parse_json` too.
+- ASGI middleware: `BearerAuth` (401), `BearerCookie` (a browser's token, for the viewer),
+  `BodyLimit` (413), `BodyTimeout` (408 for a body that arrives too slowly), and `StrictJSONRoute`,
+  FastAPI's documented custom-route hook, so that FastAPI endpoints parse bodies with `parse_json`.
 - Serving: `uvicorn_config` (with `header_timeout_s`: a connection that does not finish its
-  request headers in time is closed), `bind_socket`, `is_loopback`, `ServerThread`.
+  request headers in time is closed; TOOLGYM_HEADER_TIMEOUT_S sets the default), `bind_socket`,
+  `is_loopback`, `ServerThread`.
 
 Each server keeps its own error envelope: an `ErrorRenderer` writes the body of each
 `HttpProblem` the toolkit refuses a request for.
@@ -20,18 +28,23 @@ import hmac
 import ipaddress
 import json
 import math
+import os
 import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import uvicorn
 from fastapi import Request
 from fastapi.routing import APIRoute
 from pydantic_core import from_json
+from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -49,6 +62,9 @@ class HttpProblem(StrEnum):
     TOO_LARGE = "too_large"  # 413
     SLOW_BODY = "slow_body"  # 408
     MALFORMED = "malformed"  # 400/422: not strict JSON
+    FOREIGN_HOST = "foreign_host"  # 421: a Host header this server was not bound for (DNS rebinding)
+    CROSS_ORIGIN = "cross_origin"  # 403: a request a web page of another origin sent
+    NOT_JSON = "not_json"  # 415: a body without a JSON content type
 
 
 HTTP_PROBLEM_STATUS: dict[HttpProblem, int] = {
@@ -56,6 +72,9 @@ HTTP_PROBLEM_STATUS: dict[HttpProblem, int] = {
     HttpProblem.TOO_LARGE: 413,
     HttpProblem.SLOW_BODY: 408,
     HttpProblem.MALFORMED: 422,
+    HttpProblem.FOREIGN_HOST: 421,
+    HttpProblem.CROSS_ORIGIN: 403,
+    HttpProblem.NOT_JSON: 415,
 }
 
 ErrorRenderer = Callable[[HttpProblem, str], dict[str, Any]]
@@ -171,13 +190,86 @@ async def send_error(
     await send({"type": "http.response.body", "body": payload})
 
 
+LOCAL_CLIENT = "local"
+"""The one client of a server that takes no token (loopback only): every caller is it."""
+_CLIENT_KEY = "toolgym.client"  # where BearerAuth leaves the caller's name in the ASGI scope's state
+
+
+def client_of(scope: Scope) -> str:
+    """The name of the client that sent this request (`LOCAL_CLIENT` on a server without tokens).
+    Sessions belong to the client that opened them: a server shows and serves a session to it only."""
+    state = scope.get("state")
+    return str(state.get(_CLIENT_KEY, LOCAL_CLIENT)) if isinstance(state, dict) else LOCAL_CLIENT
+
+
+class Credentials:
+    """The bearer tokens a server accepts, each naming the client that holds it. One `--token` is
+    one client ("default"); a tokens file gives each client its own token, so that clients can
+    neither see nor drive each other's sessions."""
+
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        """`tokens`: client name -> token (each at least MIN_TOKEN_CHARS characters, all distinct)."""
+        if not tokens:
+            raise InsecureBindError("no bearer token given")
+        short = sorted(name for name, token in tokens.items() if len(token) < MIN_TOKEN_CHARS)
+        if short:
+            raise InsecureBindError(
+                f"the bearer token must be at least {MIN_TOKEN_CHARS} characters (client {short[0]})"
+            )
+        if len(set(tokens.values())) != len(tokens):
+            raise InsecureBindError("two clients share one bearer token: give each its own")
+        self._tokens = tuple((token.encode(), name) for name, token in sorted(tokens.items()))
+
+    @classmethod
+    def of(cls, token: str | None = None, tokens_file: Path | None = None) -> Credentials | None:
+        """The credentials of `--token` and `--tokens-file` (None when neither is given). The file
+        holds one client per line, `NAME TOKEN`; blank lines and lines starting with # are skipped."""
+        tokens: dict[str, str] = {} if token is None else {"default": token}
+        if tokens_file is not None:
+            tokens.update(_read_tokens_file(tokens_file, taken=set(tokens)))
+        return cls(tokens) if tokens else None
+
+    @property
+    def clients(self) -> list[str]:
+        return [name for _, name in self._tokens]
+
+    def client(self, presented: bytes) -> str | None:
+        """The client whose token this is, or None. Compares with every token in constant time."""
+        found = None
+        for expected, name in self._tokens:
+            if hmac.compare_digest(presented, expected):
+                found = name
+        return found
+
+
+def _read_tokens_file(path: Path, taken: set[str]) -> dict[str, str]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InsecureBindError(f"cannot read the tokens file {path}: {exc}") from None
+    tokens: dict[str, str] = {}
+    for number, line in enumerate(lines, start=1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) != 2:
+            raise InsecureBindError(f"{path}:{number}: a client line is `NAME TOKEN`")
+        name, token = fields
+        if name in taken or name in tokens:
+            raise InsecureBindError(f"{path}:{number}: client {name!r} is named twice")
+        tokens[name] = token
+    return tokens
+
+
 class BearerAuth:
     """Every request and WebSocket handshake needs `Authorization: Bearer <token>` (the scheme in
-    any case) except the public paths."""
+    any case) except the public paths; the token's client is left in the scope (`client_of`)."""
 
-    def __init__(self, app: ASGIApp, token: str, public_paths: frozenset[str], render: ErrorRenderer) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str | Credentials, public_paths: frozenset[str], render: ErrorRenderer
+    ) -> None:
         self.app = app
-        self.expected = token.encode()
+        self.credentials = token if isinstance(token, Credentials) else Credentials({"default": token})
         self.public_paths = public_paths
         self.render = render
 
@@ -187,12 +279,12 @@ class BearerAuth:
             return
         given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
         scheme, _, value = given.partition(b" ")
-        authorized = scheme.lower() == b"bearer" and hmac.compare_digest(value.strip(), self.expected)
-        if not authorized and scope["type"] == "websocket":
+        client = self.credentials.client(value.strip()) if scheme.lower() == b"bearer" else None
+        if client is None and scope["type"] == "websocket":
             # refused before the app accepts the handshake (the client sees HTTP 403)
             await send({"type": "websocket.close", "code": 1008, "reason": "missing or wrong bearer token"})
             return
-        if not authorized:
+        if client is None:
             await send_error(
                 send,
                 self.render,
@@ -201,7 +293,159 @@ class BearerAuth:
                 [(b"www-authenticate", b"Bearer")],
             )
             return
+        scope.setdefault("state", {})[_CLIENT_KEY] = client
         await self.app(scope, receive, send)
+
+
+class BearerCookie:
+    """A browser's bearer token from a cookie (a page cannot send the header on a navigation):
+    with no Authorization header, the named cookie's value is passed on as one, to BearerAuth.
+    Pair it with a same-site-only cookie, so that no other site's page sends it."""
+
+    def __init__(self, app: ASGIApp, cookie: str) -> None:
+        self.app = app
+        self.prefix = f"{cookie}=".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = scope.get("headers") or []
+        if scope["type"] == "http" and not any(k == b"authorization" for k, _ in headers):
+            cookies = (c.strip() for k, v in headers if k == b"cookie" for c in v.split(b";"))
+            value = next((c[len(self.prefix) :] for c in cookies if c.startswith(self.prefix)), None)
+            if value:
+                scope = {**scope, "headers": [*headers, (b"authorization", b"Bearer " + value)]}
+        await self.app(scope, receive, send)
+
+
+# ---- browsers: Host, Origin, content type ----------------------------------------------------------
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+_WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+_JSON_TYPES = ("application/json",)
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+@dataclass(frozen=True)
+class HostRule:
+    """The `Host` names a server answers to: the names it was bound for. A page that a DNS
+    rebinding points at 127.0.0.1 still sends its own name, and is refused."""
+
+    names: frozenset[str]
+    any_ip: bool = False  # a wildcard bind: any IP literal (a browser at an IP is that IP's origin)
+    any_host: bool = False  # a unix socket: no browser reaches it
+
+    @classmethod
+    def for_bind(cls, host: str | None, extra: Iterable[str] = ()) -> HostRule:
+        """The rule for a server bound to `host` (None: a unix socket); `extra`: more names it is
+        reached by (a reverse proxy's, a DNS name of this machine)."""
+        if host is None:
+            return cls(frozenset(), any_host=True)
+        bound = host.strip("[]").lower()
+        names = set(_LOOPBACK_NAMES) | {bound} | {_host_name(name) for name in extra}
+        if not is_loopback(bound):
+            names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+        return cls(frozenset(names), any_ip=bound in _WILDCARDS)
+
+    def allows(self, host_header: str) -> bool:
+        if self.any_host:
+            return True
+        name = _host_name(host_header)
+        if name in self.names:
+            return True
+        if not self.any_ip:
+            return False
+        try:
+            ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        return True
+
+
+def _host_name(netloc: str) -> str:
+    """`Host`/`Origin` authority -> the bare, lower-case name: [::1]:80 -> ::1, a.b.:80 -> a.b"""
+    netloc = netloc.strip().lower()
+    if netloc.startswith("["):
+        return netloc[1 : netloc.find("]")] if "]" in netloc else netloc
+    return netloc.rsplit(":", 1)[0].rstrip(".") if netloc.count(":") == 1 else netloc.rstrip(".")
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    value = next((v for k, v in scope["headers"] if k == name), None)
+    return None if value is None else value.decode("latin-1")
+
+
+class BrowserGuard:
+    """What keeps web pages out of a local server (outermost: checked before anything else).
+
+    - `Host` must be a name the server was bound for (421): DNS rebinding cannot read replies.
+    - A request a page of another origin sent is refused (403): an `Origin` that is not this
+      server's own (`null` included), or `Sec-Fetch-Site: cross-site|same-site` on anything but a
+      top-level navigation. WebSocket handshakes included: browsers open those cross-origin freely.
+    - A body goes with a JSON content type only (415): a page can POST `text/plain` or a form
+      without a preflight. `upload_paths` names the paths that take other bodies (forms on the
+      AgentLego wire, file uploads): there the Origin check alone keeps pages out.
+    Programs (curl, httpx, SDK clients) send no Origin and a JSON content type, and pass."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        hosts: HostRule,
+        render: ErrorRenderer,
+        upload_paths: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.app = app
+        self.hosts = hosts
+        self.render = render
+        self.upload_paths = upload_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        refusal = self._refusal(scope)
+        if refusal is not None and scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": refusal[1]})
+            return
+        if refusal is not None:
+            await send_error(send, self.render, *refusal)
+            return
+        await self.app(scope, receive, send)
+
+    def _refusal(self, scope: Scope) -> tuple[HttpProblem, str] | None:
+        host = _header(scope, b"host")
+        if host is not None and not self.hosts.allows(host):
+            return HttpProblem.FOREIGN_HOST, f"this server does not answer to the host {host!r}"
+        origin = _header(scope, b"origin")
+        if origin is not None and (host is None or _origin_authority(origin) != host.strip().lower()):
+            return HttpProblem.CROSS_ORIGIN, f"requests from the web origin {origin!r} are refused"
+        site = _header(scope, b"sec-fetch-site")
+        if site in ("cross-site", "same-site") and _header(scope, b"sec-fetch-mode") != "navigate":
+            return HttpProblem.CROSS_ORIGIN, "requests from another site's pages are refused"
+        if scope["type"] == "http" and scope["method"] in _BODY_METHODS:
+            return self._content_refusal(scope)
+        return None
+
+    def _content_refusal(self, scope: Scope) -> tuple[HttpProblem, str] | None:
+        content_type = _header(scope, b"content-type")
+        length = _header(scope, b"content-length")
+        has_body = content_type is not None or _header(scope, b"transfer-encoding") is not None
+        if not has_body and length in (None, "0"):
+            return None
+        media = (content_type or "").split(";", 1)[0].strip().lower()
+        if media in _JSON_TYPES or (media.startswith("application/") and media.endswith("+json")):
+            return None
+        if self.upload_paths is not None and self.upload_paths(scope["path"]):
+            return None
+        return (
+            HttpProblem.NOT_JSON,
+            f"a request body must be JSON with content-type application/json, not {media or 'none'!r}",
+        )
+
+
+def _origin_authority(origin: str) -> str | None:
+    """`http://127.0.0.1:8765` -> `127.0.0.1:8765`; None for `null` and anything not a web origin."""
+    parts = urlsplit(origin.strip().lower())
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
+        return None
+    return parts.netloc
 
 
 class _Refused(BaseException):
@@ -338,7 +582,7 @@ class InsecureBindError(ValueError):
     """A server asked to listen beyond loopback without a (long enough) bearer token."""
 
 
-def check_bind(host: str, token: str | None) -> None:
+def check_bind(host: str, token: str | Credentials | None) -> None:
     """Servers bind 127.0.0.1 by default; an address beyond loopback needs a bearer token of at
     least MIN_TOKEN_CHARS characters (every toolgym server applies this one rule)."""
     if not is_loopback(host) and not token:
@@ -346,8 +590,48 @@ def check_bind(host: str, token: str | None) -> None:
             f"{host} is beyond loopback: refusing to serve without a token; set a bearer token "
             "(--token or TOOLGYM_TOKEN), loopback addresses need none"
         )
-    if token is not None and len(token) < MIN_TOKEN_CHARS:
+    if isinstance(token, str) and len(token) < MIN_TOKEN_CHARS:
         raise InsecureBindError(f"the bearer token must be at least {MIN_TOKEN_CHARS} characters")
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """Who may reach a server and how: the one rule of every server toolgym starts (tool server,
+    env service, mock service, MCP over HTTP, trace viewer)."""
+
+    host: str | None = "127.0.0.1"  # where it is bound; None: a unix socket
+    credentials: Credentials | None = None  # None: no token (loopback and unix sockets only)
+    allowed_hosts: tuple[str, ...] = ()  # more `Host` names it answers to (a proxy's, a DNS name)
+    public_paths: frozenset[str] = frozenset()  # answered without a token (health, schemas)
+    upload_paths: Callable[[str], bool] | None = None  # the paths that take non-JSON bodies
+    max_body_bytes: int | None = None
+    body_timeout_s: float | None = DEFAULT_BODY_TIMEOUT_S
+
+    def check(self) -> None:
+        """Refuse a bind beyond loopback without a token (InsecureBindError)."""
+        if self.host is not None:
+            check_bind(self.host, self.credentials)
+
+
+def problem_body(problem: HttpProblem, message: str) -> dict[str, Any]:
+    """The error body of servers without an envelope of their own."""
+    return {"ok": False, "error": {"kind": problem.value, "message": message}}
+
+
+def secure(app: Starlette, exposure: Exposure, render: ErrorRenderer = problem_body) -> None:
+    """Put the toolkit's guards on `app`, innermost first: the body deadline, the body size limit,
+    the bearer token, and outermost the browser guard (Host, Origin, content type)."""
+    exposure.check()
+    if exposure.body_timeout_s is not None:
+        app.add_middleware(BodyTimeout, timeout_s=exposure.body_timeout_s, render=render)
+    if exposure.max_body_bytes is not None:
+        app.add_middleware(BodyLimit, limit=exposure.max_body_bytes, render=render)
+    if exposure.credentials is not None:
+        app.add_middleware(
+            BearerAuth, token=exposure.credentials, public_paths=exposure.public_paths, render=render
+        )
+    hosts = HostRule.for_bind(exposure.host, exposure.allowed_hosts)
+    app.add_middleware(BrowserGuard, hosts=hosts, render=render, upload_paths=exposure.upload_paths)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -409,11 +693,27 @@ def _http_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
     return HeaderDeadlineProtocol
 
 
-def uvicorn_config(
-    app: ASGIApp, *, header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S, **kwargs: Any
-) -> uvicorn.Config:
-    """uvicorn settings of both servers: quiet logs, the lifespan on, keep-alive, and the header
-    deadline of `_http_protocol`."""
+HEADER_TIMEOUT_ENV = "TOOLGYM_HEADER_TIMEOUT_S"
+
+
+def default_header_timeout_s() -> float:
+    """The header deadline of servers that take no setting of their own: TOOLGYM_HEADER_TIMEOUT_S
+    (seconds) when set, else DEFAULT_HEADER_TIMEOUT_S."""
+    raw = os.environ.get(HEADER_TIMEOUT_ENV, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_HEADER_TIMEOUT_S
+    except ValueError:
+        raise ValueError(f"{HEADER_TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
+    if not 0 < value <= 3600:
+        raise ValueError(f"{HEADER_TIMEOUT_ENV}={raw!r} must be in (0, 3600] seconds")
+    return value
+
+
+def uvicorn_config(app: ASGIApp, *, header_timeout_s: float | None = None, **kwargs: Any) -> uvicorn.Config:
+    """uvicorn settings of every toolgym server: quiet logs, the lifespan on, keep-alive, and the
+    header deadline of `_http_protocol` (`default_header_timeout_s()` when not given)."""
+    if header_timeout_s is None:
+        header_timeout_s = default_header_timeout_s()
     return uvicorn.Config(
         app,
         log_level=kwargs.pop("log_level", "warning"),

@@ -12,6 +12,34 @@ if TYPE_CHECKING:
     from toolgym.toolservers.server.config import ServerConfig
 
 
+# the options every toolgym server takes alike (toolgym.http.Exposure is the rule behind them)
+TokenOption = Annotated[
+    str | None,
+    typer.Option(
+        envvar="TOOLGYM_TOKEN",
+        help="bearer token clients must send (16+ characters); required beyond loopback",
+        show_default=False,
+    ),
+]
+TokensFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        exists=True,
+        dir_okay=False,
+        help="one client per line, `NAME TOKEN` (16+ characters each): each client sees and drives "
+        "only the sessions it opened",
+    ),
+]
+AllowedHostOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allowed-host",
+        help="another Host name clients reach this server by (a proxy's, a DNS name of this machine); "
+        "requests naming any other host are refused (DNS rebinding)",
+    ),
+]
+
+
 def names_option(values: list[str] | None) -> list[str] | None:
     """Repeated options and comma-separated lists alike: --tools OCR,Calculator --tools DrawBox."""
     if not values:
@@ -31,6 +59,7 @@ def server_config(
     prints why and exits with code 2 (shared by `toolgym serve` and `toolgym lab tool-server`)."""
     from pydantic import ValidationError
     from rich.console import Console
+    from rich.markup import escape
 
     from toolgym.toolservers.server.config import ServerConfig, ToolConfig
 
@@ -46,8 +75,17 @@ def server_config(
         if device is not None:
             cfg = cfg.model_copy(update={"defaults": cfg.defaults.model_copy(update={"device": device})})
             ToolConfig.model_validate(cfg.defaults.model_dump())
-    except (ValidationError, ValueError, OSError) as exc:
-        Console(stderr=True).print(f"[red]bad server configuration:[/red] {exc}")
+    except ValidationError as exc:  # one line per problem, never pydantic's multi-line dump
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg'].removeprefix('Value error, ')}"
+            if e["loc"]
+            else e["msg"].removeprefix("Value error, ")
+            for e in exc.errors(include_url=False)
+        )
+        Console(stderr=True).print(f"[red]bad server configuration:[/red] {escape(problems)}")
+        raise typer.Exit(code=2) from None
+    except (ValueError, OSError) as exc:
+        Console(stderr=True).print(f"[red]bad server configuration:[/red] {escape(str(exc))}")
         raise typer.Exit(code=2) from None
     return cfg
 
@@ -85,9 +123,8 @@ def serve(
             "whose tools to host, simulated (deterministic)",
         ),
     ] = None,
-    token: Annotated[
-        str | None, typer.Option(envvar="TOOLGYM_TOKEN", help="bearer token clients must send (>= 16 chars)")
-    ] = None,
+    token: TokenOption = None,
+    allowed_host: AllowedHostOption = None,
     lazy: Annotated[
         bool, typer.Option("--lazy/--eager", help="load models on first call instead of at start")
     ] = False,
@@ -112,6 +149,11 @@ def serve(
     """Serve tools over HTTP: native JSON API (/v1), AgentLego protocol (/openapi.json) and MCP (/mcp)."""
     if docs and backend is not None:
         raise typer.BadParameter("--docs serves from this process; leave out --backend", param_hint="--docs")
+    if allowed_host and backend is not None:
+        raise typer.BadParameter(
+            "--allowed-host applies to a server in this process; leave out --backend",
+            param_hint="--allowed-host",
+        )
     if backend is not None:
         from toolgym.toolservers.hosting.commands import serve_with_backend
 
@@ -141,6 +183,7 @@ def serve(
         "host": host,
         "port": port,
         "token": token,
+        "allowed_hosts": allowed_host or [],
         "mcp": mcp,
         "agentlego": agentlego,
     }

@@ -56,8 +56,17 @@ from toolgym.envs.service.environment import (
 from toolgym.envs.service.leases import LeaseError, Leases
 from toolgym.envs.service.traces import DEFAULT_MAX_TRACE_BYTES, TraceRetention
 from toolgym.errors import redact_paths
-from toolgym.http import json_bytes
-from toolgym.toolservers.server.http import BearerAuth, BodyLimit, error_body, json_response
+from toolgym.http import (
+    DEFAULT_BODY_TIMEOUT_S,
+    BodyError,
+    Credentials,
+    Exposure,
+    client_of,
+    json_bytes,
+    parse_json,
+    secure,
+)
+from toolgym.toolservers.server.http import error_body, json_response, render_error
 
 try:
     from fastapi import FastAPI
@@ -100,8 +109,13 @@ class _Sessions:
         self.steps_on_loop = steps_on_loop  # run env calls inline (see create_app)
         self.http: set[str] = set()  # sessions opened over HTTP: a WebSocket's are its own
         self.busy: set[str] = set()
+        # the client that opened each session (kept after it closes: its traces are that client's)
+        self.owners: dict[str, str] = {}
 
-    async def open(self) -> ToolgymEnvironment:
+    def owned(self, session_id: str, client: str) -> bool:
+        return self.owners.get(session_id) == client
+
+    async def open(self, client: str) -> ToolgymEnvironment:
         try:
             session_id, env = await self.server._create_session()
         except SessionCapacityError as exc:
@@ -112,12 +126,16 @@ class _Sessions:
         env.session_id = session_id  # one id for the session table, the traces and the client
         env._state = env.state.model_copy(update={"session_id": session_id})
         self.http.add(session_id)
+        self.owners[session_id] = client
         return env
 
-    def get(self, session_id: Any) -> ToolgymEnvironment:
+    def get(self, session_id: Any, client: str) -> ToolgymEnvironment:
+        """The caller's open HTTP session `session_id`; another client's is as unknown as none."""
         if not isinstance(session_id, str) or not session_id:
             raise ServiceError("argument_error", "session_id (a string) is required", 422)
         env = self.server._sessions.get(session_id)
+        if not self.owned(session_id, client):
+            raise ServiceError("unknown_session", f"no open HTTP session {session_id!r}", 404)
         if session_id not in self.http or not isinstance(env, ToolgymEnvironment):
             self.http.discard(session_id)  # reaped, or never opened over HTTP
             self.leases.drop(session_id)
@@ -175,6 +193,8 @@ class _Sessions:
         try:
             session_id, env = await self.server._create_session()
             assert isinstance(env, ToolgymEnvironment)
+            # the table's id, and the env's own, which names its trace folder
+            self.owners[session_id] = self.owners[env.session_id] = client_of(websocket.scope)
             while True:
                 frame = await self._ws_answer(session_id, env, await websocket.receive_text())
                 if frame is None:
@@ -266,19 +286,19 @@ async def _json_body(request: Request) -> dict[str, Any]:
     raw = await request.body()
     if not raw:
         return {}
-    try:
-        body = json.loads(raw)
-    except ValueError as exc:
-        raise ServiceError("argument_error", f"the body is not JSON: {exc}", 422) from None
+    try:  # strictly, as every toolgym server: deep nesting is a 422, never a RecursionError
+        body = parse_json(raw)
+    except BodyError as exc:
+        raise ServiceError("argument_error", str(exc), 422) from None
     if not isinstance(body, dict):
         raise ServiceError("argument_error", "the body must be a JSON object", 422)
     return body
 
 
-def _traces_of(trace_dir: Path | None, session_id: str) -> Path:
+def _traces_of(trace_dir: Path | None, session_id: str, owned: bool) -> Path:
     if trace_dir is None:
         raise ServiceError("unknown_session", "this server writes no traces", 404)
-    if not SESSION_ID.match(session_id) or not (trace_dir / session_id).is_dir():
+    if not owned or not SESSION_ID.match(session_id) or not (trace_dir / session_id).is_dir():
         raise ServiceError("unknown_session", f"no traces for session {session_id!r}", 404)
     return trace_dir / session_id
 
@@ -290,7 +310,8 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
         body = await _json_body(request)
         session_id = body.pop("session_id", None)
         lease_s = body.pop("lease_s", None)
-        env = sessions.get(session_id) if session_id is not None else await sessions.open()
+        client = client_of(request.scope)
+        env = sessions.get(session_id, client) if session_id is not None else await sessions.open(client)
         try:
             granted = sessions.grant(env.session_id, lease_s)
             answer = await sessions.run(env, "reset_answer", **body)
@@ -302,7 +323,7 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
 
     async def step(request: Request) -> Response:
         body = await _json_body(request)
-        env = sessions.get(body.pop("session_id", None))
+        env = sessions.get(body.pop("session_id", None), client_of(request.scope))
         for key in ("timeout_s", "request_id"):  # openenv's StepRequest fields, unused here
             body.pop(key, None)
         if set(body) != {"action"} or not isinstance(body["action"], dict):
@@ -314,12 +335,12 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
         return json_response(await sessions.run(env, "step_answer", action))
 
     async def state(request: Request) -> Response:
-        env = sessions.get(request.query_params.get("session_id"))
+        env = sessions.get(request.query_params.get("session_id"), client_of(request.scope))
         return json_response(env.state.model_dump(mode="json"))
 
     async def close(request: Request) -> Response:
         body = await _json_body(request)
-        env = sessions.get(body.get("session_id"))
+        env = sessions.get(body.get("session_id"), client_of(request.scope))
         await sessions.close(env.session_id)
         return json_response({"ok": True, "session_id": env.session_id, "closed": True})
 
@@ -337,18 +358,20 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
             raise ServiceError(
                 "argument_error", f"the body is {{session_ids: [at most {MAX_RENEW} ids]}}", 422
             )
+        client = client_of(request.scope)
         renewed, lost = [], []
         for sid in dict.fromkeys(ids):
             try:
-                sessions.get(sid)  # renews it
+                sessions.get(sid, client)  # renews it
                 renewed.append(sid)
             except ServiceError:
                 lost.append(sid)
         return json_response({"ok": True, "renewed": renewed, "lost": lost})
 
     @app.get("/sessions")
-    async def list_sessions() -> Response:
+    async def list_sessions(request: Request) -> Response:
         server = sessions.server
+        client = client_of(request.scope)  # a client sees its own sessions only
         rows = [
             {
                 **info.model_dump(mode="json"),
@@ -356,6 +379,7 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
                 **sessions.leases.describe(sid),
             }
             for sid, info in list(server._session_info.items())
+            if sessions.owned(sid, client)
         ]
         return json_response({"sessions": rows, "max_sessions": server.max_concurrent_envs})
 
@@ -375,13 +399,13 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
         return json_response(catalog.describe())
 
     @app.get("/sessions/{session_id}/traces")
-    async def list_traces(session_id: str) -> Response:
-        folder = _traces_of(trace_dir, session_id)
+    async def list_traces(request: Request, session_id: str) -> Response:
+        folder = _traces_of(trace_dir, session_id, sessions.owned(session_id, client_of(request.scope)))
         return json_response({"session_id": session_id, "traces": sorted(p.name for p in folder.iterdir())})
 
     @app.get("/sessions/{session_id}/traces/{name}")
-    async def get_trace(session_id: str, name: str) -> Response:
-        folder = _traces_of(trace_dir, session_id)
+    async def get_trace(request: Request, session_id: str, name: str) -> Response:
+        folder = _traces_of(trace_dir, session_id, sessions.owned(session_id, client_of(request.scope)))
         # by listing, never by joining a client's string into a path
         files = {p.name: p for p in folder.iterdir()} if TRACE_FILE.match(name) else {}
         if name not in files:
@@ -409,11 +433,14 @@ def create_app(
     catalog: Catalog,
     *,
     trace_dir: Path | None = None,
-    token: str | None = None,
+    token: str | Credentials | None = None,
     max_sessions: int = 64,
     idle_timeout_s: float | None = 600.0,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     steps_on_loop: bool = False,
+    host: str = "127.0.0.1",
+    allowed_hosts: tuple[str, ...] = (),
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
     max_trace_bytes: int | None = DEFAULT_MAX_TRACE_BYTES,
     default_lease_s: float | None = None,
     clock: Callable[[], float] = time.monotonic,
@@ -421,8 +448,12 @@ def create_app(
     """The service: sessions built from `catalog`, traces under `trace_dir/<session id>/`,
     at most `max_sessions` open (HTTP and WebSocket together), sessions idle for
     `idle_timeout_s` reaped (openenv's reaper checks every max(timeout/4, 5) s), request bodies
-    over `max_body_bytes` refused (413). With `token`, everything but health, schema and
-    metadata needs `Authorization: Bearer <token>`, WebSocket handshakes included.
+    over `max_body_bytes` refused (413), bodies slower than `body_timeout_s` too (408). With
+    `token` (one client's token, or `Credentials` naming each client's), everything but health,
+    schema and metadata needs `Authorization: Bearer <token>`, WebSocket handshakes included, and
+    each client sees and drives only the sessions it opened. `host` is where the server is bound:
+    requests naming another `Host` (DNS rebinding), requests from web pages and bodies that are
+    not JSON are refused (`toolgym.http.BrowserGuard`).
     `steps_on_loop`: sessions' resets and steps run on the event loop, not in each session's
     thread (two thread hops less per step; a slow tool stalls the other sessions meanwhile).
     `max_trace_bytes`: the finished traces under `trace_dir` add up to at most this, the oldest
@@ -463,7 +494,14 @@ def create_app(
     _add_session_routes(app, sessions, catalog, trace_dir)
     app.add_api_websocket_route("/ws", sessions.serve_websocket)  # before openenv's: this one serves
     server.register_routes(app, mode=ServerMode.PRODUCTION)
-    wrapped: ASGIApp = BodyLimit(_QuietDisconnect(app), max_body_bytes)
-    if token:
-        wrapped = BearerAuth(wrapped, token, PUBLIC_PATHS)
-    return wrapped
+    credentials = Credentials.of(token) if isinstance(token, str) else token
+    exposure = Exposure(
+        host=host,
+        credentials=credentials,
+        allowed_hosts=allowed_hosts,
+        public_paths=PUBLIC_PATHS,
+        max_body_bytes=max_body_bytes,
+        body_timeout_s=body_timeout_s,
+    )
+    secure(app, exposure, render_error)
+    return _QuietDisconnect(app)

@@ -13,6 +13,7 @@ from toolgym.envs.user_options import (
     UserModelOption,
     wants_user_llm,
 )
+from toolgym.toolservers.commands import AllowedHostOption, TokenOption, TokensFileOption
 
 if TYPE_CHECKING:
     from toolgym.envs.users import UserLLM
@@ -28,9 +29,9 @@ def env_server(
         str, typer.Option(help="address to bind; beyond loopback a --token is required")
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to bind")] = 8100,
-    token: Annotated[
-        str | None, typer.Option(envvar="TOOLGYM_TOKEN", help="bearer token clients must send")
-    ] = None,
+    token: TokenOption = None,
+    tokens_file: TokensFileOption = None,
+    allowed_host: AllowedHostOption = None,
     tasks: Annotated[
         list[Path] | None,
         typer.Option(
@@ -107,13 +108,14 @@ def env_server(
 
     from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig
     from toolgym.errors import ToolgymError
-    from toolgym.http import InsecureBindError, bind_socket, check_bind
+    from toolgym.http import Credentials, InsecureBindError, bind_socket, check_bind
     from toolgym.toolservers.commands import names_option
 
     console = Console(stderr=True)
     user_llm = None
     try:
-        check_bind(host, token)
+        credentials = Credentials.of(token, tokens_file)
+        check_bind(host, credentials)
         user_llm = _open_user_llm(user_base_url, user_model, user_api_key_env)
 
         catalog = Catalog.build(
@@ -136,33 +138,37 @@ def env_server(
         raise typer.Exit(code=2) from None
     import uvicorn
 
+    from toolgym.http import uvicorn_config
+
     app = create_app(
         catalog,
         trace_dir=trace_dir if traces else None,
         max_trace_bytes=max_trace_bytes,
         default_lease_s=default_lease,
-        token=token,
+        token=credentials,
         max_sessions=max_sessions,
         idle_timeout_s=idle_timeout,
         max_body_bytes=max_body_bytes,
         steps_on_loop=steps_on_loop,
+        host=host,
+        allowed_hosts=tuple(allowed_host or ()),
     )
     shown = f"[{host}]" if ":" in host else host
     console.print(
         f"toolgym env service on http://{shown}:{port}  task sets: {', '.join(sorted(catalog.task_paths))}; "
         + (f"traces in {trace_dir}/ (at most {max_trace_bytes} bytes)" if traces else "no traces")
     )
-    try:
-        uvicorn.run(
+    try:  # the toolkit's uvicorn settings: a connection whose headers trickle in is closed
+        config = uvicorn_config(
             app,
             host=host,
             port=port,
             log_level=log_level,
-            access_log=False,
             ws_max_size=max_body_bytes,
             timeout_graceful_shutdown=5,
             **UVICORN_SETTINGS,
         )
+        uvicorn.Server(config).run()
     finally:
         _close(user_llm)
 

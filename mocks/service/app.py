@@ -3,7 +3,7 @@
     GET    /health                        liveness, session count (no token needed)
     GET    /apps                          the apps this server knows
     POST   /sessions                      {apps, seed, clock, prefixes} -> a new session
-    GET    /sessions                      the live sessions
+    GET    /sessions                      the caller's live sessions
     GET    /sessions/{sid}                one session
     DELETE /sessions/{sid}                close it
     GET    /sessions/{sid}/tools          the session's APIs as tool schemas
@@ -22,8 +22,13 @@ carries the typed error, exactly as in-process. Service failures are HTTP errors
 `{"error": {"kind": ..., "message": ...}}`: unknown session (404 `unknown_session`), bad request
 (400/422 `bad_request`, any body that is not strict JSON included), too many sessions (429
 `too_many_sessions`), token (401 `unauthorized`), body too large (413 `too_large`), body too slow
-(408 `timeout`), no such route (404 `not_found`, 405 `method_not_allowed`). The HTTP plumbing is
-the shared toolkit of `toolgym.http`.
+(408 `timeout`), no such route (404 `not_found`, 405 `method_not_allowed`), a foreign `Host`
+(421 `foreign_host`), a web page's request (403 `cross_origin`), a body that is not JSON (415
+`bad_request`). The HTTP plumbing is the shared toolkit of `toolgym.http` (`secure`).
+
+Sessions belong to the client that opened them (its token's name in the server's credentials;
+every caller of a server without tokens is one client): another client's session is unknown to
+it (404), and `GET /sessions` lists the caller's own.
 
 Endpoints are `async` and run the (sub-millisecond) SQLite work inline on the event loop: one
 session is never touched by two requests at once, and no thread hop is paid per call.
@@ -38,9 +43,9 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -52,13 +57,15 @@ from toolgym.errors import redact_paths
 from toolgym.http import (
     DEFAULT_BODY_TIMEOUT_S,
     DEFAULT_HEADER_TIMEOUT_S,
-    BearerAuth,
+    LOCAL_CLIENT,
     BodyError,
-    BodyLimit,
-    BodyTimeout,
+    Credentials,
+    Exposure,
     HttpProblem,
     StrictJSONRoute,
+    client_of,
     parse_json,
+    secure,
 )
 from toolgym.mocks.world import MockWorld
 from toolgym.tasks import GoldenStep
@@ -80,9 +87,16 @@ class ServiceConfig:
     max_apps_per_session: int = 16
     max_checkpoints: int = 64  # per session
     max_body_bytes: int = 1 << 20
-    token: str | None = None
+    token: str | None = None  # one client's token ("default")
+    credentials: Credentials | None = None  # each client's token (the token's client added)
+    host: str | None = "127.0.0.1"  # where the server is bound (None: a unix socket)
+    allowed_hosts: tuple[str, ...] = ()  # more Host names it answers to
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S  # to send a request's headers, else closed
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S  # to send a body after its headers, else 408
+
+    def __post_init__(self) -> None:
+        if self.token is not None and self.credentials is None:
+            object.__setattr__(self, "credentials", Credentials.of(self.token))
 
     @property
     def reap_every_s(self) -> float:
@@ -108,6 +122,7 @@ class Session:
     prefixes: dict[str, str]
     created: float
     last_used: float
+    owner: str = LOCAL_CLIENT  # the client that opened it: the only one that sees and drives it
     calls: int = 0
     checkpoints: list[str] = field(default_factory=list)
 
@@ -151,7 +166,12 @@ class SessionManager:
             )
 
     def create(
-        self, apps: list[str], seed: int, clock: datetime, prefixes: dict[str, str] | None = None
+        self,
+        apps: list[str],
+        seed: int,
+        clock: datetime,
+        prefixes: dict[str, str] | None = None,
+        owner: str = LOCAL_CLIENT,
     ) -> Session:
         self._admit()
         if not apps:
@@ -164,32 +184,31 @@ class SessionManager:
             world = MockWorld(apps, seed=seed, clock=clock, prefixes=prefixes)
         except (KeyError, ValueError) as exc:
             raise ServiceError(400, "bad_request", str(exc).strip("\"'")) from None
-        return self._add(world, tuple(apps), dict(prefixes or {}))
+        return self._add(world, tuple(apps), dict(prefixes or {}), owner)
 
-    def _add(self, world: MockWorld, apps: tuple[str, ...], prefixes: dict[str, str]) -> Session:
+    def _add(self, world: MockWorld, apps: tuple[str, ...], prefixes: dict[str, str], owner: str) -> Session:
         now = self._now()
-        session = Session(self._new_id(), world, apps, prefixes, created=now, last_used=now)
+        session = Session(self._new_id(), world, apps, prefixes, created=now, last_used=now, owner=owner)
         self._sessions[session.sid] = session
         self.created_total += 1
         return session
 
-    def get(self, sid: str) -> Session:
+    def get(self, sid: str, owner: str = LOCAL_CLIENT) -> Session:
+        """`owner`'s session `sid`: another client's session is as unknown as a deleted one."""
         session = self._sessions.get(sid)
-        if session is None:
+        if session is None or session.owner != owner:
             raise ServiceError(404, "unknown_session", f"no session {sid!r} (deleted, reaped or never made)")
         session.last_used = self._now()
         return session
 
-    def fork(self, sid: str) -> Session:
-        parent = self.get(sid)
+    def fork(self, sid: str, owner: str = LOCAL_CLIENT) -> Session:
+        parent = self.get(sid, owner)
         self._admit()
-        return self._add(parent.world.fork(), parent.apps, dict(parent.prefixes))
+        return self._add(parent.world.fork(), parent.apps, dict(parent.prefixes), owner)
 
-    def delete(self, sid: str) -> None:
-        session = self._sessions.pop(sid, None)
-        if session is None:
-            raise ServiceError(404, "unknown_session", f"no session {sid!r}")
-        session.world.close()
+    def delete(self, sid: str, owner: str = LOCAL_CLIENT) -> None:
+        self.get(sid, owner)
+        self._sessions.pop(sid).world.close()
 
     def reap(self, now: float | None = None) -> list[str]:
         """Close the sessions idle longer than the idle timeout; their ids."""
@@ -201,8 +220,9 @@ class SessionManager:
         self.reaped_total += len(stale)
         return stale
 
-    def list(self) -> list[Session]:
-        return list(self._sessions.values())
+    def list(self, owner: str | None = None) -> list[Session]:
+        """The live sessions (`owner`'s only, when given)."""
+        return [s for s in self._sessions.values() if owner is None or s.owner == owner]
 
     def close_all(self) -> None:
         for session in self._sessions.values():
@@ -277,9 +297,20 @@ _PROBLEM_KINDS: dict[HttpProblem, str] = {
     HttpProblem.TOO_LARGE: "too_large",
     HttpProblem.SLOW_BODY: "timeout",
     HttpProblem.MALFORMED: "bad_request",
+    HttpProblem.FOREIGN_HOST: "foreign_host",
+    HttpProblem.CROSS_ORIGIN: "cross_origin",
+    HttpProblem.NOT_JSON: "bad_request",
 }
 # the kind of an HTTP error the framework raises itself (no such route, wrong method)
 _STATUS_KINDS: dict[int, str] = {404: "not_found", 405: "method_not_allowed"}
+
+
+def _caller(request: Request) -> str:
+    return client_of(request.scope)
+
+
+Caller = Annotated[str, Depends(_caller)]
+"""The client that sent the request (its token's name): sessions are its own."""
 
 
 def render_error(problem: HttpProblem, message: str) -> dict[str, Any]:
@@ -364,37 +395,37 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
         }
 
     @app.post("/sessions", status_code=201)
-    async def create_session(body: CreateSession) -> dict[str, Any]:
-        session = manager.create(body.apps, body.seed, body.clock, body.prefixes)
+    async def create_session(body: CreateSession, caller: Caller) -> dict[str, Any]:
+        session = manager.create(body.apps, body.seed, body.clock, body.prefixes, owner=caller)
         return session.info(manager.now())
 
     @app.get("/sessions")
-    async def list_sessions() -> dict[str, Any]:
+    async def list_sessions(caller: Caller) -> dict[str, Any]:
         now = manager.now()
-        return {"sessions": [s.info(now) for s in manager.list()]}
+        return {"sessions": [s.info(now) for s in manager.list(caller)]}
 
     @app.get("/sessions/{sid}")
-    async def get_session(sid: str) -> dict[str, Any]:
-        return manager.get(sid).info(manager.now())
+    async def get_session(sid: str, caller: Caller) -> dict[str, Any]:
+        return manager.get(sid, caller).info(manager.now())
 
     @app.delete("/sessions/{sid}")
-    async def delete_session(sid: str) -> dict[str, Any]:
-        manager.delete(sid)
+    async def delete_session(sid: str, caller: Caller) -> dict[str, Any]:
+        manager.delete(sid, caller)
         return {"deleted": sid}
 
     @app.get("/sessions/{sid}/tools")
-    async def tools(sid: str) -> dict[str, Any]:
-        return {"tools": [tool_schema(t) for t in manager.get(sid).world.tools]}
+    async def tools(sid: str, caller: Caller) -> dict[str, Any]:
+        return {"tools": [tool_schema(t) for t in manager.get(sid, caller).world.tools]}
 
-    def run_call(sid: str, body: CallBody) -> str:
-        session = manager.get(sid)
+    def run_call(sid: str, caller: str, body: CallBody) -> str:
+        session = manager.get(sid, caller)
         obs = session.world.step(ToolCall(name=body.name, arguments=body.arguments, call_id=body.call_id))
         session.calls += 1
         return f'{{"observation":{obs.model_dump_json()},"state_hash":"{session.world.state_hash()}"}}'
 
     @app.post("/sessions/{sid}/call")
-    async def call(sid: str, body: CallBody) -> Response:
-        return Response(run_call(sid, body), media_type="application/json")
+    async def call(sid: str, caller: Caller, body: CallBody) -> Response:
+        return Response(run_call(sid, caller, body), media_type="application/json")
 
     async def fast_call(request: Request) -> Response:
         """The same endpoint as a plain Starlette route: the per-call path skips FastAPI's
@@ -405,13 +436,14 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
             raise ServiceError(422, "bad_request", str(exc)) from None
         except ValidationError as exc:
             raise ServiceError(422, "bad_request", _problems(exc.errors(), 0)) from None
-        return Response(run_call(request.path_params["sid"], body), media_type="application/json")
+        caller = client_of(request.scope)
+        return Response(run_call(request.path_params["sid"], caller, body), media_type="application/json")
 
     app.router.routes.insert(0, Route("/sessions/{sid}/call", fast_call, methods=["POST"]))
 
     @app.post("/sessions/{sid}/reset")
-    async def reset(sid: str, body: ResetBody | None = None) -> dict[str, Any]:
-        session = manager.get(sid)
+    async def reset(sid: str, caller: Caller, body: ResetBody | None = None) -> dict[str, Any]:
+        session = manager.get(sid, caller)
         world = session.world
         body = body or ResetBody()
         world.reset(
@@ -421,8 +453,8 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
         return {"state_hash": world.state_hash()}
 
     @app.post("/sessions/{sid}/checkpoint")
-    async def checkpoint(sid: str, body: NameBody) -> dict[str, Any]:
-        world = manager.get(sid).world
+    async def checkpoint(sid: str, caller: Caller, body: NameBody) -> dict[str, Any]:
+        world = manager.get(sid, caller).world
         held = world.store.checkpoints
         if body.name not in held and len(held) >= config.max_checkpoints:
             raise ServiceError(
@@ -432,8 +464,8 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
         return {"checkpoint": body.name, "state_hash": world.state_hash()}
 
     @app.post("/sessions/{sid}/restore")
-    async def restore(sid: str, body: NameBody) -> dict[str, Any]:
-        world = manager.get(sid).world
+    async def restore(sid: str, caller: Caller, body: NameBody) -> dict[str, Any]:
+        world = manager.get(sid, caller).world
         try:
             world.restore(body.name)
         except KeyError as exc:
@@ -441,20 +473,20 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
         return {"state_hash": world.state_hash()}
 
     @app.post("/sessions/{sid}/fork", status_code=201)
-    async def fork(sid: str) -> dict[str, Any]:
-        return manager.fork(sid).info(manager.now())
+    async def fork(sid: str, caller: Caller) -> dict[str, Any]:
+        return manager.fork(sid, caller).info(manager.now())
 
     @app.get("/sessions/{sid}/state_hash")
-    async def state_hash(sid: str) -> dict[str, Any]:
-        return {"state_hash": manager.get(sid).world.state_hash()}
+    async def state_hash(sid: str, caller: Caller) -> dict[str, Any]:
+        return {"state_hash": manager.get(sid, caller).world.state_hash()}
 
     @app.post("/sessions/{sid}/diff")
-    async def diff(sid: str) -> dict[str, Any]:
-        return {"diff": manager.get(sid).world.take_diff()}
+    async def diff(sid: str, caller: Caller) -> dict[str, Any]:
+        return {"diff": manager.get(sid, caller).world.take_diff()}
 
     @app.post("/sessions/{sid}/rows")
-    async def rows(sid: str, body: RowsBody) -> dict[str, Any]:
-        world = manager.get(sid).world
+    async def rows(sid: str, caller: Caller, body: RowsBody) -> dict[str, Any]:
+        world = manager.get(sid, caller).world
         try:
             found = world.rows(body.table, body.where)
         except KeyError as exc:
@@ -464,15 +496,20 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
         return {"rows": [{k: jsonable(v) for k, v in r.items()} for r in found]}
 
     @app.post("/sessions/{sid}/score")
-    async def score(sid: str, body: ScoreBody) -> dict[str, Any]:
-        return {"scores": _state_scores(manager.get(sid), body)}
+    async def score(sid: str, caller: Caller, body: ScoreBody) -> dict[str, Any]:
+        return {"scores": _state_scores(manager.get(sid, caller), body)}
 
-    # innermost first: the body's time limit, its size limit, then the token (checked before any
-    # read), so even a request the router would refuse is cut off early
-    app.add_middleware(BodyTimeout, timeout_s=config.body_timeout_s, render=render_error)
-    app.add_middleware(BodyLimit, limit=config.max_body_bytes, render=render_error)
-    if config.token is not None:
-        app.add_middleware(BearerAuth, token=config.token, public_paths=PUBLIC_PATHS, render=render_error)
+    # the toolkit's guards, outermost first: Host and web origins, the token (checked before any
+    # read), the body's size and time limits, so even a request the router would refuse is cut off early
+    exposure = Exposure(
+        host=config.host,
+        credentials=config.credentials,
+        allowed_hosts=config.allowed_hosts,
+        public_paths=PUBLIC_PATHS,
+        max_body_bytes=config.max_body_bytes,
+        body_timeout_s=config.body_timeout_s,
+    )
+    secure(app, exposure, render_error)
     return app
 
 

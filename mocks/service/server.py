@@ -4,6 +4,7 @@ loopback port (tests, benchmarks, notebooks)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,9 @@ def serve(
     log_level: str = "info",
 ) -> None:
     """Serve until interrupted. With `uds` the server listens on that unix socket only."""
+    config = dataclasses.replace(config, host=None if uds is not None else host)
     if uds is None:
-        check_bind(host, config.token)
+        check_bind(host, config.credentials)
     app = create_app(config)
     kwargs: dict[str, Any] = {"uds": str(uds)} if uds is not None else {"host": host, "port": port}
     server_config = uvicorn_config(

@@ -381,3 +381,61 @@ def test_view_stops_on_a_signal_it_was_started_ignoring(runs: Runs, stop: signal
             server.kill()
             server.wait()
     assert server.returncode == 0 and "viewer stopped" in out, err
+
+
+def _this_machines_address() -> str | None:
+    """A non-loopback address of this machine (the viewer's "another host" stand-in)."""
+    try:
+        found = subprocess.run(["hostname", "-I"], capture_output=True, text=True, timeout=10).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return next((a for a in found if "." in a and not a.startswith("127.")), None)
+
+
+def test_viewer_beyond_loopback_needs_a_token_and_a_login(runs: Runs) -> None:
+    from toolgym.http import Credentials, InsecureBindError
+
+    with (
+        pytest.raises(InsecureBindError, match="beyond loopback"),
+        serve_viewer([runs.oracle], runs.tasks, host="0.0.0.0"),
+    ):
+        pass
+    address = _this_machines_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback address")
+    token = "viewer-token-0123456789"
+    credentials = Credentials({"default": token})
+    with serve_viewer([runs.oracle], runs.tasks, host="0.0.0.0", credentials=credentials) as url:
+        there = url.replace("0.0.0.0", address)
+        with httpx.Client(base_url=there, timeout=60) as client:
+            assert client.get("/").status_code == 401  # no trace leaves without the token
+            assert client.get("/login", params={"token": "wrong-token-0123456789"}).status_code == 401
+            login = client.get("/login", params={"token": token})
+            assert login.status_code == 303 and login.headers["location"] == "/"
+            cookie = login.headers["set-cookie"].lower()
+            assert "httponly" in cookie and "samesite=strict" in cookie
+            page = client.get("/")  # the cookie the login set
+            assert page.status_code == 200 and "<html" in page.text.lower()
+            assert client.get("/", headers={"host": "evil.example"}).status_code == 421
+        bearer = httpx.get(there, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        assert bearer.status_code == 200
+
+
+def test_view_refuses_an_open_bind_without_a_token(runs: Runs) -> None:
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("toolgym")),
+            "view",
+            str(runs.oracle),
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TOOLGYM_TOKEN": ""},
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "beyond loopback" in result.stderr

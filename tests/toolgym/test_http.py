@@ -3,6 +3,16 @@ middleware (real servers on 127.0.0.1)."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
 import httpx
 import pytest
 
@@ -12,6 +22,8 @@ from toolgym.mocks.service import ServiceConfig, ThreadedServer
 from toolgym.mocks.service import create_app as mock_app
 from toolgym.toolservers.gta.calculator import calculator
 from toolgym.toolservers.server import ServerConfig, create_app
+
+from .http_probes import trickle_headers
 
 TOKEN = "http-toolkit-token-0123456789"
 
@@ -87,3 +99,177 @@ def test_one_bind_rule_for_every_server() -> None:
         check_bind("0.0.0.0", None)
     with pytest.raises(InsecureBindError, match="at least 16"):
         check_bind("0.0.0.0", "short")
+
+
+# ---- one guard for every server: DNS rebinding, web pages, content types -------------------------
+@dataclass
+class Served:
+    """A real toolgym server on 127.0.0.1 and a request that does something on it."""
+
+    name: str
+    url: str
+    path: str  # POST here with `body` acts (runs a tool, opens a session)
+    body: bytes
+    read_path: str  # GET here reads what the server holds
+
+
+@contextmanager
+def _served(name: str) -> Iterator[Served]:
+    from toolgym.envs.mcp_server import http_app, make_config
+    from toolgym.envs.service.app import create_app as env_app
+    from toolgym.envs.service.catalog import Catalog
+    from toolgym.evaluation.viewer import serve_viewer
+
+    if name == "viewer":
+        with serve_viewer([], {}) as url:
+            yield Served(name, url.rstrip("/"), "/", b"{}", "/")
+        return
+    if name == "mcp":
+        app, close_all = http_app(make_config(apps=["banking"]))
+        try:
+            with http.ServerThread(app) as url:
+                yield Served(name, url, "/mcp", b'{"jsonrpc":"2.0","id":1,"method":"ping"}', "/mcp")
+        finally:
+            close_all()
+        return
+    apps = {
+        "tool server": lambda: create_app([calculator], ServerConfig()),
+        "mock service": lambda: mock_app(ServiceConfig()),
+        "env service": lambda: env_app(Catalog.build()),
+    }
+    acts = {
+        "tool server": ("/v1/tools/Calculator/call", b'{"arguments":{"expression":"6*7"}}', "/v1/tools"),
+        "mock service": ("/sessions", b'{"apps":["banking"]}', "/sessions"),
+        "env service": ("/close", b'{"session_id":"none"}', "/sessions"),
+    }
+    with http.ServerThread(apps[name]()) as url:
+        path, body, read_path = acts[name]
+        yield Served(name, url, path, body, read_path)
+
+
+SERVERS = ["tool server", "env service", "mock service", "mcp", "viewer"]
+JSON = {"content-type": "application/json"}
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_every_server_refuses_rebinding_and_cross_site_requests(name: str) -> None:
+    with _served(name) as served, httpx.Client(base_url=served.url, timeout=120) as client:
+        # the audit's repro: a page's text/plain POST under a rebound name
+        rebound = client.post(
+            served.path, content=served.body, headers={"content-type": "text/plain", "host": "evil.example"}
+        )
+        assert rebound.status_code == 421, rebound.text
+        assert client.get(served.read_path, headers={"host": "evil.example:80"}).status_code == 421
+        # a cross-site POST a browser sends without a preflight: text/plain, or a form
+        for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
+            plain = client.post(served.path, content=served.body, headers={"content-type": kind})
+            assert plain.status_code == 415, (kind, plain.text)
+        # a JSON request another origin's page sends (after a preflight nobody answers)
+        foreign = {**JSON, "origin": "http://evil.example"}
+        assert client.post(served.path, content=served.body, headers=foreign).status_code == 403
+        null = {**JSON, "origin": "null"}  # sandboxed frames and file: pages
+        assert client.post(served.path, content=served.body, headers=null).status_code == 403
+        other_port = {**JSON, "origin": "http://127.0.0.1:1"}  # another local page is another origin
+        assert client.post(served.path, content=served.body, headers=other_port).status_code == 403
+        no_cors = {"sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors"}  # an <img>, a <script>
+        assert client.get(served.read_path, headers=no_cors).status_code == 403
+        # the server's own page, and programs, pass
+        same = {**JSON, "origin": served.url}
+        refused = (403, 415, 421)
+        assert client.post(served.path, content=served.body, headers=same).status_code not in refused
+        assert client.get(served.read_path, headers={"accept": "application/json"}).status_code not in refused
+
+
+@pytest.mark.parametrize("name", ["tool server", "env service", "mock service"])
+def test_deep_json_is_a_4xx_on_every_session_server(name: str) -> None:
+    deep = b"[" * 5000 + b"]" * 5000
+    with _served(name) as served:
+        answer = httpx.post(f"{served.url}{served.path}", content=deep, headers=JSON)
+        assert 400 <= answer.status_code < 500, answer.text
+
+
+def test_host_rule_follows_the_bind() -> None:
+    loopback = http.HostRule.for_bind("127.0.0.1")
+    assert all(loopback.allows(h) for h in ("127.0.0.1:8765", "localhost:1", "[::1]:80", "LOCALHOST"))
+    assert not any(loopback.allows(h) for h in ("evil.example", "10.0.0.5:80", "127.0.0.1.nip.io"))
+    wildcard = http.HostRule.for_bind("0.0.0.0", ["lab.example"])
+    assert (
+        wildcard.allows("10.1.2.3:8765") and wildcard.allows("lab.example:1") and wildcard.allows("[fe80::1]")
+    )
+    assert not wildcard.allows("evil.example")
+    assert http.HostRule.for_bind(None).allows("toolgym.sock")  # a unix socket: no browser reaches it
+
+
+def test_credentials_name_each_client(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("# clients\nalice alice-token-0123456789\n\nbob   bob-token-0123456789xx\n")
+    credentials = http.Credentials.of(tokens_file=tokens)
+    assert credentials is not None and credentials.clients == ["alice", "bob"]
+    assert credentials.client(b"bob-token-0123456789xx") == "bob"
+    assert credentials.client(b"nobody's token 0123") is None
+    tokens.write_text("alice short\n")
+    with pytest.raises(http.InsecureBindError, match="at least 16"):
+        http.Credentials.of(tokens_file=tokens)
+    tokens.write_text("alice alice-token-0123456789 extra\n")
+    with pytest.raises(http.InsecureBindError, match=r"tokens:1: a client line is `NAME TOKEN`"):
+        http.Credentials.of(tokens_file=tokens)
+
+
+# ---- the commands' servers: header deadline, one line when refused --------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextmanager
+def _command_server(argv: list[str], port: int, ready_path: str) -> Iterator[str]:
+    """`toolgym ARGV` in its own process with a 1 s header deadline, until it answers."""
+    env = {**os.environ, http.HEADER_TIMEOUT_ENV: "1"}
+    toolgym = str(Path(sys.executable).with_name("toolgym"))
+    process = subprocess.Popen([toolgym, *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(url + ready_path, timeout=5)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, process.stderr.read() if process.stderr else b""
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.3)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@pytest.mark.parametrize("command", ["env-server", "mcp --http", "view"])
+def test_every_commands_server_closes_connections_whose_headers_trickle(command: str, tmp_path: Path) -> None:
+    port = _free_port()
+    argv = {
+        "env-server": ["env-server", "--port", str(port), "--trace-dir", str(tmp_path / "traces")],
+        "mcp --http": ["mcp", "--http", "--apps", "banking", "--port", str(port)],
+        "view": ["view", str(tmp_path), "--port", str(port)],
+    }[command]
+    with _command_server(argv, port, "/health" if command == "env-server" else "/") as url:
+        closed, answer = trickle_headers(url, "/")
+        assert closed and answer == b""
+        assert httpx.get(url + "/", headers={"host": "evil.example"}, timeout=30).status_code == 421
+
+
+def test_serve_beyond_loopback_without_a_token_is_one_line() -> None:
+    toolgym = str(Path(sys.executable).with_name("toolgym"))
+    env = {k: v for k, v in os.environ.items() if k != "TOOLGYM_TOKEN"}
+    result = subprocess.run(
+        [toolgym, "serve", "--host", "0.0.0.0", "--tools", "Calculator"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0, result.stderr
+    assert "beyond loopback" in result.stderr and "ValidationError" not in result.stderr

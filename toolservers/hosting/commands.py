@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from toolgym.toolservers.commands import names_option
+from toolgym.toolservers.commands import AllowedHostOption, TokenOption, TokensFileOption, names_option
 from toolgym.toolservers.hosting.lab import LabServers, make_host
 
 if TYPE_CHECKING:
@@ -32,10 +32,9 @@ def mock_server(
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port")] = 8100,
     uds: Annotated[Path | None, typer.Option(help="listen on this unix socket instead of TCP")] = None,
-    token: Annotated[
-        str | None,
-        typer.Option(envvar="TOOLGYM_TOKEN", help="bearer token clients must send", show_default=False),
-    ] = None,
+    token: TokenOption = None,
+    tokens_file: TokensFileOption = None,
+    allowed_host: AllowedHostOption = None,
     max_sessions: Annotated[int, typer.Option(help="sessions held at once (429 beyond)")] = 256,
     idle_timeout: Annotated[
         float, typer.Option(help="seconds before the reaper closes an idle session")
@@ -44,12 +43,17 @@ def mock_server(
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
 ) -> None:
     """Serve the mock apps over HTTP, one isolated world per session."""
+    from toolgym.http import Credentials
     from toolgym.mocks.service import InsecureBindError, ServiceConfig, serve
 
-    config = ServiceConfig(
-        max_sessions=max_sessions, idle_timeout_s=idle_timeout, max_checkpoints=max_checkpoints, token=token
-    )
     try:
+        config = ServiceConfig(
+            max_sessions=max_sessions,
+            idle_timeout_s=idle_timeout,
+            max_checkpoints=max_checkpoints,
+            credentials=Credentials.of(token, tokens_file),
+            allowed_hosts=tuple(allowed_host or ()),
+        )
         serve(config, host=host, port=port, uds=uds, log_level=log_level)
     except InsecureBindError as exc:
         console.print(f"[red]{exc}[/red]")
@@ -81,7 +85,7 @@ def tool_server(
     cfg = server_config({"token": token}, config=config, tools=tools, lazy=lazy, device=device)
     uds.unlink(missing_ok=True)
     try:
-        app = create_app(catalog(names_option(apps) or ()), cfg)
+        app = create_app(catalog(names_option(apps) or ()), cfg, unix_socket=True)
     except (ValueError, RuntimeError) as exc:
         console.print(f"[red]cannot start the server:[/red] {exc}")
         raise typer.Exit(code=1) from None

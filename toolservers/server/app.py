@@ -27,7 +27,7 @@ from toolgym.tools import BaseTool, ToolSet
 
 from .agentlego import agentlego_router, agentlego_routes
 from .config import ServerConfig, is_loopback
-from .http import BearerAuth, BodyLimit, BodyTimeout, error_body, json_response
+from .http import error_body, json_response, render_error
 from .mcp_face import build_mcp
 from .native import call_route, native_router, toolgym_version
 from .providers import ToolProvider, from_toolset
@@ -61,8 +61,10 @@ def create_app(
     config: ServerConfig | None = None,
     *,
     runtime: ToolRuntime | None = None,
+    unix_socket: bool = False,
 ) -> FastAPI:
-    """The server app for `tools` (tools, a ToolSet, or providers that build tools per device)."""
+    """The server app for `tools` (tools, a ToolSet, or providers that build tools per device);
+    `unix_socket`: it listens on a unix socket, which no browser reaches (any Host is answered)."""
     config = config or ServerConfig()
     runtime = runtime or ToolRuntime(_providers(tools), config)
     mcp_endpoint = mcp_lifespan = None
@@ -103,12 +105,27 @@ def create_app(
     if config.agentlego:
         app.include_router(agentlego_router(runtime, config.title))
     limit = max((e.config.max_request_bytes for e in runtime.entries.values()), default=1 << 20)
-    # innermost first: the timeout, then the size limit, then the token (checked before any read)
-    app.add_middleware(BodyTimeout, timeout_s=config.body_timeout_s)
-    app.add_middleware(BodyLimit, limit=limit + BODY_SLACK)
-    if config.token is not None:
-        app.add_middleware(BearerAuth, token=config.token.get_secret_value(), public_paths=PUBLIC_PATHS)
+    token = None if config.token is None else config.token.get_secret_value()
+    exposure = http.Exposure(
+        host=None if unix_socket else config.host,
+        credentials=http.Credentials.of(token),
+        allowed_hosts=tuple(config.allowed_hosts),
+        public_paths=PUBLIC_PATHS,
+        upload_paths=_upload_path if config.agentlego else _file_upload_path,
+        max_body_bytes=limit + BODY_SLACK,
+        body_timeout_s=config.body_timeout_s,
+    )
+    http.secure(app, exposure, render_error)
     return app
+
+
+def _file_upload_path(path: str) -> bool:
+    return path == "/v1/files" or path.startswith("/v1/files/")
+
+
+def _upload_path(path: str) -> bool:
+    """Bodies other than JSON: file uploads, and the forms AgentLego's RemoteTool posts to /{Tool}."""
+    return _file_upload_path(path) or not path.startswith(("/v1/", "/mcp"))
 
 
 def _header_timeout(app: ASGIApp) -> float:

@@ -102,6 +102,9 @@ class ServerConfig(BaseModel):
     token: SecretStr | None = None
     """bearer token for every endpoint but health, version and the schemas; required when the
     server binds beyond loopback"""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """more `Host` names the server answers to beside the bound address and loopback (a reverse
+    proxy's, a DNS name of this machine); any other Host is refused (DNS rebinding)"""
     title: str = "toolgym"
     tools: list[str] | None = None
     """the subset of the catalog to serve (None: all of it)"""

@@ -29,6 +29,9 @@ _PROBLEM_KINDS: dict[HttpProblem, ErrorKind] = {
     HttpProblem.TOO_LARGE: ErrorKind.ARGUMENT_ERROR,
     HttpProblem.SLOW_BODY: ErrorKind.TIMEOUT,
     HttpProblem.MALFORMED: ErrorKind.ARGUMENT_ERROR,
+    HttpProblem.FOREIGN_HOST: ErrorKind.INFRA_ERROR,
+    HttpProblem.CROSS_ORIGIN: ErrorKind.INFRA_ERROR,
+    HttpProblem.NOT_JSON: ErrorKind.ARGUMENT_ERROR,
 }
 
 

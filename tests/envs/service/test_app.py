@@ -24,6 +24,7 @@ from toolgym.envs.runner import run_episode
 from toolgym.envs.service.app import create_app
 from toolgym.envs.service.catalog import Catalog
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.http import Credentials
 from toolgym.protocols.base import MAX_OUTPUT_CHARS
 from toolgym.tasks import TaskSet
 from toolgym.tools import ToolSet
@@ -197,7 +198,9 @@ def test_bad_http_input_is_typed_and_changes_nothing(
         ]
         for body in bad_steps:
             assert error_of(http.post("/step", json=body)) == (422, "argument_error"), body
-        assert error_of(http.post("/step", content=b"{not json")) == (422, "argument_error")
+        assert error_of(
+            http.post("/step", content=b"{not json", headers={"content-type": "application/json"})
+        ) == (422, "argument_error")
         assert error_of(http.post("/step", json={"session_id": "nope-nope", "action": {"text": "a"}})) == (
             404,
             "unknown_session",
@@ -459,3 +462,47 @@ def test_without_an_operator_user_llm_a_session_cannot_choose_one(served: Served
             response = http.post("/reset", json={**MULTITURN_RESET, "config": bad})
             assert error_of(response) == (422, "argument_error"), response.text
         assert http.get("/sessions").json()["sessions"] == []
+
+
+def test_each_client_sees_and_drives_only_its_own_sessions(catalog: Catalog, tmp_path: Path) -> None:
+    """Two clients with their own tokens: neither lists, steps, reads or closes the other's
+    session, over HTTP or over the WebSocket, nor reads its traces; a wrong token gets nothing."""
+    tokens = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789xyz"}
+    server = serve(create_app(catalog, trace_dir=tmp_path / "traces", token=Credentials(tokens)))
+    auth = {name: {"Authorization": f"Bearer {token}"} for name, token in tokens.items()}
+    try:
+        with (
+            httpx.Client(base_url=server.url, headers=auth["alice"], timeout=120) as alice,
+            httpx.Client(base_url=server.url, headers=auth["bob"], timeout=120) as bob,
+        ):
+            opened = alice.post("/reset", json={"config": {"tasks": TASK_SET}, "task_id": TASK_ID})
+            sid = opened.json()["observation"]["session_id"]
+            assert [s["session_id"] for s in alice.get("/sessions").json()["sessions"]] == [sid]
+            assert bob.get("/sessions").json()["sessions"] == []
+            action = {"session_id": sid, "action": {"text": "Final Answer: mine"}}
+            for answer in (
+                bob.post("/step", json=action),
+                bob.get("/state", params={"session_id": sid}),
+                bob.post("/reset", json={"session_id": sid}),
+                bob.post("/close", json={"session_id": sid}),
+                bob.get(f"/sessions/{sid}/traces"),
+            ):
+                assert answer.status_code == 404 and answer.json()["error"]["kind"] == "unknown_session"
+            assert alice.post("/step", json=action).status_code == 200  # still alice's, untouched
+            assert alice.get(f"/sessions/{sid}/traces").status_code == 200
+            assert bob.get(f"/sessions/{sid}/traces").status_code == 404  # traces outlive the session
+            with connect(server.url.replace("http", "ws") + "/ws", additional_headers=auth["bob"]) as ws:
+                ws.send(
+                    json.dumps({"type": "reset", "data": {"config": {"tasks": TASK_SET}, "task_id": TASK_ID}})
+                )
+                ws_sid = json.loads(ws.recv())["data"]["observation"]["session_id"]
+                assert [s["transport"] for s in alice.get("/sessions").json()["sessions"]] == ["http"]
+                assert [s["transport"] for s in bob.get("/sessions").json()["sessions"]] == ["ws"]
+                assert bob.get(f"/sessions/{ws_sid}/traces").status_code == 200
+                assert alice.get(f"/sessions/{ws_sid}/traces").status_code == 404
+            stranger = httpx.get(
+                f"{server.url}/sessions", headers={"Authorization": "Bearer not-a-token-0123456"}
+            )
+            assert stranger.status_code == 401
+    finally:
+        server.stop()

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from toolgym.actions import ToolCall
 from toolgym.cli import app as cli_app
+from toolgym.http import Credentials
 from toolgym.mocks.service import (
     InsecureBindError,
     MockServiceClient,
@@ -314,3 +315,36 @@ def test_reaped_session_is_rebuilt_by_the_client() -> None:
         world.restore("after")  # checkpoints came back too
         assert world.state_hash() == state
         world.close()
+
+
+def test_each_client_sees_and_drives_only_its_own_sessions() -> None:
+    """Two clients with their own tokens: neither lists, calls, resets, forks, reads or deletes the
+    other's session (an unknown session to it), and a wrong token gets nothing."""
+    tokens = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789xyz"}
+    config = ServiceConfig(credentials=Credentials(tokens))
+    with ThreadedServer(create_app(config)) as url:
+        alice, bob = (
+            httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tokens[n]}"}, timeout=60)
+            for n in ("alice", "bob")
+        )
+        with alice, bob:
+            sid = alice.post("/sessions", json={"apps": ["banking"]}).json()["session_id"]
+            before = alice.get(f"/sessions/{sid}/state_hash").json()
+            assert [s["session_id"] for s in alice.get("/sessions").json()["sessions"]] == [sid]
+            assert bob.get("/sessions").json()["sessions"] == []
+            for answer in (
+                bob.get(f"/sessions/{sid}"),
+                bob.post(f"/sessions/{sid}/call", json={"name": "get_balance", "arguments": {}}),
+                bob.post(f"/sessions/{sid}/reset"),
+                bob.post(f"/sessions/{sid}/fork"),
+                bob.post(f"/sessions/{sid}/rows", json={"table": "accounts"}),
+                bob.get(f"/sessions/{sid}/state_hash"),
+                bob.delete(f"/sessions/{sid}"),
+            ):
+                assert answer.status_code == 404 and answer.json()["error"]["kind"] == "unknown_session"
+            assert alice.get(f"/sessions/{sid}/state_hash").json() == before  # alive and unchanged
+            forked = alice.post(f"/sessions/{sid}/fork").json()["session_id"]
+            assert {s["session_id"] for s in alice.get("/sessions").json()["sessions"]} == {sid, forked}
+            assert bob.get("/sessions").json()["sessions"] == []
+        stranger = httpx.get(f"{url}/sessions", headers={"Authorization": "Bearer not-a-token-0123456"})
+        assert stranger.status_code == 401

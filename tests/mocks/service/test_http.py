@@ -27,6 +27,7 @@ from tests.toolgym.http_probes import (
 from toolgym.mocks.service import ServiceConfig, ThreadedServer, create_app
 
 TRANSFER = {"from_account_id": "ACC-10001", "to_account_id": "ACC-10002", "amount": 25.0}
+JSON = {"content-type": "application/json"}  # what programs send with a body (web pages cannot)
 
 CALL_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "name": json_values | st.sampled_from(["transfer", "deposit", "pay_bill", "get_balance", "nope"]),
@@ -118,7 +119,7 @@ def test_other_endpoints_with_malformed_bodies_get_typed_4xx(
 def test_the_service_lives_on_and_failed_writes_leave_the_state(service: str, session: str) -> None:
     before = _hash(service, session)
     for body in NASTY_BODIES:
-        r = httpx.post(f"{service}/sessions/{session}/call", content=body, timeout=30)
+        r = httpx.post(f"{service}/sessions/{session}/call", content=body, headers=JSON, timeout=30)
         assert r.status_code == 422 and r.json()["error"]["kind"] == "bad_request", body[:40]
     assert _hash(service, session) == before
     ok = httpx.post(f"{service}/sessions/{session}/call", json={"name": "transfer", "arguments": TRANSFER})
