@@ -3,6 +3,7 @@ middleware (real servers on 127.0.0.1)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 import subprocess
@@ -273,3 +274,70 @@ def test_serve_beyond_loopback_without_a_token_is_one_line() -> None:
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0, result.stderr
     assert "beyond loopback" in result.stderr and "ValidationError" not in result.stderr
+
+
+# ---- a real browser on another origin ----------------------------------------------------------------
+CHROMIUM = Path("/usr/bin/chromium")
+
+ATTACK_PAGE = """<!doctype html><title>elsewhere</title><script>
+// what any page may send without asking (no preflight), plus a preflighted JSON POST and a read
+async function attack(tools, env) {
+  const upload = new FormData();
+  upload.append("file", new Blob(["planted by a web page"], {type: "text/plain"}), "planted.txt");
+  const simple = {method: "POST", mode: "no-cors", headers: {"content-type": "text/plain"}};
+  const tries = [
+    fetch(tools + "/v1/files", {method: "POST", mode: "no-cors", body: upload}),
+    fetch(tools + "/v1/tools/Calculator/call", {...simple, body: '{"arguments":{"expression":"6*7"}}'}),
+    fetch(env + "/reset", {...simple, body: '{"config":{"tasks":"mtu"}}'}),
+    fetch(env + "/reset", {method: "POST", headers: {"content-type": "application/json"},
+      body: '{"config":{"tasks":"mtu"}}'}),
+    fetch(env + "/sessions").then(r => r.text()),
+    new Promise(done => {
+      const ws = new WebSocket(env.replace("http", "ws") + "/ws");
+      ws.onopen = () => { ws.send('{"type":"reset","data":{"config":{"tasks":"mtu"}}}'); };
+      ws.onmessage = m => done("ws read: " + m.data.slice(0, 40));
+      ws.onerror = () => done("ws refused");
+      ws.onclose = () => done("ws closed");
+    }),
+  ];
+  const results = await Promise.allSettled(tries);
+  return results.map(r => r.status + ":" + String(r.status === "fulfilled" ? (r.value.type || r.value) : ""));
+}
+</script>"""
+
+PLANTED = hashlib.sha256(b"planted by a web page").hexdigest()
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="Debian's chromium is not installed (apt-get install chromium)"
+)
+def test_a_page_on_another_origin_in_a_real_browser_changes_nothing() -> None:
+    """Headless chromium on a page of another origin (another port of 127.0.0.1, as a local dev
+    server would be) sends what a page may send without asking (a multipart upload, text/plain
+    bodies), a preflighted JSON POST, a cross-origin read and a WebSocket to the tool server and
+    the env service: no file is stored, no session is opened, nothing is read."""
+    from playwright.sync_api import sync_playwright
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Route
+
+    from toolgym.envs.service.app import create_app as env_app
+    from toolgym.envs.service.catalog import Catalog
+
+    page_app = Starlette(routes=[Route("/", lambda _: HTMLResponse(ATTACK_PAGE))])
+    with (
+        http.ServerThread(page_app) as elsewhere,
+        http.ServerThread(create_app([calculator], ServerConfig())) as tools,
+        http.ServerThread(env_app(Catalog.build())) as env,
+        sync_playwright() as p,
+    ):
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(elsewhere + "/")
+            outcomes = page.evaluate("([tools, env]) => attack(tools, env)", [tools, env])
+        finally:
+            browser.close()
+        assert not any("ws read" in o or '"sessions"' in o for o in outcomes), outcomes
+        assert httpx.head(f"{tools}/v1/files/{PLANTED}", timeout=30).status_code == 404, outcomes
+        assert httpx.get(f"{env}/sessions", timeout=30).json()["sessions"] == [], outcomes
