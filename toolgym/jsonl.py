@@ -53,8 +53,8 @@ def iter_jsonl_lines(
                 if not isinstance(row, dict):
                     raise JSONLError(path, lineno, f"{what} must be a JSON object, got {type(row).__name__}")
                 yield lineno, row
-    except OSError as exc:
-        raise JSONLError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    except OSError as exc:  # kept as the cause: a reader may hand the OS's own error on
+        raise JSONLError(path, None, f"cannot read: {exc.strerror or exc}") from exc
 
 
 def read_jsonl_lines(path: Path | str, what: str = "line") -> list[tuple[int, dict[str, Any]]]:

@@ -368,7 +368,8 @@ class TraceWriter:
 def read_trace(path: Path | str) -> Trace:
     """Reads a finished or partial trace; a torn last line (crash mid-write) is dropped. A trace
     without its end record reads, and `Trace.incomplete` says where it stops. Any 1.x trace
-    reads; anything else is a TraceFormatError naming the file and the line."""
+    reads; anything else is a TraceFormatError naming the file and the line (a file that cannot
+    be opened is the OSError of opening it)."""
     header: TraceHeader | None = None
     steps: list[TraceStep] = []
     end: TraceEnd | None = None
@@ -389,6 +390,8 @@ def read_trace(path: Path | str) -> Trace:
     except TraceFormatError:
         raise
     except JSONLError as exc:
+        if isinstance(exc.__cause__, OSError):  # a file that cannot be opened: the OS's error, as before
+            raise exc.__cause__ from None
         raise TraceFormatError(exc.path, exc.line, exc.message) from None
     cut = f"the file ends in the middle of line {torn} (cut short)"
     if header is None:
