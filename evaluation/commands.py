@@ -1421,7 +1421,7 @@ def winrate_command(
     for note in result.notes:
         console.print(f"note: {escape(note)}")
     target = out or directory / "winrate.json"
-    target.write_text(json.dumps(result.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+    write_atomically(target, json.dumps(result.model_dump(mode="json"), indent=2) + "\n")
     console.print(f"results written to {target}")
 
 

@@ -37,6 +37,7 @@ from toolgym.evaluation.runs import (
     records_from_traces,
     traces_digest,
 )
+from toolgym.files import write_atomically
 from toolgym.tasks import Task
 from toolgym.trace import TraceHeader
 
@@ -645,5 +646,5 @@ def render_report(data: ReportData) -> str:
 
 def write_report(data: ReportData, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(data), encoding="utf-8")
+    write_atomically(path, render_report(data))
     return path

@@ -25,6 +25,7 @@ from typing import Any, Final, Protocol
 
 from toolgym.actions import ToolCall
 from toolgym.evaluation.base import EvaluationError, SuiteResult, mean
+from toolgym.files import write_atomically
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 
@@ -173,7 +174,7 @@ def with_retrieved_tools(
 def write_retrieval(out: Path, record: Mapping[str, Any]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path = out / RETRIEVAL_FILE
-    path.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    write_atomically(path, json.dumps(record, ensure_ascii=False, indent=1) + "\n")
     return path
 
 

@@ -41,6 +41,7 @@ from toolgym.evaluation.runs import (
     read_run_summary,
     records_from_traces,
 )
+from toolgym.files import write_atomically
 from toolgym.http import BearerCookie, Credentials, Exposure, ServerThread, secure
 from toolgym.tasks import Task
 from toolgym.trace import full_requests
@@ -193,7 +194,7 @@ def render_viewer(payload: Mapping[str, Any]) -> str:
 
 def write_viewer(payload: Mapping[str, Any], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_viewer(payload), encoding="utf-8")
+    write_atomically(path, render_viewer(payload))
     return path
 
 
