@@ -126,7 +126,7 @@ def _can_traverse(path: Path, uid: int, gid: int) -> bool:
     return True
 
 
-def _python_paths() -> list[Path]:
+def python_paths() -> list[Path]:
     """What the child's interpreter reads: prefixes, stdlib, site-packages, each both resolved
     and as this interpreter sees it. The child is started by the same unresolved path and finds
     its venv (pyvenv.cfg) next to it, so a venv reached through a symlinked folder must be there
@@ -140,10 +140,10 @@ def _python_paths() -> list[Path]:
     raw.add(os.path.dirname(os.path.abspath(sys.executable)))
     dirs = [p for p in raw if p and os.path.isdir(p)]
     found = {Path(os.path.realpath(p)) for p in dirs} | {Path(os.path.abspath(p)) for p in dirs}
-    return _minimal(found)
+    return minimal_paths(found)
 
 
-def _minimal(paths: Iterable[Path]) -> list[Path]:
+def minimal_paths(paths: Iterable[Path]) -> list[Path]:
     """Drop paths that lie under another path of the set."""
     ordered = sorted(set(paths), key=lambda p: len(p.parts))
     kept: list[Path] = []
@@ -303,7 +303,7 @@ def _warn_once(message: str) -> None:
 @functools.cache
 def _drop_allowed_without_mounts() -> bool:
     """Without a mount namespace, nobody must be able to reach the interpreter by itself."""
-    needed = [*_python_paths(), RUNNER_PATH.parent, Path(tempfile.gettempdir())]
+    needed = [*python_paths(), RUNNER_PATH.parent, Path(tempfile.gettempdir())]
     return all(_can_traverse(p, NOBODY_UID, NOBODY_GID) for p in needed)
 
 
@@ -485,7 +485,7 @@ def _child_env(inner_workdir: str) -> dict[str, str]:
 
 
 def _mount_plan(workdir: Path, drop: bool) -> dict[str, Any]:
-    keep = _minimal([*_python_paths(), RUNNER_PATH.parent])  # stage 1 re-executes the runner
+    keep = minimal_paths([*python_paths(), RUNNER_PATH.parent])  # stage 1 re-executes the runner
     hide = {Path(h) for h in HIDDEN_DIRS if os.path.isdir(h) and not os.path.islink(h)}
     if drop:
         # e.g. a pyenv Python under /root (0700): cover the blocking dir, bind the Python back
@@ -494,7 +494,7 @@ def _mount_plan(workdir: Path, drop: bool) -> dict[str, Any]:
                 blocked = _blocked_ancestor(p, NOBODY_UID, NOBODY_GID)
                 if blocked is not None:
                     hide.add(blocked)
-    hidden = _minimal(hide)
+    hidden = minimal_paths(hide)
     # keep only what a hide covers (the rest is visible already); never re-bind a covered dir's parent
     keep = [p for p in keep if any(h in p.parents for h in hidden)]
     if any(p in hidden or any(p in h.parents for h in hidden) for p in [*keep, workdir]):
@@ -681,7 +681,7 @@ def run_python(
         if backend == "bwrap":
             bwrap = _bwrap_path()
             assert bwrap is not None
-            binds = [p for p in _python_paths() if not p.is_relative_to("/usr")] + [RUNNER_PATH]
+            binds = [p for p in python_paths() if not p.is_relative_to("/usr")] + [RUNNER_PATH]
             argv = [*_bwrap_base(bwrap), *_bwrap_parent_dirs(binds)]
             for p in binds:
                 argv += ["--ro-bind", str(p), str(p)]

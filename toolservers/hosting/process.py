@@ -25,7 +25,6 @@ import signal
 import socket
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -44,6 +43,7 @@ from toolgym.toolservers.hosting.base import (
     toolgym_root,
     wait_healthy,
 )
+from toolgym.toolservers.sandbox import minimal_paths, python_paths
 
 log = logging.getLogger(__name__)
 
@@ -93,25 +93,6 @@ def _bwrap_works(bwrap: str) -> bool:
         return subprocess.run(argv, capture_output=True, timeout=15).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
-
-
-def _python_paths() -> list[Path]:
-    raw = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    raw.update(
-        p for k in ("stdlib", "platstdlib", "purelib", "platlib") if (p := sysconfig.get_paths().get(k))
-    )
-    raw.add(os.path.dirname(os.path.realpath(sys.executable)))
-    found = {Path(os.path.realpath(p)) for p in raw if p and os.path.isdir(p)}
-    found.add(Path(os.path.dirname(os.path.abspath(sys.executable))))  # a venv's bin holds symlinks
-    return _minimal(found)
-
-
-def _minimal(paths: set[Path]) -> list[Path]:
-    kept: list[Path] = []
-    for p in sorted(paths, key=lambda p: len(p.parts)):
-        if not any(p == k or k in p.parents for k in kept):
-            kept.append(p)
-    return kept
 
 
 class _Cgroup:
@@ -207,7 +188,7 @@ class ProcessHost(ServerHost):
             elif os.path.isdir(d):
                 argv += ["--ro-bind", d, d]
         argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-        for p in _minimal({*_python_paths(), toolgym_root()}):
+        for p in minimal_paths({*python_paths(), toolgym_root()}):
             if not p.is_relative_to("/usr"):
                 argv += ["--ro-bind", str(p), str(p)]
         for m in spec.mounts:
