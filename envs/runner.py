@@ -16,7 +16,7 @@ from typing import Any
 from toolgym.canonical import canonical_hash
 from toolgym.envs.agents import Agent, AsyncAgent
 from toolgym.envs.faults import FaultLayer
-from toolgym.envs.tool_env import ToolEnv
+from toolgym.envs.tool_env import ToolEnv, kept_raw
 from toolgym.errors import InfraError
 from toolgym.files import FileHandle, write_atomically
 from toolgym.tasks import Task
@@ -106,7 +106,7 @@ def step_fields(
     `request` and `model_latency_ms`: what the agent sent its model and how long it took."""
     return {
         "index": info["step"],
-        "raw": raw if isinstance(raw, (str, dict)) else None,
+        "raw": kept_raw(raw),  # Responses output items too, not only text and messages
         "actions": info["actions"],
         "observations": info["observations"],
         "error_kinds": info["error_kinds"],

@@ -197,6 +197,32 @@ def _raw_record(action: Any) -> Any:
         return action
 
 
+def kept_raw(action: Any) -> Any:
+    """The raw output as a step (and its trace line) keeps it: text, a message object or Responses
+    output items as plain data (the openai SDK's objects dumped); None for actions given as
+    objects, or for output that is none of these."""
+    return None if _is_actions(action) else _keepable(_raw_record(action))
+
+
+def _keepable(value: Any) -> Any:
+    """`value` when a trace can keep it as a raw output (text, a message, output items); else None."""
+    return value if isinstance(value, (str, Mapping)) or _is_items(value) else None
+
+
+def observation_text(
+    protocol: ActionProtocol, observations: Sequence[Observation], *, clip: bool = True
+) -> str:
+    """A step's observations as `step` returns them: each rendered by the protocol, one a line,
+    clipped to the observation space's limit (`clip`)."""
+    format_observation = protocol.format_observation
+    text = (
+        format_observation(observations[0])
+        if len(observations) == 1
+        else "\n".join(format_observation(o) for o in observations)
+    )
+    return _clip(text) if clip else text
+
+
 def _clip(text: str, limit: int = MAX_OBSERVATION_CHARS) -> str:
     if len(text) <= limit:
         return text
@@ -543,7 +569,7 @@ class ToolEnv(gym.Env[str, Any]):
                 break  # the user left (turn limit): the step is truncated below
         step = EpisodeStep(
             index=index,
-            raw=action if isinstance(action, (str, Mapping)) or _is_items(action) else None,
+            raw=_keepable(action),
             actions=actions,
             observations=observations,
         )
@@ -591,12 +617,7 @@ class ToolEnv(gym.Env[str, Any]):
             info["scores"] = dict(result) if isinstance(result, Mapping) else {"reward": reward}
             info["final_answer"] = self.episode.final_answer
         info["timing"] = Timing(latency_s=time.perf_counter() - started, tool_latency_s=tool_time)
-        format_observation = self.protocol.format_observation
-        text = (
-            format_observation(observations[0])
-            if len(observations) == 1
-            else "\n".join(format_observation(o) for o in observations)
-        )
+        text = observation_text(self.protocol, observations, clip=False)
         self._last_render = text
         self._emit("step", info)
         return _clip(text), reward, terminated, truncated, info

@@ -447,6 +447,14 @@ def run(
             "system message after the protocol's instructions"
         ),
     ] = None,
+    tools_in_prompt: Annotated[
+        bool,
+        typer.Option(
+            "--tools-in-prompt",
+            help="openai/responses protocols: list the tool schemas in the system message too, not "
+            "only in the request's tools (for a server whose chat template renders no tools)",
+        ),
+    ] = False,
     llm_seed: Annotated[
         int | None,
         typer.Option(help="sampling seed; trial t sends llm_seed + t, so trials differ reproducibly"),
@@ -515,7 +523,7 @@ def run(
         preflight,
     )
     from toolgym.evaluation.runs import FAULTS_DIR, RunDirError, parse_limit, run_trials, set_name
-    from toolgym.evaluation.setups import PRESETS, FewShotError, load_few_shot
+    from toolgym.evaluation.setups import PRESETS, FewShotError, load_few_shot, tools_in_prompt_refusal
     from toolgym.protocols import PROTOCOLS
     from toolgym.tasks import TaskSet
     from toolgym.toolservers.registry import default_toolset
@@ -554,6 +562,9 @@ def run(
             f"/v1{API_PATHS[chosen_api]}, not {chosen!r} (--api picks the API)",
             param_hint="--protocol",
         )
+    if tools_in_prompt and not (llm and chosen in ("openai", "responses")):
+        message = tools_in_prompt_refusal(chosen) if llm else "--tools-in-prompt is for --agent llm"
+        raise typer.BadParameter(message, param_hint="--tools-in-prompt")
     if token_ids and chosen_api != "chat":
         raise typer.BadParameter("token ids come over the chat API (--api chat)", param_hint="--token-ids")
     named_agent: AgentSpec | None = None
@@ -632,7 +643,8 @@ def run(
 
     def make_agent(env: ToolEnv, trial: int) -> Any:
         assert client is not None
-        return LLMAgent(client, env, seed=None if llm_seed is None else llm_seed + trial, few_shot=examples)
+        seed = None if llm_seed is None else llm_seed + trial
+        return LLMAgent(client, env, seed=seed, few_shot=examples, tools_in_prompt=tools_in_prompt)
 
     tool_server = _tool_server(
         ray_tool_server_gpus, ray_tool_server_tool, ray_tool_server_host, default_toolset
@@ -655,7 +667,12 @@ def run(
     if executor is not None and client is not None:  # workers build their own agents from a picklable spec
         agents = AgentSpec(
             "toolgym.evaluation.rollout_agents:LLMAgents",
-            {"config": client.config, "llm_seed": llm_seed, "few_shot": examples},
+            {
+                "config": client.config,
+                "llm_seed": llm_seed,
+                "few_shot": examples,
+                "tools_in_prompt": tools_in_prompt,
+            },
         )
 
     settings: dict[str, Any] = {"max_steps": max_steps}
@@ -677,6 +694,8 @@ def run(
         )
         if token_ids:
             settings["token_ids"] = True
+        if tools_in_prompt:
+            settings["tools_in_prompt"] = True
     user_spec = None
     if user_config is not None:
         from toolgym.envs.rollouts import UserSpec

@@ -1,17 +1,22 @@
 """Training data from runs: `toolgym export RUN_DIR --format openai|hf|sharegpt|preference|tokens|otel`.
 
-Each finished episode (a trace with an end line, not aborted) becomes one record, built from what
-the trace holds: the task's prompt (its query and file names, as `ToolEnv.reset` showed it), then
-per step the parsed actions and the observations that answered them.
+Each finished episode (a trace with an end line, not aborted) becomes one record of what the model
+saw (`conversation`): the requests the trace kept (an LLM agent's, `full_requests`): the system
+message, every message as sent, the model's replies as written, and the `tools` the requests sent
+(none for the text protocols, whose system message documents the tools), so each turn's prefix of
+the messages, with the tools, is that turn's request. A `--api responses` run comes out in chat
+form. A trace without requests (the oracle, scripted agents, golden traces) comes out as the LLM
+agent would have sent it: the protocol's instructions, its tools, and the episode in the
+protocol's own form (tool calls for openai/responses, text for react/json).
 
-- `openai`: OpenAI fine-tuning chat JSONL: `messages` (user, assistant with `tool_calls`, `tool`
-  with `tool_call_id`), `tools` (function schemas), `parallel_tool_calls`. An output that did not
-  parse is kept as an assistant message with `weight: 0` (seen, not learnt) and the env's error as
-  the next user message. Trailing messages after the last assistant message are dropped (a
-  training example ends with the assistant).
+- `openai`: OpenAI fine-tuning chat JSONL: `messages` (system, user, assistant with `tool_calls`,
+  `tool` with `tool_call_id`), `tools` (function schemas), `parallel_tool_calls`. An output that
+  did not parse is kept as an assistant message with `weight: 0` (seen, not learnt), then what the
+  env answered it. Trailing messages after the last assistant message are dropped (a training
+  example ends with the assistant).
 - `hf`: the conversational-with-tools form TRL and `datasets` read: the same messages with
   `arguments` as objects and tool messages named, `tools` as function schemas.
-- `sharegpt`: LLaMA-Factory's ShareGPT with tools: `conversations` of human / gpt /
+- `sharegpt`: LLaMA-Factory's ShareGPT with tools: `system`, `conversations` of human / gpt /
   function_call / observation turns (calls at even positions), `tools` as a JSON string.
 - `preference`: OpenAI's preference fine-tuning (DPO) JSONL: per task, the best trial against the
   worst (a higher reward), cut at the first assistant message where they differ: `input` (the
@@ -19,7 +24,8 @@ per step the parsed actions and the observations that answered them.
 - `tokens`: token-level trajectories, for traces whose steps kept the model server's token ids
   (`TraceStep.tokens`, schema 1.3): the turns as given, and where each prompt extends the previous
   prompt and completion, their concatenation with a mask (1 = model tokens, 0 = prompt and tool
-  tokens) and the completion logprobs, never re-tokenised.
+  tokens) and the completion logprobs, never re-tokenised; `messages` and `tools` beside them, so
+  a chat template's rendering of them can be checked against the ids.
 
 Every record carries its task id, seed, reward, task set, trial and category (`metadata` in the
 openai and preference records, which `--strip-metadata` leaves out for an upload: OpenAI's files
@@ -36,14 +42,16 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from toolgym.actions import ACTION_ADAPTER, Observation
 from toolgym.canonical import canonical_json
-from toolgym.envs.tool_env import task_prompt
+from toolgym.envs.tool_env import observation_text, task_prompt
 from toolgym.evaluation.runs import SUCCESS_THRESHOLD, LoadedTrace
 from toolgym.files import atomic_file
+from toolgym.protocols import OpenAIProtocol, ResponsesProtocol, get_protocol
 from toolgym.protocols.openai import derived_call_id
 from toolgym.tasks import Task
 from toolgym.tools import ToolSet
-from toolgym.trace import Trace
+from toolgym.trace import Trace, full_requests
 
 OPENAI_RECORD_KEYS = frozenset({"messages", "tools", "parallel_tool_calls", "metadata"})
 
@@ -151,10 +159,13 @@ class ToolSchemas:
             tools = tools.merged(self._apps[key])
         return tools
 
-    def of(self, episode: Episode) -> list[dict[str, Any]]:
+    def offered(self, episode: Episode) -> ToolSet:
+        """The tools the episode offered, as a ToolSet (those this process can build)."""
         tools = self._tools(episode.task)
-        names = [t.name for t in episode.trace.header.tools if t.name in tools]
-        return tools.subset(names).to_openai()
+        return tools.subset([t.name for t in episode.trace.header.tools if t.name in tools])
+
+    def of(self, episode: Episode) -> list[dict[str, Any]]:
+        return self.offered(episode).to_openai()
 
 
 # ---- messages -----------------------------------------------------------------------------------
@@ -208,36 +219,179 @@ def episode_messages(trace: Trace, task: Task) -> list[dict[str, Any]]:
     return messages
 
 
+# ---- the episode as the model saw it ----------------------------------------------------------
+@dataclass(frozen=True)
+class Conversation:
+    """An episode as the model saw it: chat messages (the system message first, then every message
+    of its requests and its replies as sent and written; `weight: 0` on replies that did not parse)
+    and the tools its requests offered in `tools`, as chat function schemas (empty when the requests
+    sent none: the text protocols document the tools in the system message)."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+
+
+def conversation(episode: Episode, schemas: ToolSchemas) -> Conversation:
+    """The requests the trace keeps (an LLM agent's, schema 1.4), or, for a trace without them
+    (the oracle, a scripted agent, a golden trace), what the LLM agent would have sent for it:
+    the protocol's instructions, its tools and the episode in the protocol's own form."""
+    requests = full_requests(episode.trace.steps)
+    if requests and all(r is not None for r in requests):
+        return _requested(episode.trace, [r for r in requests if r is not None])
+    return _replayed(episode, schemas)
+
+
+def _reply(raw: Any) -> list[dict[str, Any]]:
+    """A step's raw output as the history items the LLM agent appended for it."""
+    if isinstance(raw, str):
+        return [{"role": "assistant", "content": raw}]
+    if isinstance(raw, Mapping):
+        return [dict(raw)]
+    if isinstance(raw, list):
+        return [dict(item) for item in raw if isinstance(item, Mapping)]
+    return []
+
+
+def _requested(trace: Trace, requests: Sequence[Mapping[str, Any]]) -> Conversation:
+    """The last request's messages and the last reply; each earlier reply is in the request after it."""
+    items = [*requests[-1]["messages"], *_reply(trace.steps[-1].raw)]
+    unlearnt: set[int] = set()  # the positions of replies that did not parse
+    for step, request in zip(trace.steps, requests, strict=True):
+        if not step.actions:
+            start = len(request["messages"])
+            unlearnt.update(range(start, start + len(_reply(step.raw))))
+    messages = _chat_messages(items, unlearnt)
+    while messages and messages[-1].get("role") != "assistant":
+        messages.pop()  # a training example ends with what the model wrote
+    return Conversation(messages, [_chat_tool(t) for t in requests[-1]["tools"] or []])
+
+
+def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """A function schema in chat form; a Responses tool (flat) nested under `function`."""
+    if "function" in tool:
+        return dict(tool)
+    keys = ("name", "description", "parameters", "strict")
+    return {"type": "function", "function": {k: tool[k] for k in keys if k in tool}}
+
+
+def _part_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    return "".join(str(p.get("text", "")) for p in parts if isinstance(p, Mapping))
+
+
+def _chat_messages(items: Sequence[Mapping[str, Any]], unlearnt: set[int]) -> list[dict[str, Any]]:
+    """Chat messages as they are (`weight: 0` on an unlearnt reply); Responses items as the chat
+    messages that say the same: a turn's reasoning, message and function_call items one assistant
+    message (text as content, else the reasoning; calls as tool_calls), each function_call_output
+    a tool message."""
+    out: list[dict[str, Any]] = []
+    turn: dict[str, Any] | None = None  # the assistant message Responses items are building
+    for i, item in enumerate(items):
+        kind = item.get("type")
+        if kind in ("reasoning", "function_call") or (kind == "message" and item.get("role") == "assistant"):
+            if turn is None:
+                turn = {"role": "assistant", "content": None, "_thought": ""}
+                out.append(turn)
+            if kind == "reasoning":
+                turn["_thought"] += _part_text(item.get("summary")) or _part_text(item.get("content"))
+            elif kind == "message":
+                turn["content"] = (turn["content"] or "") + _part_text(item.get("content"))
+            else:
+                call = {"name": item.get("name"), "arguments": item.get("arguments")}
+                turn.setdefault("tool_calls", []).append(
+                    {"id": item.get("call_id"), "type": "function", "function": call}
+                )
+            if i in unlearnt:
+                turn["weight"] = 0
+            continue
+        turn = None
+        if kind == "function_call_output":
+            out.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")})
+        elif kind == "message":
+            out.append({"role": item.get("role"), "content": _part_text(item.get("content"))})
+        else:
+            message = dict(item)
+            if i in unlearnt and message.get("role") == "assistant":
+                message["weight"] = 0
+            out.append(message)
+    for message in out:
+        thought = message.pop("_thought", "")
+        if message["role"] == "assistant" and message.get("content") is None and thought:
+            message["content"] = thought
+    return out
+
+
+def _replayed(episode: Episode, schemas: ToolSchemas) -> Conversation:
+    """What the LLM agent would have sent for a trace that kept no requests."""
+    trace, task = episode.trace, episode.task
+    try:
+        protocol = get_protocol(trace.header.protocol)
+    except ValueError:  # a protocol of the user's own: the episode without a system message
+        return Conversation(episode_messages(trace, task), schemas.of(episode))
+    offered = schemas.offered(episode)
+    system = {"role": "system", "content": protocol.instructions(offered)}
+    if isinstance(protocol, (OpenAIProtocol, ResponsesProtocol)):
+        # exported in chat form: the chat protocol's tools field, reserved functions included
+        return Conversation([system, *episode_messages(trace, task)], OpenAIProtocol().tools_json(offered))
+    messages: list[dict[str, Any]] = [system, {"role": "user", "content": task_prompt(task)}]
+    render = getattr(protocol, "format_actions", None)
+    for step in trace.steps:
+        actions = [ACTION_ADAPTER.validate_python(a) for a in step.actions]
+        if isinstance(step.raw, str) or not actions or render is None:
+            message: dict[str, Any] = {"role": "assistant", "content": _raw_text(step.raw)}
+        else:
+            message = {"role": "assistant", "content": render(actions)}
+        if not actions:
+            message["weight"] = 0
+        messages.append(message)
+        if step.observations:
+            observations = [Observation.model_validate(o) for o in step.observations]
+            messages.append({"role": "user", "content": observation_text(protocol, observations)})
+    while messages and messages[-1]["role"] != "assistant":
+        messages.pop()
+    return Conversation(messages, [])
+
+
 def parallel_calls(messages: Sequence[Mapping[str, Any]]) -> bool:
     return any(len(m.get("tool_calls") or ()) > 1 for m in messages)
 
 
-def openai_record(episode: Episode, tools: list[dict[str, Any]]) -> dict[str, Any] | None:
-    messages = episode_messages(episode.trace, episode.task)
-    if not messages:
+def openai_record(episode: Episode, seen: Conversation) -> dict[str, Any] | None:
+    messages = seen.messages
+    if not any(m.get("role") == "assistant" for m in messages):
         return None
     return {
         "messages": messages,
-        "tools": tools,
+        "tools": seen.tools,
         "parallel_tool_calls": parallel_calls(messages),
         "metadata": episode.metadata(),
     }
 
 
-def hf_record(episode: Episode, tools: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _arguments(text: Any) -> Any:
+    """Tool call arguments as an object (what chat templates render); text that is not JSON (a
+    reply cut short) stays text."""
+    try:
+        return json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return text
+
+
+def hf_record(episode: Episode, seen: Conversation) -> dict[str, Any] | None:
     """TRL's conversational form: arguments as objects, tool messages named, no weights."""
-    messages = episode_messages(episode.trace, episode.task)
-    if not messages:
+    if not any(m.get("role") == "assistant" for m in seen.messages):
         return None
     names: dict[str, str] = {}
     out: list[dict[str, Any]] = []
-    for m in messages:
+    for m in seen.messages:
         m = {k: v for k, v in m.items() if k != "weight"}
         if m.get("tool_calls"):
             calls = []
             for c in m["tool_calls"]:
                 names[c["id"]] = c["function"]["name"]
-                arguments = json.loads(c["function"]["arguments"])
+                arguments = _arguments(c["function"]["arguments"])
                 calls.append(
                     {
                         "id": c["id"],
@@ -249,16 +403,19 @@ def hf_record(episode: Episode, tools: list[dict[str, Any]]) -> dict[str, Any] |
         elif m["role"] == "tool":
             m = {**m, "name": names.get(m["tool_call_id"], "")}
         out.append(m)
-    return {"messages": out, "tools": tools, **episode.metadata()}
+    return {"messages": out, "tools": seen.tools, **episode.metadata()}
 
 
-def sharegpt_record(episode: Episode, tools: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """LLaMA-Factory's ShareGPT with tools: human/observation at odd positions, gpt/function_call at
-    even ones; several calls of one turn are one function_call (a JSON list) and one observation."""
-    messages = episode_messages(episode.trace, episode.task)
+def sharegpt_record(episode: Episode, seen: Conversation) -> dict[str, Any] | None:
+    """LLaMA-Factory's ShareGPT with tools: the system message as `system`, human/observation at
+    odd positions, gpt/function_call at even ones; several calls of one turn are one function_call
+    (a JSON list) and one observation."""
+    system = "".join(m.get("content") or "" for m in seen.messages if m.get("role") == "system")
     turns: list[dict[str, str]] = []
     pending: list[str] = []
-    for m in messages:
+    for m in seen.messages:
+        if m["role"] == "system":
+            continue
         if m["role"] == "tool":
             pending.append(m["content"])
             continue
@@ -271,7 +428,7 @@ def sharegpt_record(episode: Episode, tools: list[dict[str, Any]]) -> dict[str, 
             turns.append({"from": "human", "value": m["content"]})
         elif m.get("tool_calls"):
             calls = [
-                {"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
+                {"name": c["function"]["name"], "arguments": _arguments(c["function"]["arguments"])}
                 for c in m["tool_calls"]
             ]
             turns.append(
@@ -290,8 +447,13 @@ def sharegpt_record(episode: Episode, tools: list[dict[str, Any]]) -> dict[str, 
         turns.pop()
     if not turns:
         return None
-    functions = [t["function"] for t in tools]
-    return {"conversations": turns, "tools": json.dumps(functions, ensure_ascii=False), **episode.metadata()}
+    functions = [t["function"] for t in seen.tools]
+    return {
+        "conversations": turns,
+        "system": system,
+        "tools": json.dumps(functions, ensure_ascii=False),
+        **episode.metadata(),
+    }
 
 
 def _assistant_only(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -309,8 +471,8 @@ def preference_records(episodes: Sequence[Episode], schemas: ToolSchemas) -> Ite
         best, worst = ranked[0], ranked[-1]
         if best.reward <= worst.reward:
             continue
-        good = episode_messages(best.trace, best.task)
-        bad = episode_messages(worst.trace, worst.task)
+        good_seen = conversation(best, schemas)
+        good, bad = good_seen.messages, conversation(worst, schemas).messages
         cut = next(
             (
                 i
@@ -329,7 +491,7 @@ def preference_records(episodes: Sequence[Episode], schemas: ToolSchemas) -> Ite
         yield {
             "input": {
                 "messages": [_assistant_only(m) for m in good[:cut]],
-                "tools": schemas.of(best),
+                "tools": good_seen.tools,
                 "parallel_tool_calls": parallel_calls(good),
             },
             "preferred_output": [_assistant_only(good[cut])],
@@ -345,13 +507,17 @@ def preference_records(episodes: Sequence[Episode], schemas: ToolSchemas) -> Ite
         }
 
 
-def token_record(episode: Episode) -> dict[str, Any] | None:
-    """The episode's token ids as the model server returned them (None without any)."""
+def token_record(episode: Episode, seen: Conversation) -> dict[str, Any] | None:
+    """The episode's token ids as the model server returned them (None without any), with the
+    messages and tools they are the tokens of (rendered through the model's chat template, each
+    turn's prefix gives that turn's prompt)."""
     turns = [s.tokens for s in episode.trace.steps if s.tokens is not None]
     if not turns:
         return None
     record: dict[str, Any] = {
         "turns": [t.model_dump(mode="json") for t in turns],
+        "messages": seen.messages,
+        "tools": seen.tools,
         **episode.metadata(),
     }
     ids: list[int] = []
@@ -382,16 +548,17 @@ def export_records(
     out: list[dict[str, Any]] = []
     for e in episodes:
         record: dict[str, Any] | None
-        if fmt is ExportFormat.openai:
-            record = openai_record(e, schemas.of(e))
-        elif fmt is ExportFormat.hf:
-            record = hf_record(e, schemas.of(e))
-        elif fmt is ExportFormat.sharegpt:
-            record = sharegpt_record(e, schemas.of(e))
-        elif fmt is ExportFormat.tokens:
-            record = token_record(e)
-        else:
+        if fmt is ExportFormat.otel:
             raise ExportError(f"format {fmt.value} writes no JSONL records")
+        seen = conversation(e, schemas)
+        if fmt is ExportFormat.openai:
+            record = openai_record(e, seen)
+        elif fmt is ExportFormat.hf:
+            record = hf_record(e, seen)
+        elif fmt is ExportFormat.sharegpt:
+            record = sharegpt_record(e, seen)
+        else:
+            record = token_record(e, seen)
         if record is not None:
             out.append(record)
     return out

@@ -15,8 +15,9 @@ requests in flight); both share request building, parsing and error classificati
 
 `LLMAgent` keeps one episode's chat history: the protocol's instructions as the system message, the
 task prompt as the user message, then the model's replies and the env's observations. With the
-`openai` protocol the tools go in the request's `tools` field and observations come back as `tool`
-messages paired with the call ids; with the `responses` protocol (over `/v1/responses`) the model's
+`openai` protocol the tools go in the request's `tools` field (only there: the system message keeps
+the format instructions, unless `tools_in_prompt` asks for the schemas in it too) and observations
+come back as `tool` messages paired with the call ids; with the `responses` protocol (over `/v1/responses`) the model's
 output items join the input and observations come back as `function_call_output` items; with the
 text protocols (react, json) the reply is text and observations are user messages.
 
@@ -53,6 +54,7 @@ from openai.types.responses import Response, ResponseFunctionToolCall, ResponseO
 from toolgym.actions import Observation
 from toolgym.canonical import escape_surrogates
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.evaluation.setups import system_prompt, tools_in_prompt_refusal
 from toolgym.protocols.json_protocol import content_of_message
 from toolgym.protocols.openai import OpenAIProtocol
 from toolgym.protocols.responses import ResponsesProtocol
@@ -643,6 +645,7 @@ class LLMAgent:
         stop: Sequence[str] | None = None,
         name: str | None = None,
         few_shot: Sequence[Sequence[Mapping[str, str]]] | None = None,
+        tools_in_prompt: bool = False,
     ) -> None:
         api = client.config.api
         if env.protocol.name not in API_PROTOCOLS[api]:
@@ -655,8 +658,12 @@ class LLMAgent:
         self.seed = seed
         # solved examples, closing the system message (toolgym.evaluation.setups)
         self.few_shot = [[dict(m) for m in example] for example in few_shot or []]
+        # the tool schemas in the system message as well as in `tools` (a template without tools)
+        self.tools_in_prompt = tools_in_prompt
         self.native = isinstance(env.protocol, OpenAIProtocol)
         self.responses = isinstance(env.protocol, ResponsesProtocol)  # tool calls as Responses items
+        if tools_in_prompt and not (self.native or self.responses):
+            raise ValueError(tools_in_prompt_refusal(env.protocol.name))
         # ReAct models go on to invent the tool result; the parser drops it, stopping saves tokens
         self.stop = (
             list(stop) if stop is not None else (["\nObservation:"] if env.protocol.name == "react" else [])
@@ -675,11 +682,13 @@ class LLMAgent:
         self._recorded = 0  # messages already in an earlier turn's request
 
     def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
-        system = info["instructions"]
-        if self.few_shot:
-            from toolgym.evaluation.setups import few_shot_block
-
-            system = f"{system}\n\n{few_shot_block(self.few_shot)}"
+        system = system_prompt(
+            info["instructions"],
+            self.env.protocol,
+            self.env.offered,
+            tools_in_prompt=self.tools_in_prompt,
+            few_shot=self.few_shot,
+        )
         self.messages = [
             {"role": "system", "content": system},
             {"role": "user", "content": observation},

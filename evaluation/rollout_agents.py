@@ -18,14 +18,18 @@ class LLMAgents:
         config: LLMConfig,
         llm_seed: int | None = None,
         few_shot: Sequence[Sequence[Mapping[str, str]]] | None = None,
+        tools_in_prompt: bool = False,
     ) -> None:
         self.client = ChatClient(config)
         self.llm_seed = llm_seed
         self.few_shot = few_shot
+        self.tools_in_prompt = tools_in_prompt
 
     def __call__(self, env: ToolEnv, trial: int) -> LLMAgent:
         seed = None if self.llm_seed is None else self.llm_seed + trial
-        return LLMAgent(self.client, env, seed=seed, few_shot=self.few_shot)
+        return LLMAgent(
+            self.client, env, seed=seed, few_shot=self.few_shot, tools_in_prompt=self.tools_in_prompt
+        )
 
     def close(self) -> None:
         self.client.close()

@@ -11,6 +11,14 @@ the task, each example as the user's request, the assistant's replies as written
 results as `Observation:` lines. A file is JSON (a list of examples) or JSONL (one per line); an
 example is a list of chat messages (`role` user, assistant or tool, string `content`) or an
 object with such a list under `messages`.
+
+Tool schemas: the native-tools protocols (openai, responses) send them in the request's `tools`
+only, which the server's chat template renders; the system message keeps the format
+instructions. `toolgym run --tools-in-prompt` (`system_prompt(..., tools_in_prompt=True)`) also
+lists them in the system message, for a server whose chat template renders no tools. No preset
+needs it: every paper's prompt here (ToolEyes', GTA's lagent ReAct, MTU's ReAct, T-Eval's, CToolEval's)
+puts the tools' docs in the prompt text, and those are the text protocols (react, json), whose
+instructions always carry the docs.
 """
 
 from __future__ import annotations
@@ -20,6 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+from toolgym.protocols import ActionProtocol, OpenAIProtocol, ResponsesProtocol
+from toolgym.tools import ToolSet
 
 ROLES: Final = ("user", "assistant", "tool")
 Example = list[dict[str, str]]
@@ -119,6 +130,32 @@ def load_few_shot(path: Path | str) -> list[Example]:
     if not rows:
         raise FewShotError(f"{path}: no examples (a JSON list, or JSONL with one example a line)")
     return [_example(raw, f"{path}: {where}") for where, raw in rows]
+
+
+def tools_in_prompt_refusal(protocol: str) -> str:
+    """Why `tools_in_prompt` cannot apply to a text protocol."""
+    return (
+        f"--tools-in-prompt is for the openai and responses protocols; {protocol!r} always puts "
+        "the tools' docs in its instructions"
+    )
+
+
+def system_prompt(
+    instructions: str,
+    protocol: ActionProtocol,
+    tools: ToolSet,
+    *,
+    tools_in_prompt: bool = False,
+    few_shot: Sequence[Example] = (),
+) -> str:
+    """The system message an LLM agent sends: the env's instructions (`info["instructions"]`),
+    for a native-tools protocol with `tools_in_prompt` its form that also lists the schemas, then
+    the few-shot examples. Text protocols always carry the tools' docs in their instructions."""
+    if tools_in_prompt:
+        if not isinstance(protocol, (OpenAIProtocol, ResponsesProtocol)):
+            raise ValueError(tools_in_prompt_refusal(protocol.name))
+        instructions = protocol.instructions(tools, tools_in_prompt=True)
+    return f"{instructions}\n\n{few_shot_block(few_shot)}" if few_shot else instructions
 
 
 def few_shot_block(examples: Sequence[Example]) -> str:

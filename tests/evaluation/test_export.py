@@ -12,7 +12,8 @@ import pytest
 from pydantic import TypeAdapter
 from typer.testing import CliRunner
 
-from toolgym.actions import Action, FinalAnswer
+from tests.evaluation.fake_openai import FakeOpenAI, Reply, calls, serve, text
+from toolgym.actions import Action, FinalAnswer, ToolCall
 from toolgym.cli import app
 from toolgym.envs.agents import OracleAgent, ScriptedAgent
 from toolgym.envs.demo import mock_task_paths
@@ -27,10 +28,11 @@ from toolgym.evaluation.export import (
     openai_format_problems,
 )
 from toolgym.evaluation.runs import load_traces
+from toolgym.protocols import OpenAIProtocol, ReActProtocol
 from toolgym.protocols.base import RawOutput
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
-from toolgym.trace import TurnTokens
+from toolgym.trace import TurnTokens, full_requests, read_trace
 
 MTU = next(p for p in mock_task_paths() if p.stem == "mtu")
 TASKS = TaskSet.load(MTU)
@@ -109,23 +111,29 @@ def test_openai_records_follow_the_fine_tuning_rules(run_dir: Path) -> None:
         r for r in records if r["metadata"]["task_id"] == "mtu-transfer-011" and r["metadata"]["trial"] == 0
     )
     roles = [m["role"] for m in transfer["messages"]]
-    assert roles == ["user", "assistant", "tool", "assistant"]
-    call = transfer["messages"][1]["tool_calls"][0]
+    assert roles == ["system", "user", "assistant", "tool", "assistant"]
+    call = transfer["messages"][2]["tool_calls"][0]
     assert (
-        call["function"]["name"] == "transfer_funds" and transfer["messages"][2]["tool_call_id"] == call["id"]
+        call["function"]["name"] == "transfer_funds" and transfer["messages"][3]["tool_call_id"] == call["id"]
     )
-    assert {t["function"]["name"] for t in transfer["tools"]} == set(TASKS["mtu-transfer-011"].tools or [])
+    # no request kept (the oracle asks no model): what the LLM agent would have sent, the
+    # protocol's instructions and its tools, the reserved ask_user / no_call functions included
+    env = ToolEnv(ToolSet(), TASKS, protocol="openai")
+    _, info = env.reset(options={"task": "mtu-transfer-011"})
+    assert transfer["messages"][0] == {"role": "system", "content": info["instructions"]}
+    assert transfer["tools"] == OpenAIProtocol().tools_json(env.offered)
+    env.close()
     wrong = next(r for r in records if r["metadata"]["trial"] == 1)
-    assert wrong["messages"][1] == {
+    assert wrong["messages"][2] == {
         "role": "assistant",
         "content": "this is not an assistant message",
         "weight": 0,
     }
-    assert wrong["messages"][2]["role"] == "user" and "format_error" in wrong["messages"][2]["content"]
+    assert wrong["messages"][3]["role"] == "user" and "format_error" in wrong["messages"][3]["content"]
     assert wrong["metadata"]["reward"] == 0.0
 
     # the checker catches what the rules forbid
-    broken = {**transfer, "messages": transfer["messages"][:3], "extra": 1}
+    broken = {**transfer, "messages": transfer["messages"][:4], "extra": 1}
     assert openai_format_problems(broken) == [
         "unknown keys ['extra']",
         "the last message must be the assistant's",
@@ -153,9 +161,10 @@ def test_hf_and_sharegpt_load_with_datasets(run_dir: Path, tmp_path: Path) -> No
         assert len(data) == 6 and set(data["reward"]) == {1.0} and set(data["seed"]) == {0}
         if fmt == "hf":
             row = next(r for r in data if r["task_id"] == "mtu-transfer-011")
-            call = row["messages"][1]["tool_calls"][0]["function"]
+            assert row["messages"][0]["role"] == "system"
+            call = row["messages"][2]["tool_calls"][0]["function"]
             assert call["name"] == "transfer_funds" and call["arguments"]["amount"] == 500
-            assert row["messages"][2]["role"] == "tool" and row["messages"][2]["name"] == "transfer_funds"
+            assert row["messages"][3]["role"] == "tool" and row["messages"][3]["name"] == "transfer_funds"
             assert row["tools"][0]["type"] == "function"
         else:
             for row in data:
@@ -164,6 +173,7 @@ def test_hf_and_sharegpt_load_with_datasets(run_dir: Path, tmp_path: Path) -> No
                 assert all(t["from"] in ("human", "observation") for t in turns[0::2])
                 assert all(t["from"] in ("gpt", "function_call") for t in turns[1::2])
                 assert turns[-1]["from"] == "gpt"
+                assert row["system"].startswith("You are an assistant that can call the functions")
             calls = [
                 json.loads(t["value"])
                 for r in data
@@ -326,3 +336,149 @@ def test_export_names_and_counts_a_trace_cut_short(run_dir: Path, tmp_path: Path
     assert "1 incomplete traces (no end record), not exported:" in out
     assert f"{cut}:{last}: incomplete trace: the file ends in the middle of line {last}" in out
     assert "8 episodes kept" in out
+
+
+# ---- exports equal what the model saw: a real run against an OpenAI-compatible server -----------
+FISH_OIL = "family of 5"  # a substring of the fish-oil-days prompt: the fake server's script key
+OCR_CALL = ToolCall(name="OCR", arguments={"image": "image/fish_oil.png"})
+CALC_CALL = ToolCall(name="Calculator", arguments={"expression": "290 // 5"})
+ANSWER = "The bottle holds 290 softgels: it lasts 58 days."
+
+
+def _fish_oil_script(protocol: str) -> dict[str, list[Reply]]:
+    """Three turns that solve fish-oil-days, the first of them a reply that does not parse."""
+    if protocol == "openai":
+        return {
+            FISH_OIL: [
+                calls(("OCR", '{"image": "image/fish_oil.png"')),  # cut short: not JSON
+                calls(("OCR", OCR_CALL.arguments), content="Read the label first."),
+                calls(("Calculator", CALC_CALL.arguments)),
+                text(ANSWER),
+            ]
+        }
+    react = ReActProtocol()
+    return {
+        FISH_OIL: [
+            text("I will read the label."),  # no Action: a format error
+            text(react.format_action(OCR_CALL.model_copy(update={"thought": "Read the label."}))),
+            text(react.format_action(CALC_CALL)),
+            text(react.format_action(FinalAnswer(text=ANSWER))),
+        ]
+    }
+
+
+def _hf_form(message: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """A request message in the hf export's documented form: arguments as objects, tool messages
+    named after their call, content text, no weights."""
+    if message.get("tool_calls"):
+        calls_ = []
+        for c in message["tool_calls"]:
+            names[c["id"]] = c["function"]["name"]
+            arguments = c["function"]["arguments"]
+            if arguments.endswith("}"):  # JSON; a call cut short stays text
+                arguments = json.loads(arguments)
+            calls_.append({**c, "function": {**c["function"], "arguments": arguments}})
+        return {**message, "content": message.get("content") or "", "tool_calls": calls_}
+    if message["role"] == "tool":
+        return {**message, "name": names[message["tool_call_id"]]}
+    return message
+
+
+def _export(run: Path, fmt: str, out: Path) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(app, ["export", str(run), "--format", fmt, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("protocol", ["openai", "react"])
+def test_every_export_carries_the_requests_the_model_was_sent(protocol: str, tmp_path: Path) -> None:
+    """toolgym run --agent llm against an OpenAI-compatible server, then each export format: for
+    every turn, the exported messages up to that turn and the tools are the request the trace
+    recorded for it (the system message included), and the model's reply follows them."""
+    from tests.evaluation.fake_openai import render_prompt, tokenize
+    from toolgym.envs.demo import demo_tasks_path
+
+    run = tmp_path / "run"
+    with serve(FakeOpenAI(_fish_oil_script(protocol))) as fake:
+        args = ["run", "--agent", "llm", "--base-url", fake.base_url, "--model", "fake-model"]
+        args += ["--protocol", protocol, "--token-ids", "--tasks", str(demo_tasks_path())]
+        result = CliRunner().invoke(app, [*args, "--task-id", "fish-oil-days", "--out", str(run)])
+    assert result.exit_code == 0, result.output
+    trace = read_trace(next(run.rglob("fish-oil-days.seed0.jsonl")))
+    assert trace.end is not None and trace.end.reward == 1.0 and len(trace.steps) == 4
+    assert trace.steps[0].error_kinds == ["format_error"]
+    requests = [r for r in full_requests(trace.steps) if r is not None]
+    assert [r["messages"] for r in requests] == [r["messages"] for r in fake.requests]  # as sent
+    sent_tools = (
+        requests[0]["tools"] or []
+    )  # the text protocols send none: the docs are in the system message
+    assert (sent_tools == []) == (protocol == "react")
+
+    (openai_record,) = _export(run, "openai", tmp_path / "openai.jsonl")
+    (hf_record,) = _export(run, "hf", tmp_path / "hf.jsonl")
+    (sharegpt_record,) = _export(run, "sharegpt", tmp_path / "sharegpt.jsonl")
+    (token_record,) = _export(run, "tokens", tmp_path / "tokens.jsonl")
+    exported = openai_record["messages"]
+    assert openai_record["tools"] == hf_record["tools"] == token_record["tools"] == sent_tools
+    assert token_record["messages"] == exported
+    names: dict[str, str] = {}
+    hf_expected = [_hf_form(m, names) for m in requests[-1]["messages"]]
+    for step, request in zip(trace.steps, requests, strict=True):
+        n = len(request["messages"])
+        assert [{k: v for k, v in m.items() if k != "weight"} for m in exported[:n]] == request["messages"]
+        assert hf_record["messages"][:n] == hf_expected[:n]
+        reply = exported[n]  # the model's reply, as it wrote it; learnt only when it parsed
+        assert reply["role"] == "assistant" and ("weight" in reply) == (not step.actions)
+        # rendered through the (fake) server's chat template, the exported prefix is the prompt
+        assert step.tokens is not None and tokenize(render_prompt(exported[:n])) == step.tokens.prompt_ids
+    assert exported[0]["role"] == "system" and exported[-1]["content"].endswith(ANSWER)
+    assert sharegpt_record["system"] == exported[0]["content"]
+    assert json.loads(sharegpt_record["tools"]) == [t["function"] for t in sent_tools]
+    assert openai_format_problems(openai_record) == (
+        [] if protocol == "react" else ["message 2: arguments of OCR are not JSON"]
+    )
+
+
+def test_a_responses_run_exports_its_system_message_tools_and_calls(tmp_path: Path) -> None:
+    """--api responses: the export is in chat form, with the request's system message, its tools
+    (flat Responses tools nested as chat function schemas) and each call paired by its call_id."""
+    from toolgym.envs.demo import demo_tasks_path
+
+    script = {
+        FISH_OIL: [calls(("OCR", OCR_CALL.arguments), ("Calculator", CALC_CALL.arguments)), text(ANSWER)]
+    }
+    run = tmp_path / "run"
+    with serve(FakeOpenAI(script)) as fake:
+        args = [
+            "run",
+            "--agent",
+            "llm",
+            "--base-url",
+            fake.base_url,
+            "--model",
+            "fake-model",
+            "--api",
+            "responses",
+        ]
+        args += ["--tasks", str(demo_tasks_path()), "--task-id", "fish-oil-days", "--out", str(run)]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        first = fake.requests[0]
+    (record,) = _export(run, "openai", tmp_path / "openai.jsonl")
+    assert record["messages"][0] == first["input"][0] and record["messages"][1] == first["input"][1]
+    assert record["tools"] == [
+        {"type": "function", "function": {k: t[k] for k in ("name", "description", "parameters", "strict")}}
+        for t in first["tools"]
+    ]
+    assert [m["role"] for m in record["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
+    ids = [c["id"] for c in record["messages"][2]["tool_calls"]]
+    assert ids == ["fake_0_0", "fake_0_1"] == [m["tool_call_id"] for m in record["messages"][3:5]]
+    assert record["messages"][-1] == {"role": "assistant", "content": ANSWER}
+    assert openai_format_problems(record) == []

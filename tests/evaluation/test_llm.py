@@ -71,6 +71,9 @@ def test_openai_protocol_episode_with_native_tool_calls(tmp_path: Path) -> None:
     assert first["temperature"] == 0.7 and first["seed"] == 11 and first["model"] == "fake-model"
     assert [m["role"] for m in first["messages"]] == ["system", "user"]
     assert first["messages"][0]["content"] == env.protocol.instructions(env.offered)
+    # the schemas go in `tools` only: the system message does not repeat them
+    for spec in first["tools"]:
+        assert spec["function"]["description"] not in first["messages"][0]["content"]
     # the OCR result comes back as a tool message answering the call's id
     tool_message = second["messages"][-1]
     assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "fake_0_0"
@@ -414,6 +417,15 @@ def test_responses_protocol_episode_over_v1_responses(tmp_path: Path) -> None:
         assert request is not None and request["messages"] == sent["input"]
         assert request["tools"] == sent["tools"]
     assert trace.end is not None and trace.end.final_answer is not None and "58" in trace.end.final_answer
+    # each step keeps the model's output items as its raw output (the viewer shows them)
+    assert trace.steps[0].raw == calls_back
+    assert trace.steps[1].raw == [
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": "The bottle holds 290 softgels: it lasts 58 days.",
+        }
+    ]
 
 
 def test_responses_api_refusals_and_bad_bodies_are_typed_errors() -> None:
@@ -470,6 +482,23 @@ def _run_llm(fake: FakeOpenAI, out: Path, *extra: str) -> Any:
     args = ["run", "--agent", "llm", "--base-url", fake.base_url, "--model", "fake-model", *extra]
     args += ["--tasks", str(demo_tasks_path()), "--task-id", "fish-oil-days", "--out", str(out)]
     return CliRunner().invoke(app, args)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_tools_in_prompt_lists_the_schemas_in_the_system_message_too(api: str, tmp_path: Path) -> None:
+    with serve(FakeOpenAI(FISH_OIL_SCRIPT)) as fake:
+        result = _run_llm(fake, tmp_path / "run", "--api", api, "--tools-in-prompt")
+        assert result.exit_code == 0, result.output
+        first = fake.requests[0]
+    system = (first["messages"] if api == "chat" else first["input"])[0]["content"]
+    listed = json.loads(system.split(":\n", 1)[1])
+    assert listed == first["tools"]  # the same schemas as the tools field, as the old form sent them
+    assert {"OCR", "Calculator"} <= {t.get("name") or t["function"]["name"] for t in listed}
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["settings"]["tools_in_prompt"] is True
+    # text protocols always carry the tools' docs in their instructions: the flag is refused
+    refused = _run_llm(fake, tmp_path / "react", "--protocol", "react", "--tools-in-prompt")
+    assert refused.exit_code == 2 and "always puts the tools' docs" in " ".join(refused.output.split())
 
 
 def test_token_ids_from_the_server_reach_the_trace_and_the_token_export(tmp_path: Path) -> None:

@@ -672,9 +672,18 @@ def test_fuzz_values_never_raise_other_errors(name: str, output: Any) -> None:
 
 
 # ---- instructions ----------------------------------------------------------------------------
+def _documented(name: str) -> str:
+    """What documents the tools to the model: the text protocols' instructions; the native ones'
+    instructions in the form that lists the schemas too (`tools_in_prompt`)."""
+    proto = protocol(name)
+    if isinstance(proto, (OpenAIProtocol, ResponsesProtocol)):
+        return proto.instructions(TOOLS, tools_in_prompt=True)
+    return proto.instructions(TOOLS)
+
+
 @pytest.mark.parametrize("name", PROTOCOL_NAMES)
 def test_instructions_document_every_tool_and_parameter(name: str) -> None:
-    text = protocol(name).instructions(TOOLS)
+    text = _documented(name)
     for tool_name in TOOLS.names:
         t = TOOLS.get(tool_name)
         assert tool_name in text
@@ -691,10 +700,27 @@ def test_instruction_specifics() -> None:
     assert '"enum": ["c", "f"]' in react_text  # the full JSON schema, ToolEyes style
     json_text = JSONProtocol().instructions(TOOLS)
     assert "FinishAction" in json_text and '"required_parameters"' in json_text
-    openai_text = OpenAIProtocol().instructions(TOOLS)
+    openai_text = OpenAIProtocol().instructions(TOOLS, tools_in_prompt=True)
     assert '"type": "function"' in openai_text and "ask_user" in openai_text
     names = [spec["function"]["name"] for spec in OpenAIProtocol().tools_json(TOOLS, control=False)]
     assert names == TOOLS.names
+
+
+@pytest.mark.parametrize("name", ["openai", "responses"])
+def test_native_protocols_leave_the_schemas_to_the_tools_field(name: str) -> None:
+    """The schemas travel in the request's `tools` (tools_json), which the chat template renders:
+    the instructions keep the format and do not repeat them, unless asked to (tools_in_prompt)."""
+    proto = protocol(name)
+    assert isinstance(proto, (OpenAIProtocol, ResponsesProtocol))
+    text = proto.instructions(TOOLS)
+    assert "ask_user" in text and "no_call" in text  # how to answer stays
+    for tool_name in TOOLS.names:
+        assert tool_name not in text and TOOLS.get(tool_name).description not in text
+    assert "The city to look up" not in text and "{\n" not in text
+    embedded = proto.instructions(TOOLS, tools_in_prompt=True)
+    schemas = json.loads(embedded.split(":\n", 1)[1])
+    assert schemas == proto.tools_json(TOOLS)  # exactly what the tools field carries
+    assert len(text) < len(embedded) / 3
 
 
 # ---- real model output: MTU-Bench GPT-4 responses --------------------------------------------

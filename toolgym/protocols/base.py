@@ -107,7 +107,8 @@ class ActionProtocol(ABC):
 
     @abstractmethod
     def instructions(self, tools: ToolSet) -> str:
-        """The system-prompt text: how to answer in this format, and the docs of `tools`."""
+        """The system-prompt text: how to answer in this format, and the docs of `tools` (the
+        native-tools protocols, openai and responses, leave those to the request's `tools`)."""
 
     @abstractmethod
     def format_action(self, action: Action) -> RawOutput:

@@ -233,14 +233,22 @@ class OpenAIProtocol(ActionProtocol):
                     function.update(parameters=strict_json_schema(function["parameters"]), strict=True)
         return specs
 
-    def instructions(self, tools: ToolSet) -> str:
+    def instructions(self, tools: ToolSet, *, tools_in_prompt: bool = False) -> str:
+        """How to answer with tool_calls. The schemas travel in the request's `tools`
+        (`tools_json`), which the server's chat template renders, so they are not repeated here;
+        `tools_in_prompt` also lists them at the end, for a template that renders no tools."""
+        offered = "below" if tools_in_prompt else "you are offered"
         return (
-            "You are an assistant that can call the functions below through tool_calls. "
-            "Arguments are a JSON object that follows the function's parameter schema. "
+            f"You are an assistant that can call the functions {offered} through "
+            "tool_calls. Arguments are a JSON object that follows the function's parameter schema. "
             "You may call several functions in one message. When you have the final answer, reply with "
             "plain content and no tool_calls. If mandatory information is missing, call "
             f'`{self.ASK_USER_FUNCTION}` with {{"text": "<question>"}}; if no function should be called '
-            f"this turn, call `{self.NO_CALL_FUNCTION}` with {{}}.\n\n"
-            "Functions (OpenAI tools JSON):\n"
-            f"{json.dumps(self.tools_json(tools), ensure_ascii=False, indent=2)}"
+            f"this turn, call `{self.NO_CALL_FUNCTION}` with {{}}."
+            + (embedded_tools("OpenAI tools JSON", self.tools_json(tools)) if tools_in_prompt else "")
         )
+
+
+def embedded_tools(title: str, specs: list[dict[str, Any]]) -> str:
+    """The tool schemas as a closing section of the system prompt (the `tools_in_prompt` form)."""
+    return f"\n\nFunctions ({title}):\n{json.dumps(specs, ensure_ascii=False, indent=2)}"

@@ -35,7 +35,12 @@ from toolgym.protocols.json_protocol import (
     loads_strict,
     preview,
 )
-from toolgym.protocols.openai import OpenAIProtocol, derived_call_id, function_call_action
+from toolgym.protocols.openai import (
+    OpenAIProtocol,
+    derived_call_id,
+    embedded_tools,
+    function_call_action,
+)
 from toolgym.tools import ToolSet, to_responses_tool
 
 
@@ -216,14 +221,20 @@ class ResponsesProtocol(ActionProtocol):
             )
         return flat
 
-    def instructions(self, tools: ToolSet) -> str:
+    def instructions(self, tools: ToolSet, *, tools_in_prompt: bool = False) -> str:
+        """How to answer with function_call items; the schemas travel in the request's `tools`
+        (`tools_json`), and `tools_in_prompt` also lists them at the end (as the chat protocol)."""
+        offered = "below" if tools_in_prompt else "you are offered"
         return (
-            "You are an assistant that can call the functions below through function_call items. "
-            "Arguments are a JSON object that follows the function's parameter schema. "
-            "You may call several functions in one turn. When you have the final answer, reply with "
-            "a message and no function calls. If mandatory information is missing, call "
+            f"You are an assistant that can call the functions {offered} through "
+            "function_call items. Arguments are a JSON object that follows the function's parameter "
+            "schema. You may call several functions in one turn. When you have the final answer, reply "
+            "with a message and no function calls. If mandatory information is missing, call "
             f'`{self.ASK_USER_FUNCTION}` with {{"text": "<question>"}}; if no function should be called '
-            f"this turn, call `{self.NO_CALL_FUNCTION}` with {{}}.\n\n"
-            "Functions (OpenAI Responses tools JSON):\n"
-            f"{json.dumps(self.tools_json(tools), ensure_ascii=False, indent=2)}"
+            f"this turn, call `{self.NO_CALL_FUNCTION}` with {{}}."
+            + (
+                embedded_tools("OpenAI Responses tools JSON", self.tools_json(tools))
+                if tools_in_prompt
+                else ""
+            )
         )
