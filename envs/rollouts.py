@@ -7,7 +7,8 @@
 - `arollout` runs them as asyncio tasks on one event loop, for agents that await their model
   (`AsyncAgent`, e.g. the LLM agent on an `AsyncChatClient`), with the same traces.
 
-Every executor runs an episode the same way (`EpisodeWorker.run`): a worker holds one `ToolEnv`
+Every executor runs an episode the same way (`EpisodeWorker.run`), end to end or, with
+`EnvConfig.mode = "step"`, teacher-forced on the task's golden chain (`toolgym.envs.teacher`): a worker holds one `ToolEnv`
 per task set, reused across episodes (reset rebuilds nothing but the episode), and builds the
 agent from an `AgentSpec`. Remote workers never write into the run directory: they return each
 trace's bytes, with the files its observations carry (images a tool drew), and the driver writes
@@ -49,6 +50,7 @@ from toolgym.envs.runner import (
     trace_name,
 )
 from toolgym.envs.runner import EpisodeResult as RunnerResult
+from toolgym.envs.teacher import run_step_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.envs.users import UserSimulator
 from toolgym.files import write_atomically
@@ -56,6 +58,7 @@ from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 
 Status = Literal["terminated", "truncated", "aborted"]
+EpisodeMode = Literal["end-to-end", "step"]
 AgentFactory = Callable[[ToolEnv, int], Agent]  # (the episode's env, trial index) -> a fresh agent
 UserFactory = Callable[[], UserSimulator]  # a fresh simulator for one env (one episode at a time)
 DEFAULT_TOOLSET = "toolgym.toolservers.registry:default_toolset"
@@ -171,6 +174,9 @@ class EnvConfig:
     # where tasks' worlds come from; None: the env's default (in-process mock worlds, simulated
     # libraries answered by the deterministic simulator)
     worlds: WorldSpec | None = None
+    # "end-to-end": the agent's actions run; "step": teacher-forced on each task's golden chain,
+    # the trace holding the agent's prediction for each golden step (toolgym.envs.teacher)
+    mode: EpisodeMode = "end-to-end"
 
 
 @dataclass(frozen=True)
@@ -373,7 +379,10 @@ class EpisodeWorker:
 
     def _run(self, env: ToolEnv, agent: Agent, task: Task, spec: EpisodeSpec, folder: Path) -> EpisodeOutcome:
         try:
-            result = run_episode(env, agent, task, seed=spec.seed, trace_dir=folder, keep_files=True)
+            if self.context.env.mode == "step":
+                result = run_step_episode(env, agent, task, seed=spec.seed, trace_dir=folder)
+            else:
+                result = run_episode(env, agent, task, seed=spec.seed, trace_dir=folder, keep_files=True)
         except self.abort_types as exc:
             return aborted_outcome(env, agent, task, spec, folder, exc)
         return finished_outcome(agent, task, spec, result)

@@ -121,6 +121,21 @@ def step_fields(
     }
 
 
+def model_turn(agent: Agent | AsyncAgent, *, golden: bool = False) -> dict[str, Any]:
+    """What an agent that asked a model (LLMAgent) says of its last turn, as trace step fields:
+    the token ids its server returned, what it sent and how long it waited. Such a run is not
+    byte-reproducible anyway, so its steps keep their latencies, except in a golden trace, which a
+    replay must give back byte for byte."""
+    tokens = getattr(agent, "turn_tokens", None)
+    request = getattr(agent, "turn_request", None)
+    model_ms = getattr(agent, "turn_latency_ms", None)
+    return {
+        "tokens": tokens if isinstance(tokens, TurnTokens) else None,
+        "request": request if isinstance(request, ModelRequest) else None,
+        "model_latency_ms": float(model_ms) if isinstance(model_ms, (int, float)) and not golden else None,
+    }
+
+
 def trace_end(env: ToolEnv, info: dict[str, Any], *, terminated: bool, reward: float) -> TraceEnd:
     """The end line of a finished episode from its last step's info (`aborted` when the env ended
     it for a failed backend: the env service writes it so)."""
@@ -214,22 +229,14 @@ class _Episode:
         self.steps += 1
         self.latency += step_info["timing"].latency_s
         if self.writer is not None:
-            tokens = getattr(agent, "turn_tokens", None)  # an agent whose server returned token ids
-            # an agent that asked a model (LLMAgent) says what it sent and how long it waited;
-            # such a run is not byte-reproducible anyway, so its steps keep their latencies,
-            # except in a golden trace, which a replay must give back byte for byte
-            request = getattr(agent, "turn_request", None)
-            model_ms = getattr(agent, "turn_latency_ms", None)
-            model_ms = float(model_ms) if isinstance(model_ms, (int, float)) and not self.golden else None
+            turn = model_turn(agent, golden=self.golden)
             self.writer.step(
                 step_fields(
                     raw,
                     step_info,
                     self.hash_before,
-                    timing=self.timing or model_ms is not None,
-                    tokens=tokens if isinstance(tokens, TurnTokens) else None,
-                    request=request if isinstance(request, ModelRequest) else None,
-                    model_latency_ms=model_ms,
+                    timing=self.timing or turn["model_latency_ms"] is not None,
+                    **turn,
                 )
             )
             if self.files_dir is not None:

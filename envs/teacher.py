@@ -17,6 +17,7 @@ API (built for the evaluation code to reuse):
     tf.result.summary()    # {"inst_acc", "tool_acc", "arg_acc", "answer_acc", "steps"}
 
     result = run_teacher_forced(env, agent, task, golden=None)   # the same loop in one call
+    result, path = record_teacher_forced(env, agent, task, trace_dir)   # and its trace
 
 What the agent sees at golden step i (0-based): `obs` is the observation of golden step i-1 (the
 task prompt at i = 0); `info["history"]` is the whole golden prefix as messages:
@@ -37,20 +38,24 @@ parameter scores); it gets (task, golden turn, predicted actions or None, parse 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
-from toolgym.actions import ACTION_ADAPTER, Action, FinalAnswer, ToolCall
+from toolgym.actions import ACTION_ADAPTER, Action, FinalAnswer, Observation, ToolCall
 from toolgym.canonical import canonical_json
 from toolgym.envs.agents import Agent
 from toolgym.envs.rewards import score_answer
+from toolgym.envs.runner import EpisodeAborted, EpisodeResult, model_turn, trace_header, trace_name
 from toolgym.envs.tool_env import ToolEnv, argument_problem, json_record
+from toolgym.errors import ErrorKind, InfraError, ToolgymError
 from toolgym.protocols.base import RawOutput
 from toolgym.tasks import Task
-from toolgym.trace import Trace
+from toolgym.trace import Trace, TraceEnd, TraceStep, TraceWriter
 
 
 @dataclass(frozen=True)
@@ -276,3 +281,146 @@ def run_teacher_forced(
             break
     assert tf.result is not None
     return tf.result
+
+
+# ---- teacher-forced traces ----------------------------------------------------------------------
+
+
+def _check_prediction(env: ToolEnv, actions: Sequence[dict[str, Any]]) -> list[Observation]:
+    """What the env would have said about the predicted calls without running them: an unknown
+    tool or arguments its schema refuses (tools are never invoked here)."""
+    checks = []
+    for action in actions:
+        if action.get("type") != "tool_call":
+            continue
+        name, call_id = str(action.get("name")), action.get("call_id")
+        if name not in env.offered:
+            checks.append(
+                Observation.from_error(
+                    ErrorKind.UNKNOWN_TOOL, f"tool {name!r} is not available", tool=name, call_id=call_id
+                )
+            )
+            continue
+        try:
+            env.offered.get(name).validate(action.get("arguments") or {})
+        except ToolgymError as exc:
+            checks.append(Observation.from_error(exc.kind, exc.message, tool=name, call_id=call_id))
+    return checks
+
+
+def _prediction_step(
+    env: ToolEnv, agent: Agent, index: int, output: Any, score: Mapping[str, Any]
+) -> TraceStep:
+    """The trace line of one prediction: its raw output, the actions it parsed to, and as
+    observations the checks of those actions (a format error first), never results."""
+    predicted: list[dict[str, Any]] = score["predicted"]
+    observations = _check_prediction(env, predicted)
+    if score["error"] is not None:
+        observations.insert(0, Observation.from_error(ErrorKind.FORMAT_ERROR, score["error"]))
+    return TraceStep(
+        index=index,
+        raw=output if isinstance(output, (str, dict)) else None,
+        actions=predicted,
+        observations=[o.model_dump(mode="json") for o in observations],
+        error_kinds=[o.error.kind.value for o in observations if o.error is not None],
+        **model_turn(agent),
+    )
+
+
+def record_teacher_forced(
+    env: ToolEnv,
+    agent: Agent,
+    task: Task,
+    trace_dir: Path,
+    *,
+    golden: Trace | Sequence[GoldenTurn] | None = None,
+    seed: int | None = None,
+    env_config: Mapping[str, Any] | None = None,
+    kind: str = "tf",
+) -> tuple[TeacherForcedResult, Path]:
+    """Runs `agent` teacher-forced and writes a trace of its *predictions*: step i holds the
+    agent's raw output for golden step i and the actions it parsed to; its observations are the
+    checks of those actions (format error, unknown tool, arguments the schema refuses), never
+    results, since predictions do not run. The header says `env_config["mode"] =
+    "teacher_forced"`, which is how the suites tell step-mode traces; `env_config` adds entries of
+    the caller's (e.g. how a replayed response was paired). The trace is
+    `<task>.<kind>.seed<seed>.jsonl` (`kind=""`: the name an end-to-end episode's trace has, as
+    `toolgym run --mode step` writes it). A backend that fails a golden step (or the reset)
+    raises EpisodeAborted, the trace left `.partial`, as in `toolgym.envs.runner`."""
+    result, path, _ = _record(env, agent, task, trace_dir, golden, seed, env_config, kind)
+    return result, path
+
+
+def _record(
+    env: ToolEnv,
+    agent: Agent,
+    task: Task,
+    trace_dir: Path,
+    golden: Trace | Sequence[GoldenTurn] | None,
+    seed: int | None,
+    env_config: Mapping[str, Any] | None,
+    kind: str,
+) -> tuple[TeacherForcedResult, Path, TraceEnd]:
+    """`record_teacher_forced`, with the trace's end record."""
+    tf = TeacherForcedEnv(env)
+    options: dict[str, Any] = {"task": task}
+    if golden is not None:
+        options["golden"] = golden
+    try:
+        obs, info = tf.reset(seed=seed, options=options)
+    except InfraError as exc:
+        raise EpisodeAborted(f"reset failed: {exc.message}") from exc
+    agent.start(task, obs, info)
+    config = {**(env_config or {}), "mode": "teacher_forced", "golden_steps": len(tf.golden)}
+    writer = TraceWriter(
+        trace_dir / trace_name(task.id, seed, kind=kind), trace_header(env, agent, task, seed, config)
+    )
+    final: str | None = None
+    errors: Counter[str] = Counter()
+    try:
+        steps = 0
+        while True:
+            output = agent.act(obs, info)
+            obs, _, terminated, truncated, info = tf.step(output)
+            steps += 1
+            line = _prediction_step(env, agent, steps, output, info["score"])
+            final = next((a["text"] for a in line.actions if a.get("type") == "final_answer"), final)
+            errors.update(line.error_kinds)
+            writer.step(line)
+            if info["env_info"].get("aborted"):  # the golden step met a dead backend
+                raise EpisodeAborted(str(info["env_info"]["aborted"]))
+            if terminated or truncated:
+                break
+        assert tf.result is not None
+        summary = tf.result.summary()
+        end = TraceEnd(
+            status="terminated",
+            steps=steps,
+            final_answer=final,
+            reward=summary["reward"],
+            error_counts=dict(errors),
+            scores=summary,
+        )
+        path = writer.finish(end)
+    finally:
+        writer.close()
+    return tf.result, path, end
+
+
+def run_step_episode(
+    env: ToolEnv, agent: Agent, task: Task, *, seed: int | None = None, trace_dir: Path
+) -> EpisodeResult:
+    """One teacher-forced episode as the rollouts run it (`toolgym run --mode step`): its trace
+    where an end-to-end episode's would be, its result as `run_episode` returns one (reward: the
+    mean step reward; scores: `TeacherForcedResult.summary`)."""
+    _, path, end = _record(env, agent, task, trace_dir, None, seed, None, "")
+    return EpisodeResult(
+        task_id=task.id,
+        reward=end.reward,
+        steps=end.steps,
+        terminated=True,
+        final_answer=end.final_answer,
+        error_counts=dict(end.error_counts),
+        scores=dict(end.scores),
+        trace_path=path,
+    )

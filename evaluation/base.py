@@ -10,15 +10,12 @@ percentages (0-100) as the benchmarks publish them; `per_task` holds each task's
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from toolgym.actions import Observation
-from toolgym.errors import ErrorKind
 from toolgym.tasks import Task, TaskSet
 from toolgym.trace import Trace, TraceStep
 
@@ -159,30 +156,6 @@ def mean(values: Sequence[float]) -> float:
 # ---- teacher-forced traces ----------------------------------------------------------------------
 
 
-def _check_prediction(env: ToolEnv, actions: Sequence[dict[str, Any]]) -> list[Observation]:
-    """What the env would have said about the predicted calls without running them: an unknown
-    tool or arguments its schema refuses (tools are never invoked here)."""
-    from toolgym.errors import ToolgymError
-
-    checks = []
-    for action in actions:
-        if action.get("type") != "tool_call":
-            continue
-        name, call_id = str(action.get("name")), action.get("call_id")
-        if name not in env.offered:
-            checks.append(
-                Observation.from_error(
-                    ErrorKind.UNKNOWN_TOOL, f"tool {name!r} is not available", tool=name, call_id=call_id
-                )
-            )
-            continue
-        try:
-            env.offered.get(name).validate(action.get("arguments") or {})
-        except ToolgymError as exc:
-            checks.append(Observation.from_error(exc.kind, exc.message, tool=name, call_id=call_id))
-    return checks
-
-
 def record_teacher_forced(
     env: ToolEnv,
     agent: Agent,
@@ -193,64 +166,9 @@ def record_teacher_forced(
     seed: int | None = None,
     env_config: Mapping[str, Any] | None = None,
 ) -> tuple[TeacherForcedResult, Path]:
-    """Runs `agent` teacher-forced (toolgym.envs.teacher) and writes a trace of its
-    *predictions*: step i holds the agent's raw output for golden step i and the actions it parsed
-    to; its observations are the checks of those actions (format error, unknown tool, arguments
-    the schema refuses), never results, since predictions do not run. The header says
-    `env_config["mode"] = "teacher_forced"`, which is how the suites tell step-mode traces;
-    `env_config` adds entries of the caller's (e.g. how a replayed response was paired)."""
-    from toolgym.envs.runner import trace_header, trace_name
-    from toolgym.envs.teacher import TeacherForcedEnv
-    from toolgym.trace import TraceEnd, TraceStep, TraceWriter
+    """`toolgym.envs.teacher.record_teacher_forced` (where the rollouts of `toolgym run --mode
+    step` reach it): a trace of the agent's predictions, step i for golden step i, its header
+    saying `env_config["mode"] = "teacher_forced"`, which is how the suites tell step-mode traces."""
+    from toolgym.envs.teacher import record_teacher_forced as record
 
-    tf = TeacherForcedEnv(env)
-    options: dict[str, Any] = {"task": task}
-    if golden is not None:
-        options["golden"] = golden
-    obs, info = tf.reset(seed=seed, options=options)
-    agent.start(task, obs, info)
-    config = {**(env_config or {}), "mode": "teacher_forced", "golden_steps": len(tf.golden)}
-    header = trace_header(env, agent, task, seed, config)
-    writer = TraceWriter(trace_dir / trace_name(task.id, seed, kind="tf"), header)
-    final: str | None = None
-    errors: Counter[str] = Counter()
-    try:
-        steps = 0
-        while True:
-            output = agent.act(obs, info)
-            obs, _, terminated, truncated, info = tf.step(output)
-            steps += 1
-            score = info["score"]
-            predicted: list[dict[str, Any]] = score["predicted"]
-            observations = _check_prediction(env, predicted)
-            if score["error"] is not None:
-                observations.insert(0, Observation.from_error(ErrorKind.FORMAT_ERROR, score["error"]))
-            final = next((a["text"] for a in predicted if a.get("type") == "final_answer"), final)
-            kinds = [o.error.kind.value for o in observations if o.error is not None]
-            errors.update(kinds)
-            writer.step(
-                TraceStep(
-                    index=steps,
-                    raw=output if isinstance(output, (str, dict)) else None,
-                    actions=predicted,
-                    observations=[o.model_dump(mode="json") for o in observations],
-                    error_kinds=kinds,
-                )
-            )
-            if terminated or truncated:
-                break
-        assert tf.result is not None
-        summary = tf.result.summary()
-        path = writer.finish(
-            TraceEnd(
-                status="terminated",
-                steps=steps,
-                final_answer=final,
-                reward=summary["reward"],
-                error_counts=dict(errors),
-                scores=summary,
-            )
-        )
-    finally:
-        writer.close()
-    return tf.result, path
+    return record(env, agent, task, trace_dir, golden=golden, seed=seed, env_config=env_config)

@@ -325,6 +325,13 @@ def run(
     ] = None,
     task_format: FormatOption = None,
     task_id: Annotated[list[str] | None, typer.Option("--task-id", help="run only these task ids")] = None,
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="end-to-end: the agent's actions run; step: teacher-forced, the agent predicts each "
+            "golden step given the golden history (GTA's and MTU's step metrics score it)"
+        ),
+    ] = "end-to-end",
     protocol: Annotated[
         str | None,
         typer.Option(
@@ -590,14 +597,19 @@ def run(
             toolset = toolset.merged(benchmark_tools(kind, path, task_set, toolset))
     if not sets:
         raise typer.BadParameter(f"no task with id {', '.join(task_id or [])}", param_hint="--task-id")
-    if agent == "oracle":
+    if mode not in ("end-to-end", "step"):
+        raise typer.BadParameter(f"unknown mode {mode!r}; known: end-to-end, step", param_hint="--mode")
+    if agent == "oracle" or mode == "step":
         unsolved = [f"{name}/{t.id}" for name, task_set in sets for t in task_set if not t.golden]
         if unsolved:
             more = f" and {len(unsolved) - 1} more" if len(unsolved) > 1 else ""
             raise typer.BadParameter(
-                f"the oracle replays golden actions, and {unsolved[0]}{more} has none: run an LLM "
+                f"step mode teacher-forces each task's golden chain, and {unsolved[0]}{more} has none: "
+                "run them end to end (--mode end-to-end)"
+                if mode == "step"
+                else f"the oracle replays golden actions, and {unsolved[0]}{more} has none: run an LLM "
                 "agent (--agent llm) on them",
-                param_hint="--agent",
+                param_hint="--mode" if mode == "step" else "--agent",
             )
     retrieval: dict[str, Any] | None = None
     if retriever is not None:
@@ -749,6 +761,7 @@ def run(
         max_consecutive_aborts=max_consecutive_aborts or None,
         resume=resume_command(ctx, run_dir),
         worlds=worlds,
+        mode="step" if mode == "step" else "end-to-end",
     )
     faulted: list[RunSummary] = []
     with human_output_to_stderr(json_output), cancel_on_signals(cancel) as signals:
@@ -1393,6 +1406,152 @@ def teval_subsets_command(
     for path in write_subsets(subsets, out, golden_predictions=golden_predictions):
         console.print(f"{path} ({len(subsets[path.stem])} items)")
     console.print(f"score predictions with: toolgym eval --teval-results {out}/<subset>.json ...")
+    console.print(f"or have an agent answer them: toolgym teval-answer {out} --agent llm ... --out ANSWERS")
+
+
+# ---- teval-answer ------------------------------------------------------------------------------
+def teval_answer_command(
+    subsets: Annotated[
+        Path, typer.Argument(help="a folder of T-Eval subset files (`toolgym teval-subsets`)")
+    ],
+    out: Annotated[Path, typer.Option(help="folder for the answered files (<subset>.json with predictions)")],
+    agent: Annotated[
+        str,
+        typer.Option(
+            help="oracle (the ground truth), llm (a chat server: --base-url, --model), hf:PATH (a local "
+            "model), or scripted:FILE / package.module:factory (an agent given each prompt as a "
+            "teacher-forced step)"
+        ),
+    ] = "oracle",
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="model name sent in requests")] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(help="environment variable holding the API key; default: OPENAI_API_KEY when set"),
+    ] = None,
+    temperature: Annotated[
+        float | None, typer.Option(help="sampling temperature (server default if unset)")
+    ] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="completion token limit per reply")] = None,
+    llm_seed: Annotated[int | None, typer.Option(help="sampling seed sent with every request")] = None,
+    timeout: Annotated[float, typer.Option(help="seconds per request before it is retried")] = 120.0,
+    max_retries: Annotated[int, typer.Option(min=0, help="retries on 429 / 5xx / timeouts")] = 4,
+    concurrency: Annotated[int, typer.Option(min=1, help="data answered at once")] = 1,
+) -> None:
+    """Answer T-Eval's step-wise subsets with an agent: each datum's prompt goes to the agent (or
+    its model), the reply becomes the datum's prediction; score with `toolgym eval --teval-results`."""
+    from toolgym.evaluation.base import EvaluationError
+    from toolgym.evaluation.llm import LLMError
+    from toolgym.evaluation.loaders.teval_subsets import answer_subsets, read_subsets, write_subsets
+
+    if not subsets.is_dir():
+        raise typer.BadParameter(f"{subsets} is not a directory", param_hint="SUBSETS")
+    try:
+        data = read_subsets(subsets)
+    except EvaluationError as exc:
+        raise typer.BadParameter(str(exc), param_hint="SUBSETS") from None
+    answer = _teval_answerer(
+        agent,
+        base_url,
+        model,
+        api_key_env,
+        temperature,
+        max_tokens,
+        llm_seed,
+        timeout,
+        max_retries,
+        concurrency,
+    )
+    try:
+        predictions = answer_subsets(data, answer, concurrency=concurrency)
+    except LLMError as exc:
+        console.print(f"[red]no predictions written[/red]: {escape(exc.message)}")
+        raise typer.Exit(code=1) from None
+    written = write_subsets(data, out, predictions=predictions)
+    for path in written:
+        console.print(f"{path} ({len(data[path.stem])} predictions)")
+    files = " ".join(f"--teval-results {p}" for p in written)
+    console.print(f"score them with: toolgym eval {files}", highlight=False, soft_wrap=True)
+
+
+def _teval_answerer(
+    agent: str,
+    base_url: str | None,
+    model: str | None,
+    api_key_env: str | None,
+    temperature: float | None,
+    max_tokens: int | None,
+    llm_seed: int | None,
+    timeout: float,
+    max_retries: int,
+    concurrency: int,
+) -> Callable[[str, str, Mapping[str, Any]], str]:
+    """How `teval-answer` answers one datum with the named agent (checked here, before any datum)."""
+    from toolgym.evaluation.loaders import teval_subsets as ts
+
+    if agent == "oracle":
+        return lambda subset, key, datum: ts.golden_prediction(subset, datum)
+    backend: Any = None
+    if agent == "llm":
+        from toolgym.evaluation.llm import (
+            DEFAULT_KEY_ENV,
+            ChatClient,
+            LLMConfig,
+            LLMError,
+            api_key_from_env,
+            preflight,
+        )
+
+        if not base_url or not model:
+            raise typer.BadParameter("--agent llm needs --base-url and --model")
+        try:
+            key = api_key_from_env(api_key_env, default=DEFAULT_KEY_ENV)
+            config = LLMConfig(
+                base_url=base_url,
+                model=model,
+                api_key=key,
+                temperature=temperature,
+                seed=llm_seed,
+                max_tokens=max_tokens,
+                timeout_s=timeout,
+                max_retries=max_retries,
+                concurrency=concurrency,
+            )
+            preflight(config)
+        except LLMError as exc:
+            raise typer.BadParameter(exc.message, param_hint="--base-url") from None
+        backend = ChatClient(config)
+    elif agent.startswith("hf:"):
+        from toolgym.evaluation.hf_agent import (
+            DEFAULT_MAX_NEW_TOKENS,
+            HFChatClient,
+            check_transformers,
+            parse_hf_spec,
+        )
+
+        try:
+            check_transformers()
+            hf = parse_hf_spec(
+                agent, max_new_tokens=max_tokens or DEFAULT_MAX_NEW_TOKENS, temperature=temperature
+            )
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--agent") from None
+        backend = HFChatClient(hf)
+    if backend is not None:
+        return lambda subset, key, datum: (
+            backend.complete(ts.chat_messages(datum), seed=llm_seed).message.content or ""
+        )
+    from toolgym.envs.agents import agent_factory
+    from toolgym.protocols.react import ReActProtocol
+
+    try:
+        make = agent_factory(agent)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--agent") from None
+    protocol = ReActProtocol()
+    return lambda subset, key, datum: ts.agent_prediction(make(protocol), protocol, subset, key, datum)
 
 
 # ---- winrate -----------------------------------------------------------------------------------
@@ -1627,6 +1786,7 @@ def register(app: typer.Typer) -> None:
     app.command("eval")(eval_command)
     app.command("report")(report_command)
     app.command("teval-subsets")(teval_subsets_command)
+    app.command("teval-answer")(teval_answer_command)
     app.command("winrate")(winrate_command)
     app.command("export")(export_command)
     app.command("view")(view_command)

@@ -730,6 +730,8 @@ class LLMAgent:
     def _begin_turn(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         """The last step's observation into the history; the request's other arguments."""
         if self._turns > 0:
+            if info.get("teacher_forced"):
+                self._force_golden(info)
             self._add_observation(observation, info)
         self._turns += 1
         self.turn_request = self._request_delta()
@@ -854,6 +856,24 @@ class LLMAgent:
             elif line.strip():
                 pairs.append((None, line))
         return pairs
+
+    def _force_golden(self, info: Mapping[str, Any]) -> None:
+        """Teacher forcing (toolgym.envs.teacher): the golden step ran, not the model's output, so
+        the golden output (`info["history"]`) takes the place of the model's in the history."""
+        golden = info["history"][-2]["content"]
+        del self.messages[self._recorded :]  # the model's own last answer
+        if self.responses:
+            items = [dict(i) for i in golden] if isinstance(golden, list) else [dict(golden)]
+            self.messages.extend(items)
+            self._pending_ids = [str(i["call_id"]) for i in items if i.get("type") == "function_call"]
+        elif self.native and isinstance(golden, dict):
+            message = {k: golden[k] for k in ("role", "content", "tool_calls") if k in golden}
+            self.messages.append(message)
+            self._pending_ids = [str(c["id"]) for c in message.get("tool_calls") or []]
+        else:
+            text = golden if isinstance(golden, str) else json.dumps(golden, ensure_ascii=False)
+            self.messages.append({"role": "assistant", "content": text})
+            self._pending_ids = []
 
     def _add_observation(self, observation: str, info: Mapping[str, Any]) -> None:
         if not (self.native or self.responses):

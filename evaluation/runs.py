@@ -44,6 +44,7 @@ from toolgym.envs.rollouts import (
     AgentSpec,
     Cancel,
     EnvConfig,
+    EpisodeMode,
     EpisodeResult,
     Executor,
     InProcessExecutor,
@@ -316,6 +317,7 @@ def run_trials(
     max_consecutive_aborts: int | None = None,
     resume: str | None = None,
     worlds: WorldSpec | None = None,
+    mode: EpisodeMode = "end-to-end",
 ) -> RunSummary:
     """Run every task `trials` times and write traces and OUT/run.json. By default episodes run in
     this process, up to `concurrency` at once; `executor` spreads them over processes or Ray actors
@@ -327,7 +329,9 @@ def run_trials(
     FaultPlanError before any episode runs). `user`: how workers build the user simulator of tasks
     with a user scenario (default: rule-based). `worlds`: how workers build their tasks' worlds
     (default: in-process mock worlds; `toolgym.evaluation.simulators:LLMSimulatedWorlds` answers
-    simulated tools with an LLM).
+    simulated tools with an LLM). `mode="step"` runs each episode teacher-forced on its task's
+    golden chain (`toolgym.envs.teacher`): the trace holds the agent's prediction for each golden
+    step, which GTA's and MTU's step metrics score.
 
     Resuming: a run already in `out` with the same config keeps its finished episodes (RunDirError
     for another config, unless `overwrite`); `retry_aborted` runs its aborted ones again; `limit`
@@ -346,6 +350,8 @@ def run_trials(
         fault_tools = offered_tool_names(offered, [t for _, task_set in task_sets for t in task_set])
         faults.check_tools(fault_tools)
         settings = {**(settings or {}), "faults": faults.model_dump(mode="json")}
+    if mode != "end-to-end":  # a step-mode run is another run: resume keeps it apart
+        settings = {**(settings or {}), "mode": mode}
     all_specs = episode_specs(task_sets, trials=trials, seed=seed)
     specs = all_specs[limit] if limit is not None else all_specs
     summary = RunSummary(
@@ -404,6 +410,7 @@ def run_trials(
                 fault_tools=tuple(fault_tools),
                 user=user,
                 worlds=worlds,
+                mode=mode,
             ),
             agent=make_agent,
             toolset=toolset,

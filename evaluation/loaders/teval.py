@@ -162,6 +162,9 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
+read_teval_file = _read  # the one reader of T-Eval's files (the subsets' answerer reads them too)
+
+
 def is_teval_file(path: Path | str) -> bool:
     """Whether a file is one JSON object keyed by id whose values are objects: a T-Eval data or
     result file (load_teval_file checks each datum), not a JSONL task set or MTU rows."""

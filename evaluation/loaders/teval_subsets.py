@@ -25,21 +25,31 @@ The prompts are ours (T-Eval's data ship their own, written for its 50 APIs); th
 fields are T-Eval's, which its evaluators and toolgym's loader (`loaders/teval.py`) read.
 `golden_prediction` fills a datum's `prediction` with its ground truth in the subset's response
 format: those files score 100 in fixed mode (the test of the whole chain).
+
+Any agent answers the subsets (`answer_subsets`, the `toolgym teval-answer` command): each datum's
+`origin_prompt` goes to the agent as a teacher-forced step (`agent_prediction`: the system message
+as its instructions, the rest as `info["history"]`, T-Eval's `function` role as an observation)
+or, for the LLM agent, to its model as chat messages (`function` as `user`, as T-Eval's API
+meta template sends it); the reply's text is the datum's `prediction`.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolgym.actions import ACTION_ADAPTER, Action
 from toolgym.canonical import canonical_json
 from toolgym.errors import ErrorKind
 from toolgym.evaluation.base import EvaluationError, is_teacher_forced
+from toolgym.evaluation.loaders.teval import read_teval_file
 from toolgym.evaluation.metrics.teval import FINISH, subset_dimension
+from toolgym.protocols.base import ActionProtocol
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 from toolgym.trace import Trace
@@ -404,16 +414,23 @@ def golden_prediction(subset: str, datum: Mapping[str, Any]) -> str:
 
 
 def write_subsets(
-    subsets: Mapping[str, Mapping[str, Mapping[str, Any]]], out: Path, *, golden_predictions: bool = False
+    subsets: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    out: Path,
+    *,
+    golden_predictions: bool = False,
+    predictions: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[Path]:
     """One T-Eval file per subset in `out` (`<subset>.json`); with `golden_predictions`, each
-    datum carries `golden_prediction` as its `prediction` (a result file that scores 100)."""
+    datum carries `golden_prediction` as its `prediction` (a result file that scores 100); with
+    `predictions` (subset -> datum id -> reply), those."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, data in subsets.items():
         rows = {
             key: {**datum, "prediction": golden_prediction(name, datum)}
             if golden_predictions
+            else {**datum, "prediction": predictions[name][key]}
+            if predictions is not None
             else dict(datum)
             for key, datum in data.items()
         }
@@ -421,3 +438,92 @@ def write_subsets(
         path.write_text(json.dumps(rows, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         written.append(path)
     return written
+
+
+# ---- answering the subsets -------------------------------------------------------------------------
+
+Subsets = dict[str, dict[str, dict[str, Any]]]
+Answer = Callable[[str, str, Mapping[str, Any]], str]  # (subset, datum id, datum) -> the reply
+
+
+def read_subsets(folder: Path) -> Subsets:
+    """The T-Eval files of a folder (`<subset>.json`, as `toolgym teval-subsets` writes them) by
+    subset name; EvaluationError for a folder with none, or a file T-Eval cannot read."""
+    found = {name: folder / f"{name}.json" for name in SUBSETS if (folder / f"{name}.json").is_file()}
+    if not found:
+        raise EvaluationError(f"{folder}: no T-Eval subset files ({', '.join(f'{n}.json' for n in SUBSETS)})")
+    subsets: Subsets = {}
+    for name, path in found.items():
+        data = read_teval_file(path)
+        for key, datum in data.items():
+            if not isinstance(datum.get("origin_prompt"), list):
+                raise EvaluationError(f"{path}: datum {key!r} has no origin_prompt (a list of messages)")
+        subsets[name] = data
+    return subsets
+
+
+def chat_messages(datum: Mapping[str, Any]) -> list[dict[str, str]]:
+    """A datum's prompt as chat messages: T-Eval's `function` role (a tool's response) is sent
+    as `user`, as T-Eval's meta template for API models does."""
+    return [
+        {
+            "role": "user" if m.get("role") == "function" else str(m.get("role")),
+            "content": str(m.get("content", "")),
+        }
+        for m in datum["origin_prompt"]
+    ]
+
+
+def reply_text(output: Any, protocol: ActionProtocol) -> str:
+    """An agent's output as the text T-Eval scores: text as is, a chat message's content, an
+    Action written in the protocol's form."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, dict):
+        content = output.get("content")
+        return content if isinstance(content, str) else json.dumps(output, ensure_ascii=False)
+    if isinstance(output, list):
+        return "\n".join(reply_text(o, protocol) for o in output)
+    action: Action = ACTION_ADAPTER.validate_python(output)  # an Action (or its dict) an agent returned
+    formatted = protocol.format_action(action)
+    return formatted if isinstance(formatted, str) else json.dumps(formatted, ensure_ascii=False)
+
+
+def agent_prediction(
+    agent: Any, protocol: ActionProtocol, subset: str, key: str, datum: Mapping[str, Any]
+) -> str:
+    """One datum answered by an agent (`toolgym.envs.agents.Agent`) as a teacher-forced step
+    (toolgym.envs.teacher's contract): the system message is `info["instructions"]`, the rest
+    of the prompt `info["history"]` (`function` messages as observations), the last message the
+    observation; the agent's output is the prediction."""
+    messages = [dict(m) for m in datum["origin_prompt"]]
+    system = messages.pop(0)["content"] if messages and messages[0].get("role") == "system" else ""
+    history = [
+        {"role": "observation" if m.get("role") == "function" else m.get("role"), "content": m.get("content")}
+        for m in messages
+    ]
+    query = next((str(m["content"]) for m in history if m["role"] == "user"), "")
+    task = Task(id=f"{subset}/{key}", query=query)
+    info: dict[str, Any] = {
+        "instructions": system,
+        "teacher_forced": True,
+        "history": history,
+        "golden_step": sum(1 for m in history if m["role"] == "assistant"),
+    }
+    observation = str(history[-1]["content"]) if history else query
+    agent.start(task, observation, info)
+    return reply_text(agent.act(observation, info), protocol)
+
+
+def answer_subsets(
+    subsets: Mapping[str, Mapping[str, Mapping[str, Any]]], answer: Answer, *, concurrency: int = 1
+) -> dict[str, dict[str, str]]:
+    """subset -> datum id -> the reply `answer` gives, `concurrency` data at once (the first
+    error stops it and is raised: nothing half-answered is returned)."""
+    jobs = [(name, key, datum) for name, data in subsets.items() for key, datum in data.items()]
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        replies = list(pool.map(lambda job: answer(*job), jobs))
+    out: dict[str, dict[str, str]] = {name: {} for name in subsets}
+    for (name, key, _), reply in zip(jobs, replies, strict=True):
+        out[name][key] = reply
+    return out

@@ -33,6 +33,7 @@ from toolgym.evaluation.base import (
     Mode,
     SuiteResult,
     check_mode,
+    is_teacher_forced,
     mean,
     raw_text,
 )
@@ -45,8 +46,11 @@ SPLITS = ("S-S", "S-M", "M-S", "M-M", "OOD")
 COMPAT_SPLITS = frozenset({"S-S", "S-M", "M-S", "M-M"})
 # traces of tasks that are not MTU rows: a whole episode's calls against its golden chain
 EPISODE = "episode"
-SINGLE_CALL_SPLITS = frozenset({"S-S", "M-S"})
-MULTI_TURN_SPLITS = frozenset({"M-S", "M-M", "OOD"})
+# teacher-forced traces of tasks that are not MTU rows (`toolgym run --mode step`): each golden
+# step a turn of the task's dialog, given the golden history, scored as M-S scores its turns
+STEP = "step"
+SINGLE_CALL_SPLITS = frozenset({"S-S", "M-S", STEP})
+MULTI_TURN_SPLITS = frozenset({"M-S", "M-M", "OOD", STEP})
 # the splits whose score() result has an "average_score" (the mean of its two call metrics)
 AVERAGED_SPLITS = frozenset({"S-S", "S-M"})
 
@@ -806,7 +810,11 @@ def dialog_keys(ids: Sequence[str], questions: Sequence[str] | None = None) -> l
 def _single_flags(item: Item, mode: Mode) -> tuple[float, float]:
     target = next(iter(item.answer), "")
     if mode == "compat":
-        action, params = compat_parse_single(item.response)
+        # a trace's parsed calls as MTU's dict (teacher-forced steps), else MTU's parse of the reply
+        pred = item.compat_pred
+        action, params = (
+            next(iter(pred.items()), ("", {})) if pred is not None else compat_parse_single(item.response)
+        )
         tool_ok = action == target
         gold = item.answer.get(target, {}) if item.answer else {}
         param_ok = tool_ok and compat_compare(compat_lower(gold), compat_lower(params))
@@ -889,7 +897,7 @@ def score_items(items: Sequence[Item], mode: Mode, suite: str = "mtu") -> SuiteR
     for item in items:
         by_split.setdefault(item.split, []).append(item)
     if mode == "compat":
-        foreign = sorted(s for s in by_split if s not in COMPAT_SPLITS and s != EPISODE)
+        foreign = sorted(s for s in by_split if s not in COMPAT_SPLITS and s not in (EPISODE, STEP))
         if foreign:
             raise EvaluationError(
                 f"compat mode: MTU's scorer has no {', '.join(foreign)} split; score it in fixed mode"
@@ -1084,6 +1092,52 @@ def _episode_item(trace: Trace, task: Task) -> Item:
     )
 
 
+def _step_items(trace: Trace, task: Task) -> list[Item]:
+    """A teacher-forced trace as MTU scores a dialog turn by turn: golden step i (its call, or no
+    call for an answer or a question) against trace step i, the prediction given the golden
+    history. A golden step the trace has no prediction for is a missing (failed) turn."""
+    items = []
+    for i, golden in enumerate(task.golden):
+        step = trace.steps[i] if i < len(trace.steps) else None
+        gold = actions_to_calls([golden.action])
+        calls = actions_to_calls(ACTION_ADAPTER.validate_python(a) for a in step.actions) if step else []
+        compat_pred: dict[str, dict[str, Any]] = {}
+        for c in calls:
+            compat_pred.setdefault(c.name, c.arguments)
+        items.append(
+            Item(
+                id=f"{task.id}#{i}",
+                split=STEP,
+                answer={c.name: dict(c.arguments) for c in gold},
+                response=raw_text(step) if step is not None else "",
+                dialog=task.id,
+                dialog_fixed=task.id,
+                turn=i,
+                key=f"{task.id}#{i}",
+                calls=calls,
+                format_error=step is not None and "format_error" in step.error_kinds,
+                missing=step is None,
+                compat_pred=compat_pred,
+                gold=gold,
+            )
+        )
+    return items
+
+
+def _fold_steps(result: SuiteResult, items: Sequence[Item]) -> None:
+    """Per-step scores of teacher-forced traces folded into one entry per task: the mean of its
+    turns' TS and PS, and `success` (every turn right)."""
+    by_task: dict[str, list[dict[str, float]]] = {}
+    for it in items:
+        by_task.setdefault(it.dialog, []).append(result.per_task.pop(it.key))
+    for task_id, turns in by_task.items():
+        result.per_task[task_id] = {
+            "TS": mean([t["TS"] for t in turns]),
+            "PS": mean([t["PS"] for t in turns]),
+            "success": float(all(t["TS"] == 1 and t["PS"] == 1 for t in turns)),
+        }
+
+
 # trace header key (env_config) where replayed MTU responses record how their row was paired
 PAIRING_KEY = "mtu_pairing"
 
@@ -1092,7 +1146,8 @@ class MTUSuite:
     """Scores traces of MTU rows (one teacher-forced turn per trace; tasks from
     toolgym.evaluation.loaders.mtu carry the row in `metadata["mtu"]`). Traces of other tasks
     are scored as whole episodes (split "episode": TN, TO and SR of all their calls against the
-    golden chain); traces whose task is not in the task set are skipped and counted. Traces of
+    golden chain), or, teacher-forced (`toolgym run --mode step`), turn by turn (split "step": TS
+    and PS of each golden step's prediction, and the dialog metrics); traces whose task is not in the task set are skipped and counted. Traces of
     replayed response files (loaders.mtu.run_mtu_episodes) say how their row was paired; the
     result reports unpaired rows and responses as `score_mtu_files` does."""
 
@@ -1104,6 +1159,7 @@ class MTUSuite:
             raise EvaluationError("the mtu suite needs the task set the traces were run on")
         rows: list[tuple[int, str, dict[str, Any], Trace]] = []
         episodes: list[Item] = []
+        steps: list[Item] = []
         skipped = 0
         for trace in traces:
             if trace.header.task_id not in tasks:
@@ -1113,9 +1169,11 @@ class MTUSuite:
             meta = task.metadata.get("mtu")
             if isinstance(meta, dict) and "id" in meta and "answer" in meta:
                 rows.append((int(meta.get("row", 0)), task.id, meta, trace))
+            elif is_teacher_forced(trace):
+                steps.extend(_step_items(trace, task))
             else:
                 episodes.append(_episode_item(trace, task))
-        if not rows and not episodes:
+        if not rows and not episodes and not steps:
             raise EvaluationError(f"none of the {len(traces)} traces belongs to a task of the task set")
         rows.sort(key=lambda e: e[0])  # the benchmark's row order: later rows overwrite (compat)
         items = []
@@ -1155,7 +1213,8 @@ class MTUSuite:
                     if isinstance(pairing.get("moved"), str):
                         moved.append(pairing["moved"])
                 unused.update(dict.fromkeys(str(u) for u in pairing.get("unused", [])))
-        result = score_items([*items, *episodes], mode, self.name)
+        result = score_items([*items, *episodes, *steps], mode, self.name)
+        _fold_steps(result, steps)
         if replayed:
             counts, notes = pairing_report(missing, list(unused), by_content, moved)
             result.counts.update(counts)

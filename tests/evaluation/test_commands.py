@@ -6,6 +6,7 @@ README's everyday loop and example agent as written."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -515,3 +516,137 @@ def test_the_readme_everyday_loop_runs_as_written(tmp_path: Path) -> None:
 def test_version(tmp_path: Path) -> None:
     result = toolgym("--version", cwd=tmp_path)
     assert result.returncode == 0 and re.fullmatch(r"toolgym \S+\n", result.stdout)
+
+
+# ---- step mode and T-Eval's subsets from commands only ---------------------------------------------
+def eval_json(run: Path, suite: str, tasks: str, cwd: Path) -> dict[str, Any]:
+    result = toolgym("eval", str(run), "--suite", suite, "--tasks", tasks, "--json", cwd=cwd)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout)["results"][suite]  # type: ignore[no-any-return]
+
+
+def test_run_mode_step_gives_mtus_step_metrics_at_100_for_the_oracle_on_worker_processes(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "step"
+    ran = toolgym(
+        "run", "--mode", "step", "--tasks", "mtu", "--workers", "2", "--out", str(out), cwd=tmp_path
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert summary(out).settings["mode"] == "step" and len(summary(out).episodes) == MTU_TASKS
+    header = json.loads(next((out / "trial-0" / "mtu").glob("*.jsonl")).read_text().splitlines()[0])
+    assert header["env_config"]["mode"] == "teacher_forced"
+    result = eval_json(out, "mtu", "mtu", tmp_path)
+    # each golden step of the 19 tasks is a turn (46 turns, 22 of them answers or questions: no call)
+    assert result["metrics"] == {
+        "TS": 100.0,
+        "PS": 100.0,
+        "ATS": 100.0,
+        "SATS": 100.0,
+        "SR": 100.0,
+        "TPR": 100.0,
+    }
+    assert result["counts"]["step/items"] == 46 and result["counts"]["step/no_call_gold"] == 22
+    # the same directory cannot be resumed as an end-to-end run
+    again = toolgym("run", "--tasks", "mtu", "--out", str(out), cwd=tmp_path)
+    assert again.returncode == 2 and "mode" in again.stderr
+
+
+def test_run_mode_step_scores_an_llm_that_errs_with_gta_and_mtu_step_metrics(tmp_path: Path) -> None:
+    """A scripted model server errs at given golden steps; teacher forcing sends it the golden
+    history (not its own mistakes), and eval's step metrics are exact."""
+    weather = 'Action: GetWeather\nAction Input: {"city": "Boston", "date": "2024-01-04"}'  # wrong argument
+    find = 'Action: FindRestaurants\nAction Input: {"cuisine": "Mexican", "city": "Seattle"}'  # right
+    ride = 'Action: GetRide\nAction Input: {"destination": "El Fiesta"}'  # wrong tool
+    script = {
+        "weather be like in New York": [text(weather), text("Final Answer: cloudy, 46 F")],
+        "best-rated Mexican restaurant": [text(find), text(ride), text("Final Answer: booked El Fiesta")],
+        "pepperoni pizza": [text("Sure, ordering it now.")],  # prose: a format error
+        "x^2 + y^2 = 20": [
+            text('Action: Solver\nAction Input: {"command": "print(1)"}'),  # right tool, wrong arguments
+            text("Final Answer: (4, 2) and (-4, -2)"),
+        ],
+    }
+    fake = FakeOpenAI(script, models=("fake-model",))
+    ids = ["mtu-weather-001", "mtu-restaurant-chain-006", "mtu-no-tool-019"]
+    with serve(fake):
+        mtu = toolgym(
+            *llm_args(fake, tmp_path / "run-mtu", "--mode", "step", "--protocol", "react", "--tasks", "mtu"),
+            *[a for i in ids for a in ("--task-id", i)],
+            cwd=tmp_path,
+        )
+        assert mtu.returncode == 0, mtu.stdout + mtu.stderr
+        sent = [r for r in fake.requests if "New York" in r["messages"][1]["content"]]
+        gta = toolgym(
+            *llm_args(fake, tmp_path / "run-gta", "--mode", "step", "--protocol", "react", "--tasks", "demo"),
+            "--task-id",
+            "solve-system",
+            cwd=tmp_path,
+        )
+        assert gta.returncode == 0, gta.stdout + gta.stderr
+    # the second turn saw the golden call (New York), not the model's wrong one (Boston)
+    assert [m["role"] for m in sent[1]["messages"]] == ["system", "user", "assistant", "user"]
+    assert '"city": "New York"' in sent[1]["messages"][2]["content"] and "Boston" not in str(
+        sent[1]["messages"]
+    )
+    # MTU, turn by turn (TS, PS): weather (1, 0) (1, 1); restaurant (1, 1) (0, 0) (1, 1); pizza (0, 0)
+    e = math.exp(-1)
+    ats, sats, tpr = [
+        100 * (0.5 + 2 / 3 + 0) / 3,
+        100 * ((1 - e) / 2 + (2 - e) / 3 + 0) / 3,
+        100 * (1 / 3) / 3,
+    ]
+    expected = {"TS": 100 * 4 / 6, "PS": 100 * 3 / 6, "ATS": ats, "SATS": sats, "SR": 0.0, "TPR": tpr}
+    assert eval_json(tmp_path / "run-mtu", "mtu", "mtu", tmp_path)["metrics"] == {
+        k: round(v, 2) for k, v in expected.items()
+    }
+    # GTA: both steps parse, the Solver call has the wrong arguments, the answer is right
+    metrics = eval_json(tmp_path / "run-gta", "gta", "demo", tmp_path)["metrics"]
+    assert metrics == {"InstAcc": 100.0, "ToolAcc": 100.0, "ArgAcc": 0.0, "SummAcc": 100.0}
+
+
+def test_teval_subsets_answered_by_an_agent_and_scored_from_commands_only(tmp_path: Path) -> None:
+    """reference run -> teval-subsets -> teval-answer (the oracle; a model server that errs on
+    retrieve and review in string format) -> eval --teval-results."""
+    from toolgym.evaluation.loaders.teval_subsets import chat_messages, golden_prediction
+
+    task = ("--tasks", "teval", "--task-id", "teval-weather-today-001")
+    ran = toolgym("run", *task, "--out", str(tmp_path / "ref"), cwd=tmp_path)
+    built = toolgym("teval-subsets", str(tmp_path / "ref"), "--out", str(tmp_path / "subsets"), cwd=tmp_path)
+    assert ran.returncode == 0 and built.returncode == 0, ran.stderr + built.stderr
+    wrong = {"retrieve_str_v2": "get_weekday", "review_str_v2": "Answer: E"}
+    replies: dict[str, str] = {}
+    for path in sorted((tmp_path / "subsets").glob("*.json")):
+        for datum in json.loads(path.read_text(encoding="utf-8")).values():
+            key = json.dumps(chat_messages(datum))
+            replies[key] = wrong.get(path.stem, golden_prediction(path.stem, datum))
+    fake = FakeOpenAI(lambda body: text(replies[json.dumps(body["messages"])]), models=("fake-model",))
+
+    def answer(answers: Path, *agent: str) -> list[Path]:
+        answered = toolgym(
+            "teval-answer", str(tmp_path / "subsets"), "--out", str(answers), *agent, cwd=tmp_path
+        )
+        assert answered.returncode == 0, answered.stdout + answered.stderr
+        return sorted(answers.glob("*.json"))
+
+    # the oracle answers each datum with its ground truth (files that score 100, test_teval_subsets)
+    for path in answer(tmp_path / "oracle"):
+        for datum in json.loads(path.read_text(encoding="utf-8")).values():
+            assert datum["prediction"] == golden_prediction(path.stem, datum)
+    with serve(fake):
+        files = answer(
+            tmp_path / "llm", "--agent", "llm", "--base-url", fake.base_url, "--model", "fake-model"
+        )
+    assert len(files) == 9 and len(fake.requests) == 10  # every subset, one request per datum
+    result = toolgym("eval", *[a for p in files for a in ("--teval-results", str(p))], "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    metrics = json.loads(result.stdout)["results"]["teval:results"]["metrics"]
+    # the two string-format mistakes halve retrieve and review; the other four dimensions are whole
+    assert {k: v for k, v in metrics.items() if v != 100.0} == {
+        "retrieve": 50.0,
+        "retrieve/str": 0.0,
+        "review": 50.0,
+        "review/str": 0.0,
+        "overall": pytest.approx((4 * 100 + 50 + 50) / 6, abs=1e-9),  # the mean of the six dimensions
+    }
+    assert {"instruct", "plan", "reason", "understand", "reason/str", "understand/str"} <= set(metrics)

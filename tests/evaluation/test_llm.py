@@ -747,3 +747,26 @@ def test_the_async_client_keeps_the_sync_retries_errors_and_usage() -> None:
     with serve(fake):
         asyncio.run(main(fake))
     assert len(fake.requests) == 4
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_teacher_forced_the_llm_agent_sends_the_golden_history_and_the_trace_keeps_it(
+    api: str, tmp_path: Path
+) -> None:
+    """`toolgym run --mode step`: the model's wrong call is scored, never run nor shown again; the
+    next request holds the golden call and its result, and the trace rebuilds every request."""
+    from toolgym.envs.teacher import record_teacher_forced
+
+    wrong = calls(("GetWeather", {"city": "Boston", "date": "2024-01-04"}))
+    script = {"weather be like in New York": [wrong, text("Cloudy, 46 F.")]}
+    tasks = mtu_tasks()
+    env = ToolEnv(default_toolset(), tasks, protocol="openai" if api == "chat" else "responses")
+    with serve(FakeOpenAI(script)) as fake, ChatClient(config(fake, api=api)) as client:
+        result, path = record_teacher_forced(env, LLMAgent(client, env), tasks["mtu-weather-001"], tmp_path)
+    env.close()
+    sent = [r["messages" if api == "chat" else "input"] for r in fake.requests]
+    assert len(sent) == 2 and "New York" in json.dumps(sent[1][2]) and "Boston" not in json.dumps(sent[1])
+    assert "cloudy" in json.dumps(sent[1][3])  # the golden call's real result, paired with its id
+    assert [(s.tool_match, s.args_match) for s in result.steps] == [(True, False), (None, None)]
+    rebuilt = full_requests(read_trace(path).steps)
+    assert [r["messages"] if r is not None else None for r in rebuilt] == sent
