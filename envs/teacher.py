@@ -51,7 +51,7 @@ from toolgym.canonical import canonical_json
 from toolgym.envs.agents import Agent
 from toolgym.envs.rewards import score_answer
 from toolgym.envs.runner import EpisodeAborted, EpisodeResult, model_turn, trace_header, trace_name
-from toolgym.envs.tool_env import ToolEnv, argument_problem, json_record
+from toolgym.envs.tool_env import ToolEnv, argument_problem, json_record, kept_raw
 from toolgym.errors import ErrorKind, InfraError, ToolgymError
 from toolgym.protocols.base import RawOutput
 from toolgym.tasks import Task
@@ -319,7 +319,7 @@ def _prediction_step(
         observations.insert(0, Observation.from_error(ErrorKind.FORMAT_ERROR, score["error"]))
     return TraceStep(
         index=index,
-        raw=output if isinstance(output, (str, dict)) else None,
+        raw=kept_raw(output),  # Responses output items too, as the runner keeps them
         actions=predicted,
         observations=[o.model_dump(mode="json") for o in observations],
         error_kinds=[o.error.kind.value for o in observations if o.error is not None],

@@ -768,5 +768,7 @@ def test_teacher_forced_the_llm_agent_sends_the_golden_history_and_the_trace_kee
     assert len(sent) == 2 and "New York" in json.dumps(sent[1][2]) and "Boston" not in json.dumps(sent[1])
     assert "cloudy" in json.dumps(sent[1][3])  # the golden call's real result, paired with its id
     assert [(s.tool_match, s.args_match) for s in result.steps] == [(True, False), (None, None)]
-    rebuilt = full_requests(read_trace(path).steps)
+    steps = read_trace(path).steps
+    rebuilt = full_requests(steps)
     assert [r["messages"] if r is not None else None for r in rebuilt] == sent
+    assert all(s.raw for s in steps)  # the model's output kept, chat messages and Responses items alike
