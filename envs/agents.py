@@ -5,7 +5,8 @@ and the one grammar that names an agent on the command line and in the Python ru
     scripted:FILE             per-task actions from a JSONL file ({"task_id": ..., "actions": [...]})
     package.module:factory    your own: a callable taking the env's ActionProtocol, returning an Agent
 
-(`llm` is the fourth name `toolgym run` knows; its client lives above this floor.)
+(`llm` and `hf:PATH[#FILE.gguf]` are the other names `toolgym run` knows: a chat server's client
+and a model in this process, both above this floor, in `toolgym.evaluation`.)
 """
 
 from __future__ import annotations

@@ -162,8 +162,9 @@ def print_run(summary: RunSummary) -> None:
 
 
 AGENT_HELP = (
-    "oracle (golden chains), llm (a chat server: --base-url, --model), scripted:FILE (actions per "
-    "task, JSONL) or package.module:factory (your own agent; README: 'Your own agent')"
+    "oracle (golden chains), llm (a chat server: --base-url, --model), hf:PATH[#FILE.gguf] or "
+    "hf:smollm2 (a local model in this process, transformers), scripted:FILE (actions per task, "
+    "JSONL) or package.module:factory (your own agent; README: 'Your own agent')"
 )
 
 
@@ -546,8 +547,8 @@ def run(
     max_steps = max_steps or (setup.max_steps if setup is not None else 10)
     examples = None
     if few_shot is not None:
-        if agent != "llm":
-            raise typer.BadParameter("few-shot examples are for the LLM agent (--agent llm)")
+        if agent != "llm" and not agent.startswith("hf:"):
+            raise typer.BadParameter("few-shot examples are for the LLM agents (--agent llm, hf:...)")
         try:
             examples = load_few_shot(few_shot)
         except FewShotError as exc:
@@ -575,7 +576,23 @@ def run(
     if token_ids and chosen_api != "chat":
         raise typer.BadParameter("token ids come over the chat API (--api chat)", param_hint="--token-ids")
     named_agent: AgentSpec | None = None
-    if not llm:
+    hf_settings: dict[str, Any] = {}
+    if agent.startswith("hf:"):  # a model in this process (toolgym.evaluation.hf_agent)
+        from toolgym.evaluation.hf_agent import hf_run_agent
+
+        try:
+            named_agent, hf_settings = hf_run_agent(
+                agent,
+                protocol=chosen,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                top_p=top_p,
+                llm_seed=llm_seed,
+                few_shot=examples,
+            )
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--agent") from None
+    elif not llm:
         try:
             named_agent = AgentSpec.named(agent)
         except ValueError as exc:
@@ -687,7 +704,7 @@ def run(
             },
         )
 
-    settings: dict[str, Any] = {"max_steps": max_steps}
+    settings: dict[str, Any] = {"max_steps": max_steps, **hf_settings}
     if retrieval is not None:
         settings["retriever"] = {"name": retrieval["retriever"], "k": retrieval["k"]}
     if preset is not None:

@@ -628,6 +628,42 @@ def _text_of(message: ChatCompletionMessage) -> str:
         return str(content)  # the protocol parser reports it as a format error
 
 
+class ChatSettings(typing.Protocol):
+    """What LLMAgent reads of a client's settings (LLMConfig has them)."""
+
+    @property
+    def api(self) -> Literal["chat", "responses"]: ...
+
+    @property
+    def model(self) -> str: ...
+
+
+class ChatBackend(typing.Protocol):
+    """A synchronous client LLMAgent can drive: ChatClient, or a model in this process
+    (`toolgym.evaluation.hf_agent.HFChatClient`)."""
+
+    @property
+    def config(self) -> ChatSettings: ...
+
+    def request_body(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        seed: int | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> dict[str, Any]: ...
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        seed: int | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> ChatResult: ...
+
+
 class LLMAgent:
     """An `Agent` for one ToolEnv: it reads the env's protocol and, per episode, its offered tools.
 
@@ -638,7 +674,7 @@ class LLMAgent:
 
     def __init__(
         self,
-        client: ChatClient | AsyncChatClient,
+        client: ChatBackend | AsyncChatClient,
         env: ToolEnv,
         *,
         seed: int | None = None,
@@ -709,7 +745,7 @@ class LLMAgent:
         )
 
     def act(self, observation: str, info: dict[str, Any]) -> str | dict[str, Any] | list[dict[str, Any]]:
-        if not isinstance(self.client, ChatClient):
+        if isinstance(self.client, AsyncChatClient):
             raise TypeError("an agent on an AsyncChatClient is driven with `await agent.aact(...)`")
         request = self._begin_turn(observation, info)
         return self._end_turn(self.client.complete(self.messages, **request))

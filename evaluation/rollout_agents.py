@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.evaluation.hf_agent import HFChatClient, HFConfig, hf_agent
 from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig
 
 
@@ -33,3 +34,22 @@ class LLMAgents:
 
     def close(self) -> None:
         self.client.close()
+
+
+class HFAgents:
+    """Agents on a model in this process (`--agent hf:...`): each worker loads the model itself,
+    once, from the config's paths (a model is never pickled); trial t samples with `llm_seed + t`."""
+
+    def __init__(
+        self,
+        config: HFConfig,
+        llm_seed: int | None = None,
+        few_shot: Sequence[Sequence[Mapping[str, str]]] | None = None,
+    ) -> None:
+        self.client = HFChatClient(config)
+        self.llm_seed = llm_seed
+        self.few_shot = few_shot
+
+    def __call__(self, env: ToolEnv, trial: int) -> LLMAgent:
+        seed = None if self.llm_seed is None else self.llm_seed + trial
+        return hf_agent(self.client, env, seed=seed, few_shot=self.few_shot)
