@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from toolgym import plugins
 from toolgym.actions import Observation, ToolCall
 from toolgym.mocks.simulated import app as simulated
 from toolgym.mocks.simulated.docs import parse_docs
@@ -80,7 +81,7 @@ def row(name: str, samples: list[float], base: float | None) -> str:
 
 
 def load_all() -> float:
-    simulated.bundled_libraries.cache_clear()
+    plugins.refresh()  # the library registry is read again, as in a fresh process
     simulated._bundled_app.cache_clear()
     start = time.perf_counter()
     libraries = [lib for lib in simulated.bundled_libraries() if lib.startswith("tooleyes/")]

@@ -1,4 +1,5 @@
-"""The demo environment: the built-in offline tools and the bundled demo task set."""
+"""The demo environment: the built-in offline tools, the bundled demo task set, and the registry of
+task sets by name (`toolgym.tasks` entry points)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import queue
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files as package_files
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.runner import EpisodeResult, run_episode
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.plugins import Plugin, PluginError, Registry, call_factory
 from toolgym.tasks import TaskSet
 
 log = logging.getLogger(__name__)
@@ -43,12 +45,31 @@ def tooleyes_tasks_path() -> Path:
     return Path(str(package_files("toolgym.fixtures").joinpath("tooleyes/tasks.jsonl")))
 
 
+def mock_task_sets() -> dict[str, Path]:
+    """The bundled mock-app task sets by name (the file's stem)."""
+    return {p.stem: p for p in mock_task_paths()}
+
+
+def _task_sets_of(plugin: Plugin, loaded: Any) -> list[tuple[str, Path]]:
+    """A `toolgym.tasks` entry point's sets: a task file's path (the set takes the entry point's
+    name), a {name: path} mapping, or a callable returning either."""
+    made = call_factory(loaded) if callable(loaded) else loaded
+    named = dict(made) if isinstance(made, Mapping) else {plugin.name: made}
+    for name, path in named.items():
+        if not isinstance(path, str | os.PathLike) or not Path(path).is_file():
+            raise PluginError(f"task set {name!r}: {path!r} is not a task file")
+    return [(str(name), Path(path)) for name, path in named.items()]
+
+
+# name -> task file: toolgym's sets and the installed packages' (entry points, read when first used)
+TASK_SETS: Registry[Path] = Registry("tasks", _task_sets_of)
+
+
 def bundled_task_sets() -> dict[str, Path]:
-    """The task sets shipped with toolgym by name (`--tasks demo`, `--tasks mtu`, ...). ToolEyes
-    is not among the defaults: its 382 episodes are run when asked for."""
-    named = {"demo": demo_tasks_path(), "tooleyes": tooleyes_tasks_path()}
-    named.update({p.stem: p for p in mock_task_paths()})
-    return named
+    """The registered task sets by name (`--tasks demo`, `--tasks mtu`, a plug-in's set, ...):
+    the `toolgym.tasks` entry points. Only toolgym's demo and mock-app sets are run by default
+    (`default_task_paths`); ToolEyes' 382 episodes and the plug-ins' sets when asked for."""
+    return dict(TASK_SETS)
 
 
 def resolve_task_sets(given: list[str] | None) -> list[Path]:

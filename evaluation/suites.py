@@ -1,21 +1,29 @@
-"""The registry of metric suites, by name. It sits above the suite modules and `base` (which
-they all import), so the suites never import it back."""
+"""The registry of metric suites, by name: the `toolgym.suites` entry points (toolgym.plugins),
+toolgym's own five and those of installed packages. It sits above the suite modules and `base`
+(which they all import), so the suites never import it back."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from toolgym.evaluation.base import EvaluationError, MetricSuite
-from toolgym.evaluation.metrics.ctooleval import CToolEvalSuite
-from toolgym.evaluation.metrics.gta import GTASuite
-from toolgym.evaluation.metrics.mtu import MTUSuite
-from toolgym.evaluation.metrics.teval import TEvalSuite
-from toolgym.evaluation.metrics.tooleyes import ToolEyesSuite
+from toolgym.plugins import Plugin, PluginError, Registry
 
-SUITES: dict[str, MetricSuite] = {
-    suite.name: suite for suite in (GTASuite(), TEvalSuite(), MTUSuite(), ToolEyesSuite(), CToolEvalSuite())
-}
+
+def _suite_of(plugin: Plugin, loaded: Any) -> list[tuple[str, MetricSuite]]:
+    """An entry point's suite: an instance, or a class made with no arguments."""
+    suite = loaded() if isinstance(loaded, type) else loaded
+    name = getattr(suite, "name", None)
+    if not isinstance(name, str) or not callable(getattr(suite, "score", None)):
+        raise PluginError(f"loads {loaded!r}, not a MetricSuite (a `name` and a `score` method)")
+    checked: MetricSuite = suite
+    return [(name, checked)]
+
+
+# name -> suite, built from the installed entry points when first read
+SUITES: Registry[MetricSuite] = Registry("suites", _suite_of)
 
 
 def get_suite(name: str) -> MetricSuite:

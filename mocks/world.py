@@ -132,12 +132,15 @@ def _seeding_code_digest() -> str:
 def _disk_key(apps: Sequence[type[App]], seed: int, clock: datetime) -> str | None:
     """The disk cache key of a template, or None when it must not be stored: caches off, or an app
     that is not one of the bundled apps (a simulated library's data comes from documents, a
-    user's app from code outside toolgym.mocks, and neither is in the digest)."""
+    user's or a plug-in's app from code outside toolgym.mocks, and neither is in the digest)."""
     if not cache_enabled():
         return None
     from toolgym.mocks.apps import ALL_APPS
+    from toolgym.plugins import OWN_PACKAGE
 
-    if any(ALL_APPS.get(cls.name) is not cls for cls in apps):
+    if any(
+        ALL_APPS.get(cls.name) is not cls or ALL_APPS.owner(cls.name).package != OWN_PACKAGE for cls in apps
+    ):
         return None
     names = [cls.name for cls in apps]
     return cache_key(
@@ -313,10 +316,14 @@ class MockWorld:
         return f"MockWorld({names}, seed={self.seed}, clock={self.start.isoformat()})"
 
 
-def check_app(cls: type[App], *, seed: int = 0, clock: datetime = DEFAULT_CLOCK) -> list[str]:
-    """What is wrong with an app, as messages (empty = fine): validate_app's checks, then a world
-    built twice from scratch must have the same rows (deterministic seeding), seed() must insert
-    rows, and the incremental hash must equal a full scan. App tests call it."""
+def check_app(app: type[App] | str, *, seed: int = 0, clock: datetime = DEFAULT_CLOCK) -> list[str]:
+    """What is wrong with an app (a class, or a registered app's name), as messages (empty =
+    fine): validate_app's checks, then a world built twice from scratch must have the same rows
+    (deterministic seeding), seed() must insert rows, and the incremental hash must equal a full
+    scan. App tests call it."""
+    from toolgym.mocks.apps import get_app
+
+    cls = get_app(app) if isinstance(app, str) else app
     problems = validate_app(cls)
     if problems:
         return problems

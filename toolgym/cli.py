@@ -205,7 +205,7 @@ def demo(
 
 @app.command("tasks")
 def tasks_command() -> None:
-    """List the bundled task sets: the names `--tasks` takes in run, demo and eval."""
+    """List the registered task sets (toolgym's and installed packages'): the names `--tasks` takes."""
     from toolgym.envs.demo import bundled_task_sets
     from toolgym.tasks import TaskSet
 
@@ -239,7 +239,7 @@ def tools(
         ),
     ] = False,
 ) -> None:
-    """List the built-in tools and their schemas."""
+    """List the registered tools (toolgym's and installed packages') and their schemas."""
     from toolgym.toolservers.registry import default_toolset
 
     toolset = default_toolset()
@@ -303,6 +303,10 @@ register_env_service(app, user_llm=_open_user_llm)
 from toolgym.envs.mcp_command import mcp_command  # noqa: E402
 
 app.command(name="mcp")(mcp_command)
+# plug-in packages (new app|tool|tasks|suite NAME)  -- toolgym/scaffold.py
+from toolgym.scaffold import new_command  # noqa: E402
+
+app.command(name="new")(new_command)
 
 
 if __name__ == "__main__":

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from toolgym.plugins import Plugin, PluginError, call_factory, collect
 from toolgym.toolservers.gta.backends import BackendStatus
 from toolgym.toolservers.gta.config import ModelConfig
 
@@ -27,7 +28,24 @@ def _status(tool: str, backend: str, problem: str | None, ready: str, selected: 
 
 
 def backend_statuses(config: ModelConfig | None = None) -> list[BackendStatus]:
-    """One row per (tool, backend), in GTA's tool order."""
+    """One row per (tool, backend): the `toolgym.models` entry points' rows (toolgym.plugins), GTA's
+    in its tool order first, then the simulators' and the installed packages'."""
+    cfg = config if config is not None else ModelConfig.from_env()
+    found, _ = collect("models", lambda plugin, loaded: _rows_of(plugin, loaded, cfg))
+    return [row for rows in found.values() for row in rows]
+
+
+def _rows_of(plugin: Plugin, loaded: Any, config: ModelConfig) -> list[tuple[str, list[BackendStatus]]]:
+    """A `toolgym.models` entry point's rows: a callable (given `config=` when it takes one)
+    returning BackendStatus rows."""
+    rows = list(call_factory(loaded, config=config)) if callable(loaded) else None
+    if rows is None or not all(isinstance(r, BackendStatus) for r in rows):
+        raise PluginError(f"loads {loaded!r}, not a callable returning BackendStatus rows")
+    return [(plugin.name, rows)]
+
+
+def gta_statuses(config: ModelConfig | None = None) -> list[BackendStatus]:
+    """One row per (tool, backend) of GTA's tools, in GTA's tool order."""
     from toolgym.toolservers.gta.detection import detection_backends
     from toolgym.toolservers.gta.image_description import caption_backends
     from toolgym.toolservers.gta.mathocr import mathocr_backends, select_mathocr
@@ -104,7 +122,6 @@ def backend_statuses(config: ModelConfig | None = None) -> list[BackendStatus]:
         rows.append(t.status(selected=True))
     for t in stylization_backends(cfg):
         rows.append(t.status(selected=True))
-    rows.extend(simulated_statuses())
     return rows
 
 

@@ -1,4 +1,5 @@
-"""The built-in tools, by name.
+"""The registered tools, by name: the `toolgym.tools` entry points (toolgym.plugins), GTA's and
+those of installed packages.
 
 All 14 GTA tools are registered whatever is installed: a tool whose backend cannot run on this
 machine is still listed and answers with a tool_error that says what would make it work
@@ -8,7 +9,11 @@ read from the environment (see toolservers/gta/config.py).
 
 from __future__ import annotations
 
-from toolgym.tools import Tool, ToolSet
+from collections.abc import Sequence
+from typing import Any
+
+from toolgym.plugins import PluginError, call_factory, collect
+from toolgym.tools import BaseTool, Tool, ToolSet
 from toolgym.toolservers.gta.config import ModelConfig
 
 
@@ -60,9 +65,22 @@ def all_gta_tools(config: ModelConfig | None = None) -> list[Tool]:
     ]
 
 
-def builtin_tools(config: ModelConfig | None = None) -> list[Tool]:
-    """Every built-in tool: the GTA set (tools without a usable backend answer with a tool_error)."""
-    return all_gta_tools(config)
+def _tools_of(loaded: Any, config: ModelConfig | None) -> list[tuple[str, BaseTool]]:
+    """What a `toolgym.tools` entry point gives: a tool, a list of them, or a factory of either
+    (called with `config=` when it takes one)."""
+    made = loaded if isinstance(loaded, BaseTool) else call_factory(loaded, config=config)
+    tools = list(made) if isinstance(made, Sequence | ToolSet) else [made]
+    for t in tools:
+        if not isinstance(t, BaseTool):
+            raise PluginError(f"gives {t!r}, not a tool (a @tool function or a BaseTool)")
+    return [(t.name, t) for t in tools]
+
+
+def builtin_tools(config: ModelConfig | None = None) -> list[BaseTool]:
+    """Every registered tool (`toolgym.tools` entry points): GTA's 14, whose tools without a usable
+    backend answer with a tool_error, then the installed packages' tools."""
+    found, _ = collect("tools", lambda _plugin, loaded: _tools_of(loaded, config))
+    return list(found.values())
 
 
 def default_toolset(config: ModelConfig | None = None) -> ToolSet:

@@ -1,33 +1,30 @@
 """The registry of mock apps: name -> App class.
 
-To add an app: write it (see mocks/README.md) and add its class to ALL_APPS below, directly or
-through its group's list (CTOOL_APPS, MTU_APPS, TEVAL_APPS).
+Apps register through the `toolgym.apps` entry-point group (toolgym.plugins): an entry point
+loads an App class or a list of them. toolgym's own are declared in its pyproject.toml, by group
+(CTOOL_APPS, MTU_APPS, TEVAL_APPS); an installed package adds its apps the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from toolgym.mocks.app import App
-from toolgym.mocks.apps.banking import BankingApp
-from toolgym.mocks.apps.ctool import CTOOL_APPS, CTOOL_ZH_APPS
-from toolgym.mocks.apps.mtu import MTU_APPS
-from toolgym.mocks.apps.shopping import ShoppingApp
-from toolgym.mocks.apps.teval import TEVAL_APPS
+from toolgym.plugins import Plugin, PluginError, Registry
 
 
-def _registry(classes: Iterable[type[App]]) -> dict[str, type[App]]:
-    out: dict[str, type[App]] = {}
+def _apps_of(plugin: Plugin, loaded: Any) -> list[tuple[str, type[App]]]:
+    """An entry point's App class, or its list of them, by app name."""
+    classes = list(loaded) if isinstance(loaded, Sequence) else [loaded]
     for cls in classes:
-        if cls.name in out:
-            raise ValueError(f"two mock apps named {cls.name!r}: {out[cls.name]} and {cls}")
-        out[cls.name] = cls
-    return dict(sorted(out.items()))
+        if not (isinstance(cls, type) and issubclass(cls, App)):
+            raise PluginError(f"loads {cls!r}, not an App class (or a list of them)")
+    return [(cls.name, cls) for cls in classes]
 
 
-ALL_APPS: dict[str, type[App]] = _registry(
-    [BankingApp, ShoppingApp, *CTOOL_APPS, *CTOOL_ZH_APPS, *MTU_APPS, *TEVAL_APPS]
-)
+# name -> App class, built from the installed entry points when first read
+ALL_APPS: Registry[type[App]] = Registry("apps", _apps_of, sort=True)
 
 
 def get_app(name: str) -> type[App]:

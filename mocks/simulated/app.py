@@ -15,14 +15,16 @@ created record is in the world's state: the state hash, the diffs, checkpoints, 
 cassette's state effects cover it as they cover any mock app. Other calls (and gets of ids the
 episode did not create) are the simulator's fresh answer.
 
-Bundled libraries resolve by name in any process (`get_simulated_app`):
-"simulated:tooleyes/<Category>/<Tool>" (ToolEyes' 95 libraries, fixtures/tooleyes) and
-"simulated:mtu" (MTU-Bench's APIs that no mock app implements, fixtures/mtu).
+Registered libraries resolve by name in any process (`get_simulated_app`): the `toolgym.simulated`
+entry points (toolgym.plugins): "simulated:tooleyes/<Category>/<Tool>" (ToolEyes' 95 libraries,
+fixtures/tooleyes), "simulated:mtu" (MTU-Bench's APIs that no mock app implements, fixtures/mtu)
+and those of installed packages.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import re
@@ -37,6 +39,7 @@ from toolgym.mocks.app import App
 from toolgym.mocks.responses import not_found
 from toolgym.mocks.simulated.docs import DocError, ToolDoc, load_docs
 from toolgym.mocks.simulated.simulator import DeterministicSimulator, SimCall, Simulator
+from toolgym.plugins import Plugin, PluginError, Registry, call_factory
 from toolgym.tools import SCHEMA_PARAM_TYPES, BaseTool, ReturnSpec, SchemaTool, ToolContext
 
 PREFIX = "simulated:"
@@ -284,31 +287,65 @@ def tooleyes_config_path(key: str) -> Path:
     return fixture_dir("tooleyes") / f"config_gpt4.{key.replace('/', '__')}.json"
 
 
-@cache
-def bundled_libraries() -> tuple[str, ...]:
-    """The bundled libraries' names (without the "simulated:" prefix)."""
-    tooleyes = sorted(
-        "tooleyes/" + p.name.removeprefix("config_gpt4.").removesuffix(".json").replace("__", "/")
+def tooleyes_libraries() -> dict[str, Callable[[], list[ToolDoc]]]:
+    """ToolEyes' 95 libraries ("tooleyes/<Category>/<Tool>", fixtures/tooleyes), each loaded when used."""
+    keys = sorted(
+        p.name.removeprefix("config_gpt4.").removesuffix(".json").replace("__", "/")
         for p in fixture_dir("tooleyes").glob("config_gpt4.*.json")
     )
-    mtu = ["mtu"] if (fixture_dir("mtu") / "simulated_apis.json").is_file() else []
-    return (*tooleyes, *mtu)
-
-
-def bundled_docs(library: str) -> list[ToolDoc]:
-    """The docs of a bundled library."""
-    if library.startswith("tooleyes/"):
-        # three ToolEyes libraries document one name twice (blacklist_ip, drivers,
-        # classify_grocery_product): the first record is served, as docs/simulated-tools.md says
-        return load_docs(
-            tooleyes_config_path(library.removeprefix("tooleyes/")),
+    # three ToolEyes libraries document one name twice (blacklist_ip, drivers,
+    # classify_grocery_product): the first record is served, as docs/simulated-tools.md says
+    return {
+        f"tooleyes/{key}": functools.partial(
+            load_docs,
+            tooleyes_config_path(key),
             fmt="openai",
             exclude=TOOLEYES_PSEUDO_TOOLS,
             keep_first=True,
         )
-    if library == "mtu":
-        return load_docs(fixture_dir("mtu") / "simulated_apis.json", fmt="mtu")
-    raise KeyError(f"no bundled simulated library {library!r}")
+        for key in keys
+    }
+
+
+def mtu_libraries() -> dict[str, Callable[[], list[ToolDoc]]]:
+    """MTU-Bench's APIs that no mock app implements ("mtu", fixtures/mtu)."""
+    path = fixture_dir("mtu") / "simulated_apis.json"
+    return {"mtu": functools.partial(load_docs, path, fmt="mtu")} if path.is_file() else {}
+
+
+def _libraries_of(plugin: Plugin, loaded: Any) -> list[tuple[str, Callable[[], Sequence[ToolDoc]]]]:
+    """A `toolgym.simulated` entry point's libraries: a {library: loader} mapping, or one library
+    named after the entry point (a doc file's path or a list of ToolDocs), or a callable returning
+    one of them."""
+    made = call_factory(loaded) if callable(loaded) else loaded
+    if isinstance(made, Mapping):
+        return [(str(name), loader) for name, loader in made.items()]
+    if isinstance(made, str | Path):
+        return [(plugin.name, functools.partial(load_docs, made))]
+    if isinstance(made, Sequence) and all(isinstance(d, ToolDoc) for d in made):
+        return [(plugin.name, lambda: made)]
+    raise PluginError(
+        f"gives {made!r}: a doc file's path, a list of ToolDocs or a {{library: loader}} mapping"
+    )
+
+
+# library -> loader of its docs: toolgym's (ToolEyes', MTU's) and the installed packages'
+LIBRARIES: Registry[Callable[[], Sequence[ToolDoc]]] = Registry("simulated", _libraries_of)
+
+
+def bundled_libraries() -> tuple[str, ...]:
+    """The registered libraries' names (without the "simulated:" prefix): `toolgym.simulated`
+    entry points, toolgym's and the installed packages'."""
+    return tuple(LIBRARIES)
+
+
+def bundled_docs(library: str) -> list[ToolDoc]:
+    """The docs of a registered library."""
+    try:
+        loader = LIBRARIES[library]
+    except KeyError:
+        raise KeyError(f"no bundled simulated library {library!r}") from None
+    return list(loader())
 
 
 @cache

@@ -3,7 +3,7 @@
 A `ToolProvider` builds one tool for a device. `build` must be cheap (the server builds every
 tool at start to publish its schema); `warmup` loads what the first call would otherwise load
 (model weights, an engine): at start for eager tools, before the first call for lazy ones. `catalog()` is what `toolgym serve` can host:
-the built-in GTA tools, the synthetic batching backend and any mock apps.
+the built-in GTA tools, the synthetic batching backend, installed packages' tools and any mock apps.
 """
 
 from __future__ import annotations
@@ -184,9 +184,20 @@ def app_providers(
     return from_toolset(world.tools)
 
 
+def registered_providers(known: Iterable[str]) -> list[ToolProvider]:
+    """The registered tools (toolgym.tools entry points: installed packages') that no provider in
+    `known` serves, each as it is (on the CPU)."""
+    from toolgym.toolservers.registry import builtin_tools
+
+    taken = set(known)
+    return [static(t) for t in builtin_tools() if t.name not in taken]
+
+
 def catalog(apps: Sequence[str] = ()) -> list[ToolProvider]:
-    """Every tool `toolgym serve` knows: GTA's 14, the synthetic backend, and `apps`' APIs."""
+    """Every tool `toolgym serve` knows: GTA's 14, the synthetic backend, the installed packages'
+    tools, and `apps`' APIs."""
     providers = [*builtin_providers(), *model_providers(), *synthetic_providers()]
+    providers.extend(registered_providers(p.name for p in providers))
     if apps:
         providers.extend(app_providers(apps))
     return providers
