@@ -9,10 +9,11 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -133,7 +134,7 @@ def _served(name: str) -> Iterator[Served]:
         finally:
             close_all()
         return
-    apps = {
+    apps: dict[str, Callable[[], Any]] = {
         "tool server": lambda: create_app([calculator], ServerConfig()),
         "mock service": lambda: mock_app(ServiceConfig()),
         "env service": lambda: env_app(Catalog.build()),
