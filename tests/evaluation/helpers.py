@@ -7,7 +7,7 @@ from pathlib import Path
 
 from toolgym.actions import Action
 from toolgym.envs.runner import run_episode
-from toolgym.envs.tool_env import ToolEnv
+from toolgym.envs.tool_env import ToolEnv, ToolLayer
 from toolgym.evaluation.base import record_teacher_forced
 from toolgym.evaluation.loaders.mtu import RecordedAgent
 from toolgym.protocols.base import RawOutput
@@ -18,8 +18,15 @@ from toolgym.trace import Trace, read_trace
 Output = RawOutput | Action
 
 
-def run_e2e(tools: ToolSet, tasks: TaskSet, task: Task, outputs: Sequence[Output], out: Path) -> Trace:
-    env = ToolEnv(tools, tasks, max_steps=max(len(outputs), 1))
+def run_e2e(
+    tools: ToolSet,
+    tasks: TaskSet,
+    task: Task,
+    outputs: Sequence[Output],
+    out: Path,
+    tool_layers: Sequence[ToolLayer] = (),
+) -> Trace:
+    env = ToolEnv(tools, tasks, max_steps=max(len(outputs), 1), tool_layers=list(tool_layers))
     try:
         agent = RecordedAgent({task.id: list(outputs)})
         result = run_episode(env, agent, task, trace_dir=out)

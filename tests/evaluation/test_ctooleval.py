@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.evaluation.helpers import run_e2e
+from tests.evaluation.helpers import Output, run_e2e
 from toolgym.actions import ToolCall
 from toolgym.envs.agents import OracleAgent
+from toolgym.envs.faults import FaultLayer, FaultPlan, FaultRule
 from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import InfraError
@@ -126,7 +127,10 @@ def test_infra_errors_and_other_traces(tasks: TaskSet, tmp_path: Path) -> None:
     task = Task(id="infra", query="track it", tools=["track"], golden=tasks["ctool-express-track-001"].golden)
     infra_tasks = TaskSet([task])
     tools = ToolSet([SchemaTool("track", {"properties": {}}, down)])
-    trace = run_e2e(tools, infra_tasks, task, [ToolCall(name="track"), "Final Answer: no idea"], tmp_path)
+    # a dead backend aborts the episode; a complete trace's infra errors are a fault plan's
+    outage = FaultLayer(FaultPlan(name="express-down", rules=[FaultRule(tools="track", kind="error")]))
+    outputs: list[Output] = [ToolCall(name="track"), "Final Answer: no idea"]
+    trace = run_e2e(tools, infra_tasks, task, outputs, tmp_path, tool_layers=[outage])
     with pytest.raises(EvaluationError, match="none of the 1 traces"):
         CToolEvalSuite().score([trace], infra_tasks, "fixed")  # kept apart: nothing left to score
     assert CToolEvalSuite().score([trace], infra_tasks, "compat").counts["episodes"] == 1

@@ -15,6 +15,7 @@ from tests.evaluation.helpers import Output, run_e2e, run_step
 from tests.shared_data import DATA, GTA_TOOLMETA
 from toolgym.actions import FinalAnswer, ToolCall
 from toolgym.envs.agents import OracleAgent
+from toolgym.envs.faults import FaultLayer, FaultPlan, FaultRule
 from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import InfraError, ToolError
@@ -485,7 +486,11 @@ def _failing_tools() -> ToolSet:
 def test_infra_errors_are_kept_apart_in_fixed_mode(tmp_path: Path) -> None:
     demo = TaskSet.load(DEMO)
     task = demo["memo-room"]
-    trace = run_e2e(_failing_tools(), demo, task, [task.golden[0].action, "Final Answer: no idea"], tmp_path)
+    # a dead backend aborts the episode (never scored); infra errors that a complete trace holds are
+    # a fault plan's (or an older recorder's): the scorers keep those apart
+    outage = FaultLayer(FaultPlan(name="ocr-down", rules=[FaultRule(tools="OCR", kind="error")]))
+    outputs = [task.golden[0].action, "Final Answer: no idea"]
+    trace = run_e2e(_failing_tools(), demo, task, outputs, tmp_path, tool_layers=[outage])
     assert "infra_error" in trace.steps[0].error_kinds
     compat = GTASuite().score([trace], demo, "compat")
     assert compat.counts["e2e/tool_call_error"] == 1 and compat.metrics["AnsAcc"] == 0.0
