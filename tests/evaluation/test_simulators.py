@@ -132,12 +132,19 @@ def test_bad_answers_are_retried_then_a_typed_infra_error(fake: FakeOpenAI, bad:
     with _client(fake) as client, _env(client) as env:
         env.reset(options={"task": "book"})
         start = env.world.state_hash() if env.world is not None else None
-        failed = _step(env, "book_hotel", hotel="Ritz", nights=2)
+        _, _, terminated, truncated, info = env.step(
+            ToolCall(name="book_hotel", arguments={"hotel": "Ritz", "nights": 2})
+        )
+        (failed,) = info["observations"]
         assert failed["error"]["kind"] == "infra_error" and problem in failed["text"]
-        assert len(fake.requests) == 3  # bounded: three attempts, then the typed error
+        # bounded: three attempts, the call tried once more in its step, then the typed error
+        assert len(fake.requests) == 6
         assert env.world is not None and env.world.state_hash() == start  # nothing half-made
+        # a simulator that cannot answer is a dead backend: the episode ends unscored, not failed
+        assert truncated and not terminated and "book_hotel" in info["aborted"]
         fake.script = Scripted(text(GOOD))
-        assert _step(env, "book_hotel", hotel="Ritz", nights=2)["error"] is None  # the episode goes on
+        env.reset(options={"task": "book"})  # the next episode meets a working simulator
+        assert _step(env, "book_hotel", hotel="Ritz", nights=2)["error"] is None
 
 
 def test_a_bad_answer_then_a_good_one(fake: FakeOpenAI) -> None:
@@ -151,11 +158,17 @@ def test_a_bad_answer_then_a_good_one(fake: FakeOpenAI) -> None:
 
 
 def test_a_timeout_is_an_infra_error(fake: FakeOpenAI) -> None:
-    fake.faults.append(Fault(status=200, delay_s=1.5))
+    # the call and its second try in the step both time out (a timeout is not retried inside)
+    fake.faults.extend(Fault(status=200, delay_s=1.5) for _ in range(2))
     with _client(fake, timeout_s=0.3) as client, _env(client) as env:
         env.reset(options={"task": "book"})
-        failed = _step(env, "book_hotel", hotel="Ritz", nights=2)
+        _, _, _, truncated, info = env.step(
+            ToolCall(name="book_hotel", arguments={"hotel": "Ritz", "nights": 2})
+        )
+        (failed,) = info["observations"]
         assert failed["error"]["kind"] == "infra_error" and "tool simulator LLM" in failed["text"]
+        assert truncated and info["aborted"]  # unscored, not the agent's failure
+        env.reset(options={"task": "book"})
         assert _step(env, "book_hotel", hotel="Ritz", nights=2)["error"] is None
 
 
