@@ -110,18 +110,28 @@ class ToolServerActor:
     reach it through `RemoteToolSet`, as any agent reaches a lab node."""
 
     def __init__(self, spec: ToolServerSpec) -> None:
-        from toolgym.toolservers.server.app import ServerThread, create_app
-        from toolgym.toolservers.server.config import ServerConfig
+        # nothing slow here: the driver's bounded wait for a placed actor must not count model loads
+        self.spec = spec
+        self.thread: Any = None
 
-        tools = load_object(spec.toolset, "toolset")()
-        if spec.tools is not None:
-            tools = tools.subset(spec.tools)
-        config = ServerConfig(host=spec.host, token=spec.token)  # beyond loopback needs a token
-        self.thread = ServerThread(create_app(tools, config), host=spec.host)
-        self.thread.start()
+    def placed(self) -> bool:
+        return True
 
     def url(self) -> str:
-        return self.thread.url
+        """Start the server (tools load here, models included) once; its URL."""
+        if self.thread is None:
+            from toolgym.toolservers.server.app import ServerThread, create_app
+            from toolgym.toolservers.server.config import ServerConfig
+
+            spec = self.spec
+            tools = load_object(spec.toolset, "toolset")()
+            if spec.tools is not None:
+                tools = tools.subset(spec.tools)
+            config = ServerConfig(host=spec.host, token=spec.token)  # beyond loopback needs a token
+            thread = ServerThread(create_app(tools, config), host=spec.host)
+            thread.start()
+            self.thread = thread
+        return str(self.thread.url)
 
     def accelerators(self) -> dict[str, list[str]]:
         """The accelerator ids Ray assigned to this actor (`{"GPU": ["0"]}`)."""
@@ -131,7 +141,8 @@ class ToolServerActor:
         return {kind: [str(i) for i in found] for kind, found in ids if found}  # only kinds it holds
 
     def stop(self) -> None:
-        self.thread.stop()
+        if self.thread is not None:
+            self.thread.stop()
 
 
 # ---- the executor ----------------------------------------------------------------------------
@@ -215,14 +226,15 @@ class RayExecutor:
                 self.server = server_cls.options(
                     num_gpus=spec.num_gpus, num_cpus=spec.num_cpus, resources=dict(spec.resources) or None
                 ).remote(spec)
-                try:
-                    url = ray.get(self.server.url.remote(), timeout=self.ready_timeout_s)
+                try:  # placed within the bound; then its tools load as long as they take
+                    ray.get(self.server.placed.remote(), timeout=self.ready_timeout_s)
                 except ray.exceptions.GetTimeoutError:
                     raise RolloutError(
                         f"the tool-server actor (num_gpus={spec.num_gpus:g}, num_cpus={spec.num_cpus:g}) was not "
                         f"placed and started within {self.ready_timeout_s:g} s: the cluster has no room for it "
                         "(`ray status` shows pending demands)"
                     ) from None
+                url = ray.get(self.server.url.remote())
                 self.stats.server_accelerators = ray.get(self.server.accelerators.remote())
                 tools_env = replace(context.env, tool_url=url, tool_token=spec.token)
                 context = replace(context, env=tools_env)

@@ -440,7 +440,7 @@ def test_a_lost_node_hangs_no_run(tmp_path: Path) -> None:
     with ray_nodes() as nodes:
         nodes.start("head")
         nodes.start("node2", {STALL_DIR_ENV: str(stall)})
-        args = ["run", "--ray-address", nodes.address, "--workers", "2", "--ray-ready-timeout", "10"]
+        args = ["run", "--ray-address", nodes.address, "--workers", "2", "--ray-ready-timeout", "30"]
         args += ["--agent", "tests.envs.rollout_agents:stall_where_told", "--tasks", "teval", "--limit", "6"]
         driver = subprocess.Popen(
             [str(TOOLGYM), *args, "--out", str(out)],
