@@ -249,7 +249,6 @@ def serve_viewer(
     """Serves the viewer on host:port (0: an ephemeral port) in a thread; yields its URL. Beyond
     loopback it needs `credentials` (InsecureBindError otherwise)."""
     exposure = Exposure(host=host, credentials=credentials, public_paths=frozenset({LOGIN_PATH}))
-    exposure.check()
     server = ServerThread(viewer_app(directories, tasks, exposure=exposure, title=title), host, port)
     server.what = "trace viewer"
     with server as url:

@@ -10,7 +10,7 @@ from typing import Any
 
 import uvicorn
 
-from toolgym.http import DEFAULT_HEADER_TIMEOUT_S, ServerThread, check_bind, uvicorn_config
+from toolgym.http import DEFAULT_HEADER_TIMEOUT_S, ServerThread, uvicorn_config
 
 # their home was here
 from toolgym.http import InsecureBindError as InsecureBindError
@@ -29,10 +29,8 @@ def serve(
     log_level: str = "info",
 ) -> None:
     """Serve until interrupted. With `uds` the server listens on that unix socket only."""
-    config = dataclasses.replace(config, host=None if uds is not None else host)
-    if uds is None:
-        check_bind(host, config.credentials)
-    app = create_app(config)
+    # the app's guards refuse a bind beyond loopback without a token (InsecureBindError)
+    app = create_app(dataclasses.replace(config, host=None if uds is not None else host))
     kwargs: dict[str, Any] = {"uds": str(uds)} if uds is not None else {"host": host, "port": port}
     server_config = uvicorn_config(
         app,

@@ -1,20 +1,14 @@
-"""The tool server's side of the shared HTTP toolkit (`toolgym.http`): its error envelope and the
-toolkit's middleware with that envelope. The names stay importable from here."""
+"""The tool server's side of the shared HTTP toolkit (`toolgym.http`): its error envelope, which
+`toolgym.http.secure` renders the toolkit's refusals in. The JSON helpers stay importable from here."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from starlette.types import ASGIApp
-
-from toolgym import http
 from toolgym.errors import ErrorKind
 from toolgym.http import HttpProblem, json_bytes, json_response, parse_json, read_body
 
 __all__ = [
-    "BearerAuth",
-    "BodyLimit",
-    "BodyTimeout",
     "error_body",
     "json_bytes",
     "json_response",
@@ -44,21 +38,3 @@ def render_error(problem: HttpProblem, message: str) -> dict[str, Any]:
     # `detail` too, which AgentLego's client reads; FastAPI's word for a 401
     detail = "Unauthorized" if problem is HttpProblem.UNAUTHORIZED else message
     return {**error_body(_PROBLEM_KINDS[problem].value, message), "detail": detail}
-
-
-class BearerAuth(http.BearerAuth):
-    """Every request needs `Authorization: Bearer <token>` except the public paths (health,
-    version, readiness and, if allowed, the AgentLego schema that RemoteTool fetches bare)."""
-
-    def __init__(self, app: ASGIApp, token: str, public_paths: frozenset[str]) -> None:
-        super().__init__(app, token, public_paths, render_error)
-
-
-class BodyLimit(http.BodyLimit):
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        super().__init__(app, limit, render_error)
-
-
-class BodyTimeout(http.BodyTimeout):
-    def __init__(self, app: ASGIApp, timeout_s: float) -> None:
-        super().__init__(app, timeout_s, render_error)
