@@ -91,6 +91,8 @@ def kill_self(targets: Sequence[str], marker_dir: str | None = None) -> AgentFac
 
 
 STALL_DIR_ENV = "TOOLGYM_TEST_STALL_DIR"
+WAIT_DIR_ENV = "TOOLGYM_TEST_WAIT_DIR"
+WAIT_BOUND_S = 120.0
 
 
 def stall_where_told(protocol: ActionProtocol) -> OracleAgent:
@@ -98,9 +100,31 @@ def stall_where_told(protocol: ActionProtocol) -> OracleAgent:
     worker whose environment sets `TOOLGYM_TEST_STALL_DIR` (a Ray node started with it). There
     each episode writes a file named after its task into that folder when it starts (the node id
     and process id it runs on, as JSON) and then waits for good, so a test can lose the node while
-    it holds episodes."""
+    it holds episodes. A worker whose environment sets `TOOLGYM_TEST_WAIT_DIR` instead holds its
+    episodes until that folder has a stalled episode (at most two minutes), so the stalling node
+    gets an episode however slowly its actor starts."""
     stall_dir = os.environ.get(STALL_DIR_ENV)
-    return OracleAgent(protocol) if stall_dir is None else StallingOracle(protocol, Path(stall_dir))
+    if stall_dir is not None:
+        return StallingOracle(protocol, Path(stall_dir))
+    wait_dir = os.environ.get(WAIT_DIR_ENV)
+    return OracleAgent(protocol) if wait_dir is None else WaitingOracle(protocol, Path(wait_dir))
+
+
+def stalled_episodes(stall_dir: Path) -> list[Path]:
+    """The episodes a stalling worker holds (its files written whole)."""
+    return [p for p in stall_dir.iterdir() if p.suffix != ".tmp"]
+
+
+class WaitingOracle(OracleAgent):
+    def __init__(self, protocol: ActionProtocol, wait_dir: Path) -> None:
+        super().__init__(protocol)
+        self.wait_dir = wait_dir
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        super().start(task, observation, info)
+        deadline = time.monotonic() + WAIT_BOUND_S
+        while not stalled_episodes(self.wait_dir) and time.monotonic() < deadline:
+            time.sleep(0.2)
 
 
 class StallingOracle(OracleAgent):

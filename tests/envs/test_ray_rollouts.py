@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.envs.rollout_agents import STALL_DIR_ENV, Bug
+from tests.envs.rollout_agents import STALL_DIR_ENV, WAIT_DIR_ENV, Bug, stalled_episodes
 from tests.envs.test_rollouts import DRAWING, HOSTILE, bundled_sets, kept_files, traces_of, whole_folder
 from toolgym.cli import app
 from toolgym.envs.demo import default_task_paths, demo_tasks_path
@@ -433,12 +433,13 @@ def test_a_lost_node_hangs_no_run(tmp_path: Path) -> None:
     """Two nodes of one CPU, one actor each. Node 2's actor stalls on its first episode, and node
     2's raylet is killed (SIGKILL) meanwhile: its actor dies, the replacement can never be placed
     (the head's CPU is taken), so after the bound the episodes run on the head's actor, and
-    run.json says each ran there."""
+    run.json says each ran there. The head's actor holds its first episode until node 2 stalls
+    one (else under load it may run all six before node 2's actor is up)."""
     stall = tmp_path / "stall"
     stall.mkdir()
     out = tmp_path / "run"
     with ray_nodes() as nodes:
-        nodes.start("head")
+        nodes.start("head", {WAIT_DIR_ENV: str(stall)})
         nodes.start("node2", {STALL_DIR_ENV: str(stall)})
         args = ["run", "--ray-address", nodes.address, "--workers", "2", "--ray-ready-timeout", "30"]
         args += ["--agent", "tests.envs.rollout_agents:stall_where_told", "--tasks", "teval", "--limit", "6"]
@@ -449,7 +450,7 @@ def test_a_lost_node_hangs_no_run(tmp_path: Path) -> None:
             stderr=subprocess.STDOUT,
         )
         try:
-            while not [p for p in stall.iterdir() if p.suffix != ".tmp"]:
+            while not stalled_episodes(stall):
                 assert driver.poll() is None, driver.communicate()[0].decode(errors="replace")
                 time.sleep(0.2)
             os.kill(nodes.raylets[1], signal.SIGKILL)  # node 2 is lost, with an episode on it
