@@ -7,6 +7,7 @@ from toolgym.errors import ErrorKind, ToolError
 from toolgym.files import FileHandle, FileStore, StoredFile
 from toolgym.tasks import AnswerSpec, GoldenStep, Task, TaskFile, TaskSet
 from toolgym.tools import File, Image, Param, Tool, ToolContext, ToolSet, tool
+from toolgym.trace import Trace
 
 __all__ = [
     "Action",
@@ -34,6 +35,7 @@ __all__ = [
     "ToolEnv",
     "ToolError",
     "ToolSet",
+    "Trace",
     "answer_reward",
     "task_scores",
     "tool",

@@ -407,9 +407,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from toolgym import TaskSet
-from toolgym.evaluation.base import Mode, SuiteResult
-from toolgym.trace import Trace
+from toolgym import TaskSet, Trace
+from toolgym.evaluation import Mode, SuiteResult
 
 
 class $suite_cls:
