@@ -1,0 +1,139 @@
+"""One ToolEnv episode driven turn by turn with a model's replies, as the RL libraries' environments
+drive theirs: reset on a task, step with each reply, end with the episode's reward. Each episode
+writes its trace with the runner's pieces (`trace_header`, `step_fields`, `trace_end`), so a trace
+written under an adapter reads like `toolgym run`'s and the same actions score the same."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolgym.envs.demo import resolve_task_set
+from toolgym.envs.rewards import reward_value
+from toolgym.envs.runner import step_fields, trace_end, trace_header, trace_name
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.tasks import Task, TaskSet
+from toolgym.tools import ToolSet
+from toolgym.trace import TraceWriter
+
+Message = dict[str, str]
+_episodes = itertools.count(1)  # trace names stay apart when many envs share a folder
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What one reply did: the env's answer (the next user message), the reward (the episode's,
+    once done; 0 before) and whether the episode is over."""
+
+    observation: str
+    reward: float
+    done: bool
+    info: dict[str, Any]
+
+
+class _Named:
+    """The trace header's agent: the adapter, since the agent itself runs in the RL library."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        raise NotImplementedError("the agent runs in the RL library")
+
+    def act(self, observation: str, info: dict[str, Any]) -> Any:
+        raise NotImplementedError("the agent runs in the RL library")
+
+
+def load_env(
+    tasks: str | Path | TaskSet,
+    *,
+    tools: ToolSet | None = None,
+    protocol: str = "react",
+    max_steps: int = 10,
+) -> ToolEnv:
+    """A ToolEnv over a task set given by name (bundled or a plug-in's), file or TaskSet, with the
+    registered tools (`toolgym tools`) unless `tools` is given."""
+    task_set = tasks if isinstance(tasks, TaskSet) else resolve_task_set(tasks)
+    if tools is None:
+        from toolgym.toolservers.registry import default_toolset
+
+        tools = default_toolset()
+    return ToolEnv(tools, task_set, protocol=protocol, max_steps=max_steps)
+
+
+class TextEpisode:
+    """A ToolEnv stepped with replies; `trace_dir`: where each episode's trace goes (None: none)."""
+
+    def __init__(self, env: ToolEnv, *, agent: str, trace_dir: str | Path | None = None) -> None:
+        self.env = env
+        self.agent = _Named(agent)
+        self.trace_dir = Path(trace_dir) if trace_dir is not None else None
+        self.trace_path: Path | None = None
+        self.reward: float | None = None
+        self._writer: TraceWriter | None = None
+        self._hash_before: str | None = None
+
+    def reset(self, task_id: str, seed: int | None = None) -> list[Message]:
+        """A new episode on `task_id`; the chat it opens with: the protocol's instructions (the
+        tools and the reply format) as the system message, the task's query as the user's."""
+        obs, info = self.env.reset(seed=seed, options={"task": task_id})
+        task = self.env.task
+        assert task is not None
+        self.reward = None
+        self._hash_before = info.get("state_hash")
+        self.trace_path = None
+        if self.trace_dir is not None:
+            self.trace_dir.mkdir(parents=True, exist_ok=True)
+            header = trace_header(
+                self.env, self.agent, task, seed, {"max_steps": task.max_steps or self.env.max_steps}
+            )
+            name = f"{self.agent.name}-{os.getpid()}-{next(_episodes)}.{trace_name(task.id, seed)}"
+            self._writer = TraceWriter(self.trace_dir / name, header)
+            self.trace_path = self.trace_dir / name
+        return [{"role": "system", "content": info["instructions"]}, {"role": "user", "content": obs}]
+
+    @property
+    def done(self) -> bool:
+        return self.reward is not None
+
+    def step(self, reply: Any) -> Turn:
+        """One reply of the model (text, or a chat message for the openai protocol)."""
+        if self.env.task is None:
+            raise RuntimeError("reset() first")
+        if self.reward is not None:
+            raise RuntimeError("the episode is over; reset() first")
+        obs, reward, terminated, truncated, info = self.env.step(reply)
+        if self._writer is not None:
+            self._writer.step(step_fields(reply, info, self._hash_before))
+        self._hash_before = info.get("state_hash")
+        if terminated or truncated:
+            self._end(info, terminated=terminated, reward=float(reward))
+        return Turn(str(obs), self.reward or 0.0, self.done, info)
+
+    def finish(self) -> float:
+        """The episode's reward; an episode the model left unfinished (no final answer, turns
+        used up on the library's side) is scored now on what it did, and its trace ends truncated."""
+        if self.reward is not None:
+            return self.reward
+        task, episode = self.env.task, self.env.episode
+        if task is None or episode is None:
+            return 0.0
+        result = self.env.reward_fn(task, episode)
+        reward = reward_value(result)
+        scores = dict(result) if isinstance(result, Mapping) else {"reward": reward}
+        info = {"step": len(episode.steps), "final_answer": None, "scores": scores}
+        self._end(info, terminated=False, reward=reward)
+        return reward
+
+    def _end(self, info: dict[str, Any], *, terminated: bool, reward: float) -> None:
+        self.reward = reward
+        if self._writer is not None:
+            self._writer.finish(trace_end(self.env, info, terminated=terminated, reward=reward))
+            self._writer = None
+
+    def close(self) -> None:
+        self.env.close()
