@@ -5,6 +5,7 @@ written under an adapter reads like `toolgym run`'s and the same actions score t
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 from collections.abc import Mapping
@@ -58,11 +59,18 @@ def load_env(
     """A ToolEnv over a task set given by name (bundled or a plug-in's), file or TaskSet, with the
     registered tools (`toolgym tools`) unless `tools` is given."""
     task_set = tasks if isinstance(tasks, TaskSet) else resolve_task_set(tasks)
-    if tools is None:
-        from toolgym.toolservers.registry import default_toolset
+    return ToolEnv(
+        registered_tools() if tools is None else tools, task_set, protocol=protocol, max_steps=max_steps
+    )
 
-        tools = default_toolset()
-    return ToolEnv(tools, task_set, protocol=protocol, max_steps=max_steps)
+
+@functools.cache
+def registered_tools() -> ToolSet:
+    """The registered tools (`toolgym tools`), made once per process: every env shares them (a
+    tool's model backend loads once)."""
+    from toolgym.toolservers.registry import default_toolset
+
+    return default_toolset()
 
 
 class TextEpisode:
@@ -74,6 +82,8 @@ class TextEpisode:
         self.trace_dir = Path(trace_dir) if trace_dir is not None else None
         self.trace_path: Path | None = None
         self.reward: float | None = None
+        self.scores: dict[str, float] = {}  # the reward's parts, once the episode is over
+        self.steps = 0
         self._writer: TraceWriter | None = None
         self._hash_before: str | None = None
 
@@ -84,6 +94,7 @@ class TextEpisode:
         task = self.env.task
         assert task is not None
         self.reward = None
+        self.scores, self.steps = {}, 0
         self._hash_before = info.get("state_hash")
         self.trace_path = None
         if self.trace_dir is not None:
@@ -131,6 +142,8 @@ class TextEpisode:
 
     def _end(self, info: dict[str, Any], *, terminated: bool, reward: float) -> None:
         self.reward = reward
+        self.scores = dict(info.get("scores") or {})
+        self.steps = int(info["step"])
         if self._writer is not None:
             self._writer.finish(trace_end(self.env, info, terminated=terminated, reward=reward))
             self._writer = None
