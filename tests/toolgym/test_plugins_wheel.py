@@ -120,19 +120,14 @@ def test_the_package_uses_only_the_public_api() -> None:
 
 
 def test_it_runs_from_a_wheel_in_a_fresh_venv(venv: Venv) -> None:
-    where = venv.run(
-        [str(venv.python), "-c", "import toolgym, pantry_env; print(toolgym.__file__, pantry_env.__file__)"]
-    )
-    site = venv.python.parents[1] / "lib"
-    assert all(Path(p).is_relative_to(site) for p in where.stdout.split()), where.stdout + where.stderr
-
     listed = venv.run([*venv.toolgym, "tasks"])
     assert listed.returncode == 0 and not listed.stderr, listed.stderr
     rows = {row.split("│")[1].strip(): row for row in listed.stdout.splitlines() if row.count("│") > 2}
-    assert "demo" in rows and str(site) in rows["pantry"] and " 4 " in rows["pantry"]
-    tools = venv.run([*venv.toolgym, "tools", "--format", "openai"])
-    assert {"ConvertUnits", "Calculator"} <= {t["function"]["name"] for t in json.loads(tools.stdout)}
+    # both sets' files lie in the venv: toolgym and the package are the wheels', not the checkout
+    site = venv.python.parents[1] / "lib"
+    assert str(site) in rows["demo"] and str(site) in rows["pantry"] and " 4 " in rows["pantry"]
 
+    # pantry-convert-003 calls the package's tool (ConvertUnits) beside its app
     ran = venv.run(
         [*venv.toolgym, "run", "--tasks", "pantry", "--agent", "oracle", "--out", "runs/pantry", "--json"]
     )
