@@ -1,5 +1,6 @@
-"""toolgym task sets as a verifiers environment (verifiers 0.4.0, `verifiers.v1`): this module is a
-verifiers taskset package, so verifiers' own entry points load it by its import path:
+"""toolgym task sets as a verifiers environment (verifiers 0.4.0, `verifiers.v1`): a verifiers
+taskset package. verifiers loads one by a top-level import name (its ids carry no dots), so the
+top-level package `toolgym_verifiers` re-exports this module, and verifiers' own entry points run it:
 
     vf-eval toolgym_verifiers --env.taskset.tasks ctool \\
         --model MODEL --client.base-url http://127.0.0.1:8000/v1 --no-push
@@ -19,8 +20,9 @@ It exports one of each plug-in kind verifiers looks for in a taskset package (`_
   Another harness is chosen with `--env.agent.harness.id` (`null` needs no tools either).
 
 verifiers 0.4.0 pins `mcp==2.0.0` and `openai<3`, which clash with toolgym's own pins: it lives in
-its own venv, which sees toolgym and its other dependencies through a `.pth` line (README: "RL
-libraries"). toolgym's env path imports neither `mcp` nor `openai`, so both run there.
+its own venv, which sees toolgym and its other dependencies through a `.pth` line (docs/plugins.md,
+"The RL libraries' own environment interfaces"). toolgym's env path imports neither `mcp` nor
+`openai`, so both run there.
 """
 
 from __future__ import annotations
