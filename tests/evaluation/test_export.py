@@ -12,6 +12,7 @@ import pytest
 from pydantic import TypeAdapter
 from typer.testing import CliRunner
 
+from tests.evaluation.export_checks import check_exports_equal_requests, export
 from tests.evaluation.fake_openai import FakeOpenAI, Reply, calls, serve, text
 from toolgym.actions import Action, FinalAnswer, ToolCall
 from toolgym.cli import app
@@ -32,7 +33,7 @@ from toolgym.protocols import OpenAIProtocol, ReActProtocol
 from toolgym.protocols.base import RawOutput
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
-from toolgym.trace import TurnTokens, full_requests, read_trace
+from toolgym.trace import TurnTokens
 
 MTU = next(p for p in mock_task_paths() if p.stem == "mtu")
 TASKS = TaskSet.load(MTU)
@@ -367,29 +368,6 @@ def _fish_oil_script(protocol: str) -> dict[str, list[Reply]]:
     }
 
 
-def _hf_form(message: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
-    """A request message in the hf export's documented form: arguments as objects, tool messages
-    named after their call, content text, no weights."""
-    if message.get("tool_calls"):
-        calls_ = []
-        for c in message["tool_calls"]:
-            names[c["id"]] = c["function"]["name"]
-            arguments = c["function"]["arguments"]
-            if arguments.endswith("}"):  # JSON; a call cut short stays text
-                arguments = json.loads(arguments)
-            calls_.append({**c, "function": {**c["function"], "arguments": arguments}})
-        return {**message, "content": message.get("content") or "", "tool_calls": calls_}
-    if message["role"] == "tool":
-        return {**message, "name": names[message["tool_call_id"]]}
-    return message
-
-
-def _export(run: Path, fmt: str, out: Path) -> list[dict[str, Any]]:
-    result = CliRunner().invoke(app, ["export", str(run), "--format", fmt, "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    return [json.loads(line) for line in out.read_text().splitlines()]
-
-
 @pytest.mark.parametrize("protocol", ["openai", "react"])
 def test_every_export_carries_the_requests_the_model_was_sent(protocol: str, tmp_path: Path) -> None:
     """toolgym run --agent llm against an OpenAI-compatible server, then each export format: for
@@ -404,37 +382,18 @@ def test_every_export_carries_the_requests_the_model_was_sent(protocol: str, tmp
         args += ["--protocol", protocol, "--token-ids", "--tasks", str(demo_tasks_path())]
         result = CliRunner().invoke(app, [*args, "--task-id", "fish-oil-days", "--out", str(run)])
     assert result.exit_code == 0, result.output
-    trace = read_trace(next(run.rglob("fish-oil-days.seed0.jsonl")))
+    checked = check_exports_equal_requests(next(run.rglob("fish-oil-days.seed0.jsonl")), run, tmp_path)
+    trace, requests, exported = checked.trace, checked.requests, checked.messages
     assert trace.end is not None and trace.end.reward == 1.0 and len(trace.steps) == 4
     assert trace.steps[0].error_kinds == ["format_error"]
-    requests = [r for r in full_requests(trace.steps) if r is not None]
     assert [r["messages"] for r in requests] == [r["messages"] for r in fake.requests]  # as sent
-    sent_tools = (
-        requests[0]["tools"] or []
-    )  # the text protocols send none: the docs are in the system message
-    assert (sent_tools == []) == (protocol == "react")
-
-    (openai_record,) = _export(run, "openai", tmp_path / "openai.jsonl")
-    (hf_record,) = _export(run, "hf", tmp_path / "hf.jsonl")
-    (sharegpt_record,) = _export(run, "sharegpt", tmp_path / "sharegpt.jsonl")
-    (token_record,) = _export(run, "tokens", tmp_path / "tokens.jsonl")
-    exported = openai_record["messages"]
-    assert openai_record["tools"] == hf_record["tools"] == token_record["tools"] == sent_tools
-    assert token_record["messages"] == exported
-    names: dict[str, str] = {}
-    hf_expected = [_hf_form(m, names) for m in requests[-1]["messages"]]
+    assert (checked.tools == []) == (protocol == "react")
     for step, request in zip(trace.steps, requests, strict=True):
-        n = len(request["messages"])
-        assert [{k: v for k, v in m.items() if k != "weight"} for m in exported[:n]] == request["messages"]
-        assert hf_record["messages"][:n] == hf_expected[:n]
-        reply = exported[n]  # the model's reply, as it wrote it; learnt only when it parsed
-        assert reply["role"] == "assistant" and ("weight" in reply) == (not step.actions)
         # rendered through the (fake) server's chat template, the exported prefix is the prompt
+        n = len(request["messages"])
         assert step.tokens is not None and tokenize(render_prompt(exported[:n])) == step.tokens.prompt_ids
-    assert exported[0]["role"] == "system" and exported[-1]["content"].endswith(ANSWER)
-    assert sharegpt_record["system"] == exported[0]["content"]
-    assert json.loads(sharegpt_record["tools"]) == [t["function"] for t in sent_tools]
-    assert openai_format_problems(openai_record) == (
+    assert exported[-1]["content"].endswith(ANSWER)
+    assert openai_format_problems(checked.record) == (
         [] if protocol == "react" else ["message 2: arguments of OCR are not JSON"]
     )
 
@@ -464,7 +423,7 @@ def test_a_responses_run_exports_its_system_message_tools_and_calls(tmp_path: Pa
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.output
         first = fake.requests[0]
-    (record,) = _export(run, "openai", tmp_path / "openai.jsonl")
+    (record,) = export(run, "openai", tmp_path / "openai.jsonl")
     assert record["messages"][0] == first["input"][0] and record["messages"][1] == first["input"][1]
     assert record["tools"] == [
         {"type": "function", "function": {k: t[k] for k in ("name", "description", "parameters", "strict")}}
