@@ -295,6 +295,10 @@ def _open_user_llm(base_url: str, model: str, api_key_env: str | None) -> ChatUs
 
 register_recorder(app, user_llm=_open_user_llm)
 register_evaluation(app)
+# a local model behind transformers serve (serve-model)  -- evaluation/serve_model.py
+from toolgym.evaluation.serve_model import serve_model_command  # noqa: E402
+
+app.command(name="serve-model")(serve_model_command)
 # env service (env-server)             -- envs/service/commands.py
 from toolgym.envs.service.commands import register as register_env_service  # noqa: E402
 
