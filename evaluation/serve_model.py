@@ -98,7 +98,7 @@ def _sha256(path: Path) -> str:
 
 def _convert(config: HFConfig, out: Path) -> None:
     """Load the GGUF model dequantized, as the in-process agent does, and save it as a plain folder."""
-    os.environ.update(OFFLINE_ENV)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # as the in-process agent: local files only
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
     from transformers.utils import logging as hf_logging
 
