@@ -27,13 +27,21 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from io import FileIO
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.json_schema import models_json_schema
 
-from toolgym.canonical import canonical_json, json_safe, rendered_json
+from toolgym.canonical import (
+    canonical_json,
+    encode_json,
+    escape_surrogates,
+    json_safe,
+    render_json,
+    rendered_json,
+)
 from toolgym.files import with_filename
 from toolgym.jsonl import JSONLError, TornLineError, iter_jsonl_lines
 
@@ -276,30 +284,54 @@ def step_json(fields: Mapping[str, Any]) -> str:
 
 
 def _with_rendered_contents(record: dict[str, Any]) -> str:
-    """canonical_json(record), where an observation's content whose canonical JSON was rendered
-    already (a tool result's text is it: `render_json`) is put in as that text instead of being
-    encoded a second time. The content stands in as a marker string while the rest is encoded;
-    a marker found anywhere but once (text that holds it by chance) gives the plain encoding."""
-    originals = record["observations"]
-    texts: list[str] = []
-    observations: list[Any] = []
-    for obs in originals:
-        content = obs.get("content")
-        text = None if content is None or type(content) is str else rendered_json(content)
-        if text is None or obs.get("text") != text:
-            observations.append(obs)
-            continue
-        observations.append({**obs, "content": f"\x00toolgym-rendered-{len(texts)}\x00"})
-        texts.append(text)
-    if not texts:
-        return canonical_json(record)
-    line = canonical_json({**record, "observations": observations})
-    for n, text in enumerate(texts):
-        marker = f'"\\u0000toolgym-rendered-{n}\\u0000"'
-        if line.count(marker) != 1:
-            return canonical_json(record)
-        line = line.replace(marker, text, 1)
-    return line
+    """canonical_json(record), put together field by field so that what was encoded already is
+    not encoded again: an observation's content whose canonical JSON was rendered (a tool
+    result's text is it: `render_json`) goes in as that text. The state diff's canonical JSON is
+    remembered (`render_json`), so the env keeps a finished step's diff as that text
+    (`EpisodeStep.pack`). The parts are what `canonical_json` writes of each value; the keys are
+    plain names, written in sorted order as `sort_keys` writes them."""
+    parts = []
+    for key in sorted(record):
+        value = record[key]
+        if key == "observations":
+            text = "[" + ",".join(_observation_json(obs) for obs in value) + "]"
+        elif key == "state_diff" and value:
+            text = rendered_json(value) or render_json(value)
+        else:
+            text = _value_json(value)
+        parts.append(f'"{key}":{text}')
+    return escape_surrogates("{" + ",".join(parts) + "}")
+
+
+def _observation_json(obs: dict[str, Any]) -> str:
+    """An observation record's canonical JSON (lone surrogates still raw: the line escapes them),
+    with its content's rendered text put in where there is one."""
+    content = obs.get("content")
+    rendered = None if content is None or type(content) is str else rendered_json(content)
+    if rendered is None or obs.get("text") != rendered or not all(type(k) is str for k in obs):
+        return encode_json(obs)
+    return (
+        "{"
+        + ",".join(
+            f"{encode_basestring(k)}:{rendered if k == 'content' else _value_json(obs[k])}"
+            for k in sorted(obs)
+        )
+        + "}"
+    )
+
+
+def _value_json(value: Any) -> str:
+    """What the canonical encoder writes of `value`, scalars without its set-up."""
+    kind = type(value)
+    if kind is str:
+        return encode_basestring(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return int.__repr__(value)
+    return encode_json(value)
 
 
 # fields of schema 1.4 on are left out when null, so the steps of agents that call no model (the

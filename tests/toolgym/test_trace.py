@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from toolgym import Action, AnswerSpec, FinalAnswer, Task, ToolCall, ToolEnv, ToolSet, tool
-from toolgym.canonical import canonical_hash, rendered_json
+from toolgym.canonical import canonical_hash, canonical_json, rendered_json
 from toolgym.envs.agents import ScriptedAgent
 from toolgym.envs.runner import run_episode, step_fields
 from toolgym.trace import (
@@ -425,3 +425,15 @@ def test_a_rendered_content_is_put_in_the_line_as_its_text(value: str, raw_holds
     fields = step_fields(raw, info, None)
     assert step_json(fields) == record_json(TraceStep(**fields))
     assert rendered_json(info["observations"][0]["content"]) == info["observations"][0]["text"]
+
+
+def test_a_step_lines_state_diff_is_encoded_once_and_remembered() -> None:
+    """The line encodes the state diff once and remembers its text (`render_json`), which the
+    env then keeps for the finished step instead of the diff's objects; a diff encoded already
+    goes in as that text."""
+    diff = {"bank": {"added": [{"id": 1, "amount": 2.5}], "removed": [], "changed": []}}
+    fields: dict[str, Any] = {"index": 1, "actions": [], "observations": [], "state_diff": diff}
+    line = step_json(fields)
+    assert rendered_json(diff) == canonical_json(diff)
+    assert line == record_json(TraceStep(**fields))
+    assert step_json(fields) == line  # the remembered text, put in as it is
