@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -10,22 +11,189 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
-from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
-from toolgym.canonical import canonical_hash
+from toolgym.actions import (
+    CONTENT_IN_TEXT,
+    Action,
+    ActionRecord,
+    AskUser,
+    FinalAnswer,
+    NoCall,
+    Observation,
+    ObservationRecord,
+    ToolCall,
+    as_action,
+    as_observation,
+)
+from toolgym.canonical import canonical_hash, render_json, rendered_json
+from toolgym.protocols.base import ActionProtocol
 from toolgym.tasks import AnswerSpec, Task, alias_found
 from toolgym.world import World
 
 
-@dataclass(slots=True)  # a long episode keeps thousands: slots make them smaller and quicker
 class EpisodeStep:
-    """One env step: the raw agent output, what it parsed to, and what the env answered."""
+    """One env step: the raw agent output, what it parsed to, and what the env answered.
 
-    index: int
-    raw: Any
-    actions: list[Action]
-    observations: list[Observation]
-    state_hash: str | None = None
-    state_diff: dict[str, Any] | None = None
+    `ToolEnv.step` keeps a step lean: its actions and observations as the step path's records
+    (`ActionRecord`, `ObservationRecord`), and once the next step starts (`pack`), what can be
+    read back from text as that text alone. A long episode keeps thousands of steps, and the
+    objects of each (models, results, diffs) would cost their building and, at the next reset,
+    their freeing. `actions`, `observations` and `state_diff` are what they always were: built
+    on first access."""
+
+    __slots__ = (
+        "_actions",
+        "_lean",
+        "_observations",
+        "_parser",
+        "_state_diff",
+        "index",
+        "raw",
+        "state_hash",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        raw: Any,
+        actions: list[Action],
+        observations: list[Observation],
+        state_hash: str | None = None,
+        state_diff: dict[str, Any] | None = None,
+    ) -> None:
+        self.index = index
+        self.raw = raw
+        # lean: records or models, a tuple once packed; None: tool calls parsed again from `raw`
+        self._actions: list[Any] | tuple[Any, ...] | None = actions
+        self._observations: list[Any] | tuple[Any, ...] = observations
+        self._lean = False  # whether the fields may hold records or packed forms still
+        self._parser: ActionProtocol | None = None
+        self.state_hash = state_hash
+        self._state_diff: dict[str, Any] | str | None = state_diff  # str: packed (`pack`)
+
+    @classmethod
+    def of_records(
+        cls,
+        index: int,
+        raw: Any,
+        actions: list[Action | ActionRecord],
+        observations: list[Observation | ObservationRecord],
+        *,
+        parser: ActionProtocol | None = None,
+    ) -> EpisodeStep:
+        """A step that holds the step path's records (models given as they are), built into
+        models when first read. `parser`: the protocol whose `parse_records` made `actions` from
+        the `raw` text, where parsing the same text again gives the same records (ReAct's): a
+        packed step of tool calls then keeps the text alone."""
+        step = cls(index, raw, actions, observations)  # type: ignore[arg-type]
+        step._lean = True
+        step._parser = parser
+        return step
+
+    @property
+    def state_diff(self) -> dict[str, Any] | None:
+        diff = self._state_diff
+        if isinstance(diff, str):  # packed: its canonical JSON (`pack`)
+            diff = self._state_diff = json.loads(diff)
+        return diff
+
+    @state_diff.setter
+    def state_diff(self, value: dict[str, Any] | None) -> None:
+        self._state_diff = value
+
+    def pack(self) -> None:
+        """Keep what can be read back as little as it takes: tool results whose text is their
+        content's canonical JSON as the text (`ObservationRecord.pack`), the state diff as its
+        canonical JSON (encoded once: the trace line's, where one was written), tool calls
+        parsed from text as that text (`of_records`' parser), the rest in tuples. A long episode
+        then holds a few objects per step for the next reset to free, not hundreds. `ToolEnv.step`
+        packs the step before its own; a step that holds models (yours) is left as it is."""
+        if not self._lean or self._actions is None:  # not the env's, or packed already
+            return
+        for obs in self._observations:
+            if type(obs) is ObservationRecord and obs.type == "tool_result":
+                content = obs.content
+                if content is not None and type(content) is not str and content is not CONTENT_IN_TEXT:
+                    obs.pack(rendered_json(content))
+        self._observations = tuple(self._observations)
+        actions = self._actions
+        if (
+            self._parser is not None
+            and type(self.raw) is str
+            and actions
+            and all(type(a) is ActionRecord and a.type == "tool_call" for a in actions)
+        ):
+            self._actions = None  # `raw` parses to them again
+        else:
+            self._actions, self._parser = tuple(actions), None
+        diff = self._state_diff
+        if type(diff) is dict:
+            try:
+                packed = "{}" if not diff else rendered_json(diff) or render_json(diff)
+            except (ValueError, TypeError, RecursionError):  # what JSON cannot hold stays as it is
+                return
+            if "\\ud" not in packed:  # as `ObservationRecord.pack`
+                self._state_diff = packed
+
+    def _built(self) -> None:
+        actions = self._actions
+        if actions is None:
+            assert self._parser is not None and isinstance(self.raw, str)
+            actions = self._parser.parse_records(self.raw)
+        self._actions = [as_action(a) for a in actions]
+        self._observations = [as_observation(o) for o in self._observations]
+        self._lean, self._parser = False, None
+
+    @property
+    def actions(self) -> list[Action]:
+        if self._lean:
+            self._built()
+        assert isinstance(self._actions, list)
+        return self._actions
+
+    @actions.setter
+    def actions(self, value: list[Action]) -> None:
+        if self._lean:
+            self._built()
+        self._actions = value
+
+    @property
+    def observations(self) -> list[Observation]:
+        if self._lean:
+            self._built()
+        assert isinstance(self._observations, list)
+        return self._observations
+
+    @observations.setter
+    def observations(self, value: list[Observation]) -> None:
+        if self._lean:
+            self._built()
+        self._observations = value
+
+    def non_call_actions(self) -> list[Action | ActionRecord]:
+        """The step's final answers, questions and no-calls, as they are held (records or
+        models: both have `type`, `text` and `thought`), building nothing: what scans of a whole
+        episode read (`Episode.final_answer`, `user_scores`)."""
+        actions = self._actions
+        if actions is None:  # packed tool calls
+            return []
+        return [a for a in actions if a.type != "tool_call"]
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.index, self.raw, self.actions, self.observations, self.state_hash, self.state_diff)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not EpisodeStep:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
+
+    def __repr__(self) -> str:
+        index, raw, actions, observations, state_hash, state_diff = self._fields()
+        return (
+            f"EpisodeStep(index={index!r}, raw={raw!r}, actions={actions!r}, observations={observations!r}, "
+            f"state_hash={state_hash!r}, state_diff={state_diff!r})"
+        )
 
 
 @dataclass
@@ -37,8 +205,10 @@ class Episode:
     @property
     def final_answer(self) -> str | None:
         for step in reversed(self.steps):
-            for action in step.actions:
-                if isinstance(action, FinalAnswer):
+            for action in step.non_call_actions():  # records or models: no model built to look
+                if isinstance(action, FinalAnswer) or (
+                    isinstance(action, ActionRecord) and action.type == "final_answer"
+                ):
                     return action.text
         return None
 
@@ -238,10 +408,10 @@ def user_scores(task: Task, episode: Episode) -> dict[str, float]:
     if scenario.satisfied_phrases:
         spec = AnswerSpec(whitelist=scenario.satisfied_phrases)
         told = [
-            a.text if isinstance(a, (FinalAnswer, AskUser)) else a.thought
+            a.thought if a.type == "no_call" else a.text
             for step in episode.steps
-            for a in step.actions
-            if isinstance(a, (FinalAnswer, AskUser, NoCall))
+            for a in step.non_call_actions()  # no model built to look
+            if isinstance(a, (FinalAnswer, AskUser, NoCall, ActionRecord))
         ]
         scores["user_satisfied"] = float(any(answer_matches(t, spec) for t in told if t))
     return scores

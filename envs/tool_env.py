@@ -37,11 +37,22 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, SupportsFloat, TypeVar, runtime_checkable
 
 import gymnasium as gym
+import numpy as np
 from pydantic import BaseModel
 
-from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
+from toolgym.actions import (
+    Action,
+    ActionRecord,
+    AskUser,
+    FinalAnswer,
+    NoCall,
+    Observation,
+    ObservationRecord,
+    ToolCall,
+    as_action,
+    as_observation,
+)
 from toolgym.canonical import json_safe
-from toolgym.envs.faults import injected_of
 from toolgym.envs.rewards import Episode, EpisodeStep, RewardFn, reward_value, task_scores
 from toolgym.envs.spaces import AnyText
 from toolgym.envs.users import NO_MORE_USER_INPUT as NO_MORE_USER_INPUT  # its old home
@@ -51,6 +62,9 @@ from toolgym.files import FileStore
 from toolgym.protocols import get_protocol
 from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol, plain_output
 from toolgym.protocols.json_protocol import check_arguments
+from toolgym.protocols.openai import OpenAIProtocol
+from toolgym.protocols.react import ReActProtocol
+from toolgym.protocols.responses import ResponsesProtocol
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import BaseTool, ToolContext, ToolSet, to_json_value
 from toolgym.world import World
@@ -99,6 +113,14 @@ class Timing:
 
     latency_s: float = field(compare=False)
     tool_latency_s: float = field(compare=False)
+
+
+def _timing(latency_s: float, tool_latency_s: float) -> Timing:
+    """`Timing(latency_s, tool_latency_s)`, the same object, without the frozen dataclass's
+    `__init__` (a field set through `object.__setattr__` each: a microsecond on every step)."""
+    timing = object.__new__(Timing)
+    vars(timing).update(latency_s=latency_s, tool_latency_s=tool_latency_s)
+    return timing
 
 
 def argument_problem(call: ToolCall) -> str | None:
@@ -151,15 +173,19 @@ def action_record(action: Action, *, trusted: bool, checked: bool) -> dict[str, 
     return json_record(action)
 
 
-def observation_record(obs: Observation) -> dict[str, Any]:
-    """An observation as JSON data for info and traces: what `json_record` gives. A tool result's
-    content is JSON data already (`ToolSet.call` makes it so, a cassette reads it back from JSON),
-    so its record takes the fields as they are and shares the content; so does an observation
-    without content (an error, a final answer, a note). Other content (error payloads, user turns,
-    the task) goes through pydantic."""
+def observation_record(obs: Observation | ObservationRecord) -> dict[str, Any]:
+    """An observation (the model, or the step path's record of it) as JSON data for info and
+    traces: what `json_record` gives of the model. A tool result's content is JSON data already
+    (`ToolSet.call` makes it so, a cassette reads it back from JSON), so its record takes the
+    fields as they are and shares the content; so does an observation without content (an error,
+    a final answer, a note). Other content (error payloads, user turns, the task) goes through
+    pydantic."""
     content = obs.content
-    if type(obs) is not Observation or (content is not None and obs.type != "tool_result"):
-        return json_record(obs)
+    kind = type(obs)
+    if (kind is not ObservationRecord and kind is not Observation) or (
+        content is not None and obs.type != "tool_result"
+    ):
+        return json_record(as_observation(obs))
     error = obs.error
     return {
         "type": obs.type,
@@ -171,6 +197,40 @@ def observation_record(obs: Observation) -> dict[str, Any]:
         "error": None if error is None else {"kind": error.kind.value, "message": error.message},
     }
 
+
+def _given_action_record(action: Action) -> tuple[str | None, dict[str, Any]]:
+    """A given action's argument problem (`argument_problem`: None for fine arguments, and for
+    other actions) and its JSON record (`json_record`). A ToolCall's arguments are walked once:
+    the walk that checks them also makes their plain JSON form, which is what pydantic's dump
+    gives (tuples as lists, subclasses as their plain values), so no dump is needed."""
+    if type(action) is not ToolCall:
+        if isinstance(action, ToolCall):  # a subclass: pydantic's dump, whatever it adds
+            problem = argument_problem(action)
+            return problem, json_record(action, checked=problem is None)
+        return None, action_record(action, trusted=False, checked=True)
+    try:
+        arguments = check_arguments(action.arguments, f"{action.name}: arguments")
+    except FormatError as exc:
+        return exc.message, json_record(action)
+    record = {
+        "type": "tool_call",
+        "name": action.name,
+        "arguments": arguments,
+        "call_id": action.call_id,
+        "thought": action.thought,
+    }
+    return None, record
+
+
+# protocols whose `format_observation` reads fields only (text, call_id), so a record will do
+_FIELD_FORMATTERS = frozenset(
+    {
+        ActionProtocol.format_observation,
+        ReActProtocol.format_observation,
+        OpenAIProtocol.format_observation,
+        ResponsesProtocol.format_observation,
+    }
+)
 
 _ACTION_TYPES = (ToolCall, FinalAnswer, NoCall, AskUser)
 
@@ -214,13 +274,18 @@ def observation_text(
 ) -> str:
     """A step's observations as `step` returns them: each rendered by the protocol, one a line,
     clipped to the observation space's limit (`clip`)."""
-    format_observation = protocol.format_observation
-    text = (
-        format_observation(observations[0])
-        if len(observations) == 1
-        else "\n".join(format_observation(o) for o in observations)
-    )
+    text = _observation_text(protocol, observations)
     return _clip(text) if clip else text
+
+
+def _observation_text(
+    protocol: ActionProtocol, observations: Sequence[Observation | ObservationRecord]
+) -> str:
+    """`observation_text` unclipped, of models or (for a protocol that reads fields only) records."""
+    format_observation: Callable[[Any], str] = protocol.format_observation
+    if len(observations) == 1:
+        return format_observation(observations[0])
+    return "\n".join(format_observation(o) for o in observations)
 
 
 def _clip(text: str, limit: int = MAX_OBSERVATION_CHARS) -> str:
@@ -230,8 +295,8 @@ def _clip(text: str, limit: int = MAX_OBSERVATION_CHARS) -> str:
     return text[: limit - len(marker)] + marker
 
 
-def _infra_observation(what: str, exc: InfraError) -> Observation:
-    return Observation.from_error(
+def _infra_observation(what: str, exc: InfraError) -> ObservationRecord:
+    return ObservationRecord.from_error(
         ErrorKind.INFRA_ERROR, f"{what}: {exc.message}", content=to_json_value(exc.data)
     )
 
@@ -240,16 +305,20 @@ def _cassette_miss(content: Any) -> bool:
     return isinstance(content, Mapping) and "cassette_miss" in content
 
 
-def outage_of(obs: Observation) -> str | None:
+def outage_of(obs: Observation | ObservationRecord) -> str | None:
     """What failed, when `obs` reports a backend failure (an `infra_error` from a world, a tool
     server, the sandbox, a simulator); None for any other observation, and for the infra errors
     that are no outage: a fault plan's injected faults (the experiment itself) and cassette misses
     (a replay that diverged, which verify reports)."""
-    if obs.error is None or obs.error.kind is not ErrorKind.INFRA_ERROR or injected_of(obs) is not None:
+    error = obs.error
+    if error is None or error.kind is not ErrorKind.INFRA_ERROR:
         return None
-    if _cassette_miss(obs.content):
-        return None
-    return f"{obs.tool}: {obs.error.message}" if obs.tool else obs.error.message
+    content = obs.content
+    if isinstance(content, Mapping) and (
+        isinstance(content.get("injected"), Mapping) or "cassette_miss" in content
+    ):
+        return None  # injected by a fault plan (`injected_of`), or a cassette miss
+    return f"{obs.tool}: {error.message}" if obs.tool else error.message
 
 
 def _tried_twice(fn: Callable[[], _T]) -> _T:
@@ -319,6 +388,8 @@ class ToolEnv(gym.Env[str, Any]):
         self.world_factory = world_factory
         # rendered instructions by (protocol, offered tools): a reset renders only a new tool set
         self._instructions: dict[tuple[ActionProtocol, tuple[BaseTool, ...]], str] = {}
+        # `_seed`: the last seed given, the generator made from it and that generator's first state
+        self._seeded: tuple[int | None, np.random.Generator | None, Mapping[str, Any]] = (None, None, {})
 
     # ---- episode start --------------------------------------------------------------------
     def _pick_task(self, options: Mapping[str, Any] | None) -> Task:
@@ -378,10 +449,23 @@ class ToolEnv(gym.Env[str, Any]):
             text = self._instructions[key] = self.protocol.instructions(self.offered)
         return text
 
+    def _seed(self, seed: int | None) -> None:
+        """gymnasium's reseeding (`Env.reset(seed=...)`): a fresh generator for a new seed; for
+        the seed the generator was last made from, that generator put back in its first state,
+        which draws the same numbers as a fresh one (a new one costs tens of microseconds,
+        every reset of a seeded run)."""
+        made_from, generator, state = self._seeded
+        if seed is not None and seed == made_from and self._np_random is generator is not None:
+            generator.bit_generator.state = state
+            return
+        super().reset(seed=seed)
+        if seed is not None and self._np_random is not None:
+            self._seeded = (seed, self._np_random, self._np_random.bit_generator.state)
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        super().reset(seed=seed)
+        self._seed(seed)
         task = self._pick_task(options)
         if self._owns_files and self.episode is not None:
             # each episode starts with the files of a fresh env: a file an earlier task announced
@@ -432,10 +516,14 @@ class ToolEnv(gym.Env[str, Any]):
         Action or a list of them) by this env's protocol, or the `format_error` observation
         saying why there are none. Never raises; teacher forcing scores predictions with the
         same parse."""
-        return self._parse(action, given=_is_actions(action))
+        parsed = self._parse(action, given=_is_actions(action))
+        if isinstance(parsed, list):
+            return [as_action(a) for a in parsed]
+        return as_observation(parsed)
 
-    def _parse(self, action: Any, *, given: bool) -> list[Action] | Observation:
-        """`parse_action`, told whether `action` is already actions (`_is_actions`)."""
+    def _parse(self, action: Any, *, given: bool) -> list[Action | ActionRecord] | ObservationRecord:
+        """`parse_action`, told whether `action` is already actions (`_is_actions`), as the step
+        path holds it: the protocol's records (`parse_records`) or the given models."""
         if given:
             return [action] if isinstance(action, _ACTION_TYPES) else list(action)
         try:
@@ -446,24 +534,24 @@ class ToolEnv(gym.Env[str, Any]):
                 raise FormatError(
                     f"expected model output text or a message object, got {type(action).__name__}"
                 )
-            actions = self.protocol.parse(action)
+            actions = self.protocol.parse_records(action)
             if not actions:
                 raise FormatError("no action found in the model output")
             return actions
         except FormatError as exc:
             # kind: arguments that parsed but are not JSON data are an argument_error
-            return Observation.from_error(exc.kind, exc.message)
+            return ObservationRecord.from_error(exc.kind, exc.message)
         except Exception as exc:  # a protocol bug must not take the episode down
-            return Observation.from_error(
+            return ObservationRecord.from_error(
                 ErrorKind.FORMAT_ERROR, f"unparseable output ({type(exc).__name__}: {exc})"
             )
 
-    def _run(self, action: Action, problem: str | None) -> Observation:
+    def _run(self, action: Action | ActionRecord, problem: str | None) -> Observation | ObservationRecord:
         """`problem`: what `argument_problem` says of a ToolCall's arguments (None: fine)."""
         assert self.task is not None and self._ctx is not None
-        if isinstance(action, ToolCall):
+        if isinstance(action, ToolCall) or (type(action) is ActionRecord and action.type == "tool_call"):
             if action.name not in self.offered:
-                return Observation.from_error(
+                return ObservationRecord.from_error(
                     ErrorKind.UNKNOWN_TOOL,
                     f"tool {action.name!r} is not available; "
                     f"available tools: {', '.join(self.offered.names)}",
@@ -471,21 +559,38 @@ class ToolEnv(gym.Env[str, Any]):
                     call_id=action.call_id,
                 )
             if problem is not None:
-                return Observation.from_error(
+                return ObservationRecord.from_error(
                     ErrorKind.ARGUMENT_ERROR, problem, tool=action.name, call_id=action.call_id
                 )
-            obs = self.offered.call(action, self._ctx)
-            if outage_of(obs) is not None:  # once more: a passing failure is absorbed here
-                obs = self.offered.call(action, self._ctx)
-            return obs
-        if isinstance(action, FinalAnswer):
-            return Observation(type="final", text=action.text)
-        if isinstance(action, AskUser):
+            return self._call(action)
+        if isinstance(action, (FinalAnswer, ActionRecord)) and action.type == "final_answer":
+            return ObservationRecord("final", action.text)
+        if isinstance(action, (AskUser, ActionRecord)) and action.type == "ask_user":
             return self._ask_user(action.text, asked=True)
-        if self.task.user is not None and action.thought.strip():
+        thought = action.thought or ""
+        if self.task.user is not None and thought.strip():
             # with a simulated user, a turn with no call and some text is a message to the user
-            return self._ask_user(action.thought, asked=False)
-        return Observation(type="note", text="No tool was called.")
+            return self._ask_user(thought, asked=False)
+        return ObservationRecord("note", "No tool was called.")
+
+    def _call(self, action: ToolCall | ActionRecord) -> Observation | ObservationRecord:
+        """One tool call, tried once more when it meets an outage (a passing failure is absorbed
+        here). A tool set whose `call` is ToolSet's own answers with a lean record
+        (`call_record`); one that overrides `call` (a cassette, a fault plan, a remote server)
+        gets the ToolCall model and answers with its Observation."""
+        assert self._ctx is not None
+        offered = self.offered
+        if type(offered).call is ToolSet.call:
+            obs: Observation | ObservationRecord = offered.call_record(action, self._ctx)
+            if outage_of(obs) is not None:
+                obs = offered.call_record(action, self._ctx)
+            return obs
+        call = as_action(action)
+        assert isinstance(call, ToolCall)
+        obs = offered.call(call, self._ctx)
+        if outage_of(obs) is not None:
+            obs = offered.call(call, self._ctx)
+        return obs
 
     def _user_info(self) -> dict[str, Any]:
         scenario = self.task.user if self.task is not None else None
@@ -496,7 +601,7 @@ class ToolEnv(gym.Env[str, Any]):
             "ended": self._user_ended,
         }
 
-    def _ask_user(self, message: str, *, asked: bool) -> Observation:
+    def _ask_user(self, message: str, *, asked: bool) -> Observation | ObservationRecord:
         """The user's reply as an observation. With a scenario, its content marks the user turn
         (simulator, turn, told slots, stop) for traces; scripted replies stay as they always were."""
         assert self.task is not None
@@ -516,7 +621,7 @@ class ToolEnv(gym.Env[str, Any]):
         except InfraError as exc:  # a dead or broken user endpoint: not the agent's fault
             return _infra_observation(f"the user simulator {self.user.name} failed", exc)
         except Exception as exc:  # a simulator bug must not take the episode down
-            return Observation.from_error(
+            return ObservationRecord.from_error(
                 ErrorKind.INFRA_ERROR,
                 f"the user simulator {self.user.name} failed: {type(exc).__name__}: {exc}",
             )
@@ -545,34 +650,22 @@ class ToolEnv(gym.Env[str, Any]):
         # a protocol that checks arguments made them: no second walk (`checks_arguments`)
         trusted = self.protocol.checks_arguments and not given
         actions = parsed if isinstance(parsed, list) else []
-        observations: list[Observation] = [parsed] if isinstance(parsed, Observation) else []
-        tool_time = 0.0
-        terminated = False
-        aborted: str | None = None  # the backend failure that ends the episode unscored
-        index = len(self.episode.steps) + 1
+        observations: list[Observation | ObservationRecord] = (
+            [parsed] if isinstance(parsed, ObservationRecord) else []
+        )
+        steps = self.episode.steps
+        if steps:
+            steps[-1].pack()  # the step before this one is history now
+        index = len(steps) + 1
         assert self._ctx is not None
         self._ctx.extras["step"] = index  # tool layers place a call by step (fault windows)
         self._ctx.extras.pop("faults", None)  # a fault layer lists what it injected this step here
         # each call's arguments checked once: the run and the info record both need the answer
-        problems = [argument_problem(a) if not trusted and isinstance(a, ToolCall) else None for a in actions]
-        for act, problem in zip(actions, problems, strict=True):
-            t0 = time.perf_counter()
-            observations.append(self._run(act, problem))
-            tool_time += time.perf_counter() - t0
-            aborted = outage_of(observations[-1])
-            if aborted is not None:
-                break  # the backend is gone: nothing after this call runs
-            if isinstance(act, FinalAnswer) or self._user_ended == "stop":
-                terminated = True  # the user ending the conversation ends the episode too
-                break  # nothing after a final answer runs
-            if self._user_ended is not None:
-                break  # the user left (turn limit): the step is truncated below
-        step = EpisodeStep(
-            index=index,
-            raw=_keepable(action),
-            actions=actions,
-            observations=observations,
-        )
+        problems, records = self._action_records(actions, trusted)
+        tool_time, terminated, aborted = self._run_all(actions, problems, observations)
+        # ReAct's parse of the same text gives the same records: a packed step keeps the text alone
+        parser = self.protocol if type(self.protocol) is ReActProtocol and not given else None
+        step = EpisodeStep.of_records(index, _keepable(action), actions, observations, parser=parser)
         if self.world is not None:
             try:
                 _tried_twice(lambda: self._world_state(step))
@@ -589,15 +682,57 @@ class ToolEnv(gym.Env[str, Any]):
             terminated, truncated, result = False, True, None
         self._done = terminated or truncated
         reward = reward_value(result) if result is not None else 0.0
+        info = self._step_info(step, records, observations)
+        if aborted is not None:
+            info["aborted"] = aborted
+        if result is not None:
+            info["scores"] = dict(result) if isinstance(result, Mapping) else {"reward": reward}
+            info["final_answer"] = self.episode.final_answer
+        info["timing"] = _timing(time.perf_counter() - started, tool_time)
+        if type(self.protocol).format_observation not in _FIELD_FORMATTERS:
+            observations[:] = [as_observation(o) for o in observations]  # the protocol reads models
+        text = _observation_text(self.protocol, observations)
+        self._last_render = text
+        self._emit("step", info)
+        return _clip(text), reward, terminated, truncated, info
+
+    def _run_all(
+        self,
+        actions: list[Action | ActionRecord],
+        problems: list[str | None],
+        observations: list[Observation | ObservationRecord],
+    ) -> tuple[float, bool, str | None]:
+        """Runs the step's actions in order, their observations appended to `observations`:
+        the time the calls took, whether the episode ended (a final answer, the user done) and
+        the backend failure that ends it unscored, if one did."""
+        tool_time = 0.0
+        for action, problem in zip(actions, problems, strict=True):
+            t0 = time.perf_counter()
+            observations.append(self._run(action, problem))
+            tool_time += time.perf_counter() - t0
+            aborted = outage_of(observations[-1])
+            if aborted is not None:
+                return tool_time, False, aborted  # the backend is gone: nothing after this call runs
+            if action.type == "final_answer" or self._user_ended == "stop":
+                return tool_time, True, None  # the user ending the conversation ends it too
+            if self._user_ended is not None:
+                break  # the user left (turn limit): the step is truncated
+        return tool_time, False, None
+
+    def _step_info(
+        self,
+        step: EpisodeStep,
+        records: list[dict[str, Any]],
+        observations: list[Observation | ObservationRecord],
+    ) -> dict[str, Any]:
+        """The step's info but for how the episode ended (aborted, scores) and the timing."""
+        assert self.task is not None and self._ctx is not None
         kinds = [o.error.kind.value for o in observations if o.error is not None]
         if kinds:
             self.error_counts.update(kinds)
         info: dict[str, Any] = {
-            "step": index,
-            "actions": [
-                action_record(a, trusted=trusted, checked=p is None)
-                for a, p in zip(actions, problems, strict=True)
-            ],
+            "step": step.index,
+            "actions": records,
             "observations": [observation_record(o) for o in observations],
             "error_kind": kinds[0] if kinds else None,
             "error_kinds": kinds,
@@ -611,19 +746,29 @@ class ToolEnv(gym.Env[str, Any]):
         faults = self._ctx.extras.pop("faults", None)
         if faults:
             info["faults"] = faults
-        if aborted is not None:
-            info["aborted"] = aborted
-        if result is not None:
-            info["scores"] = dict(result) if isinstance(result, Mapping) else {"reward": reward}
-            info["final_answer"] = self.episode.final_answer
-        info["timing"] = Timing(latency_s=time.perf_counter() - started, tool_latency_s=tool_time)
-        text = observation_text(self.protocol, observations, clip=False)
-        self._last_render = text
-        self._emit("step", info)
-        return _clip(text), reward, terminated, truncated, info
+        return info
+
+    def _action_records(
+        self, actions: list[Action | ActionRecord], trusted: bool
+    ) -> tuple[list[str | None], list[dict[str, Any]]]:
+        """Each action's argument problem (`argument_problem`; None: fine) and its JSON record for
+        info and traces. The protocol's records and the calls of a protocol that checks
+        arguments are checked already; a given ToolCall's arguments are walked once here."""
+        problems: list[str | None] = []
+        records: list[dict[str, Any]] = []
+        for action in actions:
+            if type(action) is ActionRecord:
+                problem, record = None, action.record()
+            elif trusted:
+                problem, record = None, action_record(action, trusted=True, checked=True)  # type: ignore[arg-type]
+            else:
+                problem, record = _given_action_record(action)  # type: ignore[arg-type]
+            problems.append(problem)
+            records.append(record)
+        return problems, records
 
     def _score(
-        self, task: Task, episode: Episode, observations: list[Observation]
+        self, task: Task, episode: Episode, observations: list[Observation | ObservationRecord]
     ) -> tuple[float | Mapping[str, float] | None, str | None]:
         """The reward function's result, or None and why the episode could not be scored (a remote
         world that scores itself is gone: said in `observations` too)."""

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from toolgym.actions import Observation, ToolCall
+from toolgym.actions import ActionRecord, Observation, ObservationRecord, ToolCall
 from toolgym.canonical import json_safe, render_json
 from toolgym.errors import ArgumentError, ErrorKind, ToolgymError, UnknownToolError
 from toolgym.files import FileHandle, FileKind, FileStore, StoredFile, UnknownFileError
@@ -716,15 +716,20 @@ def _json_and_files(value: Any, files: list[FileHandle]) -> Any:
 
 
 def result_observation(call: ToolCall, value: Any) -> Observation:
+    return result_record(call, value).observation()
+
+
+def result_record(call: ToolCall | ActionRecord, value: Any) -> ObservationRecord:
+    """A tool's result as the step path's record (`result_observation` without the model)."""
     files: list[FileHandle] = []
     content = _json_and_files(value, files)
-    return Observation(
-        type="tool_result",
-        text=_render(value, content),
-        tool=call.name,
-        call_id=call.call_id,
-        content=content,
-        files=tuple(files),
+    return ObservationRecord(
+        "tool_result",
+        _render(value, content),
+        call.name,
+        call.call_id,
+        content,
+        tuple(files) if files else (),
     )
 
 
@@ -775,6 +780,11 @@ class ToolSet:
 
     def call(self, call: ToolCall, ctx: ToolContext) -> Observation:
         """Run one call; every failure becomes a typed error observation."""
+        return self.call_record(call, ctx).observation()
+
+    def call_record(self, call: ToolCall | ActionRecord, ctx: ToolContext) -> ObservationRecord:
+        """`call`, answered with the step path's lean record instead of the model. `ToolEnv` calls
+        it where `call` is this class's own (a subclass that overrides `call` gets `call`)."""
         try:
             t = self.get(call.name)
             arguments = call.arguments
@@ -782,19 +792,19 @@ class ToolSet:
                 arguments = drop_null_optionals(t, arguments)
             value = t.invoke(arguments, ctx)
         except ToolgymError as exc:
-            return Observation.from_error(
+            return ObservationRecord.from_error(
                 exc.kind, exc.message, tool=call.name, call_id=call.call_id, content=_error_content(exc.data)
             )
         except Exception as exc:  # the tool's own failure: the agent sees it, the env survives
-            return Observation.from_error(
+            return ObservationRecord.from_error(
                 ErrorKind.TOOL_ERROR, f"{type(exc).__name__}: {exc}", tool=call.name, call_id=call.call_id
             )
         try:
-            return result_observation(call, value)
+            return result_record(call, value)
         except (RecursionError, ValueError, TypeError):
             # a result JSON cannot hold as it is (nested past the recursion limit, a cycle, an
             # infinity, a huge int): the agent sees it, escaped as json_safe says
-            return result_observation(call, json_safe(value))
+            return result_record(call, json_safe(value))
 
     # ---- exports ----------------------------------------------------------------------------
     def to_openai(self, *, strict: bool = False) -> list[dict[str, Any]]:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from toolgym.envs.rewards import LexicalSimilarity, answer_matches, score_answer
@@ -93,3 +95,80 @@ def test_golden_end_state_is_replayed_once_per_chain(monkeypatch: pytest.MonkeyP
     # a chain that fails on a fresh world is remembered as None (a task bug, scored golden_error)
     broken = ToolCall(name="transfer", arguments={**pay.arguments, "from_account_id": "ACC-NOPE"})
     assert rewards.golden_state_hash(task.model_copy(update={"golden": [GoldenStep(action=broken)]})) is None
+
+
+# ---- EpisodeStep: lean records, built on access ---------------------------------------------------
+def test_a_step_of_records_gives_the_models_and_compares_as_one() -> None:
+    from toolgym.actions import ActionRecord, FinalAnswer, Observation, ObservationRecord, ToolCall
+    from toolgym.envs.rewards import EpisodeStep
+
+    call = ActionRecord("tool_call", "add", {"b": 2, "a": 1}, thought="sum")
+    result = ObservationRecord("tool_result", "3", "add", None, 3)
+    lean = EpisodeStep.of_records(1, "raw", [call], [result])
+    models = EpisodeStep(
+        1,
+        "raw",
+        [ToolCall(name="add", arguments={"b": 2, "a": 1}, thought="sum")],
+        [Observation(type="tool_result", text="3", tool="add", content=3)],
+    )
+    assert lean == models
+    assert repr(lean) == repr(models)
+    assert lean.actions is lean.actions  # built once, then kept (and mutable, as before)
+    lean.actions.append(FinalAnswer(text="3"))
+    assert [a.type for a in lean.actions] == ["tool_call", "final_answer"]
+    first = lean.actions[0]
+    assert isinstance(first, ToolCall) and list(first.arguments) == ["b", "a"]  # the order written
+
+
+def test_episode_scans_read_records_without_building_models() -> None:
+    from toolgym.actions import ActionRecord, ObservationRecord
+    from toolgym.envs.rewards import Episode, EpisodeStep
+    from toolgym.tasks import Task
+
+    steps = [
+        EpisodeStep.of_records(1, None, [ActionRecord("tool_call", "t")], [ObservationRecord("note", "n")]),
+        EpisodeStep.of_records(2, None, [ActionRecord("final_answer", text="42")], []),
+    ]
+    episode = Episode(task=Task(id="t", query="q"), steps=steps)
+    assert episode.final_answer == "42"
+    assert all(step._lean for step in steps)  # nothing was built to find it
+
+
+def test_a_packed_step_reads_back_what_it_held() -> None:
+    """Packing keeps a result's content as its text, the state diff as its canonical JSON and
+    ReAct tool calls as the text they were parsed from; reading them gives what they were."""
+    from toolgym.actions import Observation, ObservationRecord, ToolCall
+    from toolgym.canonical import canonical_json, render_json
+    from toolgym.envs.rewards import EpisodeStep
+    from toolgym.protocols.react import ReActProtocol
+
+    react = ReActProtocol()
+    raw = 'Action: add\nAction Input: {"b": 2, "a": 1}'
+    actions: list[Any] = list(react.parse_records(raw))
+    content = {"sum": 3, "parts": [1, 2.5, None, "é"]}
+    text = render_json(content)
+    diff = {"t": {"added": [{"id": 1}], "removed": [], "changed": []}}
+    result = Observation(type="tool_result", text=text, tool="add", content=content)
+    expected = EpisodeStep(1, raw, react.parse(raw), [result], "h", diff)
+    step = EpisodeStep.of_records(
+        1, raw, actions, [ObservationRecord("tool_result", text, "add", None, content)], parser=react
+    )
+    step.state_hash, step.state_diff = "h", diff
+    step.pack()
+    assert step._actions is None  # the raw text stands for the calls
+    assert step._observations[0].content is not content  # the text stands for the content
+    assert isinstance(step._state_diff, str) and step._state_diff == canonical_json(diff)
+    assert step == expected
+    first = step.actions[0]
+    assert isinstance(first, ToolCall) and list(first.arguments) == ["b", "a"]
+
+
+def test_a_step_of_models_is_not_packed() -> None:
+    from toolgym.actions import Observation, ToolCall
+    from toolgym.envs.rewards import EpisodeStep
+
+    diff: dict[str, Any] = {"t": {}}
+    obs = Observation(type="tool_result", text="{}", content={})
+    step = EpisodeStep(1, "x", [ToolCall(name="t")], [obs], None, diff)
+    step.pack()
+    assert step.state_diff is diff and step.observations[0] is obs

@@ -20,6 +20,7 @@ from toolgym.canonical import canonical_json
 from toolgym.envs.tool_env import (
     MAX_OBSERVATION_CHARS,
     NO_MORE_USER_INPUT,
+    Timing,
     action_record,
     argument_problem,
     json_record,
@@ -560,3 +561,112 @@ def test_arguments_given_as_objects_are_made_plain_by_the_protocol() -> None:
     assert [type(v) for v in call.arguments.values()] == [int, list]
     assert all(type(k) is str for k in call.arguments)
     assert action_record(call, trusted=True, checked=True) == json_record(call)
+
+
+# ---- the lean step path: records kept, models built on access ------------------------------------
+_BANK_READ = ToolCall(name="get_balance", arguments={"account_id": "ACC-10001"})
+_BANK_WRITE = ToolCall(
+    name="transfer", arguments={"from_account_id": "ACC-10001", "to_account_id": "ACC-10002", "amount": 1.5}
+)
+
+
+def _bank_actions() -> list[Any]:
+    """Raw ReAct text and given actions mixed, errors among them: every kind of step."""
+    react = ReActProtocol()
+    return [
+        react.format_action(_BANK_READ),
+        _BANK_WRITE,
+        react.format_action(_BANK_WRITE),
+        "Thought: hm\nAction: get_balance\nAction Input: {'account_id': 'ACC-10002'}",  # python literal
+        ToolCall(name="get_balance", arguments={"account_id": ("ACC-1",)}),  # a tuple: dumped as a list
+        "Action: nope\nAction Input: {}",  # unknown tool
+        "Action: transfer\nAction Input: {}",  # arguments the tool refuses
+        "just prose",  # format error
+        [_BANK_READ, ToolCall(name="list_accounts", arguments={"customer_id": "CUST-0001"})],
+        "Thought: no call this turn",
+        react.format_action(_BANK_READ),
+    ]
+
+
+def test_every_step_of_an_episode_reads_back_as_its_info_said() -> None:
+    """Each step keeps lean records, and the steps before the latest are packed (results as their
+    text, diffs as JSON, ReAct calls as their text); read back, every step's models dump to the
+    records its info held, and its diff and hash are the info's."""
+    task = Task(id="bank", query="q", apps=["banking"], max_steps=100)
+    env = ToolEnv(tasks=[task], max_steps=100)
+    env.reset(seed=0)
+    infos = [env.step(action)[4] for action in _bank_actions()]
+    assert env.episode is not None
+    steps = env.episode.steps
+    assert steps[0]._actions is None  # packed: its ReAct text stands for its call
+    assert all(step._lean for step in steps)  # nothing built so far
+    for step, info in zip(steps, infos, strict=True):
+        assert [json_record(a) for a in step.actions] == info["actions"]
+        assert [observation_record(o) for o in step.observations] == info["observations"]
+        assert canonical_json([observation_record(o) for o in step.observations]) == canonical_json(
+            info["observations"]
+        )
+        assert step.state_diff == info["state_diff"]
+        assert step.state_hash == info["state_hash"]
+    assert steps[0].actions == [_BANK_READ]
+    env.close()
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(arguments=st.dictionaries(st.text(max_size=4), _RESULTS, max_size=3))
+def test_a_given_tool_calls_record_is_its_pydantic_record(arguments: dict[str, Any]) -> None:
+    """A ToolCall given as an object is walked once: the walk that checks its arguments makes
+    the record, which is what pydantic's dump gives (or `json_safe`, for arguments it refuses)."""
+    env = ToolEnv(ToolSet([add]), [Task(id="t", query="q", tools=["add"], max_steps=5)])
+    env.reset()
+    call = ToolCall(name="add", arguments=arguments)
+    _, _, _, _, info = env.step(call)
+    assert info["actions"] == [json_record(call)]
+    assert canonical_json(info["actions"]) == canonical_json([json_record(call)])
+    assert (info["error_kind"] == "argument_error") or argument_problem(call) is None
+
+
+def test_a_seeded_reset_draws_what_a_fresh_generator_draws() -> None:
+    """A reset with the seed of the last one puts that generator back in its first state instead
+    of making a new one: the same draws, and a generator set from outside is left alone."""
+    import numpy as np
+
+    env, fresh = make_env(), make_env()
+    env.reset(seed=5)
+    first = env.np_random.integers(1000, size=4).tolist()
+    env.reset(seed=5)
+    assert env.np_random.integers(1000, size=4).tolist() == first
+    fresh.reset(seed=5)
+    assert fresh.np_random.integers(1000, size=4).tolist() == first
+    env.reset(seed=6)
+    other = env.np_random.integers(1000, size=4).tolist()
+    env.reset(seed=5)
+    assert env.np_random.integers(1000, size=4).tolist() == first != other
+    env.np_random = np.random.Generator(np.random.MT19937(1))  # the user's own generator
+    env.reset(seed=5)
+    assert env.np_random.integers(1000, size=4).tolist() == first
+    assert env.np_random_seed == 5
+
+
+class _DumpingProtocol(ReActProtocol):
+    """A protocol whose observations are rendered from the model's own dump."""
+
+    def format_observation(self, obs: Observation) -> str:
+        return json.dumps(obs.model_dump(mode="json", include={"type", "text"}), sort_keys=True)
+
+
+def test_a_protocol_that_renders_models_gets_models() -> None:
+    env = make_env(protocol=_DumpingProtocol())
+    env.reset(options={"task": "sum"})
+    obs, _, _, _, _ = env.step('Action: add\nAction Input: {"a": 1, "b": 2}')
+    assert json.loads(obs) == {"type": "tool_result", "text": "3"}
+
+
+def test_timing_compares_equal_whatever_its_figures() -> None:
+    env = make_env()
+    env.reset(options={"task": "sum"})
+    timing = env.step("junk")[4]["timing"]
+    assert timing == Timing(latency_s=1.0, tool_latency_s=0.5)
+    assert (timing.latency_s, timing.tool_latency_s) != (1.0, 0.5)
+    with pytest.raises(AttributeError):
+        timing.latency_s = 1.0

@@ -16,7 +16,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
 from tests.hostile import REPLY_FRAGMENTS, nested_sequence
 from tests.shared_data import MTU_DIR
-from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
+from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall, as_action
 from toolgym.errors import FormatError
 from toolgym.protocols import (
     MAX_OUTPUT_CHARS,
@@ -927,3 +927,49 @@ def test_openai_tools_json_strict_makes_every_function_strict() -> None:
     weather = specs[0]["function"]["parameters"]["properties"]["unit"]
     assert weather["anyOf"][-1] == {"type": "null"}  # optional: nullable
     assert all("strict" not in s["function"] for s in OpenAIProtocol().tools_json(TOOLS))
+
+
+# ---- the step path's lean parse ------------------------------------------------------------------
+_REPLIES = st.lists(
+    st.sampled_from(REPLY_FRAGMENTS) | st.text(alphabet=st.characters(codec=None), max_size=8), max_size=8
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(text=_REPLIES, prose=st.booleans())
+def test_reacts_records_are_its_parse(text: str, prose: bool) -> None:
+    """ReAct's lean parse (what `ToolEnv.step` reads) gives the records of the actions `parse`
+    gives, or the same error; parsing the same text again gives the same records (a packed step
+    keeps the text alone)."""
+    proto = ReActProtocol(prose_as_no_call=prose)
+    try:
+        expected = proto.parse(text)
+    except FormatError as exc:
+        with pytest.raises(FormatError) as raised:
+            proto.parse_records(text)
+        assert (raised.value.kind, raised.value.message) == (exc.kind, exc.message)
+        return
+    records = proto.parse_records(text)
+    assert [as_action(r) for r in records] == expected
+    assert proto.parse_records(text) == records
+
+
+class _Upper(ReActProtocol):
+    """A subclass with its own parse: the env must step with it, not with ReAct's records."""
+
+    def parse(self, output: Any) -> list[Action]:
+        return [
+            ToolCall(name=a.name.upper()) if isinstance(a, ToolCall) else a for a in super().parse(output)
+        ]
+
+
+def test_a_subclass_that_parses_its_own_way_is_followed() -> None:
+    records = _Upper().parse_records("Action: add\nAction Input: {}")
+    assert records == [ToolCall(name="ADD")]
+
+
+@pytest.mark.parametrize("name", ["json", "openai", "responses"])
+def test_other_protocols_step_with_their_parse(name: str) -> None:
+    proto = protocol(name)
+    raw = proto.format_action(ToolCall(name="add", arguments={"a": 1}, call_id="c1"))
+    assert proto.parse_records(raw) == proto.parse(raw)

@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
-from toolgym.actions import Action, Observation
+from toolgym.actions import Action, ActionRecord, Observation
 from toolgym.errors import FormatError
 from toolgym.tools import ToolSet
 
@@ -104,6 +104,12 @@ class ActionProtocol(ABC):
     @abstractmethod
     def parse(self, output: RawOutput) -> list[Action]:
         """One or more actions (parallel tool calls), or raise toolgym.errors.FormatError."""
+
+    def parse_records(self, output: RawOutput) -> list[Action | ActionRecord]:
+        """What `parse` gives, as `ToolEnv.step` takes it: a protocol may answer with the step
+        path's lean records (`ActionRecord`, each standing for the model `parse` would give) to
+        spare building models on every step. By default, `parse` itself."""
+        return list(self.parse(output))
 
     @abstractmethod
     def instructions(self, tools: ToolSet) -> str:

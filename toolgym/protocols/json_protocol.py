@@ -20,13 +20,15 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, ToolCall
+from toolgym.actions import Action, ActionRecord, AskUser, FinalAnswer, NoCall, ToolCall
 from toolgym.canonical import int_fits_json
 from toolgym.errors import ErrorKind, FormatError
 from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol, RawOutput, plain_output
 from toolgym.tools import ToolSet
+
+_A = TypeVar("_A", bound=ToolCall | FinalAnswer | NoCall | AskUser | ActionRecord)
 
 # Deeper nesting than this in tool arguments is rejected instead of risking RecursionError.
 MAX_ARGUMENT_DEPTH = 64
@@ -260,11 +262,12 @@ def required_text(args: Mapping[str, Any], keys: Sequence[str], where: str) -> s
     raise FormatError(f"{where} needs {' or '.join(repr(k) for k in keys)} in its arguments")
 
 
-def check_combination(actions: Sequence[Action]) -> list[Action]:
-    """One turn is: one or more tool calls, or exactly one final answer / question / no-call."""
+def check_combination(actions: Sequence[_A]) -> list[_A]:
+    """One turn is: one or more tool calls, or exactly one final answer / question / no-call
+    (models or the step path's records: both say which by `type`)."""
     if not actions:
         raise FormatError("no action found")
-    if len(actions) > 1 and not all(isinstance(a, ToolCall) for a in actions):
+    if len(actions) > 1 and not all(a.type == "tool_call" for a in actions):
         kinds = ", ".join(a.type for a in actions)
         raise FormatError(
             "one reply may hold several tool calls, or a single final answer, question or no-call; "

@@ -27,7 +27,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
+from toolgym.actions import (
+    Action,
+    ActionRecord,
+    AskUser,
+    FinalAnswer,
+    Observation,
+    ToolCall,
+    as_action,
+)
 from toolgym.errors import FormatError
 from toolgym.protocols.base import ActionProtocol, RawOutput, plain_output
 from toolgym.protocols.json_protocol import (
@@ -107,6 +115,15 @@ class ReActProtocol(ActionProtocol):
 
     # ---- parsing -------------------------------------------------------------------------
     def parse(self, output: RawOutput) -> list[Action]:
+        return [as_action(a) for a in self._parse_records(output)]
+
+    def parse_records(self, output: RawOutput) -> list[Action | ActionRecord]:
+        """`parse` as lean records; a subclass that overrides `parse` is parsed by its own."""
+        if type(self).parse is not ReActProtocol.parse:
+            return list(self.parse(output))
+        return list(self._parse_records(output))
+
+    def _parse_records(self, output: RawOutput) -> list[ActionRecord]:
         text = self._text(plain_output(output))
         if not text.strip():
             raise FormatError(f"empty output; {EXPECTED}")
@@ -116,7 +133,7 @@ class ReActProtocol(ActionProtocol):
         if preamble.strip():
             thoughts.add(preamble)
         saw_thought_label = False
-        actions: list[Action] = []
+        actions: list[ActionRecord] = []
         no_call_thoughts: list[str] = []
         i = 0
         while i < len(sections):
@@ -126,9 +143,9 @@ class ReActProtocol(ActionProtocol):
                 thoughts.add(body)
                 saw_thought_label = True
             elif kind == "final":
-                actions.append(FinalAnswer(text=body.strip(), thought=thoughts.take()))
+                actions.append(ActionRecord("final_answer", text=body.strip(), thought=thoughts.take()))
             elif kind == "ask":
-                actions.append(AskUser(text=body.strip(), thought=thoughts.take()))
+                actions.append(ActionRecord("ask_user", text=body.strip(), thought=thoughts.take()))
             elif kind == "action_input":
                 raise FormatError(f"'Action Input:' without an 'Action:' line before it; {EXPECTED}")
             else:  # "action"
@@ -137,19 +154,19 @@ class ReActProtocol(ActionProtocol):
                     input_body = sections[i][1]
                     i += 1
                 action = self._action(body, input_body, thoughts.take())
-                if isinstance(action, NoCall):
-                    no_call_thoughts.append(action.thought)
+                if action.type == "no_call":
+                    no_call_thoughts.append(action.thought or "")
                 else:
                     actions.append(action)
         if actions:
             # "Action: none" next to real actions adds nothing; the real ones count.
             return check_combination(actions)
         if no_call_thoughts:
-            return [NoCall(thought=no_call_thoughts[0])]
+            return [ActionRecord("no_call", thought=no_call_thoughts[0])]
         if saw_thought_label:
-            return [NoCall(thought=thoughts.take() or "")]
+            return [ActionRecord("no_call", thought=thoughts.take() or "")]
         if self.prose_as_no_call:
-            return [NoCall(thought=text.strip())]
+            return [ActionRecord("no_call", thought=text.strip())]
         raise FormatError(f"no Thought/Action/Final Answer found in {preview(text)}; {EXPECTED}")
 
     @staticmethod
@@ -177,11 +194,11 @@ class ReActProtocol(ActionProtocol):
             sections.append((kind, text[match.end() : end]))
         return (matches[0].start() if matches else len(text)), sections
 
-    def _action(self, body: str, input_body: str | None, thought: str | None) -> Action:
+    def _action(self, body: str, input_body: str | None, thought: str | None) -> ActionRecord:
         name = _clean_name(body)
         reserved = normalize_reserved(name)
         if reserved in NO_CALL_NAMES:
-            return NoCall(thought=thought or "")
+            return ActionRecord("no_call", thought=thought or "")
         if not name:
             raise FormatError(f"'Action:' has no tool name; {EXPECTED}")
         if not _TOOL_NAME_RE.fullmatch(name):
@@ -194,10 +211,10 @@ class ReActProtocol(ActionProtocol):
         where = f"Action Input of {name!r}"
         args = decode_object(input_body, where) if input_body.strip() else {}
         if reserved in ASK_USER_NAMES:
-            return AskUser(text=required_text(args, ASK_USER_KEYS, where), thought=thought)
+            return ActionRecord("ask_user", text=required_text(args, ASK_USER_KEYS, where), thought=thought)
         if reserved in FINISH_NAMES:
-            return FinalAnswer(text=required_text(args, FINISH_KEYS, where), thought=thought)
-        return ToolCall(name=name, arguments=args, thought=thought)
+            return ActionRecord("final_answer", text=required_text(args, FINISH_KEYS, where), thought=thought)
+        return ActionRecord("tool_call", name, args, thought=thought)
 
     # ---- rendering -----------------------------------------------------------------------
     @staticmethod
