@@ -14,6 +14,7 @@ import pytest
 
 from tests.envs.test_rollouts import without_latencies
 from tests.evaluation.fake_openai import FakeOpenAI, Fault, Reply, calls, history_error, serve, text, usage_of
+from tests.evaluation.real_model import OUTPUT_FIXTURES, TEXT_PROTOCOL_ERRORS, real_outputs
 from toolgym.envs.demo import make_demo_env, mock_task_paths
 from toolgym.envs.rollouts import EnvConfig, EpisodeOutcome, EpisodeSpec, arollout, episode_specs, rollout
 from toolgym.envs.runner import run_episode
@@ -563,6 +564,43 @@ def test_a_server_without_token_ids_gives_no_tokens_and_says_so_once(
     assert trace.end is not None and all(s.tokens is None for s in trace.steps)
 
 
+def test_a_server_refusing_vllms_parameters_is_asked_for_logprobs_only(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """transformers serve answers 422 to fields it does not know (return_token_ids): the turn is
+    asked again without vLLM's parameters, later turns never send them, and the trace keeps the
+    request as answered."""
+    refusal = Fault(status=422, body='{"detail": "Unexpected fields in the request: {\'return_token_ids\'}"}')
+    fake = FakeOpenAI(FISH_OIL_SCRIPT, token_ids="none", faults=deque([refusal]))
+    with serve(fake), caplog.at_level("WARNING", logger="toolgym.evaluation.llm"):
+        result = _run_llm(fake, tmp_path, "--token-ids")
+    assert result.exit_code == 0, result.output
+    assert "return_token_ids" in fake.requests[0]  # refused, then never sent again
+    assert all(r["logprobs"] is True and "return_token_ids" not in r for r in fake.requests[1:])
+    assert len(fake.requests) == 4 and fake.faults_served == 1
+    assert sum("refused vLLM's token-id parameters" in r.getMessage() for r in caplog.records) == 1
+    trace = read_trace(next(tmp_path.rglob("fish-oil-days.seed0.jsonl")))
+    assert trace.end is not None and trace.end.reward == 1.0
+    requests = full_requests(trace.steps)
+    assert all(r is not None and "return_token_ids" not in r["params"] for r in requests)
+
+    async def ask() -> None:  # the async client drops them the same way
+        async with AsyncChatClient(config(fake, token_ids=True)) as client:
+            await client.complete([{"role": "user", "content": "hi"}])
+            assert client.vllm_token_params is False
+
+    fake.script, fake.faults = (lambda body: text("ok")), deque([refusal])
+    with serve(fake):
+        asyncio.run(ask())
+    assert "return_token_ids" in fake.requests[-2] and "return_token_ids" not in fake.requests[-1]
+    # a refusal that names none of them is the server's to explain: not retried
+    fake.faults = deque([Fault(status=422, body='{"detail": "bad messages"}')])
+    with serve(fake), ChatClient(config(fake, token_ids=True)) as client:
+        with pytest.raises(LLMRequestError, match="HTTP 422"):
+            client.complete([{"role": "user", "content": "hi"}])
+        assert client.vllm_token_params is True
+
+
 def test_token_ids_from_token_id_logprob_tokens() -> None:
     """A server that sends the prompt's ids but spells the generated ones only as `token_id:<id>`
     logprob tokens (return_tokens_as_token_ids); unusable answers give no tokens."""
@@ -772,3 +810,58 @@ def test_teacher_forced_the_llm_agent_sends_the_golden_history_and_the_trace_kee
     rebuilt = full_requests(steps)
     assert [r["messages"] if r is not None else None for r in rebuilt] == sent
     assert all(s.raw for s in steps)  # the model's output kept, chat messages and Responses items alike
+
+
+# ---- the real model's outputs through the chat and Responses paths ---------------------------------
+REAL_OUTPUTS = [(fixture.stem, o) for fixture in OUTPUT_FIXTURES for o in real_outputs(fixture)]
+
+
+def _reply_text(raw: Any) -> str:
+    """The text of a recorded reply: react/json text, a chat message's content, or Responses items."""
+    if isinstance(raw, dict):
+        return str(raw.get("content") or "")
+    if isinstance(raw, list):
+        return "".join(str(i.get("content") or "") for i in raw if i.get("type") == "message")
+    return str(raw)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize(
+    "output",
+    [o for _, o in REAL_OUTPUTS],
+    ids=[f"{s}:{o['kind']}:{o['produced_by']['protocol']}" for s, o in REAL_OUTPUTS],
+)
+def test_the_real_models_outputs_through_chat_and_responses(
+    output: dict[str, Any], api: str, tmp_path: Path
+) -> None:
+    """Each output the real SmolLM2 produced (in process or through transformers serve), sent back
+    by a server as its reply over /v1/chat/completions or /v1/responses: under a text protocol the
+    typed error it got and the episode goes on to the step limit; under the native protocols it is
+    the final answer. Either way the trace keeps the reply as the model wrote it."""
+    from typer.testing import CliRunner
+
+    from toolgym.cli import app
+
+    made = output["produced_by"]
+    reply = _reply_text(output["raw"])
+    native = made["protocol"] in ("openai", "responses")
+    protocol = ("responses" if api == "responses" else "openai") if native else made["protocol"]
+    args = ["run", "--agent", "llm", "--model", "fake-model", "--api", api, "--protocol", protocol]
+    args += ["--tasks", made["task_set"], "--task-id", made["task_id"], "--max-steps", "2"]
+    with serve(FakeOpenAI(lambda body: text(reply))) as fake:
+        result = CliRunner().invoke(app, [*args, "--base-url", fake.base_url, "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    trace = read_trace(next(tmp_path.rglob("*.seed0.jsonl")))
+    assert trace.end is not None
+    if native:
+        (step,) = trace.steps
+        sent = (
+            [{"type": "message", "role": "assistant", "content": reply}]
+            if api == "responses"
+            else {"role": "assistant", "content": reply}
+        )
+        assert step.raw == sent and step.error_kinds == [] and trace.end.final_answer == reply
+        return
+    assert [s.raw for s in trace.steps] == [reply, reply]
+    assert trace.steps[0].error_kinds == TEXT_PROTOCOL_ERRORS[output["kind"]] == output["error_kinds"]
+    assert trace.end.status == "truncated"  # on to the step limit
