@@ -26,7 +26,12 @@ vLLM's OpenAI server returns them (`return_token_ids`: `prompt_token_ids` on the
 `token_ids` on each choice; `logprobs: true` for the logprob of each generated token; older vLLM's
 `return_tokens_as_token_ids` spells each logprob token `token_id:<id>`). The agent keeps them as
 the turn's `TurnTokens`, which the runner writes into the trace; nothing is ever re-tokenised. A
-server that returns none gives no tokens, said once in the log.
+server that returns none gives no tokens, said once in the log. A server that refuses vLLM's own
+parameters (`transformers serve` answers 422 "Unexpected fields") is asked again without them, and
+the client asks for OpenAI's `logprobs` only from then on (once per client, said in the log).
+
+Responses requests say `"stream": false`, OpenAI's default, for servers whose default is a stream
+(`transformers serve`'s /v1/responses).
 """
 
 from __future__ import annotations
@@ -237,11 +242,9 @@ class ChatResult:
 
 # what vLLM's OpenAI server takes to return token ids (>= 0.10.2) and logprobs; older versions
 # ignore return_token_ids but spell logprob tokens as `token_id:<id>` with the last one
-TOKEN_ID_PARAMS: dict[str, Any] = {
-    "logprobs": True,
-    "return_token_ids": True,
-    "return_tokens_as_token_ids": True,
-}
+LOGPROB_PARAMS: dict[str, Any] = {"logprobs": True}  # OpenAI's own: every server knows the name
+VLLM_TOKEN_PARAMS: dict[str, Any] = {"return_token_ids": True, "return_tokens_as_token_ids": True}
+TOKEN_ID_PARAMS: dict[str, Any] = {**LOGPROB_PARAMS, **VLLM_TOKEN_PARAMS}
 TOKEN_ID_PREFIX = "token_id:"
 
 
@@ -335,6 +338,7 @@ class _ClientCore:
         self._lock = threading.Lock()
         self.usage = Usage()
         self.turns_without_tokens = 0  # answers without token ids, when they were asked for
+        self.vllm_token_params = True  # until the server refuses them (_drop_refused_token_params)
 
     def _sdk_options(self) -> dict[str, Any]:
         """The SDK client's settings (its own retries and timeout)."""
@@ -373,6 +377,7 @@ class _ClientCore:
         if cfg.api == "responses":
             # the Responses API takes no seed or stop sequences
             body["input"] = history
+            body["stream"] = False  # OpenAI's default; transformers serve's is a stream
             optional: dict[str, Any] = {
                 "temperature": cfg.temperature,
                 "top_p": cfg.top_p,
@@ -392,9 +397,25 @@ class _ClientCore:
             body["tool_choice"] = "auto"
         body.update({k: v for k, v in optional.items() if v is not None})
         if cfg.token_ids:
-            body.update(TOKEN_ID_PARAMS)
+            body.update(TOKEN_ID_PARAMS if self.vllm_token_params else LOGPROB_PARAMS)
         body.update(cfg.extra_body)
         return body
+
+    def _drop_refused_token_params(self, exc: Exception) -> bool:
+        """True when `exc` is the server refusing vLLM's token-id parameters by name (a 400 or
+        422 that names one): later requests, and the caller's one retry, ask for `logprobs` only."""
+        if not (self.config.token_ids and self.vllm_token_params and isinstance(exc, openai.APIStatusError)):
+            return False
+        refused = exc.status_code in (400, 422) and any(k in exc.response.text for k in VLLM_TOKEN_PARAMS)
+        if refused:
+            self.vllm_token_params = False
+            log.warning(
+                "%s refused vLLM's token-id parameters (%s): asking for logprobs only; the traces keep "
+                "the tokens the server returns, if any",
+                self.config.endpoint,
+                ", ".join(VLLM_TOKEN_PARAMS),
+            )
+        return refused
 
     def _prepare(
         self,
@@ -561,6 +582,8 @@ class ChatClient(_ClientCore):
             with self._slots:
                 answer = self._sdk.post(**request)
         except (openai.APIStatusError, openai.APIConnectionError) as exc:
+            if self._drop_refused_token_params(exc):
+                return self.complete(messages, tools=tools, seed=seed, stop=stop)
             self._fail(exc)
         return self._finish(answer, started)
 
@@ -605,6 +628,8 @@ class AsyncChatClient(_ClientCore):
             async with self._slots:
                 answer = await self._sdk.post(**request)
         except (openai.APIStatusError, openai.APIConnectionError) as exc:
+            if self._drop_refused_token_params(exc):
+                return await self.complete(messages, tools=tools, seed=seed, stop=stop)
             self._fail(exc)
         return self._finish(answer, started)
 
@@ -777,6 +802,8 @@ class LLMAgent:
 
     def _end_turn(self, result: ChatResult) -> str | dict[str, Any] | list[dict[str, Any]]:
         """The model's answer into the history and the turn's record; the output for the env."""
+        # the request as answered: a parameter the server refused was dropped on the retry
+        self.turn_request = self._request_delta()
         # only a request that was answered counts as sent: a retried turn sends the same delta
         self._recorded = len(self.messages)
         self.turn_latency_ms = result.usage.latency_s * 1000
