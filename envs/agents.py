@@ -11,6 +11,7 @@ and a model in this process, both above this floor, in `toolgym.evaluation`.)
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,7 +23,7 @@ from toolgym.tasks import Task
 
 
 class Agent(Protocol):
-    name: str
+    name: str  # in the trace header; an agent without one is named by its class (`agent_name`)
 
     def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
         """A new episode begins; `info["instructions"]` is the system prompt for this task."""
@@ -118,6 +119,29 @@ def read_scripts(path: Path) -> dict[str, list[Action]]:
 ProtocolAgentFactory = Callable[[ActionProtocol], Agent]  # the env's protocol -> a fresh agent
 
 
+def agent_name(agent: object) -> str:
+    """The name a trace gives the agent: its `name`, or its class's name when it has none."""
+    name = getattr(agent, "name", None)
+    return name if isinstance(name, str) and name else type(agent).__name__
+
+
+def _check_takes_protocol(spec: str, factory: Callable[..., Any]) -> None:
+    """A factory is called with the env's protocol: one that cannot take it is a mistake said now,
+    before any episode (a signature that cannot be read is left to the call)."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(object())
+    except TypeError:
+        attr = spec.partition(":")[2]
+        raise ValueError(
+            f"agent {spec!r}: {attr}{signature} cannot take the env's protocol; toolgym calls "
+            f"{attr}(protocol) for each episode's agent (define it as `def {attr}(protocol): ...`)"
+        ) from None
+
+
 def agent_factory(spec: str) -> ProtocolAgentFactory:
     """The agent that `spec` names (`oracle`, `scripted:FILE`, `package.module:factory`), as a
     callable taking the env's ActionProtocol. Only importable names are resolved, nothing is
@@ -135,6 +159,7 @@ def agent_factory(spec: str) -> ProtocolAgentFactory:
     found = load_object(spec, "agent")
     if not callable(found):
         raise ValueError(f"agent {spec!r}: {spec.partition(':')[2]} is not callable")
+    _check_takes_protocol(spec, found)
     return found  # type: ignore[no-any-return]
 
 

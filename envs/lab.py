@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolgym.actions import Action
-from toolgym.envs.agents import Agent
+from toolgym.envs.agents import Agent, agent_name
 from toolgym.envs.rewards import Episode, RewardFn, task_scores, with_count
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import ErrorKind, InfraError
@@ -83,7 +83,7 @@ class InfraRetry:
 
     def __init__(self, agent: Agent, *, max_retries: int = 2) -> None:
         self.agent = agent
-        self.name = agent.name
+        self.name = agent_name(agent)
         self.max_retries = max_retries
         self._last: RawOutput | Action | None = None
         self._retries = 0

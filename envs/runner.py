@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.canonical import canonical_hash
-from toolgym.envs.agents import Agent, AsyncAgent
+from toolgym.envs.agents import Agent, AsyncAgent, agent_name
 from toolgym.envs.faults import FaultLayer
 from toolgym.envs.tool_env import ToolEnv, kept_raw
 from toolgym.errors import InfraError
@@ -82,7 +82,7 @@ def trace_header(
         seed=seed,
         clock=task.clock.isoformat(),
         protocol=env.protocol.name,
-        agent=agent.name,
+        agent=agent_name(agent),
         tools=[ToolInfo(name=t.name, version=t.version, backend=t.backend) for t in env.offered],
         env_config=env_config,
         golden=golden,

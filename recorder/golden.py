@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from toolgym.actions import ACTION_ADAPTER, Action
 from toolgym.canonical import canonical_json
 from toolgym.envs.agents import Agent, TaskScriptAgent, agent_factory  # noqa: F401  (TaskScriptAgent: its old home)
+from toolgym.envs.agents import agent_name as name_of
 from toolgym.envs.faults import FaultLayer, FaultPlan, FaultPlanError, offered_tool_names
 from toolgym.envs.rollouts import load_object as rollout_object
 from toolgym.envs.runner import EpisodeResult, run_episode
@@ -218,7 +219,7 @@ def record_golden(
             if faults is not None:
                 env.add_tool_layer(FaultLayer(faults, known_tools=known))
             episode_agent = make_agent(env.protocol)
-            agent_name = episode_agent.name
+            agent_name = name_of(episode_agent)
             try:
                 for task in task_set:
                     result = run_episode(

@@ -59,6 +59,8 @@ def _row_kind(row: Mapping[str, Any]) -> str | None:
         return "toolgym"
     if {"question", "answer"} <= row.keys():
         return "mtu"
+    if {"id", "query"} & row.keys() and not all(isinstance(v, dict) for v in row.values()):
+        return "toolgym"  # a task that lacks a field: the loader names the field and the line
     return None
 
 

@@ -71,6 +71,16 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     ("name", "text", "fmt", "where", "problem"),
     [
         ("t.jsonl", '{"id": "a", "query": "q"}\n{"id": "b", "query": 3}\n', None, "line 2", "query"),
+        # a task without its query: the field and the line, not a guess at another format
+        (
+            "t.jsonl",
+            '{"id": "a", "tools": ["Calculator"]}\n',
+            None,
+            "line 1",
+            "invalid task: query: Field required",
+        ),
+        ("t.jsonl", '{"id": "a"}\n{"id": "b", "query": "q"}\n', None, "line 1", "query: Field required"),
+        ("t.jsonl", '{"query": "q"}\n', None, "line 1", "invalid task: id: Field required"),
         ("t.jsonl", '{"id": "a", "query": "q"}\nnot json\n', None, "line 2", "not JSON"),
         ("d.json", '{"s1": {"dialogs": []}}', None, "sample 's1'", "non-empty list"),
         (
