@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -352,7 +353,17 @@ class ToolEyesSuite:
     def __init__(self, judge: Judge | None = None) -> None:
         self.judge = judge
 
-    def _judged(self, ep: Episode, rules: Mapping[str, Any], mode: Mode, judge: Judge) -> dict[str, float]:
+    def _judged(
+        self, ep: Episode, rules: Mapping[str, Any], mode: Mode, judge: Judge, unscored: Counter[str]
+    ) -> dict[str, float]:
+        """The judged dimensions of one episode; `unscored` counts, per dimension, the verdicts
+        whose reply carried no score (fixed leaves them out, compat counts them 0)."""
+
+        def value(verdict: Verdict, dimension: str) -> float | None:
+            if verdict.score is None:
+                unscored[dimension] += 1
+            return _value(verdict, mode)
+
         thoughts = ep.thoughts
         if mode == "compat":
             thoughts = [(p[0] if (p := judge_parts(m)) else "") for m in ep.messages]
@@ -366,14 +377,14 @@ class ToolEyesSuite:
                 tool = str(ep.tool_turns[n]["calls"][0].get("name"))
             elif parts is not None:
                 tool = parts[1]
-            value = _value(judge.ask(action_thought_question(ep, thoughts[n], tool)), mode)
-            if value is not None:
-                matches.append(value)
+            match = value(judge.ask(action_thought_question(ep, thoughts[n], tool)), "TS")
+            if match is not None:
+                matches.append(match)
         out: dict[str, float] = {}
-        quality = _value(judge.ask(chain_question(ep, QUALITY, thoughts)), mode)
-        validity = _value(judge.ask(chain_question(ep, VALIDITY, thoughts)), mode)
-        focus = _value(judge.ask(chain_question(ep, FOCUS, thoughts)), mode)
-        relevance = _value(judge.ask(relevance_question(ep)), mode)
+        quality = value(judge.ask(chain_question(ep, QUALITY, thoughts)), "BP")
+        validity = value(judge.ask(chain_question(ep, VALIDITY, thoughts)), "BP")
+        focus = value(judge.ask(chain_question(ep, FOCUS, thoughts)), "IU")
+        relevance = value(judge.ask(relevance_question(ep)), "AO")
         if matches:
             out["TS"] = rules["tool_reality"] * mean(matches)
         elif mode == "compat":
@@ -399,6 +410,7 @@ class ToolEyesSuite:
         values: dict[str, list[float]] = {}
         by_scenario: dict[str, dict[str, list[float]]] = {}
         skipped = infra = 0
+        unscored: Counter[str] = Counter()
         for trace in traces:
             if trace.header.task_id not in tasks or not trace.steps:
                 skipped += 1
@@ -416,7 +428,7 @@ class ToolEyesSuite:
                 "param_hallucinations": float(rules["param_hallucinations"]),
             }
             if judge is not None:
-                got.update(self._judged(ep, rules, mode, judge))
+                got.update(self._judged(ep, rules, mode, judge, unscored))
                 five = [got[k] for k in ("IF", "TS", "BP", "IU", "AO") if k in got]
                 if len(five) == 5:
                     got["overall"] = mean(five)
@@ -457,4 +469,20 @@ class ToolEyesSuite:
                 result.counts["judge_requests"] = requests
                 result.counts["judge_cache_hits"] = hits
             result.notes.append(f"judged by {judge.name}; our prompts restate ToolEyes' criteria")
+            _note_unscored(result, unscored, mode)
         return result
+
+
+def _note_unscored(result: SuiteResult, unscored: Counter[str], mode: Mode) -> None:
+    """Judge replies without a score: counted per dimension and said, never silently dropped."""
+    if not unscored:
+        return
+    for dimension, n in sorted(unscored.items()):
+        result.counts[f"judge_unscored/{dimension}"] = n
+    each = ", ".join(f"{dimension} {n}" for dimension, n in sorted(unscored.items()))
+    treated = (
+        "each counted 0, as ToolEyes does (compat)"
+        if mode == "compat"
+        else "each left out: an episode without its dimension's verdicts has no score there, nor an overall"
+    )
+    result.notes.append(f"{sum(unscored.values())} judge replies carried no score ({each}): {treated}")

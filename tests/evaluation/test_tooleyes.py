@@ -315,6 +315,10 @@ def test_judged_dimensions_cached_and_recorded(
         # fixed asks different thoughts (the parsed ones) only where they differ; the rest is cached
         assert judge.cache_hits > 0
         assert "AO" not in fixed.metrics and "overall" not in fixed.metrics  # an unscored verdict is left out
+        # ... and counted and said, in both modes
+        assert fixed.counts["judge_unscored/AO"] == 1 and compat.counts["judge_unscored/AO"] == 1
+        assert "1 judge replies carried no score (AO 1): each left out" in " ".join(fixed.notes)
+        assert "each counted 0, as ToolEyes does (compat)" in " ".join(compat.notes)
         # the same questions again: all from the cache, no request reaches the server
         before = len(judge_server.requests)
         again = ToolEyesSuite(judge).score([trace], tasks, "compat")
