@@ -23,6 +23,14 @@ def mcp_command(
     seed: Annotated[int | None, typer.Option(help="episode seed; default: each task's own")] = None,
     max_steps: Annotated[int, typer.Option(min=1, help="steps per episode at most")] = 50,
     trace_dir: Annotated[Path | None, typer.Option(help="write each episode's trace here")] = None,
+    strict_arguments: Annotated[
+        bool,
+        typer.Option(
+            "--strict-arguments",
+            help="arguments of their declared types only: no coercion of a JSON number or boolean "
+            "into a string parameter (MTU's apps coerce by default)",
+        ),
+    ] = False,
     http: Annotated[bool, typer.Option(help="serve streamable HTTP at /mcp instead of stdio")] = False,
     host: Annotated[
         str, typer.Option(help="address to bind with --http; beyond loopback a --token is required")
@@ -47,6 +55,7 @@ def mcp_command(
             seed=seed,
             max_steps=max_steps,
             trace_dir=trace_dir,
+            strict_arguments=strict_arguments,
         )
     except (McpSetupError, ValueError, OSError) as exc:
         typer.echo(f"cannot start the MCP server: {exc}", err=True)

@@ -49,6 +49,7 @@ from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import ErrorKind
 from toolgym.files import FileHandle
 from toolgym.http import Exposure, secure
+from toolgym.mocks.app import strict_arguments
 from toolgym.protocols.openai import derived_call_id
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
@@ -75,6 +76,7 @@ class McpWorldConfig:
     seed: int | None = None
     max_steps: int = 50
     trace_dir: Path | None = None
+    strict_arguments: bool = False  # no argument coercion (toolgym.mocks.app.strict_arguments)
 
 
 def world_task(apps: Sequence[str], seed: int) -> Task:
@@ -155,7 +157,8 @@ class WorldSession:
 
     def step(self, message: dict[str, Any]) -> tuple[Observation, dict[str, Any]]:
         """One env step of an assistant message; its first observation and the step's info."""
-        _, reward, terminated, truncated, info = self.env.step(message)
+        with strict_arguments(self.config.strict_arguments):
+            _, reward, terminated, truncated, info = self.env.step(message)
         if self._writer is not None:
             self._writer.step(step_fields(message, info, self._hash_before))
         self._hash_before = info.get("state_hash")
@@ -507,6 +510,7 @@ def make_config(
     seed: int | None = None,
     max_steps: int = 50,
     trace_dir: Path | None = None,
+    strict_arguments: bool = False,
 ) -> McpWorldConfig:
     """The server of `toolgym mcp`: a task set (its worlds, and the built-in tools when a task uses
     them), or one open world of `apps`, or (neither) the built-in tool set."""
@@ -544,7 +548,13 @@ def make_config(
     else:
         tools = ToolSet()
     return McpWorldConfig(
-        tasks=task_set, tools=tools, first_task=first, seed=seed, max_steps=max_steps, trace_dir=trace_dir
+        tasks=task_set,
+        tools=tools,
+        first_task=first,
+        seed=seed,
+        max_steps=max_steps,
+        trace_dir=trace_dir,
+        strict_arguments=strict_arguments,
     )
 
 

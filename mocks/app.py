@@ -41,7 +41,9 @@ import copy
 import functools
 import random
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar, overload
@@ -408,3 +410,26 @@ def validate_app(cls: type[App]) -> list[str]:
         if not a.tool.description:
             problems.append(f"{a.name}: no description (write a docstring)")
     return problems
+
+
+# ---- argument coercion -------------------------------------------------------------------------------
+# Some apps take a JSON number or boolean for a string parameter ("5", "True") because their
+# benchmark's own data writes them so (MTU: `people: 5`, `has_wifi: true`). A benchmark that scores
+# argument types turns that off for what runs inside `strict_arguments()`: `1` is then no string,
+# and the call an `argument_error`.
+_STRICT_ARGUMENTS: ContextVar[bool] = ContextVar("toolgym_strict_arguments", default=False)
+
+
+@contextmanager
+def strict_arguments(on: bool = True) -> Iterator[None]:
+    """Within it (this thread or task), app tools take arguments of their declared types only."""
+    token = _STRICT_ARGUMENTS.set(on)
+    try:
+        yield
+    finally:
+        _STRICT_ARGUMENTS.reset(token)
+
+
+def arguments_strict() -> bool:
+    """Whether the calls made now are under `strict_arguments()`."""
+    return _STRICT_ARGUMENTS.get()

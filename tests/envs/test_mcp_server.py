@@ -277,3 +277,22 @@ def test_a_new_task_announces_its_tools(http_server: str) -> None:
     tools = anyio.run(main)
     assert "notifications/tools/list_changed" in seen and "notifications/resources/list_changed" in seen
     assert "get_account_balance" in tools and "transfer_funds" in tools
+
+
+def test_an_integer_for_a_string_parameter_is_coerced_unless_strict() -> None:
+    """MTU's apps take a JSON number for a string parameter (MTU's own data writes them so);
+    `--strict-arguments` takes the declared type only, for benchmarks that score types."""
+
+    async def call(url: str) -> types.CallToolResult:
+        async with Client(url) as client:
+            await client.get_prompt(BALANCE)
+            return await client.call_tool("get_account_balance", {"account_number": 123456})
+
+    results = {}
+    for strict in (False, True):
+        asgi, close_all = http_app(make_config(tasks=str(MTU), task=BALANCE, strict_arguments=strict))
+        with ServerThread(asgi) as url:
+            results[strict] = anyio.run(call, f"{url}/mcp")
+        close_all()
+    assert not results[False].is_error and "$4,825.50" in _text(results[False])
+    assert results[True].is_error and "account_number: Input should be a valid string" in _text(results[True])

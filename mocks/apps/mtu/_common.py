@@ -19,7 +19,7 @@ from typing import Annotated, Any, Final, Union, get_args, get_origin
 
 from pydantic import BeforeValidator, ConfigDict, Field, create_model
 
-from toolgym.mocks.app import App, Query, app_apis
+from toolgym.mocks.app import App, Query, app_apis, arguments_strict
 from toolgym.mocks.clock import format_time
 from toolgym.mocks.responses import bad_request, not_found, unprocessable
 from toolgym.mocks.seeding import leading_number
@@ -492,6 +492,8 @@ def phone(rng: random.Random) -> str:
 # ---- argument leniency and published names the framework cannot express -------------------
 def _as_text(value: Any) -> Any:
     # MTU agents send yes/no as JSON booleans and counts as numbers for string parameters
+    if arguments_strict():
+        return value  # the declared type only (toolgym.mocks.app.strict_arguments)
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, (int, float)):
@@ -501,6 +503,8 @@ def _as_text(value: Any) -> Any:
 
 def _as_text_list(value: Any) -> Any:
     # a single string where a list is expected ("all" for ["all"])
+    if arguments_strict():
+        return value
     if isinstance(value, (str, bool, int, float)):
         return [_as_text(value)]
     if isinstance(value, (list, tuple)):
