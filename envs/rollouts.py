@@ -54,6 +54,7 @@ from toolgym.envs.teacher import run_step_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.envs.users import UserSimulator
 from toolgym.files import write_atomically
+from toolgym.mocks.app import strict_arguments
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 
@@ -84,11 +85,22 @@ class Cancel:
         self.reason: str | None = None
         self.started: set[int] = set()
         self._event = threading.Event()
+        self._callbacks: list[Callable[[], None]] = []
+
+    def on_set(self, callback: Callable[[], None]) -> None:
+        """Call `callback` when the rollout is cancelled (at once if it is already): a model
+        client stops its requests, so no episode spends more after the signal. It may run in a
+        signal handler: it must only flag, never block."""
+        self._callbacks.append(callback)
+        if self.is_set():
+            callback()
 
     def set(self, reason: str) -> None:
         if not self._event.is_set():
             self.reason = reason
             self._event.set()
+            for callback in self._callbacks:
+                callback()
 
     def is_set(self) -> bool:
         return self._event.is_set()
@@ -177,6 +189,8 @@ class EnvConfig:
     # "end-to-end": the agent's actions run; "step": teacher-forced on each task's golden chain,
     # the trace holding the agent's prediction for each golden step (toolgym.envs.teacher)
     mode: EpisodeMode = "end-to-end"
+    # app tools take arguments of their declared types only (toolgym.mocks.app.strict_arguments)
+    strict_arguments: bool = False
 
 
 @dataclass(frozen=True)
@@ -378,6 +392,12 @@ class EpisodeWorker:
             shutil.rmtree(folder, ignore_errors=True)
 
     def _run(self, env: ToolEnv, agent: Agent, task: Task, spec: EpisodeSpec, folder: Path) -> EpisodeOutcome:
+        with strict_arguments(self.context.env.strict_arguments):
+            return self._run_episode(env, agent, task, spec, folder)
+
+    def _run_episode(
+        self, env: ToolEnv, agent: Agent, task: Task, spec: EpisodeSpec, folder: Path
+    ) -> EpisodeOutcome:
         try:
             if self.context.env.mode == "step":
                 result = run_step_episode(env, agent, task, seed=spec.seed, trace_dir=folder)

@@ -37,13 +37,14 @@ Responses requests say `"stream": false`, OpenAI's default, for servers whose de
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import os
 import threading
 import time
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -99,6 +100,11 @@ class LLMRequestError(LLMError):
 
 class LLMUnavailable(LLMError):
     """Every attempt failed with a retryable error (429, 5xx, timeout, connection refused)."""
+
+
+class LLMCancelled(LLMError):
+    """The client was cancelled (`cancel()`: the run stopped): the request was never sent, or was
+    abandoned in flight. The episode ends; the run lists it as cancelled, not aborted."""
 
 
 class LLMResponseError(LLMError):
@@ -338,6 +344,23 @@ class _ClientCore:
         self._lock = threading.Lock()
         self.usage = Usage()
         self.turns_without_tokens = 0  # answers without token ids, when they were asked for
+        self._cancelled = threading.Event()
+        self._waiting: set[Callable[[], None]] = set()  # wakes the requests in flight
+        # reentrant: cancel() may run in a signal handler on a thread that holds it
+        self._waiting_lock = threading.RLock()
+
+    def cancel(self) -> None:
+        """Stop spending: from now on no request (or retry) is sent, and the requests in flight
+        are abandoned, each raising LLMCancelled at once. Safe from a signal handler or any thread."""
+        self._cancelled.set()
+        with self._waiting_lock:
+            waiting = list(self._waiting)
+        for wake in waiting:
+            wake()
+
+    def _refuse_if_cancelled(self) -> None:
+        if self._cancelled.is_set():
+            raise LLMCancelled(f"{self.config.endpoint}: not sent, the run was cancelled")
         self.vllm_token_params = True  # until the server refuses them (_drop_refused_token_params)
 
     def _sdk_options(self) -> dict[str, Any]:
@@ -356,6 +379,7 @@ class _ClientCore:
         )
 
     def _count_attempt(self, request: httpx2.Request) -> None:
+        self._refuse_if_cancelled()  # an attempt (a retry, too) after the run was cancelled
         counter = self._attempts.get(None)
         if counter is not None:
             counter[0] += 1
@@ -580,12 +604,44 @@ class ChatClient(_ClientCore):
         started = time.perf_counter()
         try:
             with self._slots:
-                answer = self._sdk.post(**request)
+                answer = self._abandonable(lambda: self._sdk.post(**request))
         except (openai.APIStatusError, openai.APIConnectionError) as exc:
+            self._refuse_if_cancelled()
             if self._drop_refused_token_params(exc):
                 return self.complete(messages, tools=tools, seed=seed, stop=stop)
             self._fail(exc)
         return self._finish(answer, started)
+
+    def _abandonable(self, call: Callable[[], Any]) -> Any:
+        """`call()` (one SDK request) on a helper thread, which `cancel()` abandons at once: a
+        blocking request cannot be interrupted, and a cancelled run must not wait for its answer."""
+        self._refuse_if_cancelled()
+        done = threading.Event()
+        box: list[Any] = []
+        context = contextvars.copy_context()  # the attempt counter of this request
+
+        def work() -> None:
+            try:
+                box.append((True, context.run(call)))
+            except BaseException as exc:  # handed to the waiting thread
+                box.append((False, exc))
+            finally:
+                done.set()
+
+        with self._waiting_lock:
+            self._waiting.add(done.set)
+        try:
+            threading.Thread(target=work, name="llm-request", daemon=True).start()
+            done.wait()
+        finally:
+            with self._waiting_lock:
+                self._waiting.discard(done.set)
+        if not box:  # woken by cancel(): the answer, if one ever comes, is dropped
+            self._refuse_if_cancelled()
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
 
 
 class AsyncChatClient(_ClientCore):
@@ -624,10 +680,28 @@ class AsyncChatClient(_ClientCore):
         """As `ChatClient.complete`, awaited."""
         request = self._prepare(messages, tools, seed, stop)
         started = time.perf_counter()
+        self._refuse_if_cancelled()
         try:
             async with self._slots:
-                answer = await self._sdk.post(**request)
+                post = asyncio.ensure_future(self._sdk.post(**request))
+                loop = asyncio.get_running_loop()
+
+                def abandon() -> None:
+                    loop.call_soon_threadsafe(post.cancel)
+
+                with self._waiting_lock:
+                    self._waiting.add(abandon)
+                try:
+                    answer = await post
+                finally:
+                    with self._waiting_lock:
+                        self._waiting.discard(abandon)
+        except asyncio.CancelledError:
+            if not self._cancelled.is_set():
+                raise  # the caller's task was cancelled, not this client
+            self._refuse_if_cancelled()
         except (openai.APIStatusError, openai.APIConnectionError) as exc:
+            self._refuse_if_cancelled()
             if self._drop_refused_token_params(exc):
                 return await self.complete(messages, tools=tools, seed=seed, stop=stop)
             self._fail(exc)

@@ -46,6 +46,7 @@ from toolgym.envs.rollouts import (
     EnvConfig,
     EpisodeMode,
     EpisodeResult,
+    EpisodeSpec,
     Executor,
     InProcessExecutor,
     RolloutCancelled,
@@ -97,6 +98,10 @@ class RunSummary:
     stopped: str | None = None  # why the run stopped before its last episode (None: it finished)
     cancelled: list[dict[str, Any]] = field(default_factory=list)  # episodes in flight then
     resume: str | None = None  # the command that finishes a stopped run
+    # the whole resolved configuration (RunConfig) when the run came from one (toolgym run, the
+    # Python API `run_plan.run`), and where each task set came from (TaskSource: name, digest)
+    run_config: dict[str, Any] | None = None
+    task_sources: list[dict[str, Any]] = field(default_factory=list)
 
     def config(self) -> dict[str, Any]:
         """What must match for a run directory to be resumed (trials and concurrency may change)."""
@@ -110,10 +115,11 @@ class RunSummary:
 
     @property
     def usage(self) -> dict[str, int | float]:
+        """Tokens spent: the episodes', and what episodes cancelled in flight had spent."""
         total = Usage()
-        for e in self.episodes:
-            if e.usage:
-                total.add(Usage.from_dict(e.usage))
+        for usage in [e.usage for e in self.episodes] + [c.get("usage") for c in self.cancelled]:
+            if usage:
+                total.add(Usage.from_dict(usage))
         return total.as_dict()
 
     @property
@@ -318,6 +324,9 @@ def run_trials(
     resume: str | None = None,
     worlds: WorldSpec | None = None,
     mode: EpisodeMode = "end-to-end",
+    run_config: Mapping[str, Any] | None = None,
+    task_sources: Sequence[Mapping[str, Any]] = (),
+    strict_arguments: bool = False,
 ) -> RunSummary:
     """Run every task `trials` times and write traces and OUT/run.json. By default episodes run in
     this process, up to `concurrency` at once; `executor` spreads them over processes or Ray actors
@@ -331,7 +340,11 @@ def run_trials(
     (default: in-process mock worlds; `toolgym.evaluation.simulators:LLMSimulatedWorlds` answers
     simulated tools with an LLM). `mode="step"` runs each episode teacher-forced on its task's
     golden chain (`toolgym.envs.teacher`): the trace holds the agent's prediction for each golden
-    step, which GTA's and MTU's step metrics score.
+    step, which GTA's and MTU's step metrics score. `run_config` and `task_sources` are recorded
+    in run.json as they are (`toolgym.evaluation.run_plan` gives them: the resolved RunConfig and
+    each task set's TaskSource), so eval and report find the tasks by themselves.
+    `strict_arguments`: app tools take arguments of their declared types only, no coercion
+    (`toolgym.mocks.app.strict_arguments`).
 
     Resuming: a run already in `out` with the same config keeps its finished episodes (RunDirError
     for another config, unless `overwrite`); `retry_aborted` runs its aborted ones again; `limit`
@@ -342,18 +355,11 @@ def run_trials(
         raise ValueError("trials and concurrency must be at least 1")
     if isinstance(make_agent, str):
         make_agent = AgentSpec.named(make_agent)
-    fault_tools: list[str] = []
-    if faults is not None:
-        from toolgym.toolservers.registry import default_toolset
-
-        offered = toolset if toolset is not None else default_toolset()
-        fault_tools = offered_tool_names(offered, [t for _, task_set in task_sets for t in task_set])
-        faults.check_tools(fault_tools)
-        settings = {**(settings or {}), "faults": faults.model_dump(mode="json")}
-    if mode != "end-to-end":  # a step-mode run is another run: resume keeps it apart
-        settings = {**(settings or {}), "mode": mode}
+    fault_tools = _fault_tools(faults, toolset, task_sets)
+    extra: dict[str, Any] = {"faults": faults.model_dump(mode="json")} if faults is not None else {}
+    extra |= {"mode": mode} if mode != "end-to-end" else {}  # a step-mode run is another run
+    extra |= {"strict_arguments": True} if strict_arguments else {}  # so is one without coercion
     all_specs = episode_specs(task_sets, trials=trials, seed=seed)
-    specs = all_specs[limit] if limit is not None else all_specs
     summary = RunSummary(
         agent=agent_name,
         protocol=protocol,
@@ -362,80 +368,158 @@ def run_trials(
         episodes=[],
         model=model,
         concurrency=concurrency,
-        settings=dict(settings or {}),
+        settings={**(settings or {}), **extra},
         resume=resume,
+        run_config=dict(run_config) if run_config is not None else None,
+        task_sources=[dict(s) for s in task_sources],
     )
     hashes = {(name, t.id): canonical_hash(t.model_dump(mode="json")) for name, ts in task_sets for t in ts}
     if overwrite:
         clear_run(out)
     remove_stale_temps(out, recursive=True)  # what a run killed mid-write left (run.json, traces, files)
-    records = resumable(out, summary.config(), hashes, retry_aborted=retry_aborted)
-    todo = [s for s in specs if _key(s.trial, s.task_set, s.task_id) not in records]
-    order = {_key(s.trial, s.task_set, s.task_id): s.index for s in all_specs}
-
-    def checkpoint() -> None:
-        summary.episodes = sorted(
-            records.values(), key=lambda e: order.get(_key(e.trial, e.task_set, e.task_id), len(order))
-        )
-        summary.write(out)
-
-    cancel = cancel if cancel is not None else Cancel()
-    aborts_in_a_row = 0
-
-    def finished(outcome: EpisodeResult) -> None:  # called under the rollout's lock
-        nonlocal aborts_in_a_row
-        record = EpisodeRecord.of(outcome)
-        records[_key(record.trial, record.task_set, record.task_id)] = record
-        checkpoint()
-        aborts_in_a_row = aborts_in_a_row + 1 if record.status == "aborted" else 0
-        if max_consecutive_aborts is not None and aborts_in_a_row >= max_consecutive_aborts:
-            cancel.set(
-                f"{aborts_in_a_row} episodes in a row aborted by infra errors (last: {record.error}); "
-                "the run was stopped instead of failing every episode"
-            )
-        if on_episode is not None:
-            on_episode(record)
-
-    checkpoint()  # the run directory names its run from the start
-    try:
-        rollout(
+    book = _RunBook(out, summary, all_specs, cancel or Cancel(), max_consecutive_aborts, on_episode)
+    book.records.update(resumable(out, summary.config(), hashes, retry_aborted=retry_aborted))
+    todo = [s for s in (all_specs[limit] if limit is not None else all_specs) if not book.has(s)]
+    env = EnvConfig(
+        protocol=protocol,
+        max_steps=max_steps,
+        faults=faults,
+        fault_tools=tuple(fault_tools),
+        user=user,
+        worlds=worlds,
+        mode=mode,
+        strict_arguments=strict_arguments,
+    )
+    book.checkpoint()  # the run directory names its run from the start
+    book.run(
+        lambda: rollout(
             task_sets,
             todo,
             out=out,
             executor=executor or InProcessExecutor(concurrency),
-            env=EnvConfig(
-                protocol=protocol,
-                max_steps=max_steps,
-                faults=faults,
-                fault_tools=tuple(fault_tools),
-                user=user,
-                worlds=worlds,
-                mode=mode,
-            ),
+            env=env,
             agent=make_agent,
             toolset=toolset,
             abort_on=ABORT_ON,
-            on_outcome=finished,
-            cancel=cancel,
-        )
-    except RolloutCancelled as stop:
-        for outcome in stop.finished:
-            records.setdefault(
-                _key(outcome.trial, outcome.task_set, outcome.task_id), EpisodeRecord.of(outcome)
-            )
-        summary.stopped = stop.reason
-        summary.cancelled = [
-            {"trial": s.trial, "task_set": s.task_set, "task_id": s.task_id} for s in stop.in_flight
-        ]
-    except OSError as exc:  # a full disk, most often: the run says so where it still can
-        summary.stopped = write_failure(exc)
-        with contextlib.suppress(OSError):
-            checkpoint()
-        raise
-    else:
-        summary.resume = None  # nothing left to resume
-    checkpoint()
+            on_outcome=book.finished,
+            cancel=book.cancel,
+        ),
+        todo,
+    )
     return summary
+
+
+def _fault_tools(
+    faults: FaultPlan | None, toolset: ToolSet | None, task_sets: Sequence[tuple[str, TaskSet]]
+) -> list[str]:
+    """Every tool the run's tasks offer, which a fault plan may target; the plan is checked
+    against them (FaultPlanError before any episode runs)."""
+    if faults is None:
+        return []
+    from toolgym.toolservers.registry import default_toolset
+
+    offered = toolset if toolset is not None else default_toolset()
+    names = offered_tool_names(offered, [t for _, task_set in task_sets for t in task_set])
+    faults.check_tools(names)
+    return names
+
+
+class _RunBook:
+    """A run's records as episodes finish: run.json checkpointed after each, the circuit breaker,
+    and how the run stopped (cancelled, interrupted, or an OS error)."""
+
+    def __init__(
+        self,
+        out: Path,
+        summary: RunSummary,
+        specs: Sequence[EpisodeSpec],
+        cancel: Cancel,
+        max_consecutive_aborts: int | None,
+        on_episode: Callable[[EpisodeRecord], None] | None,
+    ) -> None:
+        self.out, self.summary, self.cancel = out, summary, cancel
+        self.max_consecutive_aborts, self.on_episode = max_consecutive_aborts, on_episode
+        self.records: dict[tuple[int, str, str], EpisodeRecord] = {}
+        self.order = {_key(s.trial, s.task_set, s.task_id): s.index for s in specs}
+        self.aborts_in_a_row = 0
+        # episodes that ended aborted once the run was cancelled (the cancel may have ended them:
+        # a model request refused or abandoned): listed as cancelled with what they spent, run on resume
+        self.cut_short: dict[tuple[int, str, str], dict[str, int | float] | None] = {}
+
+    def has(self, spec: EpisodeSpec) -> bool:
+        return _key(spec.trial, spec.task_set, spec.task_id) in self.records
+
+    def checkpoint(self) -> None:
+        self.summary.episodes = sorted(
+            self.records.values(),
+            key=lambda e: self.order.get(_key(e.trial, e.task_set, e.task_id), len(self.order)),
+        )
+        self.summary.write(self.out)
+
+    def finished(self, outcome: EpisodeResult) -> None:  # called under the rollout's lock
+        record = EpisodeRecord.of(outcome)
+        key = _key(record.trial, record.task_set, record.task_id)
+        if self.cancel.is_set() and record.status == "aborted":
+            self.cut_short[key] = record.usage
+            return
+        self.records[key] = record
+        self.checkpoint()
+        self.aborts_in_a_row = self.aborts_in_a_row + 1 if record.status == "aborted" else 0
+        limit = self.max_consecutive_aborts
+        if limit is not None and self.aborts_in_a_row >= limit:
+            self.cancel.set(
+                f"{self.aborts_in_a_row} episodes in a row aborted by infra errors (last: {record.error}); "
+                "the run was stopped instead of failing every episode"
+            )
+        if self.on_episode is not None:
+            self.on_episode(record)
+
+    def run(self, rollout_all: Callable[[], object], todo: Sequence[EpisodeSpec]) -> None:
+        """`rollout_all()`, then run.json says how the run ended."""
+        summary = self.summary
+        try:
+            rollout_all()
+        except RolloutCancelled as stop:
+            for outcome in stop.finished:
+                key = _key(outcome.trial, outcome.task_set, outcome.task_id)
+                if key not in self.cut_short:
+                    self.records.setdefault(key, EpisodeRecord.of(outcome))
+            summary.stopped = stop.reason
+            summary.cancelled = cancelled_entries(stop.in_flight, self.cut_short, self.records)
+        except KeyboardInterrupt:  # a second Ctrl-C: no more grace, but run.json still says so
+            summary.stopped = self.cancel.reason or "interrupted"
+            started = [s for s in todo if s.index in self.cancel.started]
+            summary.cancelled = cancelled_entries(started, self.cut_short, self.records)
+            with contextlib.suppress(OSError):
+                self.checkpoint()
+            raise
+        except OSError as exc:  # a full disk, most often: the run says so where it still can
+            summary.stopped = write_failure(exc)
+            with contextlib.suppress(OSError):
+                self.checkpoint()
+            raise
+        else:
+            summary.resume = None  # nothing left to resume
+        self.checkpoint()
+
+
+def cancelled_entries(
+    in_flight: Sequence[EpisodeSpec],
+    cut_short: Mapping[tuple[int, str, str], dict[str, int | float] | None],
+    records: Mapping[tuple[int, str, str], EpisodeRecord],
+) -> list[dict[str, Any]]:
+    """run.json's `cancelled`: the episodes left unfinished when the run stopped (by trial, set
+    and task), each with the tokens it had spent where that is known (counted in the run's usage)."""
+    entries: dict[tuple[int, str, str], dict[str, Any]] = {}
+    for spec in in_flight:
+        entries[_key(spec.trial, spec.task_set, spec.task_id)] = {}
+    for key, usage in cut_short.items():
+        entries[key] = {"usage": usage} if usage else {}
+    return [
+        {"trial": key[0], "task_set": key[1], "task_id": key[2], **extra}
+        for key, extra in sorted(entries.items())
+        if key not in records
+    ]
 
 
 def write_failure(exc: OSError) -> str:

@@ -278,7 +278,7 @@ app.command()(serve)
 from toolgym.toolservers.hosting.commands import register as register_lab  # noqa: E402
 
 register_lab(app)
-# evaluation (eval / report / run)     -- evaluation/commands.py
+# evaluation (run / eval / report / export / view / teval-* / winrate) -- evaluation/commands/
 from toolgym.evaluation.commands import register as register_evaluation  # noqa: E402
 from toolgym.recorder.commands import register as register_recorder  # noqa: E402
 

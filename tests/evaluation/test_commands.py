@@ -431,8 +431,13 @@ def test_eval_scores_only_the_named_run_and_report_flags_stale_results(tmp_path:
     assert bogus.returncode == 2 and "unknown metric suite bogus" in bogus.stderr
     assert not (tmp_path / "runs/a/eval.fixed.json").exists() and "traces in" not in bogus.stdout
 
+    # a folder with no traces of its own is nothing to score: one line, exit 2, no file written
     parent = toolgym("eval", "runs", "--suite", "mtu", "--json", cwd=tmp_path)
-    assert "left out 2 other runs below runs" in parent.stderr and '"traces": 0' in parent.stdout
+    assert parent.returncode == 2 and parent.stdout == ""
+    assert parent.stderr.strip().splitlines() == [
+        "error: runs holds no finished traces (2 other runs below it: --recursive reads them); nothing written"
+    ]
+    assert not (tmp_path / "runs/eval.fixed.json").exists()
     both = toolgym("eval", "runs", "--suite", "mtu", "--recursive", "--json", cwd=tmp_path)
     scored = json.loads(both.stdout)
     assert scored["traces"] == MTU_TASKS + 20

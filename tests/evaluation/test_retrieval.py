@@ -112,6 +112,8 @@ def test_run_with_a_retriever_and_eval_scores_the_rankings(tmp_path: Path) -> No
 def test_a_broken_rankings_file_is_a_failure_not_a_crash(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="ranked"):
         score_retrieval({"k": 3}, {})
+    ran = CliRunner().invoke(app, ["run", "--tasks", str(ZH), "--limit", "1", "--out", str(tmp_path)])
+    assert ran.exit_code == 0, ran.output  # a trace to score (a folder of none is refused first)
     (tmp_path / RETRIEVAL_FILE).write_text("{not json", encoding="utf-8")
     result = CliRunner().invoke(app, ["eval", str(tmp_path), "--tasks", str(ZH), "--suite", "ctooleval"])
     assert result.exit_code == 1 and "retrieval" in result.output
