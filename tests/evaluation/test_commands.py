@@ -518,6 +518,39 @@ def test_the_readme_everyday_loop_runs_as_written(tmp_path: Path) -> None:
     assert (tmp_path / "runs/mtu/report.html").is_file()
 
 
+def test_the_readme_agent_loops_run_as_written(tmp_path: Path) -> None:
+    """The SDK loop (schemas from env.offered, the SDK's message into step, tool messages back) and
+    the async rollout, each a file of the README's block as written, against a local server."""
+    import textwrap
+
+    def script(body: Mapping[str, Any]) -> Reply:
+        messages = body["messages"]
+        first = next(m["content"] for m in messages if m["role"] == "user")
+        if "bank account 123456" in first and not any(m["role"] == "assistant" for m in messages):
+            return calls(("get_account_balance", {"account_number": "123456"}))
+        return text("Your balance is $4,825.50.")
+
+    fake = FakeOpenAI(script, models=("M",))
+    with serve(fake):
+        env = cli_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test")
+        for marker, said in (("agent-loop:", "reward 1.0"), ("agent-loop-async:", "mean reward")):
+            (tmp_path / "loop.py").write_text(textwrap.dedent(readme_block(marker)), encoding="utf-8")
+            ran = subprocess.run(
+                [sys.executable, "loop.py"],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert ran.returncode == 0 and said in ran.stdout, ran.stdout + ran.stderr
+    # the SDK loop answered the tool call with its tool message, paired by id
+    first, second = fake.requests[0], fake.requests[1]["messages"]
+    assert "get_account_balance" in [t["function"]["name"] for t in first["tools"]]  # env.offered's schemas
+    assert second[-1]["role"] == "tool" and second[-1]["tool_call_id"] == second[-2]["tool_calls"][0]["id"]
+    assert len(list((tmp_path / "runs/async").rglob("*.jsonl"))) == 4 * MTU_TASKS
+
+
 def test_version(tmp_path: Path) -> None:
     result = toolgym("--version", cwd=tmp_path)
     assert result.returncode == 0 and re.fullmatch(r"toolgym \S+\n", result.stdout)
