@@ -344,6 +344,7 @@ class _ClientCore:
         self._lock = threading.Lock()
         self.usage = Usage()
         self.turns_without_tokens = 0  # answers without token ids, when they were asked for
+        self.vllm_token_params = True  # until the server refuses them (_drop_refused_token_params)
         self._cancelled = threading.Event()
         self._waiting: set[Callable[[], None]] = set()  # wakes the requests in flight
         # reentrant: cancel() may run in a signal handler on a thread that holds it
@@ -361,7 +362,6 @@ class _ClientCore:
     def _refuse_if_cancelled(self) -> None:
         if self._cancelled.is_set():
             raise LLMCancelled(f"{self.config.endpoint}: not sent, the run was cancelled")
-        self.vllm_token_params = True  # until the server refuses them (_drop_refused_token_params)
 
     def _sdk_options(self) -> dict[str, Any]:
         """The SDK client's settings (its own retries and timeout)."""

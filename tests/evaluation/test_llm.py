@@ -865,3 +865,46 @@ def test_the_real_models_outputs_through_chat_and_responses(
     assert [s.raw for s in trace.steps] == [reply, reply]
     assert trace.steps[0].error_kinds == TEXT_PROTOCOL_ERRORS[output["kind"]] == output["error_kinds"]
     assert trace.end.status == "truncated"  # on to the step limit
+
+
+# ---- cancel: a stopped run spends nothing more ------------------------------------------------------
+def test_cancel_abandons_requests_in_flight_and_sends_no_more_sync_and_async() -> None:
+    """A request held by the server is abandoned at `cancel()` (LLMCancelled at once, not after the
+    60 s answer), and no later request, or retry, reaches the server."""
+    from toolgym.evaluation.llm import LLMCancelled
+
+    messages = [{"role": "user", "content": "hi"}]
+    fake = FakeOpenAI(lambda body: text("late"), reply_delay_s=60.0)
+    with serve(fake):
+        client = ChatClient(config(fake, max_retries=3))
+        failed: list[BaseException] = []
+
+        def ask() -> None:
+            try:
+                client.complete(messages)
+            except BaseException as exc:
+                failed.append(exc)
+
+        asker = threading.Thread(target=ask)
+        asker.start()
+        while fake.in_flight < 1:
+            threading.Event().wait(0.01)
+        client.cancel()
+        asker.join(timeout=30)
+        assert not asker.is_alive() and isinstance(failed[0], LLMCancelled)
+        with pytest.raises(LLMCancelled):
+            client.complete(messages)
+
+        async def ask_async() -> None:
+            async with AsyncChatClient(config(fake)) as aclient:
+                pending = asyncio.ensure_future(aclient.complete(messages))
+                while fake.in_flight < 2:  # the sync request's stall still holds one
+                    await asyncio.sleep(0.01)
+                aclient.cancel()
+                with pytest.raises(LLMCancelled):
+                    await asyncio.wait_for(pending, timeout=30)
+                with pytest.raises(LLMCancelled):
+                    await aclient.complete(messages)
+
+        asyncio.run(ask_async())
+    assert len(fake.requests) == 2  # one per client: none after the cancel
