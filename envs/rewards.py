@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import marshal
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -12,7 +13,6 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from toolgym.actions import (
-    CONTENT_IN_TEXT,
     Action,
     ActionRecord,
     AskUser,
@@ -24,10 +24,31 @@ from toolgym.actions import (
     as_action,
     as_observation,
 )
-from toolgym.canonical import canonical_hash, render_json, rendered_json
+from toolgym.canonical import canonical_hash, rendered_json
 from toolgym.protocols.base import ActionProtocol
 from toolgym.tasks import AnswerSpec, Task, alias_found
 from toolgym.world import World
+
+
+def _calls_only(actions: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether `actions` are tool calls as a protocol's lean parse makes them (one at least)."""
+    return bool(actions) and all(type(a) is ActionRecord and a.type == "tool_call" for a in actions)
+
+
+def _packed_diff(diff: dict[str, Any]) -> dict[str, Any] | str | bytes:
+    """A finished step's state diff as one object that reads back equal: its canonical JSON
+    where a trace line encoded it already (the text `step_json` remembers), else marshalled
+    (a C copy a third the cost of a JSON encode, and exact: key order, floats, surrogates);
+    the diff itself where neither will do."""
+    if not diff:
+        return "{}"
+    text = rendered_json(diff)
+    if text is not None and "\\ud" not in text:  # escaped surrogates: as `ObservationRecord.pack`
+        return text
+    try:
+        return marshal.dumps(diff)
+    except ValueError:  # an object marshal cannot write: kept as it is
+        return diff
 
 
 class EpisodeStep:
@@ -68,7 +89,7 @@ class EpisodeStep:
         self._lean = False  # whether the fields may hold records or packed forms still
         self._parser: ActionProtocol | None = None
         self.state_hash = state_hash
-        self._state_diff: dict[str, Any] | str | None = state_diff  # str: packed (`pack`)
+        self._state_diff: dict[str, Any] | str | bytes | None = state_diff  # str, bytes: packed
 
     @classmethod
     def of_records(
@@ -84,9 +105,9 @@ class EpisodeStep:
         models when first read. `parser`: the protocol whose `parse_records` made `actions` from
         the `raw` text, where parsing the same text again gives the same records (ReAct's): a
         packed step of tool calls then keeps the text alone."""
-        step = cls(index, raw, actions, observations)  # type: ignore[arg-type]
-        step._lean = True
-        step._parser = parser
+        step = cls.__new__(cls)  # the fields set here, without __init__'s call (every step)
+        step.index, step.raw, step._actions, step._observations = index, raw, actions, observations
+        step._lean, step._parser, step.state_hash, step._state_diff = True, parser, None, None
         return step
 
     @property
@@ -94,6 +115,8 @@ class EpisodeStep:
         diff = self._state_diff
         if isinstance(diff, str):  # packed: its canonical JSON (`pack`)
             diff = self._state_diff = json.loads(diff)
+        elif isinstance(diff, bytes):  # packed: marshalled
+            diff = self._state_diff = marshal.loads(diff)
         return diff
 
     @state_diff.setter
@@ -102,37 +125,28 @@ class EpisodeStep:
 
     def pack(self) -> None:
         """Keep what can be read back as little as it takes: tool results whose text is their
-        content's canonical JSON as the text (`ObservationRecord.pack`), the state diff as its
-        canonical JSON (encoded once: the trace line's, where one was written), tool calls
-        parsed from text as that text (`of_records`' parser), the rest in tuples. A long episode
+        content's canonical JSON as the text (`ObservationRecord.pack`), the state diff as one
+        object (`_packed_diff`: the trace line's JSON, or marshalled), tool calls parsed from
+        text as that text (`of_records`' parser), the rest in tuples. A long episode
         then holds a few objects per step for the next reset to free, not hundreds. `ToolEnv.step`
         packs the step before its own; a step that holds models (yours) is left as it is."""
-        if not self._lean or self._actions is None:  # not the env's, or packed already
-            return
-        for obs in self._observations:
-            if type(obs) is ObservationRecord and obs.type == "tool_result":
-                content = obs.content
-                if content is not None and type(content) is not str and content is not CONTENT_IN_TEXT:
-                    obs.pack(rendered_json(content))
-        self._observations = tuple(self._observations)
         actions = self._actions
-        if (
-            self._parser is not None
-            and type(self.raw) is str
-            and actions
-            and all(type(a) is ActionRecord and a.type == "tool_call" for a in actions)
-        ):
+        if not self._lean or actions is None:  # not the env's, or packed already
+            return
+        observations = self._observations
+        for obs in observations:
+            if type(obs) is ObservationRecord:
+                content = obs.content
+                if type(content) is dict or type(content) is list:  # what a rendered result holds
+                    obs.pack(rendered_json(content))
+        self._observations = tuple(observations)
+        if self._parser is not None and type(self.raw) is str and _calls_only(actions):
             self._actions = None  # `raw` parses to them again
         else:
             self._actions, self._parser = tuple(actions), None
         diff = self._state_diff
         if type(diff) is dict:
-            try:
-                packed = "{}" if not diff else rendered_json(diff) or render_json(diff)
-            except (ValueError, TypeError, RecursionError):  # what JSON cannot hold stays as it is
-                return
-            if "\\ud" not in packed:  # as `ObservationRecord.pack`
-                self._state_diff = packed
+            self._state_diff = _packed_diff(diff)
 
     def _built(self) -> None:
         actions = self._actions

@@ -582,7 +582,7 @@ class ToolEnv(gym.Env[str, Any]):
         offered = self.offered
         if type(offered).call is ToolSet.call:
             obs: Observation | ObservationRecord = offered.call_record(action, self._ctx)
-            if outage_of(obs) is not None:
+            if obs.error is not None and outage_of(obs) is not None:
                 obs = offered.call_record(action, self._ctx)
             return obs
         call = as_action(action)
@@ -665,7 +665,8 @@ class ToolEnv(gym.Env[str, Any]):
         tool_time, terminated, aborted = self._run_all(actions, problems, observations)
         # ReAct's parse of the same text gives the same records: a packed step keeps the text alone
         parser = self.protocol if type(self.protocol) is ReActProtocol and not given else None
-        step = EpisodeStep.of_records(index, _keepable(action), actions, observations, parser=parser)
+        raw = None if given else _keepable(action)  # actions given as objects: no raw output
+        step = EpisodeStep.of_records(index, raw, actions, observations, parser=parser)
         if self.world is not None:
             try:
                 _tried_twice(lambda: self._world_state(step))
@@ -693,7 +694,8 @@ class ToolEnv(gym.Env[str, Any]):
             observations[:] = [as_observation(o) for o in observations]  # the protocol reads models
         text = _observation_text(self.protocol, observations)
         self._last_render = text
-        self._emit("step", info)
+        if self._listeners:
+            self._emit("step", info)
         return _clip(text), reward, terminated, truncated, info
 
     def _run_all(
@@ -708,9 +710,10 @@ class ToolEnv(gym.Env[str, Any]):
         tool_time = 0.0
         for action, problem in zip(actions, problems, strict=True):
             t0 = time.perf_counter()
-            observations.append(self._run(action, problem))
+            obs = self._run(action, problem)
+            observations.append(obs)
             tool_time += time.perf_counter() - t0
-            aborted = outage_of(observations[-1])
+            aborted = outage_of(obs) if obs.error is not None else None
             if aborted is not None:
                 return tool_time, False, aborted  # the backend is gone: nothing after this call runs
             if action.type == "final_answer" or self._user_ended == "stop":

@@ -13,6 +13,7 @@ by the env (file store, seed, clock) and is not part of the schema.
 from __future__ import annotations
 
 import inspect
+import operator
 import time
 import types
 import typing
@@ -693,6 +694,10 @@ def _render(value: Any, content: Any) -> str:
     return render_json(content)
 
 
+_ROW_TYPES = frozenset({str, int, float, bool, type(None)})
+_STR_TYPE = frozenset({str})
+
+
 def _json_and_files(value: Any, files: list[FileHandle]) -> Any:
     """to_json_value(value), with _collect_files(value) appended to `files`, in one walk: plain
     JSON data (the usual result) by exact type; anything else by those two functions."""
@@ -702,12 +707,19 @@ def _json_and_files(value: Any, files: list[FileHandle]) -> Any:
     if kind is float:
         return None if value != value else value
     if kind is dict:
+        values = value.values()
+        if (  # a row of scalars under str keys, none NaN (x == x): checked in C, copied as it is
+            _ROW_TYPES.issuperset(map(type, values))
+            and _STR_TYPE.issuperset(map(type, value))
+            and all(map(operator.eq, values, values))
+        ):
+            return dict(value)
         out: dict[str, Any] = {}
         for k, v in value.items():
             item = type(v)  # a row of scalars is the usual result: no call per value
-            out[k if type(k) is str else str(k)] = (
-                v if item is str or item is int or item is bool or v is None else _json_and_files(v, files)
-            )
+            if item is not str and item is not int and v is not None and item is not bool:
+                v = (v if v == v else None) if item is float else _json_and_files(v, files)
+            out[k if type(k) is str else str(k)] = v
         return out
     if kind is list or kind is tuple:
         return [_json_and_files(v, files) for v in value]

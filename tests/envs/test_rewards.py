@@ -138,7 +138,7 @@ def test_a_packed_step_reads_back_what_it_held() -> None:
     """Packing keeps a result's content as its text, the state diff as its canonical JSON and
     ReAct tool calls as the text they were parsed from; reading them gives what they were."""
     from toolgym.actions import Observation, ObservationRecord, ToolCall
-    from toolgym.canonical import canonical_json, render_json
+    from toolgym.canonical import render_json
     from toolgym.envs.rewards import EpisodeStep
     from toolgym.protocols.react import ReActProtocol
 
@@ -157,8 +157,9 @@ def test_a_packed_step_reads_back_what_it_held() -> None:
     step.pack()
     assert step._actions is None  # the raw text stands for the calls
     assert step._observations[0].content is not content  # the text stands for the content
-    assert isinstance(step._state_diff, str) and step._state_diff == canonical_json(diff)
+    assert isinstance(step._state_diff, bytes)  # marshalled: no trace line encoded it
     assert step == expected
+    assert list(step.state_diff or {}) == ["t"]
     first = step.actions[0]
     assert isinstance(first, ToolCall) and list(first.arguments) == ["b", "a"]
 
@@ -172,3 +173,21 @@ def test_a_step_of_models_is_not_packed() -> None:
     step = EpisodeStep(1, "x", [ToolCall(name="t")], [obs], None, diff)
     step.pack()
     assert step.state_diff is diff and step.observations[0] is obs
+
+
+def test_a_diff_a_trace_line_encoded_is_kept_as_that_text() -> None:
+    from toolgym.actions import ObservationRecord
+    from toolgym.canonical import canonical_json, render_json
+    from toolgym.envs.rewards import EpisodeStep
+
+    diff = {"t": {"added": [], "removed": [], "changed": [{"before": {"v": 1.5}, "after": {"v": 2}}]}}
+    text = render_json(diff)  # what `step_json` does with a step line's diff
+    step = EpisodeStep.of_records(1, None, [], [ObservationRecord("note", "n")])
+    step.state_diff = diff
+    step.pack()
+    assert step._state_diff == text == canonical_json(diff)
+    assert step.state_diff == diff
+    empty = EpisodeStep.of_records(2, None, [], [])
+    empty.state_diff = {}
+    empty.pack()
+    assert empty.state_diff == {} and empty.state_diff is not diff

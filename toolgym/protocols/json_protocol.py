@@ -134,10 +134,12 @@ def json_value(value: Any, where: str, depth: int = 0) -> Any:
                         f"{where}: object keys must be strings, got {describe_type(key)}"
                     )
                 key = str.__str__(key)
-            _check_text(key, where)
+            if not key.isascii():  # most keys: a C check, not a call
+                _check_text(key, where)
             item_kind = type(item)
             if item_kind is str:  # the usual values, checked here without a call each
-                _check_text(item, where)
+                if not item.isascii():
+                    _check_text(item, where)
                 out[key] = item
             elif item is None or item_kind is bool or (item_kind is int and int_fits_json(item)):
                 out[key] = item

@@ -121,7 +121,7 @@ class ReActProtocol(ActionProtocol):
         """`parse` as lean records; a subclass that overrides `parse` is parsed by its own."""
         if type(self).parse is not ReActProtocol.parse:
             return list(self.parse(output))
-        return list(self._parse_records(output))
+        return self._parse_records(output)  # type: ignore[return-value]  # a new list, of records
 
     def _parse_records(self, output: RawOutput) -> list[ActionRecord]:
         text = self._text(plain_output(output))
