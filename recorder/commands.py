@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from toolgym.envs.users import UserLLM
     from toolgym.recorder.golden import TaskIndex
 
-console = Console()
+console = Console(soft_wrap=True)  # a result line stays one line when piped (tables wrap: soft_wrap=False)
 
 # (base URL, model, API key environment variable) -> a live user LLM with a `close()`; raises
 # ValueError for a key variable that is not set. The chat client lives above this floor, so the
@@ -168,7 +168,7 @@ def record(
         table.add_column(column, no_wrap=True)
     for set_name, r in report.results:
         table.add_row(set_name, r.task_id, str(r.steps), str(sum(r.error_counts.values())), f"{r.reward:.2f}")
-    console.print(table)
+    console.print(table, soft_wrap=False)
     s = report.stats
     console.print(
         f"cassette: {s.recorded} responses recorded, {s.hits} replayed, {s.live_calls} live calls, "

@@ -82,10 +82,10 @@ def server_config(
             else e["msg"].removeprefix("Value error, ")
             for e in exc.errors(include_url=False)
         )
-        Console(stderr=True).print(f"[red]bad server configuration:[/red] {escape(problems)}")
+        Console(stderr=True, soft_wrap=True).print(f"[red]bad server configuration:[/red] {escape(problems)}")
         raise typer.Exit(code=2) from None
     except (ValueError, OSError) as exc:
-        Console(stderr=True).print(f"[red]bad server configuration:[/red] {escape(str(exc))}")
+        Console(stderr=True, soft_wrap=True).print(f"[red]bad server configuration:[/red] {escape(str(exc))}")
         raise typer.Exit(code=2) from None
     return cfg
 
@@ -173,12 +173,13 @@ def serve(
         )
         return
     from rich.console import Console
+    from rich.markup import escape
 
     from toolgym.http import bind_socket
     from toolgym.toolservers.server.app import serve as run_server
     from toolgym.toolservers.server.providers import catalog
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # an error is one line, also when piped
     overrides: dict[str, object] = {
         "host": host,
         "port": port,
@@ -191,7 +192,7 @@ def serve(
     try:
         providers = catalog([*(names_option(apps) or ()), *doc_libraries(docs or [])])
     except ValueError as exc:  # a bad doc (DocError names file and tool), or two files with one tool
-        console.print(f"[red]cannot serve these tools:[/red] {exc}")
+        console.print(f"[red]cannot serve these tools:[/red] {escape(str(exc))}")
         raise typer.Exit(code=2) from None
     bind_socket(cfg.host, cfg.port).close()  # a port in use: one line, before the banner says "on"
     served = cfg.tools or [p.name for p in providers]

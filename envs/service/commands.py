@@ -111,7 +111,7 @@ def env_server(
     from toolgym.http import Credentials, InsecureBindError, bind_socket, check_bind
     from toolgym.toolservers.commands import names_option
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # an error is one line, also when piped
     user_llm = None
     try:
         credentials = Credentials.of(token, tokens_file)

@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
+from tests.cli_text import flat
 from tests.evaluation.fake_openai import FakeOpenAI, Fault, Reply, calls, serve, text
 from tests.shared_data import MTU_DIR
 from toolgym.actions import FinalAnswer
@@ -260,8 +261,6 @@ def test_report_shows_suite_results_and_gta_tool_f1(tmp_path: Path) -> None:
 
 
 # ---- commands --------------------------------------------------------------------------------
-def flat(output: str) -> str:
-    return " ".join(output.replace("│", " ").split())
 
 
 def test_report_command_writes_the_file(llm_run: Path, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from tests.cli_text import flat
 from toolgym.cli import app
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import mock_task_paths
@@ -29,10 +30,6 @@ def mtu_path() -> Path:
 def mtu_sets() -> list[tuple[str, TaskSet]]:
     full = TaskSet.load(mtu_path())
     return [("mtu", TaskSet([t for t in full if t.id in TASKS], base_dir=full.base_dir))]
-
-
-def flat(output: str) -> str:
-    return " ".join(output.replace("│", " ").split())
 
 
 OUTAGE = FaultPlan(name="outage-1", rules=(FaultRule(tools="*", kind="outage", steps=(1, 1)),))

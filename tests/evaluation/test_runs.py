@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tests.cli_text import flat
 from tests.evaluation.fake_openai import FakeOpenAI, Fault, Reply, calls, serve, text
 from toolgym.cli import app
 from toolgym.envs.agents import OracleAgent
@@ -286,11 +287,6 @@ def test_run_command_exits_1_when_episodes_abort(tmp_path: Path) -> None:
         result = CliRunner().invoke(app, args)
     assert result.exit_code == 1
     assert "1 episodes aborted" in result.output and "HTTP 500" in result.output
-
-
-def flat(output: str) -> str:
-    """Command output without rich's box drawing and line wrapping."""
-    return " ".join(output.replace("│", " ").split())
 
 
 def mock_set_path(stem: str) -> Path:

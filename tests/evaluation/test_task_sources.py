@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tests.cli_text import flat
 from toolgym.cli import app
 from toolgym.envs.demo import mock_task_paths
 from toolgym.evaluation.task_sources import TaskSource, TaskSourceError, file_digest, resolve
@@ -19,7 +20,7 @@ MTU = next(p for p in mock_task_paths() if p.stem == "mtu")
 
 def invoke(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(app, list(args))
-    return result.exit_code, " ".join(result.output.replace("│", " ").split())
+    return result.exit_code, flat(result.output)
 
 
 def test_a_tooleyes_run_is_scored_reported_exported_and_viewed_without_tasks(tmp_path: Path) -> None:

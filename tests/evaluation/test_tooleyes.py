@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from tests.cli_text import flat
 from tests.envs.test_rollouts import without_latencies
 from tests.evaluation.fake_openai import FakeOpenAI, serve
 from tests.evaluation.helpers import run_e2e
@@ -691,7 +692,7 @@ def test_eval_and_report_show_five_dimensions_per_scenario(tmp_path: Path) -> No
 def test_the_oracle_cannot_play_tooleyes(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["run", "--tasks", "tooleyes", "--out", str(tmp_path)])
     assert result.exit_code == 2
-    assert "the oracle replays golden actions, and tooleyes/tooleyes-000 and 381 more has none" in " ".join(
-        result.output.split()
+    assert "the oracle replays golden actions, and tooleyes/tooleyes-000 and 381 more has none" in flat(
+        result.output
     )
     assert not (tmp_path / "run.json").exists()

@@ -128,7 +128,8 @@ def test_every_command_reports_mistakes_in_one_line_without_a_traceback(tmp_path
     import sys
 
     repo = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(repo)}
+    # 80 columns, as CI and a pipe have: a message longer than that is still one line
+    env = {**os.environ, "PYTHONPATH": str(repo), "COLUMNS": "80"}
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()

@@ -248,13 +248,21 @@ def _command_server(argv: list[str], port: int, ready_path: str) -> Iterator[str
         process.wait(timeout=30)
 
 
+def _oracle_run(out: Path) -> None:
+    toolgym = str(Path(sys.executable).with_name("toolgym"))
+    argv = [toolgym, "run", "--agent", "oracle", "--tasks", "demo", "--limit", "1", "--out", str(out)]
+    subprocess.run(argv, check=True, capture_output=True, timeout=300)
+
+
 @pytest.mark.parametrize("command", ["env-server", "mcp --http", "view"])
 def test_every_commands_server_closes_connections_whose_headers_trickle(command: str, tmp_path: Path) -> None:
     port = _free_port()
+    if command == "view":  # the viewer serves a run with at least one finished trace
+        _oracle_run(tmp_path / "run")
     argv = {
         "env-server": ["env-server", "--port", str(port), "--trace-dir", str(tmp_path / "traces")],
         "mcp --http": ["mcp", "--http", "--apps", "banking", "--port", str(port)],
-        "view": ["view", str(tmp_path), "--port", str(port)],
+        "view": ["view", str(tmp_path / "run"), "--port", str(port)],
     }[command]
     with _command_server(argv, port, "/health" if command == "env-server" else "/") as url:
         closed, answer = trickle_headers(url, "/")
@@ -264,7 +272,7 @@ def test_every_commands_server_closes_connections_whose_headers_trickle(command:
 
 def test_serve_beyond_loopback_without_a_token_is_one_line() -> None:
     toolgym = str(Path(sys.executable).with_name("toolgym"))
-    env = {k: v for k, v in os.environ.items() if k != "TOOLGYM_TOKEN"}
+    env = {k: v for k, v in os.environ.items() if k != "TOOLGYM_TOKEN"} | {"COLUMNS": "80"}  # as on CI
     result = subprocess.run(
         [toolgym, "serve", "--host", "0.0.0.0", "--tools", "Calculator"],
         capture_output=True,

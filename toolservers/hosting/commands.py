@@ -18,7 +18,7 @@ from toolgym.toolservers.hosting.lab import LabServers, make_host
 if TYPE_CHECKING:
     from toolgym.toolservers.hosting.base import ServerHandle
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # an error is one line, also when piped
 
 
 # ---- commands ----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tests.cli_text import flat
 from toolgym.cli import app
 from toolgym.evaluation.runs import RunSummary
 
@@ -68,7 +69,7 @@ def test_config_mistakes_are_one_line_and_leave_nothing(
     ]:  # fmt: skip
         result = CliRunner().invoke(app, ["run", *args, "--out", "x"])
         assert result.exit_code == 2, result.output
-        assert message in " ".join(result.output.replace("│", " ").split()), result.output
+        assert message in flat(result.output), result.output
         assert not (tmp_path / "x").exists()
 
 
@@ -220,7 +221,7 @@ def test_a_newcomers_agent_mistakes_are_one_line_and_a_missing_name_is_the_class
     task = ["--tasks", "demo", "--task-id", "fish-oil-days"]
     bad = CliRunner().invoke(app, ["run", "--agent", "nameless:make_without_protocol", *task, "--out", "bad"])
     assert bad.exit_code == 2 and not (tmp_path / "bad").exists()
-    said = " ".join(bad.output.replace("│", " ").split())
+    said = flat(bad.output)
     assert "make_without_protocol() cannot take the env's protocol" in said, said
     good = CliRunner().invoke(app, ["run", "--agent", "nameless:make", *task, "--out", "good"])
     assert good.exit_code == 0, good.output
