@@ -22,6 +22,7 @@ from tests.evaluation.real_model import (
     real_outputs,
 )
 from toolgym.cli import app
+from toolgym.envs.demo import bundled_task_sets
 from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.hf_agent import (
@@ -92,6 +93,30 @@ def test_a_run_keeps_the_real_prompt_and_completion_tokens(smollm2: HFModel, in_
         summary["agent"] == "hf:smollm2" and summary["settings"]["model"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
     )
     assert summary["usage"]["prompt_tokens"] == sum(len(s.tokens.prompt_ids) for s in trace.steps if s.tokens)
+
+
+@needs_model
+def test_one_task_of_each_bundled_set_runs_in_process(smollm2: HFModel, tmp_path: Path) -> None:
+    """The in-process half of the real-model smoke (test_serve_model.py has the server's): the first
+    task of every bundled set, one turn each; every prompt is the recorded request through the
+    model's own chat template, token for token."""
+    firsts = {name: next(iter(TaskSet.load(path))).id for name, path in bundled_task_sets().items()}
+    assert set(firsts) >= {"demo", "ctool", "ctool_zh", "mtu", "multiturn", "teval", "tooleyes"}
+    sets = [a for name in firsts for a in ("--tasks", name)]
+    ids = [a for task_id in firsts.values() for a in ("--task-id", task_id)]
+    run = ["run", "--agent", "hf:smollm2", "--max-steps", "1", "--max-tokens", "12", "--out", str(tmp_path)]
+    result = CliRunner().invoke(app, [*run, *sets, *ids])
+    assert result.exit_code == 0, result.output
+    episodes = {e["task_set"]: e for e in json.loads((tmp_path / "run.json").read_text())["episodes"]}
+    assert {s: e["task_id"] for s, e in episodes.items()} == firsts
+    for name, episode in episodes.items():
+        # a 135M model: success is not expected, a whole episode is
+        assert episode["status"] in ("truncated", "terminated") and episode["error"] is None, name
+        (step,) = read_trace(tmp_path / episode["trace"]).steps
+        (request,) = full_requests([step])
+        assert request is not None and request["messages"][0]["role"] == "system", name
+        assert step.tokens is not None and step.tokens.prompt_ids == smollm2.render(request["messages"]), name
+        assert 0 < len(step.tokens.completion_ids) <= 12, name
 
 
 def _comparable(trace: Trace) -> tuple[list[dict[str, Any]], list[float]]:
