@@ -328,38 +328,33 @@ def run_trials(
     task_sources: Sequence[Mapping[str, Any]] = (),
     strict_arguments: bool = False,
 ) -> RunSummary:
-    """Run every task `trials` times and write traces and OUT/run.json. By default episodes run in
-    this process, up to `concurrency` at once; `executor` spreads them over processes or Ray actors
-    (`toolgym.envs.rollouts`), which need an `AgentSpec` and the default tools. Records come back in
-    (trial, task set, task) order whatever the finishing order, and the traces are the same bytes
-    whichever executor ran them. `make_agent` may also name an agent in the agent grammar
-    (`oracle`, `scripted:FILE`, `package.module:factory`). `faults`: a fault plan every episode runs
-    under (checked against the tasks' tools first: a plan naming a tool no task offers raises
-    FaultPlanError before any episode runs). `user`: how workers build the user simulator of tasks
-    with a user scenario (default: rule-based). `worlds`: how workers build their tasks' worlds
-    (default: in-process mock worlds; `toolgym.evaluation.simulators:LLMSimulatedWorlds` answers
-    simulated tools with an LLM). `mode="step"` runs each episode teacher-forced on its task's
-    golden chain (`toolgym.envs.teacher`): the trace holds the agent's prediction for each golden
-    step, which GTA's and MTU's step metrics score. `run_config` and `task_sources` are recorded
-    in run.json as they are (`toolgym.evaluation.run_plan` gives them: the resolved RunConfig and
-    each task set's TaskSource), so eval and report find the tasks by themselves.
-    `strict_arguments`: app tools take arguments of their declared types only, no coercion
-    (`toolgym.mocks.app.strict_arguments`).
-
-    Resuming: a run already in `out` with the same config keeps its finished episodes (RunDirError
-    for another config, unless `overwrite`); `retry_aborted` runs its aborted ones again; `limit`
-    picks a slice of the run's episodes. run.json is checkpointed after every episode. `cancel`
-    (or `max_consecutive_aborts` aborted episodes in a row, the circuit breaker) stops the run:
-    the summary says why in `stopped` and carries `resume`, the command to finish it."""
+    """Run every task `trials` times; write the traces and OUT/run.json (the module docstring says
+    how a run resumes and stops). Episodes run in this process, up to `concurrency` at once, or on
+    `executor`'s processes or Ray actors (an `AgentSpec` and the default tools); records come in
+    (trial, task set, task) order and the traces are the same bytes whichever executor ran them.
+    `make_agent` may name an agent (`oracle`, `scripted:FILE`, `package.module:factory`). `faults`:
+    a plan every episode runs under (FaultPlanError before any episode for a tool no task offers);
+    `user` / `worlds`: how workers build the user simulator / the tasks' worlds; `mode="step"`:
+    teacher-forced on each golden chain (`toolgym.envs.teacher`); `strict_arguments`: no argument
+    coercion (`toolgym.mocks.app.strict_arguments`). `run_config` and `task_sources` go into
+    run.json as given (`toolgym.evaluation.run_plan`). `overwrite` replaces a run of another
+    config, `retry_aborted` reruns its aborted episodes, `limit` picks a slice of the episodes;
+    `cancel` or `max_consecutive_aborts` aborts in a row stop the run, `resume` is the command that
+    finishes it then."""
     if trials < 1 or concurrency < 1:
         raise ValueError("trials and concurrency must be at least 1")
-    if isinstance(make_agent, str):
-        make_agent = AgentSpec.named(make_agent)
-    fault_tools = _fault_tools(faults, toolset, task_sets)
-    extra: dict[str, Any] = {"faults": faults.model_dump(mode="json")} if faults is not None else {}
-    extra |= {"mode": mode} if mode != "end-to-end" else {}  # a step-mode run is another run
-    extra |= {"strict_arguments": True} if strict_arguments else {}  # so is one without coercion
-    all_specs = episode_specs(task_sets, trials=trials, seed=seed)
+    agent = AgentSpec.named(make_agent) if isinstance(make_agent, str) else make_agent
+    # configuration: what every episode runs with, and the run as run.json names it
+    env = EnvConfig(
+        protocol=protocol,
+        max_steps=max_steps,
+        faults=faults,
+        fault_tools=tuple(_fault_tools(faults, toolset, task_sets)),  # a bad plan raises here
+        user=user,
+        worlds=worlds,
+        mode=mode,
+        strict_arguments=strict_arguments,
+    )
     summary = RunSummary(
         agent=agent_name,
         protocol=protocol,
@@ -368,45 +363,27 @@ def run_trials(
         episodes=[],
         model=model,
         concurrency=concurrency,
-        settings={**(settings or {}), **extra},
+        settings=run_settings(settings, env),
         resume=resume,
         run_config=dict(run_config) if run_config is not None else None,
         task_sources=[dict(s) for s in task_sources],
     )
-    hashes = {(name, t.id): canonical_hash(t.model_dump(mode="json")) for name, ts in task_sets for t in ts}
-    if overwrite:
-        clear_run(out)
-    remove_stale_temps(out, recursive=True)  # what a run killed mid-write left (run.json, traces, files)
-    book = _RunBook(out, summary, all_specs, cancel or Cancel(), max_consecutive_aborts, on_episode)
-    book.records.update(resumable(out, summary.config(), hashes, retry_aborted=retry_aborted))
-    todo = [s for s in (all_specs[limit] if limit is not None else all_specs) if not book.has(s)]
-    env = EnvConfig(
-        protocol=protocol,
-        max_steps=max_steps,
-        faults=faults,
-        fault_tools=tuple(fault_tools),
-        user=user,
-        worlds=worlds,
-        mode=mode,
-        strict_arguments=strict_arguments,
-    )
-    book.checkpoint()  # the run directory names its run from the start
-    book.run(
-        lambda: rollout(
-            task_sets,
-            todo,
-            out=out,
-            executor=executor or InProcessExecutor(concurrency),
-            env=env,
-            agent=make_agent,
-            toolset=toolset,
-            abort_on=ABORT_ON,
-            on_outcome=book.finished,
-            cancel=book.cancel,
-        ),
-        todo,
-    )
+    # plan: the run's episodes that its folder does not hold yet
+    specs = episode_specs(task_sets, trials=trials, seed=seed)
+    book = _RunBook(out, summary, specs, cancel or Cancel(), max_consecutive_aborts, on_episode)
+    todo = book.open(task_sets, limit, overwrite=overwrite, retry_aborted=retry_aborted)
+    # execute; run.json then says how the run ended (the report)
+    book.run(task_sets, todo, executor or InProcessExecutor(concurrency), env, agent, toolset)
     return summary
+
+
+def run_settings(settings: Mapping[str, Any] | None, env: EnvConfig) -> dict[str, Any]:
+    """run.json's `settings`: the caller's, and what makes the same episodes another run (a fault
+    plan, step mode, arguments without coercion), which a resume must match."""
+    extra: dict[str, Any] = {"faults": env.faults.model_dump(mode="json")} if env.faults is not None else {}
+    extra |= {"mode": env.mode} if env.mode != "end-to-end" else {}
+    extra |= {"strict_arguments": True} if env.strict_arguments else {}
+    return {**(settings or {}), **extra}
 
 
 def _fault_tools(
@@ -439,6 +416,7 @@ class _RunBook:
     ) -> None:
         self.out, self.summary, self.cancel = out, summary, cancel
         self.max_consecutive_aborts, self.on_episode = max_consecutive_aborts, on_episode
+        self.specs = specs
         self.records: dict[tuple[int, str, str], EpisodeRecord] = {}
         self.order = {_key(s.trial, s.task_set, s.task_id): s.index for s in specs}
         self.aborts_in_a_row = 0
@@ -448,6 +426,29 @@ class _RunBook:
 
     def has(self, spec: EpisodeSpec) -> bool:
         return _key(spec.trial, spec.task_set, spec.task_id) in self.records
+
+    def open(
+        self,
+        task_sets: Sequence[tuple[str, TaskSet]],
+        limit: slice | None,
+        *,
+        overwrite: bool,
+        retry_aborted: bool,
+    ) -> list[EpisodeSpec]:
+        """The run folder made ready: cleared with `overwrite`, what a run killed mid-write left
+        removed, the episodes of an earlier run of this config kept (RunDirError for another
+        config), run.json written (the folder names its run from the start). Returns the episodes
+        left to run, within `limit`."""
+        hashes = {
+            (name, t.id): canonical_hash(t.model_dump(mode="json")) for name, ts in task_sets for t in ts
+        }
+        if overwrite:
+            clear_run(self.out)
+        remove_stale_temps(self.out, recursive=True)  # run.json, traces, files
+        self.records.update(resumable(self.out, self.summary.config(), hashes, retry_aborted=retry_aborted))
+        todo = [s for s in (self.specs[limit] if limit is not None else self.specs) if not self.has(s)]
+        self.checkpoint()
+        return todo
 
     def checkpoint(self) -> None:
         self.summary.episodes = sorted(
@@ -474,11 +475,30 @@ class _RunBook:
         if self.on_episode is not None:
             self.on_episode(record)
 
-    def run(self, rollout_all: Callable[[], object], todo: Sequence[EpisodeSpec]) -> None:
-        """`rollout_all()`, then run.json says how the run ended."""
+    def run(
+        self,
+        task_sets: Sequence[tuple[str, TaskSet]],
+        todo: Sequence[EpisodeSpec],
+        executor: Executor,
+        env: EnvConfig,
+        agent: AgentFactory | AgentSpec,
+        toolset: ToolSet | None,
+    ) -> None:
+        """Roll out `todo`, then run.json says how the run ended."""
         summary = self.summary
         try:
-            rollout_all()
+            rollout(
+                task_sets,
+                todo,
+                out=self.out,
+                executor=executor,
+                env=env,
+                agent=agent,
+                toolset=toolset,
+                abort_on=ABORT_ON,
+                on_outcome=self.finished,
+                cancel=self.cancel,
+            )
         except RolloutCancelled as stop:
             for outcome in stop.finished:
                 key = _key(outcome.trial, outcome.task_set, outcome.task_id)
