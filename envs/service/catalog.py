@@ -70,6 +70,11 @@ class SessionConfig(BaseModel):
         "(without the parsed actions, structured observations, state diff and faults: a smaller "
         "answer; the trace and the state message keep them)",
     )
+    strict_arguments: bool | None = Field(
+        None,
+        description="app tools take arguments of their declared types only: no coercion of a JSON "
+        "number or boolean into a string parameter (default: the server's, --strict-arguments)",
+    )
 
 
 @dataclass
@@ -169,6 +174,7 @@ class Catalog:
             faults=chosen.faults,
             user=user,
             info=chosen.info or "full",
+            strict_arguments=bool(chosen.strict_arguments),
         )
 
     @property
@@ -210,6 +216,7 @@ class ResolvedConfig:
     faults: FaultPlan | None = None
     user: str = "rule"
     info: str = "full"
+    strict_arguments: bool = False  # no argument coercion (toolgym.mocks.app.strict_arguments)
 
     def simulator(self, catalog: Catalog) -> UserSimulator | None:
         """A fresh simulator for one session's env (None: the env's default, rule-based)."""
@@ -236,4 +243,5 @@ class ResolvedConfig:
             "faults": self.faults.model_dump(mode="json") if self.faults is not None else None,
             "user": self.user,
             "info": self.info,
+            "strict_arguments": self.strict_arguments,
         }

@@ -50,6 +50,15 @@ def env_server(
         typer.Option("--tool-server", help="URL of a toolgym tool server whose tools to add"),
     ] = None,
     default_tasks: Annotated[str, typer.Option(help="task set of a session that names none")] = "demo",
+    strict_arguments: Annotated[
+        bool,
+        typer.Option(
+            "--strict-arguments",
+            help="sessions' app tools take arguments of their declared types only: no coercion of a "
+            "JSON number or boolean into a string parameter (MTU's apps coerce by default); a "
+            "session's config.strict_arguments chooses for itself",
+        ),
+    ] = False,
     protocol: Annotated[str, typer.Option(help="default action protocol: react, json, openai")] = "react",
     reward: Annotated[str, typer.Option(help="default reward: task, answer, state")] = "task",
     trace_dir: Annotated[Path, typer.Option(help="where each session's traces are written")] = Path(
@@ -123,7 +132,12 @@ def env_server(
             tool_names=names_option(tools),
             tool_servers=tool_server or (),
             token=token,
-            defaults=SessionConfig(tasks=default_tasks, protocol=protocol, reward=reward),
+            defaults=SessionConfig(
+                tasks=default_tasks,
+                protocol=protocol,
+                reward=reward,
+                strict_arguments=strict_arguments or None,  # None: a session's default, coercion
+            ),
             user_llm=user_llm,
         )
         from toolgym.envs.service.app import (

@@ -23,6 +23,7 @@ from toolgym.envs.runner import step_fields, trace_end, trace_header, trace_name
 from toolgym.envs.service import OPENENV_MISSING
 from toolgym.envs.service.catalog import REWARDS, Catalog, ResolvedConfig, ServiceError, SessionConfig
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.mocks.app import strict_arguments
 from toolgym.protocols.base import RawOutput
 from toolgym.tasks import Task
 from toolgym.trace import TraceEnd, TraceWriter
@@ -261,7 +262,9 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         if self._done:
             raise ServiceError("episode_over", "the episode is over: call reset", 409)
         raw = action.payload()
-        obs, reward, terminated, truncated, info = env.step(raw)
+        assert self._config is not None
+        with strict_arguments(self._config.strict_arguments):
+            obs, reward, terminated, truncated, info = env.step(raw)
         self._record(raw, reward, terminated, truncated, info)
         return self._answer(obs, info, float(reward), terminated, truncated)
 

@@ -161,3 +161,53 @@ def test_the_command_offers_the_operators_user_llm(tmp_path: Path) -> None:
             proc.wait(30)
     assert step["observation"]["text"] == "Observation: It's account 123456."
     assert len(fake.requests) == 1 and "k3y" not in state
+
+
+def test_strict_arguments_are_the_servers_default_and_each_sessions_choice(tmp_path: Path) -> None:
+    """`toolgym env-server --strict-arguments` over real HTTP: a session that says nothing gets a
+    number refused for a string parameter (argument_error), one that sets config.strict_arguments
+    false gets it coerced, as `toolgym run` without --strict-arguments does."""
+    import httpx
+    import pytest
+
+    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
+    from toolgym.toolservers.hosting.base import wait_healthy
+
+    from .support import free_port
+
+    port = free_port()
+    args = ["env-server", "--port", str(port), "--no-traces", "--strict-arguments"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path.cwd()), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolgym.cli", *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
+    url = f"http://127.0.0.1:{port}"
+    call = {"type": "tool_call", "name": "get_account_balance", "arguments": {"account_number": 123456}}
+    errors: dict[str, object] = {}
+    strict: dict[str, object] = {}  # what each session's state says it runs with
+    try:
+        wait_healthy(
+            url, timeout_s=120, alive=lambda: proc.poll() is None, logs=lambda: "", what="env-server"
+        )
+        with httpx.Client(base_url=url, timeout=60) as http:
+            assert http.get("/catalog").json()["defaults"]["strict_arguments"] is True
+            for name, extra in (("server default", {}), ("session false", {"strict_arguments": False})):
+                config = {"tasks": "mtu", **extra}
+                reset = http.post("/reset", json={"task_id": "mtu-balance-002", "seed": 0, "config": config})
+                assert reset.status_code == 200, reset.text
+                session_id = reset.json()["observation"]["session_id"]
+                step = http.post("/step", json={"session_id": session_id, "action": {"action": call}})
+                assert step.status_code == 200, step.text
+                [observation] = step.json()["observation"]["info"]["observations"]
+                errors[name] = (observation.get("error") or {}).get("kind")
+                state = http.get("/state", params={"session_id": session_id}).json()
+                strict[name] = state["config"]["strict_arguments"]
+    finally:
+        proc.kill()
+        proc.wait(30)
+    assert errors == {"server default": "argument_error", "session false": None}
+    assert strict == {"server default": True, "session false": False}
