@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 def run(ctx: typer.Context, **options: Any) -> None:
     """Run an agent over task sets, k trials per task, n episodes at once; write traces and run.json.
     Settings come from --config (TOML, or a run's run.json) and the options given, which win;
-    --print-config shows them. Ctrl-C stops it cleanly; the same command (same --out) resumes it."""
+    --print-config shows them. Ctrl-C stops it cleanly and prints the command that resumes it
+    (--config OUT/run.json --out OUT); the same command (same --out) resumes it too."""
     config = configuration(ctx, options)
     if options["print_config"]:
         print(to_toml(config.relative_paths(Path.cwd())), end="")
@@ -41,7 +42,7 @@ def run(ctx: typer.Context, **options: Any) -> None:
     plan = make_plan(config)
     for note in plan.notes:
         console.print(f"[yellow]note[/yellow]: {note}", highlight=False)
-    resume = resume_command(ctx, plan.out)
+    resume = resume_command(ctx, plan.config, plan.out)
     with human_output_to_stderr(options["json_output"]):
         results, signals = execute_with_progress(plan, resume, options)
         report(plan, results, options["json_output"])

@@ -19,7 +19,8 @@ from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
-from toolgym.evaluation.commands.common import console, fmt, given
+from toolgym.evaluation.commands.common import console, fmt
+from toolgym.evaluation.run_config import RunConfig
 
 if TYPE_CHECKING:
     from toolgym.envs.ray_rollouts import ToolServerSpec
@@ -84,26 +85,38 @@ def print_totals(summary: RunSummary) -> None:
         console.print(f"[red]aborted[/red] trial {e.trial} {e.task_set}/{e.task_id}: {escape(str(e.error))}")
 
 
-def resume_command(ctx: typer.Context, out: Path) -> str:
-    """The command line that finishes this run: the options given on the command line, into the
-    same folder, never with --overwrite (which would start it over) or --print-config."""
-    args = ["toolgym", ctx.info_name or "run"]
-    for param in ctx.command.params:
-        name = param.name or ""
-        value = ctx.params.get(name)
-        if name in ("out", "overwrite", "print_config") or value is None or value == []:
+def resume_command(ctx: typer.Context, config: RunConfig, out: Path) -> str:
+    """The command line that finishes this run: its own run.json as the configuration (what ran,
+    recorded from the start), into the same folder, on the same workers (where and on what a run
+    runs is no part of run.json: `run_config.PLACEMENT`)."""
+    from toolgym.evaluation.runs import SUMMARY_FILE
+
+    args = ["toolgym", ctx.info_name or "run", "--config", str(out / SUMMARY_FILE), "--out", str(out)]
+    return shlex.join(args + placement_options(config))
+
+
+def placement_options(config: RunConfig) -> list[str]:
+    """The options that put a run on threads, processes or Ray as `config` does (those not at
+    their defaults)."""
+    from toolgym.evaluation.run_config import PLACEMENT, option_of
+
+    default = RunConfig().model_dump(include=set(PLACEMENT))
+    given = config.model_dump(include=set(PLACEMENT))
+    settings = [(k, v, default[k]) for k, v in given.items() if k != "out" and not isinstance(v, dict)]
+    settings += [
+        (f"{k}.{n}", v, default[k][n]) for k, d in given.items() if isinstance(d, dict) for n, v in d.items()
+    ]
+    args: list[str] = []
+    for setting, value, usual in settings:
+        if value == usual:
             continue
-        if not given(ctx, name):
-            continue
-        option = max(param.opts, key=len)  # the long spelling
-        if getattr(param, "is_flag", False):
+        option = option_of(setting)
+        if isinstance(value, bool):
             args += [option] if value else []
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                args += [option, str(item)]
         else:
-            args += [option, str(getattr(value, "value", value))]
-    return shlex.join([*args, "--out", str(out)])
+            for item in value if isinstance(value, list) else [value]:
+                args += [option, str(item)]
+    return args
 
 
 class RunProgress:

@@ -139,7 +139,7 @@ def test_ctrl_c_sends_no_model_request_after_the_signal_and_counts_what_was_spen
     # the four answered requests are the run's spending, though no episode finished
     assert stopped.usage["requests"] == 4 and stopped.usage["prompt_tokens"] > 0
     assert all(c["usage"]["requests"] == 1 for c in stopped.cancelled)
-    assert "resume with: toolgym run --agent llm" in stdout
+    assert f"resume with: toolgym run --config {out / 'run.json'} --out {out} --concurrency 4" in stdout
 
 
 IMPATIENT = """
@@ -172,7 +172,50 @@ def test_a_second_ctrl_c_still_writes_why_the_run_stopped_and_how_to_resume(tmp_
     assert "Traceback" not in stderr
     stopped = RunSummary.load(out)
     assert stopped.stopped == "interrupted by SIGINT" and len(stopped.cancelled) == 1
-    assert stopped.resume is not None and "resume with: toolgym run --agent impatient:make" in stdout
+    assert stopped.resume == f"toolgym run --config {out / 'run.json'} --out {out}"
+    assert f"resume with: {stopped.resume}" in stdout
+
+
+STOPPER = """
+import os, signal
+from toolgym.envs.agents import OracleAgent
+
+class Stopper(OracleAgent):  # the oracle, who presses Ctrl-C as the task STOP_AT starts
+    name = "stopper"
+    def start(self, task, observation, info):
+        super().start(task, observation, info)
+        if task.id == os.environ.get("STOP_AT"):
+            os.kill(os.getpid(), signal.SIGINT)
+
+def make(protocol):
+    return Stopper(protocol)
+"""
+
+
+def test_the_printed_resume_command_finishes_a_stopped_run_as_if_never_stopped(tmp_path: Path) -> None:
+    """Ctrl-C in the middle of a run; the command it prints, run as printed, finishes the run: the
+    traces and run.json are the bytes of a run that was never stopped."""
+    import shlex
+
+    from tests.evaluation.test_commands import cli_env, toolgym
+
+    (tmp_path / "stopper.py").write_text(STOPPER, encoding="utf-8")
+    args = ["run", "--agent", "stopper:make", "--tasks", "mtu", "--trials", "2", "--limit", "1:7"]
+    stopped = toolgym(*args, "--out", "stopped", cwd=tmp_path, env=cli_env(STOP_AT="mtu-door-003"))
+    assert stopped.returncode == 130, stopped.stdout + stopped.stderr
+    left = RunSummary.load(tmp_path / "stopped")
+    assert left.stopped == "interrupted by SIGINT" and 0 < len(left.episodes) < 6
+    [line] = [line for line in stopped.stdout.splitlines() if line.startswith("resume with: ")]
+    command = shlex.split(line.removeprefix("resume with: "))
+    run = tmp_path / "stopped"
+    assert command == ["toolgym", "run", "--config", str(run / "run.json"), "--out", str(run)]
+
+    resumed = toolgym(*command[1:], cwd=tmp_path)
+    never_stopped = toolgym(*args, "--out", "whole", cwd=tmp_path)
+    assert resumed.returncode == 0 and never_stopped.returncode == 0, resumed.stdout + never_stopped.stdout
+    assert traces(tmp_path / "stopped") == traces(tmp_path / "whole") != {}
+    assert len(traces(tmp_path / "whole")) == 6
+    assert (tmp_path / "stopped" / "run.json").read_bytes() == (tmp_path / "whole" / "run.json").read_bytes()
 
 
 def test_strict_arguments_refuse_a_number_for_a_string_parameter(tmp_path: Path) -> None:
