@@ -54,6 +54,9 @@ INSTALL_HINT = "pip install 'toolgym[ray]'"
 DEFAULT_READY_TIMEOUT_S = 60.0
 
 
+CANCEL_GROUP = "cancel"  # the rollout actors' concurrency group of `cancel`
+
+
 class NoActorLeft(RolloutError):
     """No rollout actor was left to run an episode: those the run asked for died, or the cluster
     could not place them in time (a lost node, no free CPUs)."""
@@ -87,6 +90,11 @@ class RolloutActor:
 
     def run_batch(self, specs: Sequence[EpisodeSpec]) -> list[tuple[EpisodeOutcome, EpisodeBytes | None]]:
         return self.worker.run_batch(specs)
+
+    def cancel(self) -> None:
+        """The run stopped (called in the `cancel` concurrency group, beside the batch running):
+        the worker's model clients stop, its episode in flight ends with what it spent."""
+        self.worker.cancel()
 
 
 @dataclass(frozen=True)
@@ -303,7 +311,8 @@ class RayExecutor:
 
         while run.queue or run.in_flight:
             if cancel is not None and cancel.is_set():
-                return  # `run` kills the actors, and the episodes in flight with them
+                run.cut_short(cancel.grace_s / 2)
+                return  # `run` kills the actors, and the episodes still in flight with them
             for batch in run.dispatch():
                 if cancel is not None:
                     cancel.started.update(spec.index for spec in batch)
@@ -330,7 +339,9 @@ class _Round:
     def __init__(self, executor: RayExecutor, ray: Any, context_ref: Any, deliver: Deliver) -> None:
         self.executor, self.ray, self.context_ref, self.deliver = executor, ray, context_ref, deliver
         self.stats = executor.stats
-        self.actor_cls = ray.remote(RolloutActor).options(num_cpus=executor.actor_cpus)
+        # `cancel` runs on a thread of its own group, so it reaches an actor busy with a batch
+        actor_cls = ray.remote(concurrency_groups={CANCEL_GROUP: 1})(RolloutActor)
+        self.actor_cls = actor_cls.options(num_cpus=executor.actor_cpus)
         self.slots: list[_Slot] = []  # placed and started: they take episodes
         self.starting: dict[Any, _Slot] = {}  # their `ready` ObjectRef -> actors not placed yet
         self.queue: deque[tuple[list[EpisodeSpec], bool]] = deque()
@@ -420,6 +431,21 @@ class _Round:
         slot.alone = False
         for outcome, data in results:
             deliver(outcome, data)
+
+    def cut_short(self, timeout: float) -> None:
+        """A cancelled run: every actor is told at once (its model clients stop, so the episode
+        it runs ends), and the batches back within `timeout` are delivered: the episodes they
+        finished and those cut short, with the tokens they spent."""
+        for slot in self.slots:
+            slot.handle.cancel.options(concurrency_group=CANCEL_GROUP).remote()
+        deadline = time.monotonic() + timeout
+        while self.in_flight and (left := deadline - time.monotonic()) > 0:
+            ready, _ = self.ray.wait(list(self.in_flight), num_returns=1, timeout=left)
+            for ref in ready:
+                try:
+                    self.returned(ref)
+                except Exception:  # an episode's bug: the run is stopping, its episodes are cancelled
+                    continue
 
     def give_up_unplaced(self) -> None:
         """Actors not placed and started by their deadline (`ready_timeout_s` after their start or

@@ -329,6 +329,7 @@ class EpisodeWorker:
         self._staging: str | None = None
         self._users: UserFactory | None = None  # built once, with the first env
         self._worlds: Any = None  # the WorldSpec's builder result, built once, with the first env
+        self._cancelled = threading.Event()
 
     def env_for(self, task_set: str) -> ToolEnv:
         env = self._envs.get(task_set)
@@ -360,6 +361,8 @@ class EpisodeWorker:
                 _oracle_agents if spec.builder == "oracle" else load_object(spec.builder, "agent builder")
             )
             found = self._agents[name] = builder(**spec.kwargs)
+            if self._cancelled.is_set():
+                _cancel(found)  # built after the run was cancelled: it spends nothing either
         return found
 
     def run(self, spec: EpisodeSpec) -> tuple[EpisodeOutcome, EpisodeBytes | None]:
@@ -408,7 +411,24 @@ class EpisodeWorker:
         return finished_outcome(agent, task, spec, result)
 
     def run_batch(self, specs: Sequence[EpisodeSpec]) -> list[tuple[EpisodeOutcome, EpisodeBytes | None]]:
-        return [self.run(spec) for spec in specs]
+        """The episodes of `specs` in order; once the worker is cancelled, no further one starts
+        (those not run are left out)."""
+        results = []
+        for spec in specs:
+            if self._cancelled.is_set():
+                break
+            results.append(self.run(spec))
+        return results
+
+    def cancel(self) -> None:
+        """The run stopped: what spends on a model stops at once. Each builder of this worker's
+        agents, user simulators and worlds that has a `cancel()` is cancelled (an LLM client
+        refuses new requests and abandons those in flight, a local model stops generating), so
+        the episode in flight ends (aborted, with the tokens it spent), and `run_batch` starts no
+        further episode. It only flags: safe from a signal handler or any thread."""
+        self._cancelled.set()
+        for builder in [*list(self._agents.values()), self._users, self._worlds]:
+            _cancel(builder)
 
     def close(self) -> None:
         for env in self._envs.values():
@@ -428,6 +448,12 @@ class EpisodeWorker:
         self._worlds = None
         if self._staging is not None:
             shutil.rmtree(self._staging, ignore_errors=True)
+
+
+def _cancel(builder: object) -> None:
+    cancel = getattr(builder, "cancel", None)
+    if callable(cancel):
+        cancel()
 
 
 def _outcome_fields(task: Task, spec: EpisodeSpec) -> dict[str, Any]:
@@ -680,6 +706,8 @@ class InProcessExecutor:
         def loop() -> None:
             # each thread its own worker (envs are not thread-safe), closed when it runs out of work
             worker = EpisodeWorker(context, out=out, toolset=toolset, make_agent=self._make_agent)
+            if cancel is not None:
+                cancel.on_set(worker.cancel)  # its agents' model clients stop with the run
             try:
                 while (spec := next_spec()) is not None:
                     outcome, data = worker.run(spec)
@@ -718,11 +746,17 @@ def batches(specs: Sequence[EpisodeSpec], workers: int, size: int | None = None)
 _PROCESS_WORKER: EpisodeWorker | None = None
 
 
-def _process_init(context: WorkerContext) -> None:
+def _process_init(context: WorkerContext, stop: Any) -> None:
     global _PROCESS_WORKER
     # Ctrl-C reaches the whole process group: the driver decides what stops, and stops workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _PROCESS_WORKER = EpisodeWorker(context)
+    worker = _PROCESS_WORKER = EpisodeWorker(context)
+
+    def cancel_when_stopped() -> None:  # the driver's cancel, the moment it is set
+        stop.wait()
+        worker.cancel()
+
+    threading.Thread(target=cancel_when_stopped, name="cancel-watch", daemon=True).start()
 
 
 def _stop_processes(pool: ProcessPoolExecutor) -> None:
@@ -732,6 +766,24 @@ def _stop_processes(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes.values():
         process.terminate()
+
+
+def _deliver_cut_short(
+    in_flight: Mapping[Future[list[tuple[EpisodeOutcome, EpisodeBytes | None]]], object],
+    deliver: Deliver,
+    timeout: float,
+) -> None:
+    """A cancelled run: the worker processes were told (their model clients stopped), so their
+    batches come back soon with the episodes they finished and the one cut short, which carries
+    the tokens it spent; those back within `timeout` are delivered, the others are left."""
+    done, _ = wait(in_flight, timeout=timeout)
+    for future in done:
+        try:
+            results = future.result()
+        except Exception:  # a broken pool, a bug: the run is stopping, its episodes are cancelled
+            continue
+        for outcome, data in results:
+            deliver(outcome, data)
 
 
 def _process_batch(specs: Sequence[EpisodeSpec]) -> list[tuple[EpisodeOutcome, EpisodeBytes | None]]:
@@ -795,13 +847,14 @@ class ProcessExecutor:
         queue: deque[tuple[list[EpisodeSpec], bool]] = deque((batch, False) for batch in todo)
         deaths: dict[int, int] = {}  # episode index -> its worker died while it ran alone
         self.stats = ProcessStats()
+        mp = get_context(_start_method())
+        stop = mp.Event()  # set with the run's cancel: each worker process cancels its EpisodeWorker
+        if cancel is not None:
+            cancel.on_set(stop.set)
         while queue:
             self.stats.pools_started += 1
             pool = ProcessPoolExecutor(
-                self.workers,
-                mp_context=get_context(_start_method()),
-                initializer=_process_init,
-                initargs=(context,),
+                self.workers, mp_context=mp, initializer=_process_init, initargs=(context, stop)
             )
             try:
                 cancelled = self._drive(pool, queue, limit, deaths, deliver, cancel)
@@ -831,6 +884,7 @@ class ProcessExecutor:
         cause: BaseException | None = None
         while queue or in_flight:
             if cancel is not None and cancel.is_set():
+                _deliver_cut_short(in_flight, deliver, cancel.grace_s / 2)
                 _stop_processes(pool)
                 return True
             while queue and cause is None:

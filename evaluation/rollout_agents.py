@@ -32,6 +32,10 @@ class LLMAgents:
             self.client, env, seed=seed, few_shot=self.few_shot, tools_in_prompt=self.tools_in_prompt
         )
 
+    def cancel(self) -> None:
+        """The run stopped: no request is sent from now on, those in flight are abandoned."""
+        self.client.cancel()
+
     def close(self) -> None:
         self.client.close()
 

@@ -63,5 +63,9 @@ class LLMSimulatedWorlds:
     def __call__(self) -> WorldFactory:
         return simulated_worlds(self.simulator)
 
+    def cancel(self) -> None:
+        """The run stopped: no request is sent from now on, those in flight are abandoned."""
+        self.client.cancel()
+
     def close(self) -> None:
         self.client.close()

@@ -78,5 +78,9 @@ class LLMUsers:
     def __call__(self) -> LLMUser:
         return llm_user(self.client)
 
+    def cancel(self) -> None:
+        """The run stopped: no request is sent from now on, those in flight are abandoned."""
+        self.client.cancel()
+
     def close(self) -> None:
         self.client.close()

@@ -162,22 +162,6 @@ def test_sigterm_stops_a_run_on_worker_processes(tmp_path: Path) -> None:
     assert len(stopped.cancelled) >= 2  # the batches the workers held
 
 
-def test_ctrl_c_stops_a_run_on_ray_actors(tmp_path: Path) -> None:
-    pytest.importorskip("ray")
-    out = tmp_path / "run"
-    fake = FakeOpenAI(answer_at_once, reply_delay_s=60.0)
-    with serve(fake):
-        proc = start(*llm_args(fake, out, "--tasks", "mtu", "--ray", "--workers", "2"), cwd=tmp_path)
-        wait_for(lambda: fake.in_flight == 2, "both actors in a request")
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=WAIT_S)
-    assert proc.returncode == 130, stdout + stderr
-    assert_no_traceback(stdout, stderr)
-    stopped = summary(out)
-    assert stopped.stopped == "interrupted by SIGINT" and stopped.episodes == []
-    assert len(stopped.cancelled) >= 2
-
-
 def test_kill_9_loses_only_the_episodes_in_flight(tmp_path: Path) -> None:
     out = tmp_path / "run"
     fake = FakeOpenAI(answer_at_once, reply_delay_s=0.3)

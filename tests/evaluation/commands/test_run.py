@@ -5,6 +5,7 @@ configuration runs nothing. In process (typer's runner): the command is the CLI'
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -91,10 +92,26 @@ def test_run_json_keeps_the_resolved_configuration_and_the_task_sources(tmp_path
 
 
 # ---- Ctrl-C stops spending -------------------------------------------------------------------------
-def test_ctrl_c_sends_no_model_request_after_the_signal_and_counts_what_was_spent(tmp_path: Path) -> None:
-    """Four episodes each get a quick first answer (a tool call), then their second request is
-    held by the server. Ctrl-C; once the run says it is stopping, the held answers are released:
-    no episode may go on to send its next request, and the first answers' tokens are counted."""
+@pytest.mark.parametrize(
+    ("placement", "held_at_once", "answer_after_the_signal"),
+    [
+        (["--concurrency", "4"], 4, True),
+        (["--workers", "2"], 2, True),
+        (["--workers", "2", "--ray"], 2, False),
+    ],
+    ids=["threads", "processes", "ray"],
+)
+def test_ctrl_c_sends_no_model_request_after_the_signal_and_counts_what_was_spent(
+    tmp_path: Path, placement: list[str], held_at_once: int, answer_after_the_signal: bool
+) -> None:
+    """Each episode in flight (on threads, worker processes or Ray actors) gets a quick first
+    answer (a tool call), then its second request is held by the server. Ctrl-C; once the run says
+    it is stopping, the held answers are released: no episode may go on to send its next request,
+    and the first answers' tokens are counted, in process as on the workers. (Ray's actors hear of
+    the cancel a driver round trip later: there the held answers never come, the actors abandon
+    them.)"""
+    if "--ray" in placement:
+        pytest.importorskip("ray")
     import signal
     import threading
     import time
@@ -122,24 +139,31 @@ def test_ctrl_c_sends_no_model_request_after_the_signal_and_counts_what_was_spen
     out = tmp_path / "run"
     fake = FakeOpenAI(script, models=("fake-model",))
     with serve(fake):
-        proc = start(*llm_args(fake, out, "--tasks", "mtu", "--concurrency", "4"), cwd=tmp_path)
-        wait_for(lambda: held == 4, "four second requests held")
+        proc = start(*llm_args(fake, out, "--tasks", "mtu", *placement), cwd=tmp_path)
+        wait_for(lambda: held == held_at_once, "a second request held in each episode in flight")
         signalled = time.monotonic()
         proc.send_signal(signal.SIGINT)
         assert proc.stderr is not None
-        assert "SIGINT: stopping" in proc.stderr.readline()  # the run took the signal
-        release.set()  # the held answers arrive now: nothing may follow them
+        while "SIGINT: stopping" not in (said := proc.stderr.readline()):  # the run took the signal
+            assert said, "the run ended without saying it stops"  # (Ray warns on stderr first)
+        if answer_after_the_signal:
+            release.set()  # the held answers arrive now: nothing may follow them
         stdout, stderr = proc.communicate(timeout=WAIT_S)
         after = [t for t in arrivals if t > signalled]
+        release.set()
     assert proc.returncode == 130, stdout + stderr
-    assert after == [] and len(arrivals) == 8
+    assert "Traceback" not in stdout + stderr
+    assert after == [] and len(arrivals) == 2 * held_at_once
     stopped = RunSummary.load(out)
     assert stopped.stopped == "interrupted by SIGINT" and stopped.episodes == []
-    assert len(stopped.cancelled) == 4
-    # the four answered requests are the run's spending, though no episode finished
-    assert stopped.usage["requests"] == 4 and stopped.usage["prompt_tokens"] > 0
-    assert all(c["usage"]["requests"] == 1 for c in stopped.cancelled)
-    assert f"resume with: toolgym run --config {out / 'run.json'} --out {out} --concurrency 4" in stdout
+    # the answered requests are the run's spending, though no episode finished; on workers the
+    # episodes of their batches that never started are cancelled too, with nothing spent
+    spent = [c["usage"] for c in stopped.cancelled if "usage" in c]
+    assert len(spent) == held_at_once and all(u["requests"] == 1 for u in spent)
+    assert stopped.usage["requests"] == held_at_once and stopped.usage["prompt_tokens"] > 0
+    assert (
+        f"resume with: toolgym run --config {out / 'run.json'} --out {out} {shlex.join(placement)}" in stdout
+    )
 
 
 IMPATIENT = """
@@ -195,7 +219,6 @@ def make(protocol):
 def test_the_printed_resume_command_finishes_a_stopped_run_as_if_never_stopped(tmp_path: Path) -> None:
     """Ctrl-C in the middle of a run; the command it prints, run as printed, finishes the run: the
     traces and run.json are the bytes of a run that was never stopped."""
-    import shlex
 
     from tests.evaluation.test_commands import cli_env, toolgym
 
