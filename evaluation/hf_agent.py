@@ -27,7 +27,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -38,7 +38,7 @@ from openai.types.completion_usage import CompletionUsage
 
 from toolgym.envs.rollouts import AgentSpec
 from toolgym.envs.tool_env import ToolEnv
-from toolgym.evaluation.llm import ChatResult, LLMAgent, Usage
+from toolgym.evaluation.llm import ChatResult, LLMAgent, LLMCancelled, Usage
 from toolgym.trace import TurnTokens
 
 HF_PREFIX = "hf:"
@@ -135,6 +135,7 @@ class Generation:
     completion_ids: list[int]
     logprobs: list[float]
     finish_reason: Literal["stop", "length"]
+    cancelled: bool = False  # stopped early because the run was cancelled
 
 
 class HFModel:
@@ -168,16 +169,34 @@ class HFModel:
         )
         return [int(i) for i in encoded["input_ids"]]
 
-    def generate(self, prompt_ids: list[int], config: HFConfig, *, stop: Sequence[str] = ()) -> Generation:
+    def generate(
+        self,
+        prompt_ids: list[int],
+        config: HFConfig,
+        *,
+        stop: Sequence[str] = (),
+        cancelled: Callable[[], bool] | None = None,
+    ) -> Generation:
+        """One turn; `cancelled()` is asked before each token, and True ends the generation there
+        (the Generation says so, with the tokens made until then)."""
         import torch
         from transformers import StoppingCriteria, StoppingCriteriaList
 
         tokenizer, start = self.tokenizer, len(prompt_ids)
+        stopped: list[bool] = []
 
         class StopAtText(StoppingCriteria):  # a cheap tail check, not transformers' vocabulary scan
             def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kw: Any) -> bool:
                 tail = tokenizer.decode(input_ids[0, start:], skip_special_tokens=True)
                 return any(s in tail for s in stop)
+
+        class StopWhenCancelled(StoppingCriteria):  # the run stopped: not one token more
+            def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kw: Any) -> bool:
+                if cancelled is not None and cancelled():
+                    stopped.append(True)
+                return bool(stopped)
+
+        criteria = ([StopAtText()] if stop else []) + ([StopWhenCancelled()] if cancelled else [])
 
         sampling: dict[str, Any] = {"do_sample": False}
         if not config.greedy:
@@ -189,7 +208,7 @@ class HFModel:
                 input_ids=torch.tensor([prompt_ids]),
                 attention_mask=torch.ones(1, start, dtype=torch.long),
                 max_new_tokens=config.max_new_tokens,
-                stopping_criteria=StoppingCriteriaList([StopAtText()] if stop else []),
+                stopping_criteria=StoppingCriteriaList(criteria),
                 output_logits=True,
                 return_dict_in_generate=True,
                 pad_token_id=tokenizer.eos_token_id
@@ -212,6 +231,7 @@ class HFModel:
             completion_ids=ids,
             logprobs=[v if math.isfinite(v) else -1e9 for v in logprobs],
             finish_reason="stop" if ended else "length",
+            cancelled=bool(stopped),
         )
 
 
@@ -239,6 +259,13 @@ class HFChatClient:
         self.usage = Usage()
         self.turns_without_tokens = 0  # never: every turn has its tokens
         self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        """Stop spending: no turn starts from now on, and the one generating stops before its
+        next token (LLMCancelled, with what the turn spent). Safe from a signal handler or any
+        thread."""
+        self._cancelled.set()
 
     def request_body(
         self,
@@ -272,9 +299,12 @@ class HFChatClient:
         stop: Sequence[str] | None = None,
     ) -> ChatResult:
         """One turn of the model on these messages (tools are the instructions' business)."""
+        if self._cancelled.is_set():
+            raise LLMCancelled(f"{self.config.model}: not generated, the run was cancelled")
         started = time.perf_counter()
         config = self.config if seed is None else _with_seed(self.config, seed)
-        gen = self.model.generate(self.model.render(messages), config, stop=stop or ())
+        prompt = self.model.render(messages)
+        gen = self.model.generate(prompt, config, stop=stop or (), cancelled=self._cancelled.is_set)
         elapsed = time.perf_counter() - started
         usage = Usage(
             prompt_tokens=len(gen.prompt_ids),
@@ -285,6 +315,12 @@ class HFChatClient:
         )
         with self._lock:
             self.usage.add(usage)
+        if gen.cancelled:
+            raise LLMCancelled(
+                f"{self.config.model}: generation stopped after {len(gen.completion_ids)} tokens, "
+                "the run was cancelled",
+                usage=usage,
+            )
         completion = _completion(self.config.model, gen)
         return ChatResult(
             message=completion.choices[0].message,

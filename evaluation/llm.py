@@ -104,7 +104,13 @@ class LLMUnavailable(LLMError):
 
 class LLMCancelled(LLMError):
     """The client was cancelled (`cancel()`: the run stopped): the request was never sent, or was
-    abandoned in flight. The episode ends; the run lists it as cancelled, not aborted."""
+    abandoned in flight. The episode ends; the run lists it as cancelled, not aborted. `usage`:
+    what the turn had spent when it was cut short, where that is known (a local model's partial
+    generation), which the agent counts."""
+
+    def __init__(self, message: str, *, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 class LLMResponseError(LLMError):
@@ -847,7 +853,13 @@ class LLMAgent:
         if isinstance(self.client, AsyncChatClient):
             raise TypeError("an agent on an AsyncChatClient is driven with `await agent.aact(...)`")
         request = self._begin_turn(observation, info)
-        return self._end_turn(self.client.complete(self.messages, **request))
+        try:
+            result = self.client.complete(self.messages, **request)
+        except LLMCancelled as exc:
+            if exc.usage is not None:  # a turn cut short had spent tokens: the episode counts them
+                self.usage.add(exc.usage)
+            raise
+        return self._end_turn(result)
 
     async def astart(self, task: Task, observation: str, info: dict[str, Any]) -> None:
         """`start` for async drivers (`toolgym.envs.runner.arun_episode`); it asks nothing."""

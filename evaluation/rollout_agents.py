@@ -57,3 +57,7 @@ class HFAgents:
     def __call__(self, env: ToolEnv, trial: int) -> LLMAgent:
         seed = None if self.llm_seed is None else self.llm_seed + trial
         return hf_agent(self.client, env, seed=seed, few_shot=self.few_shot)
+
+    def cancel(self) -> None:
+        """The run stopped: no turn starts from now on, the one generating stops at its next token."""
+        self.client.cancel()
