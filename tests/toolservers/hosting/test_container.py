@@ -178,6 +178,9 @@ def test_tool_container_killed_mid_episode(lab: Lab, tmp_path: Path) -> None:
     env.close()
 
 
+HUNG_AFTER_S = 6.0
+
+
 def test_hung_servers_time_out_and_are_restarted(lab: Lab, tmp_path: Path) -> None:
     """A frozen container (docker pause) answers nothing: the client gives up after its timeout,
     the supervisor restarts the container, the step's second try gets through, the episode continues."""
@@ -185,7 +188,8 @@ def test_hung_servers_time_out_and_are_restarted(lab: Lab, tmp_path: Path) -> No
     backend = lab.backend
     assert isinstance(backend, ContainerHost)
     tools, mocks = lab.handles["tools"], lab.handles["mocks"]
-    lab.tool_call_timeout_s = 1.5
+    # long enough for the restarted container's first answer on a loaded machine (1.5 s was not)
+    lab.tool_call_timeout_s = HUNG_AFTER_S
     try:
         env = lab.env([ARITHMETIC])
     finally:
@@ -198,7 +202,9 @@ def test_hung_servers_time_out_and_are_restarted(lab: Lab, tmp_path: Path) -> No
     env.close()
 
     assert lab.mocks is not None
-    client = MockServiceClient(lab.mocks.url, token=lab.mocks.token, uds=lab.mocks.uds, timeout_s=1.5)
+    client = MockServiceClient(
+        lab.mocks.url, token=lab.mocks.token, uds=lab.mocks.uds, timeout_s=HUNG_AFTER_S
+    )
     env = LabEnv(tasks=[BANKING], mock_client=client, on_infra_error=lab.recovery_hook("mocks"))
     env.subscribe(_crash_at(1, lambda: backend.pause(mocks)))
     before = mocks.restarts
