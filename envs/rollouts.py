@@ -574,65 +574,84 @@ def rollout(
         raise ValueError(f"specs name agents {unknown or ['']} that are not among {sorted(named)}")
     one = agent if isinstance(agent, AgentSpec) else AgentSpec()
     context = WorkerContext(task_sets, env, one, tuple(abort_on), named)
-    outcomes: dict[int, EpisodeOutcome] = {}
-    claimed: set[int] = set()
-    wanted = {spec.index for spec in specs}
-    lock = threading.Lock()
-    writers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="trace-writer")  # fsync waits overlap
-    # episodes handed to the writers and not yet on disk, at most: results that come faster than
-    # the disk takes them wait in the executor, not as traces and images piling up in memory
-    room = threading.BoundedSemaphore(MAX_PENDING_WRITES)
-
-    def finish(outcome: EpisodeOutcome) -> None:
-        with lock:
-            outcomes[outcome.index] = outcome
-        if on_outcome is not None:
-            with lock:
-                on_outcome(outcome)
-
-    pending: list[Future[None]] = []
-
-    def deliver(outcome: EpisodeOutcome, data: EpisodeBytes | None) -> None:
-        with lock:
-            if outcome.index not in wanted or outcome.index in outcomes or outcome.index in claimed:
-                return  # a second report of one episode (a worker thought lost) is dropped
-            claimed.add(outcome.index)
-        rel = outcome.trace
-        if data is None or rel is None:
-            finish(outcome)  # written in place already (or no trace)
-            return
-
-        def write() -> None:
-            try:
-                # the files first: a trace in the folder (and its episode in run.json) has its files
-                for sha256, blob in data.files.items():
-                    keep_file((out / rel).parent / FILES_DIR, sha256, blob)
-                write_atomically(out / rel, data.trace, durable=True)
-            finally:
-                room.release()
-            finish(outcome)
-
-        room.acquire()
-        pending.append(writers.submit(write))
-
+    reported = _Reported(out, {spec.index for spec in specs}, on_outcome)
     try:
         if cancel is None:
-            executor.run(specs, context, deliver)
+            executor.run(specs, context, reported.deliver)
         else:
-            _run_cancellable(executor, specs, context, deliver, cancel)
-        for future in list(pending):
-            future.result()
+            _run_cancellable(executor, specs, context, reported.deliver, cancel)
+        reported.wait()
     finally:
-        writers.shutdown(wait=True)
+        reported.close()
     if cancel is not None and cancel.is_set():
-        with lock:
-            done = [outcomes[s.index] for s in specs if s.index in outcomes]
-            running = [s for s in specs if s.index in cancel.started and s.index not in outcomes]
+        with reported.lock:
+            done = [reported.outcomes[s.index] for s in specs if s.index in reported.outcomes]
+            running = [s for s in specs if s.index in cancel.started and s.index not in reported.outcomes]
         raise RolloutCancelled(cancel.reason or "cancelled", done, running)
-    missing = sorted(wanted - outcomes.keys())
+    missing = sorted(reported.wanted - reported.outcomes.keys())
     if missing:
         raise RolloutError(f"{len(missing)} episodes never reported back (first: {missing[0]})")
-    return [outcomes[spec.index] for spec in specs]
+    return [reported.outcomes[spec.index] for spec in specs]
+
+
+class _Reported:
+    """The outcomes a rollout's executor delivers: each episode's once (a second report of one,
+    from a worker thought lost, is dropped), its trace and files written under `out` when the
+    worker sent their bytes, and `on_outcome` called once it is in place."""
+
+    def __init__(
+        self, out: Path, wanted: set[int], on_outcome: Callable[[EpisodeOutcome], None] | None
+    ) -> None:
+        self.out, self.wanted, self.on_outcome = out, wanted, on_outcome
+        self.outcomes: dict[int, EpisodeOutcome] = {}
+        self.claimed: set[int] = set()
+        self.lock = threading.Lock()
+        self.writers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="trace-writer")  # fsyncs overlap
+        # episodes handed to the writers and not yet on disk, at most: results that come faster than
+        # the disk takes them wait in the executor, not as traces and images piling up in memory
+        self.room = threading.BoundedSemaphore(MAX_PENDING_WRITES)
+        self.pending: list[Future[None]] = []
+
+    def deliver(self, outcome: EpisodeOutcome, data: EpisodeBytes | None) -> None:
+        with self.lock:
+            if (
+                outcome.index not in self.wanted
+                or outcome.index in self.outcomes
+                or outcome.index in self.claimed
+            ):
+                return  # a second report of one episode (a worker thought lost) is dropped
+            self.claimed.add(outcome.index)
+        rel = outcome.trace
+        if data is None or rel is None:
+            self._finish(outcome)  # written in place already (or no trace)
+            return
+        self.room.acquire()
+        self.pending.append(self.writers.submit(self._write, outcome, rel, data))
+
+    def _write(self, outcome: EpisodeOutcome, rel: str, data: EpisodeBytes) -> None:
+        try:
+            # the files first: a trace in the folder (and its episode in run.json) has its files
+            for sha256, blob in data.files.items():
+                keep_file((self.out / rel).parent / FILES_DIR, sha256, blob)
+            write_atomically(self.out / rel, data.trace, durable=True)
+        finally:
+            self.room.release()
+        self._finish(outcome)
+
+    def _finish(self, outcome: EpisodeOutcome) -> None:
+        with self.lock:
+            self.outcomes[outcome.index] = outcome
+        if self.on_outcome is not None:
+            with self.lock:
+                self.on_outcome(outcome)
+
+    def wait(self) -> None:
+        """Until every trace handed to the writers is written (an error in one is raised)."""
+        for future in list(self.pending):
+            future.result()
+
+    def close(self) -> None:
+        self.writers.shutdown(wait=True)
 
 
 def _run_cancellable(
