@@ -13,7 +13,9 @@ model call differs. Each turn renders the messages with the model's own chat tem
 temperature is given, and keeps the real prompt ids, generated ids and the logprob of each
 generated token (log-softmax of the model's raw logits) as the turn's `TurnTokens`, which the
 trace and `toolgym export --format tokens` carry. Stop strings (ReAct's `\\nObservation:`) end the
-generation and are cut from the text, as servers do; the ids keep every token generated.
+generation and are cut from the text, as servers do; the ids keep every token generated. A cancel
+(`HFChatClient.cancel`: the run stopped) ends the generation before its next token; the turn then
+raises LLMCancelled with the tokens it spent.
 
 Its text protocols only (react, json): a chat template's tool rendering is the model's own affair,
 and SmolLM2's has none. Rollout workers build it from its `HFConfig` (`rollout_agents.HFAgents`):
