@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -308,7 +309,16 @@ class RayExecutor:
         for _ in range(actors):
             run.start_actor()
         run.max_started = actors * (self.max_attempts + 1) + len(specs)  # no endless replacement loop
+        relay = _CancelRelay(run, cancel) if cancel is not None else None
+        try:
+            self._loop(run, cancel)
+        finally:
+            if relay is not None:
+                relay.close()
 
+    @staticmethod
+    def _loop(run: _Round, cancel: Cancel | None) -> None:
+        ray = run.ray
         while run.queue or run.in_flight:
             if cancel is not None and cancel.is_set():
                 run.cut_short(cancel.grace_s / 2)
@@ -332,6 +342,31 @@ class RayExecutor:
             run.give_up_unplaced()
 
 
+class _CancelRelay:
+    """Tells the placed actors of a cancel the moment it is set, from a thread of the driver that
+    the signal handler's flag wakes, not at the driver loop's next wake-up (up to 0.1 s later, in
+    which an actor could still start a model request). Closed with the run, it tells nobody: no Ray
+    call leaves the driver after the run."""
+
+    def __init__(self, run: _Round, cancel: Cancel) -> None:
+        self._run = run
+        self._wake = threading.Event()
+        self._closed = False
+        cancel.on_set(self._wake.set)  # only a flag: it may run in the signal handler
+        self._thread = threading.Thread(target=self._relay, name="toolgym-ray-cancel", daemon=True)
+        self._thread.start()
+
+    def _relay(self) -> None:
+        self._wake.wait()
+        if not self._closed:
+            self._run.tell_actors()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        self._thread.join(timeout=10)
+
+
 class _Round:
     """The driver's state in one `RayExecutor` run: actors starting and placed, the queue of
     batches, and the batches in flight."""
@@ -343,6 +378,8 @@ class _Round:
         actor_cls = ray.remote(concurrency_groups={CANCEL_GROUP: 1})(RolloutActor)
         self.actor_cls = actor_cls.options(num_cpus=executor.actor_cpus)
         self.slots: list[_Slot] = []  # placed and started: they take episodes
+        self.told: set[int] = set()  # the slots whose actor knows of a cancel
+        self.told_lock = threading.Lock()
         self.starting: dict[Any, _Slot] = {}  # their `ready` ObjectRef -> actors not placed yet
         self.queue: deque[tuple[list[EpisodeSpec], bool]] = deque()
         self.in_flight: dict[Any, tuple[_Slot, list[EpisodeSpec], bool]] = {}  # ObjectRef -> ...
@@ -432,12 +469,20 @@ class _Round:
         for outcome, data in results:
             deliver(outcome, data)
 
+    def tell_actors(self) -> None:
+        """`cancel` on every placed actor not told yet (from the relay's thread, then the driver's
+        loop for an actor placed since)."""
+        with self.told_lock:
+            slots = [slot for slot in self.slots if id(slot) not in self.told]
+            self.told.update(id(slot) for slot in slots)
+        for slot in slots:
+            slot.handle.cancel.options(concurrency_group=CANCEL_GROUP).remote()
+
     def cut_short(self, timeout: float) -> None:
         """A cancelled run: every actor is told at once (its model clients stop, so the episode
         it runs ends), and the batches back within `timeout` are delivered: the episodes they
         finished and those cut short, with the tokens they spent."""
-        for slot in self.slots:
-            slot.handle.cancel.options(concurrency_group=CANCEL_GROUP).remote()
+        self.tell_actors()
         deadline = time.monotonic() + timeout
         while self.in_flight and (left := deadline - time.monotonic()) > 0:
             ready, _ = self.ray.wait(list(self.in_flight), num_returns=1, timeout=left)
