@@ -458,7 +458,12 @@ def render(meta: dict[str, Any], chosen: Sequence[Sample], results: Results) -> 
 
 def server_note(meta: dict[str, Any]) -> list[str]:
     if any(label.startswith("server") for label in meta["paths"]):
-        return []
+        return [
+            "The server was `toolgym serve-model smollm2 --port 8011` (transformers serve on 127.0.0.1, "
+            "docs/models.md), started before the command; `--model` is the folder it printed (the same "
+            "weights as the in-process path, converted from the GGUF file once).",
+            "",
+        ]
     return [
         "The server path was not run for this document: give `--base-url URL --model M` (an "
         "OpenAI-compatible server of the same model, e.g. transformers serve, docs/models.md) and its "
@@ -495,7 +500,9 @@ def model_paths(args: argparse.Namespace) -> list[ModelPath]:
             raise BaselineError("--base-url needs --model (the name the server serves)")
         agent = ["--agent", "llm", "--base-url", args.base_url, "--model", args.model]
         agent += ["--api-key-env", args.api_key_env] if args.api_key_env else []
-        paths.append(ModelPath(f"server ({args.model})", "server", tuple(agent)))
+        # a model folder (toolgym serve-model's) is a long path: the options below say which
+        label = "server (a model folder)" if Path(args.model).is_dir() else f"server ({args.model})"
+        paths.append(ModelPath(label, "server", tuple(agent)))
     if not paths:
         raise BaselineError("nothing to run: give --agent, or --base-url and --model")
     return paths
