@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar, overload
 
-from toolgym.mocks.clock import SimClock, format_time
+from toolgym.mocks.clock import SimClock
 from toolgym.mocks.responses import AppError, bad_request, not_found
 from toolgym.mocks.seeding import insert_rows as insert_rows  # seed() helpers; the public name stays here too
 from toolgym.mocks.seeding import seed_connection
@@ -224,7 +224,7 @@ class App:
         return self.clock.now()
 
     def now_iso(self) -> str:
-        return format_time(self.clock.now())
+        return self.clock.now_iso()
 
     def next_id(self, prefix: str, width: int = 6) -> str:
         """A deterministic id, "ORD-000123": a counter stored in the database (it rolls back)."""

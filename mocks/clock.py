@@ -33,12 +33,13 @@ def init_clock(conn: sqlite3.Connection, start: datetime) -> None:
 class SimClock:
     """now() for one world. Cached in Python; the cache is dropped whenever the store rolls back."""
 
-    __slots__ = ("_epoch", "_now", "_store")
+    __slots__ = ("_epoch", "_iso", "_now", "_store")
 
     def __init__(self, store: Store) -> None:
         self._store = store
         self._epoch = -1
         self._now = datetime.min
+        self._iso: str | None = None  # format_time(_now), made when first asked for
 
     def now(self) -> datetime:
         if self._epoch != self._store.epoch:
@@ -46,18 +47,23 @@ class SimClock:
             if raw is None:
                 raise RuntimeError("this database was not seeded with a clock (init_clock)")
             self._now = datetime.fromisoformat(str(raw))
+            self._iso = None
             self._epoch = self._store.epoch
         return self._now
 
     def now_iso(self) -> str:
-        return format_time(self.now())
+        """format_time(now()), formatted once per time (writes stamp rows with it)."""
+        now = self.now()
+        if self._iso is None:
+            self._iso = format_time(now)
+        return self._iso
 
     def today(self) -> date:
         return self.now().date()
 
     def set(self, when: datetime) -> None:
         self._store.set_meta(CLOCK_KEY, format_time(when))
-        self._now, self._epoch = when, self._store.epoch
+        self._now, self._iso, self._epoch = when, None, self._store.epoch
 
     def advance(self, delta: timedelta | float) -> datetime:
         """Move time forward (seconds or a timedelta) and return the new time."""

@@ -69,6 +69,9 @@ PAGE_SIZE: int = 1024  # read when a template is built: bench/profile_step.py --
 
 # row digests a table remembers (`TableInfo.digest`); about 0.5 MB at most for a table of 10 columns
 DIGESTS_PER_TABLE: Final = 4096
+# row digests a store remembers as they are at its hash's position (`Store._hashed_rows`): few
+# enough that a reset frees them in microseconds
+HASHED_ROWS_KEPT: Final = 1024
 
 Row = dict[str, Any]
 Values = tuple[Any, ...]
@@ -159,7 +162,7 @@ def format_hash(acc: int) -> str:
 
 def _same(a: Values, b: Values) -> bool:
     # 1 == 1.0 in Python, but canonical JSON tells them apart, so the types must match too
-    return a == b and all(type(x) is type(y) for x, y in zip(a, b, strict=True))
+    return a == b and tuple(map(type, a)) == tuple(map(type, b))
 
 
 class StoreError(RuntimeError):
@@ -225,7 +228,7 @@ class TableInfo:
         self.sql_insert = f"INSERT INTO {q}(rowid, {cols}) VALUES(?, {marks})"
         self.sql_scan_hashed = f"SELECT {', '.join(quote_ident(c) for c in self.hashed)} FROM {q}"
         self._sql_restore: dict[tuple[int, ...], str] = {}
-        self._digests: dict[Values, tuple[Values, int]] = {}
+        self._digests: dict[Values, tuple[tuple[type, ...], int]] = {}  # values -> (their types, digest)
 
     def sql_restore(self, changed: tuple[int, ...]) -> str:
         """UPDATE of only the columns at `changed` (by rowid): setting a key or an indexed column
@@ -251,7 +254,8 @@ class TableInfo:
         (the template's, shared by its worlds): episodes of one task change the same rows from
         the same values to the same values, so most digests a step needs were computed before."""
         found = self._digests.get(values)
-        if found is not None and _same(found[0], values):  # 1 == 1.0, but their JSON differs
+        # a key equal to `values` was found; 1 == 1.0, but their JSON differs: the types must match
+        if found is not None and found[0] == tuple(map(type, values)):
             return found[1]
         text = _encode_fields(self._head, self._fields, values)
         if text is None:
@@ -261,7 +265,7 @@ class TableInfo:
         digest = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest(), "big")
         if len(self._digests) >= DIGESTS_PER_TABLE:
             self._digests.clear()  # bounded: start again rather than track recency
-        self._digests[values] = (values, digest)
+        self._digests[values] = (tuple(map(type, values)), digest)
         return digest
 
     def digest_scanned(self, values: Values) -> int:
@@ -592,6 +596,11 @@ def _log_columns(width: int) -> str:
     return "".join(f", v{i}" for i in range(width)) + "".join(f", n{i}" for i in range(width))
 
 
+def _log_query(width: int) -> str:
+    """The records of the log after a position, in order (seq first: the last one read is the top)."""
+    return f"SELECT seq, tbl, op, rid{_log_columns(width)} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq"
+
+
 class Store:
     """One world's database plus its positions: checkpoints, where the hash and the diff stand."""
 
@@ -614,15 +623,18 @@ class Store:
         self.epoch = 0  # bumped by every rollback: anything cached from the database is stale
         self._checkpoints: dict[str, int] = {}
         self._acc: int | None = None  # hash accumulator at _hash_pos, None = not known yet
+        # (table, rowid) -> the row's digest as it is at _hash_pos, for rows the hash moved over
+        # since _acc was last set afresh: a row a step changes was most often changed before
+        self._hashed_rows: dict[RowKey, int] = {}
         self._hash_pos = BASE_POS
         self._diff_pos = BASE_POS
         self._depth = 0  # open atomic() blocks
         self._readonly_depth = 0
         self._top_cache = (-1, BASE_POS)  # (conn.total_changes, top) when top was last read
-        # (pos, top, epoch) -> (every table's changes, the user tables' part): a step asks for
+        # (pos, total changes, epoch) -> (every table's changes, the user tables' part): a step asks for
         # the hash and then the diff from the same position, and the log is read once for both
         self._memo: tuple[tuple[int, int, int], tuple[Changes, Changes]] | None = None
-        self._log_cols = _log_columns(template.undo_width)
+        self._sql_log = _log_query(template.undo_width)
         if source is None:  # at the template state; a fork starts at its parent's state
             self._begin_episode()
 
@@ -701,19 +713,20 @@ class Store:
         tables = self.tables
         width = self.template.undo_width
         out: Changes = {}
-        for record in self.conn.execute(
-            f"SELECT tbl, op, rid{self._log_cols} FROM {UNDO_TABLE} WHERE seq > ? ORDER BY seq", (pos,)
-        ):
-            t = tables[record[0]]
-            key = (record[0], record[2])
-            op = record[1]
+        record = None
+        for record in self.conn.execute(self._sql_log, (pos,)):
+            t = tables[record[1]]
+            key = (record[1], record[3])
+            op = record[2]
             n = len(t.columns)
-            now = None if op == "D" else record[3 + width : 3 + width + n]
+            now = None if op == "D" else record[4 + width : 4 + width + n]
             found = out.get(key)
             if found is None:
-                out[key] = (None if op == "I" else record[3 : 3 + n], now)
+                out[key] = (None if op == "I" else record[4 : 4 + n], now)
             else:
                 out[key] = (found[0], now)
+        if record is not None:  # the last record read is the top of the log: no max(seq) query
+            self._top_cache = (self.conn.total_changes, record[0])
         return out
 
     def rollback_to(self, pos: int) -> None:
@@ -797,6 +810,7 @@ class Store:
         self._checkpoints = {n: p for n, p in self._checkpoints.items() if p <= pos}
         if self._hash_pos > pos:  # the hash was taken in a state that no longer exists
             self._acc, self._hash_pos = None, BASE_POS
+            self._hashed_rows = {}
         self._diff_pos = pos
 
     def reset_path(self) -> str:
@@ -850,6 +864,7 @@ class Store:
         """The database holds the template state and an empty log: every position starts again."""
         self._checkpoints.clear()
         self._acc, self._hash_pos, self._diff_pos = None, BASE_POS, BASE_POS
+        self._hashed_rows = {}
         self._memo = None
         self._top_cache = (-1, BASE_POS)  # the change counter did not move (rollback) or restarted
         self.epoch += 1
@@ -881,7 +896,7 @@ class Store:
         self.conn.close()
         self.conn = conn
         self.template = template
-        self._log_cols = _log_columns(template.undo_width)
+        self._sql_log = _log_query(template.undo_width)
         self.in_episode = False
         self._begin_episode()
         self._at_base()
@@ -901,6 +916,7 @@ class Store:
         other = Store(self.template, source=self.conn)
         other._checkpoints = dict(self._checkpoints)
         other._acc, other._hash_pos, other._diff_pos = self._acc, self._hash_pos, self._diff_pos
+        other._hashed_rows = dict(self._hashed_rows)
         return other
 
     def close(self) -> None:
@@ -915,11 +931,12 @@ class Store:
         """Rows that differ between position `pos` and now, O(changes): those of every table
         (what the hash moves by) and those of the user tables (what diffs show)."""
         self._require_idle("changes_since")
-        top = self.top()
-        memo_key = (pos, top, self.epoch)
+        # the change counter, not the top: reading the top after a write is a query of its own
+        memo_key = (pos, self.conn.total_changes, self.epoch)
         if self._memo is not None and self._memo[0] == memo_key:
             return self._memo[1]
-        changed = self._changed_rows(pos) if top > pos else {}
+        top = self._top_cache
+        changed = {} if top[0] == memo_key[1] and top[1] <= pos else self._changed_rows(pos)
         tables = self.tables
         every: Changes = {}
         user: Changes = {}
@@ -980,6 +997,29 @@ class Store:
                 acc += sign * t.digest(new)
         return acc % HASH_MODULUS
 
+    def _move_acc(self, acc: int, changes: Changes) -> int:
+        """`_apply` from _hash_pos forwards, remembering each row's new digest in `_hashed_rows`,
+        where a row's digest as it was at _hash_pos is found without encoding or looking up its
+        old values (bounded: forgotten all at once, as the tables' digests are)."""
+        tables = self.tables
+        known = self._hashed_rows
+        if len(known) >= HASHED_ROWS_KEPT:
+            known.clear()  # then every old row's digest comes from `TableInfo.digest`, as before
+        for key, (old, new) in changes.items():
+            t = tables[key[0]]
+            if not t.in_hash:
+                continue
+            if old is not None:
+                before = known.get(key)
+                acc -= t.digest(old) if before is None else before
+            if new is None:
+                known.pop(key, None)
+            else:
+                after = t.digest(new)
+                acc += after
+                known[key] = after
+        return acc % HASH_MODULUS
+
     def full_acc(self) -> int:
         """The hash accumulator by a full scan: O(rows). Used once per template, and by tests."""
         self._require_idle("full_acc")
@@ -1001,10 +1041,12 @@ class Store:
                 base = self._apply(self.full_acc(), self._changes(BASE_POS)[0], sign=-1)
                 self.template.base_acc = base
             self._acc, self._hash_pos = base, BASE_POS
-        top = self.top()
-        if top != self._hash_pos:
-            self._acc = self._apply(self._acc, self._changes(self._hash_pos)[0])
-            self._hash_pos = top
+            self._hashed_rows = {}
+        cached = self._top_cache
+        if cached[0] != self.conn.total_changes or cached[1] != self._hash_pos:  # the log moved
+            every = self._changes(self._hash_pos)[0]  # reads the top too, where anything changed
+            self._acc = self._move_acc(self._acc, every)
+            self._hash_pos = self.top()
         return self._acc
 
     def state_hash(self) -> str:

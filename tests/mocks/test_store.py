@@ -293,6 +293,43 @@ def test_counters_and_the_clock_are_in_the_hash_moved_by_the_log_alone(store: St
     assert store.state_hash() == h0 == store.full_hash()
 
 
+def test_a_write_s_hash_and_diff_read_the_log_once(store: Store) -> None:
+    """After a write, the state hash and the diff come from one read of the log: the top of the
+    log is the last record read, not a max(seq) query of its own (issue 30)."""
+    store.state_hash()
+    store.take_diff()
+    store.conn.execute("UPDATE items SET note = 'n' WHERE id = 1")
+    statements: list[str] = []
+    store.conn.set_trace_callback(statements.append)
+    h = store.state_hash()
+    diff = store.take_diff()
+    store.conn.set_trace_callback(None)
+    assert len(statements) == 1 and "_tg_undo" in statements[0], statements
+    assert h == store.full_hash() and [c["after"]["note"] for c in diff["items"]["changed"]] == ["n"]
+
+
+def test_rows_changed_again_hash_right_across_rollbacks_and_forks(store: Store) -> None:
+    """The digests remembered for rows the hash moved over (`_hashed_rows`) hold only while the
+    state they were taken in does: a rollback below the hash's position, a fork and a reset each
+    leave the incremental hash equal to a full scan."""
+    for i in range(4):  # the same rows changed step after step
+        store.conn.execute("UPDATE items SET note = ? WHERE id IN (1, 2)", (f"n{i}",))
+        assert store.state_hash() == store.full_hash()
+        if i == 1:
+            store.checkpoint("c")
+    store.restore("c")  # below the hash's position: what was remembered there is gone
+    store.conn.execute("UPDATE items SET note = 'after' WHERE id = 1")
+    assert store.state_hash() == store.full_hash()
+    other = store.fork()
+    for s in (store, other):
+        s.conn.execute("DELETE FROM items WHERE id = 2")
+        s.conn.execute("UPDATE items SET note = 'fork' WHERE id = 1")
+        assert s.state_hash() == s.full_hash()
+    store.reset()
+    store.conn.execute("UPDATE items SET note = 'n3' WHERE id = 1")
+    assert store.state_hash() == store.full_hash()
+
+
 def test_take_diff(store: Store) -> None:
     c = store.conn
     assert store.take_diff() == {}
