@@ -29,13 +29,17 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from toolgym.cache import cache_enabled, cache_key, cache_root
-from toolgym.evaluation.hf_agent import HF_PREFIX, HFConfig, HFModelError, check_transformers, parse_hf_spec
-from toolgym.http import is_loopback
+
+if TYPE_CHECKING:
+    from toolgym.evaluation.hf_agent import HFConfig
+
+# hf_agent (openai's types, the rollouts) and toolgym.http (fastapi) are imported where they are
+# used: every `toolgym` command imports this module to register serve-model, and they cost ~1.5 s
 
 SERVED_MODELS = "served-models"  # the cache namespace of converted GGUF models
 MARKER = "toolgym-served-model.json"  # written last into a converted folder: where it came from
@@ -57,6 +61,8 @@ def served_model(spec: str, *, cache: Path | None = None) -> ServedModel:
     """The folder `transformers serve` can load for `spec` (smollm2, FOLDER, FOLDER#FILE.gguf,
     FILE.gguf): a model folder as it is; a GGUF file converted once into `cache` (default: toolgym's
     cache). HFModelError says what is missing."""
+    from toolgym.evaluation.hf_agent import HF_PREFIX, parse_hf_spec
+
     config = parse_hf_spec(spec if spec.startswith(HF_PREFIX) else HF_PREFIX + spec)
     if config.gguf_file is None:
         return ServedModel(Path(config.folder))
@@ -65,6 +71,8 @@ def served_model(spec: str, *, cache: Path | None = None) -> ServedModel:
 
 def converted_folder(config: HFConfig, cache: Path) -> Path:
     """The model folder converted from `config`'s GGUF file, made now unless the cache holds it."""
+    from toolgym.evaluation.hf_agent import check_transformers
+
     check_transformers()
     import transformers
 
@@ -101,6 +109,8 @@ def _convert(config: HFConfig, out: Path) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # as the in-process agent: local files only
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
     from transformers.utils import logging as hf_logging
+
+    from toolgym.evaluation.hf_agent import HFModelError
 
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     options: dict[str, Any] = {"local_files_only": True, "gguf_file": config.gguf_file}
@@ -153,6 +163,9 @@ def serve_model_command(
     """Serve a local model with `transformers serve` (OpenAI-compatible: /v1/chat/completions,
     /v1/responses), for `toolgym run --agent llm`. A GGUF file is converted once into a model folder
     (toolgym's cache); nothing is downloaded."""
+    from toolgym.evaluation.hf_agent import HFModelError
+    from toolgym.http import is_loopback
+
     if not is_loopback(host):
         raise typer.BadParameter(
             f"{host} is not a loopback address: transformers serve has no authentication"

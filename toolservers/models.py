@@ -17,8 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolgym.plugins import Plugin, PluginError, call_factory, collect
-from toolgym.toolservers.gta.backends import BackendStatus
-from toolgym.toolservers.gta.config import ModelConfig
+from toolgym.toolservers.gta.config import BackendStatus, ModelConfig
 
 
 def _status(tool: str, backend: str, problem: str | None, ready: str, selected: bool) -> BackendStatus:

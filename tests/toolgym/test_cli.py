@@ -160,6 +160,31 @@ def test_every_command_reports_mistakes_in_one_line_without_a_traceback(tmp_path
     assert debug.returncode != 0 and "Traceback" in debug.stderr
 
 
+def test_starting_the_cli_imports_no_stack_a_command_does_not_need() -> None:
+    """Every `toolgym` command imports toolgym.cli, which registers them all: the model server's,
+    the HTTP stacks and the image libraries come in with the command that uses them (they took
+    `toolgym --help` from ~1 s to ~4 s)."""
+    import subprocess
+    import sys
+
+    heavy = (
+        "openai",
+        "fastapi",
+        "starlette",
+        "uvicorn",
+        "httpx",
+        "PIL",
+        "transformers",
+        "torch",
+        "ray",
+        "mcp",
+    )
+    probe = f"import sys, toolgym.cli; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == []
+
+
 def test_off_a_terminal_other_libraries_progress_bars_are_silenced(tmp_path: Path) -> None:
     """The embedding model's "Loading weights" bar (transformers) that leaked into `eval` logs."""
     import os

@@ -11,7 +11,6 @@ import io
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -23,23 +22,15 @@ from toolgym.errors import InfraError, ToolError
 from toolgym.files import FileHandle
 from toolgym.tools import ToolContext
 
+# BackendStatus lives with the config so that `toolgym models` (every command registers it) lists
+# rows without this module's imports (httpx, PIL); it stays importable from here
+from .config import BackendStatus as BackendStatus
 from .config import ModelConfig
 
 T = TypeVar("T")
 
 ML_EXTRA = "pip install 'toolgym[ml]'"
 GPU_EXTRA = "pip install 'toolgym[gpu]'"
-
-
-@dataclass(frozen=True)
-class BackendStatus:
-    """One row of `toolgym models`: whether a backend can run here, and why (not)."""
-
-    tool: str
-    backend: str
-    usable: bool
-    detail: str
-    selected: bool = False
 
 
 def module_available(name: str) -> bool:

@@ -21,6 +21,18 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, cast
 
+
+@dataclass(frozen=True)
+class BackendStatus:
+    """One row of `toolgym models`: whether a backend can run here, and why (not)."""
+
+    tool: str
+    backend: str
+    usable: bool
+    detail: str
+    selected: bool = False
+
+
 OCRBackendName = Literal["rapidocr", "tesseract", "paddleocr"]
 MathOCRBackendName = Literal["auto", "model", "mathpix", "rules"]
 SearchBackendName = Literal["offline", "serper"]
