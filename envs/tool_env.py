@@ -426,6 +426,19 @@ class ToolEnv(gym.Env[str, Any]):
             self._worlds[key] = world
         return self._worlds[key]
 
+    def built_worlds(self) -> list[World]:
+        """The worlds the factory built so far, one per app set (the current episode's among them)."""
+        return list(self._worlds.values())
+
+    def drop_worlds(self) -> None:
+        """Close the worlds the factory built; the next reset builds its world afresh (the env
+        service's bound on a session's memory). Between episodes: the current one loses its world."""
+        if not self._fixed_world and self.world is not None and self.world in self._worlds.values():
+            self.world = None
+        for world in self._worlds.values():
+            world.close()
+        self._worlds.clear()
+
     def add_tool_layer(self, layer: ToolLayer) -> None:
         """Put `layer` outermost around the tools, from the next reset on."""
         self.tool_layers.append(layer)

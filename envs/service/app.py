@@ -22,7 +22,8 @@ its private methods; openenv-core is pinned below 0.4), so the capacity limit an
 count both kinds. Errors are typed: `{"ok": false, "error": {"kind", "message"}}` with
 `unknown_session`, `unknown_trace`, `not_found` (404), `not_reset`, `episode_over`,
 `session_busy` (409), `session_closed` (410), `argument_error` (422; 413 for a body over the
-limit), `capacity` (503), `infra_error` (500). Over the WebSocket, openenv's error message starts
+limit), `session_memory` (413: a step past the session's memory bound), `capacity` (503),
+`infra_error` (500). Over the WebSocket, openenv's error message starts
 with `[kind]`.
 """
 
@@ -45,6 +46,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from toolgym.envs.service import OPENENV_MISSING
 from toolgym.envs.service.catalog import Catalog, ServiceError
 from toolgym.envs.service.environment import (
+    DEFAULT_MAX_SESSION_BYTES,
     SESSION_ID,
     TRACE_FILE,
     Answer,
@@ -443,6 +445,7 @@ def create_app(
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
     max_trace_bytes: int | None = DEFAULT_MAX_TRACE_BYTES,
     default_lease_s: float | None = None,
+    max_session_bytes: int | None = DEFAULT_MAX_SESSION_BYTES,
     clock: Callable[[], float] = time.monotonic,
 ) -> ASGIApp:
     """The service: sessions built from `catalog`, traces under `trace_dir/<session id>/`,
@@ -459,14 +462,17 @@ def create_app(
     `max_trace_bytes`: the finished traces under `trace_dir` add up to at most this, the oldest
     deleted first (None: no bound; see traces.py). An HTTP session whose client asks for a lease
     (`lease_s` in a reset; `default_lease_s` for those that ask for none) is closed when its
-    client stops renewing it, on `clock` (see leases.py)."""
+    client stops renewing it, on `clock` (see leases.py). `max_session_bytes`: each session's
+    memory bound (None: none; environment.py, `_check_bound`)."""
     retention = (
         TraceRetention(trace_dir, max_trace_bytes)
         if trace_dir is not None and max_trace_bytes is not None
         else None
     )
     server = HTTPEnvServer(
-        functools.partial(ToolgymEnvironment, catalog, trace_dir, retention=retention),
+        functools.partial(
+            ToolgymEnvironment, catalog, trace_dir, retention=retention, max_bytes=max_session_bytes
+        ),
         ToolgymAction,
         ToolgymObservation,
         concurrency_config=ConcurrencyConfig(

@@ -91,6 +91,15 @@ def env_server(
     max_body_bytes: Annotated[
         int, typer.Option(min=1024, help="largest request body or WebSocket message")
     ] = 1 << 20,
+    max_session_bytes: Annotated[
+        int,
+        typer.Option(
+            min=1 << 20,
+            help="each session's memory bound: half for the mock-app databases it keeps (a write "
+            "past it is a tool_error), half for its episode's inputs and observations (a step past "
+            "it is refused, 413 session_memory, until a reset)",
+        ),
+    ] = 64 << 20,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
     steps_on_loop: Annotated[
         bool,
@@ -163,6 +172,7 @@ def env_server(
         max_sessions=max_sessions,
         idle_timeout_s=idle_timeout,
         max_body_bytes=max_body_bytes,
+        max_session_bytes=max_session_bytes,
         steps_on_loop=steps_on_loop,
         host=host,
         allowed_hosts=tuple(allowed_host or ()),

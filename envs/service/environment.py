@@ -9,6 +9,7 @@ session's trace is byte-identical to `run_episode`'s for the same task, seed and
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from pathlib import Path
@@ -24,9 +25,11 @@ from toolgym.envs.service import OPENENV_MISSING
 from toolgym.envs.service.catalog import REWARDS, Catalog, ResolvedConfig, ServiceError, SessionConfig
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.mocks.app import strict_arguments
+from toolgym.mocks.world import MockWorld
 from toolgym.protocols.base import RawOutput
 from toolgym.tasks import Task
 from toolgym.trace import TraceEnd, TraceWriter
+from toolgym.world import World
 
 try:
     from openenv.core.env_server.interfaces import Environment
@@ -40,6 +43,9 @@ if TYPE_CHECKING:
     from toolgym.envs.service.traces import TraceRetention
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9-]{8,64}$")
+# a session's memory bound (--max-session-bytes): its worlds' databases and its episode's inputs
+# and observations; half of it for the worlds it keeps between episodes
+DEFAULT_MAX_SESSION_BYTES = 64 << 20
 TRACE_FILE = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 
 
@@ -64,6 +70,13 @@ class ToolgymAction(OpenEnvAction):
             for item in items:
                 ACTION_ADAPTER.validate_python(item)
         return self
+
+    def size(self) -> int:
+        """The input's size as the session's memory bound counts it: the text's characters, or
+        the message's or action's JSON."""
+        if self.text is not None:
+            return len(self.text)
+        return len(json.dumps(self.message if self.message is not None else self.action))
 
     def payload(self) -> RawOutput | Action | list[Action]:
         """What `ToolEnv.step` gets: the text, the message, or the parsed action(s)."""
@@ -140,6 +153,25 @@ def wire_info(info: dict[str, Any], slim: bool = False) -> dict[str, Any]:
 Answer = dict[str, Any]  # openenv's wire answer: {observation: {...}, reward, done}
 
 
+_DATABASE_BYTES = "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+_PAGE_SIZE = "PRAGMA page_size"
+
+
+def world_bytes(world: World | None) -> int:
+    """The size of a mock world's database (0 for other worlds, which hold no database here)."""
+    if not isinstance(world, MockWorld):
+        return 0
+    size: int = world.store.conn.execute(_DATABASE_BYTES).fetchone()[0]
+    return size
+
+
+def cap_world(world: MockWorld, max_bytes: int) -> None:
+    """A mock world's database grows to `max_bytes` at most (never below its size now)."""
+    conn = world.store.conn
+    page_size: int = conn.execute(_PAGE_SIZE).fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {max(1, max_bytes // page_size)}")  # SQLite keeps >= page_count
+
+
 def observation_of(answer: Answer) -> ToolgymObservation:
     """The answer as openenv's Observation object (its fields are built, not parsed: no checks)."""
     return ToolgymObservation.model_construct(
@@ -160,8 +192,10 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         session_id: str | None = None,
         *,
         retention: TraceRetention | None = None,
+        max_bytes: int | None = DEFAULT_MAX_SESSION_BYTES,
     ) -> None:
         super().__init__()
+        self.max_bytes = max_bytes  # the session's memory bound (None: none), see _check_bound
         self.catalog = catalog
         self.trace_dir = trace_dir
         self.retention = retention  # keeps the trace folder within its bound
@@ -177,6 +211,8 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         self._hash_before: str | None = None
         self._last: dict[str, Any] = {}
         self._state = ToolgymState(session_id=self.session_id)
+        self._held = 0  # characters of the episode's inputs and observations the env keeps
+        self._idle_bytes: dict[int, int] = {}  # database bytes of the worlds other than the current
 
     # ---- openenv's Environment (the service's routes call the `*_answer` methods) ----------
     def reset(
@@ -212,6 +248,7 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
             assert self._env is not None
             self._env.close()
             self._env = None
+            self._idle_bytes.clear()
         if self._env is None:
             self._env = ToolEnv(
                 self.catalog.tools.subset(config.tools) if config.tools is not None else self.catalog.tools,
@@ -227,8 +264,11 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         self._config = config
         env = self._env
         self._abort_episode()
+        self._fit_worlds(env)
         seed = config.seed if seed is None else seed
         obs, info = env.reset(seed=seed, options={"task": options.task_id} if options.task_id else None)
+        self._cap_world(env)
+        self._held = len(obs)
         assert env.task is not None
         self._episodes += 1
         self._seed, self._done = seed, False
@@ -261,10 +301,12 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
             raise ServiceError("not_reset", "call reset before step", 409)
         if self._done:
             raise ServiceError("episode_over", "the episode is over: call reset", 409)
+        size = self._check_bound(action)
         raw = action.payload()
         assert self._config is not None
         with strict_arguments(self._config.strict_arguments):
             obs, reward, terminated, truncated, info = env.step(raw)
+        self._held += size + len(obs)
         self._record(raw, reward, terminated, truncated, info)
         return self._answer(obs, info, float(reward), terminated, truncated)
 
@@ -308,6 +350,42 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         if self._env is not None:
             self._env.close()
             self._env = None
+
+    # ---- the memory bound ----------------------------------------------------------------
+    def _fit_worlds(self, env: ToolEnv) -> None:
+        """Before a reset: the worlds this session keeps (their databases, grown by its episodes'
+        writes) stay within half its bound, or are all built afresh from their shared templates."""
+        if self.max_bytes is None:
+            return
+        if env.world is not None:  # the finished episode's world becomes idle, at its size now
+            self._idle_bytes[id(env.world)] = world_bytes(env.world)
+        if sum(self._idle_bytes.values()) > self.max_bytes // 2:
+            env.drop_worlds()
+            self._idle_bytes.clear()
+
+    def _cap_world(self, env: ToolEnv) -> None:
+        """After a reset: the episode's world may grow to what is left of the worlds' half of the
+        bound; a write past it fails in SQLite ("database or disk is full", a tool_error
+        observation) and leaves the episode's state as it was."""
+        self._idle_bytes.pop(id(env.world), None)
+        if self.max_bytes is not None and isinstance(env.world, MockWorld):
+            left = self.max_bytes // 2 - sum(self._idle_bytes.values())
+            cap_world(env.world, left)
+
+    def _check_bound(self, action: ToolgymAction) -> int:
+        """The step's input size; a step whose input would take the episode's inputs and
+        observations past the other half of the bound is refused (413 `session_memory`, nothing
+        run). A reset starts the episode's count afresh."""
+        size = action.size()
+        if self.max_bytes is not None and self._held + size > self.max_bytes // 2:
+            raise ServiceError(
+                "session_memory",
+                f"the episode's inputs and observations would reach {self._held + size} characters, "
+                f"over half the session's bound of {self.max_bytes} bytes (the server's "
+                "--max-session-bytes): reset to start a new episode",
+                413,
+            )
+        return size
 
     # ---- plumbing ------------------------------------------------------------------------
     def _trace_folder(self) -> Path:

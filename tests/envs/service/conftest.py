@@ -50,6 +50,8 @@ def server_process(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes
             str(port),
             "--trace-dir",
             str(trace_dir),
+            "--max-sessions",
+            "128",  # room for the idle-sessions test
         ],
         env={
             **os.environ,

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from toolgym.cli import app
@@ -211,3 +212,33 @@ def test_strict_arguments_are_the_servers_default_and_each_sessions_choice(tmp_p
         proc.wait(30)
     assert errors == {"server default": "argument_error", "session false": None}
     assert strict == {"server default": True, "session false": False}
+
+
+def _rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_idle_sessions_stay_within_their_share_of_memory(
+    server_process: tuple[str, subprocess.Popen[bytes], Path], catalog: Catalog
+) -> None:
+    """100 idle HTTP sessions, each reset into a ctool episode (its world built, its trace open):
+    the server's resident memory grows by less than 2 MiB a session, the share that puts 1000
+    sessions in 2 GiB (about 0.8 MiB measured; bench/bench_env_sessions.py)."""
+    import httpx
+
+    if not Path("/proc/self/status").exists():
+        pytest.skip("reads the server's memory from /proc")
+    url, proc, _ = server_process
+    task_ids = [t.id for t in catalog.task_set(TASK_SET)]
+    with httpx.Client(base_url=url, timeout=60) as client:
+        client.post("/reset", json={"task_id": task_ids[0], "config": {"tasks": TASK_SET}}).raise_for_status()
+        before = _rss(proc.pid)  # one session open: imports done, the first template built
+        for i in range(100):
+            body = {"task_id": task_ids[i % len(task_ids)], "seed": 0, "config": {"tasks": TASK_SET}}
+            client.post("/reset", json=body).raise_for_status()
+        grown = _rss(proc.pid) - before
+        assert len(client.get("/sessions").json()["sessions"]) == 101
+    assert grown / 100 < 2 << 20, f"{grown / 100 / 1024:.0f} kB a session"

@@ -4,6 +4,7 @@ trace it writes, byte for byte the runner's."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -11,13 +12,15 @@ pytest.importorskip("openenv", reason="the env service needs openenv-core (toolg
 
 from pydantic import ValidationError
 
+from toolgym.actions import ToolCall
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.runner import run_episode
 from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig
-from toolgym.envs.service.environment import ToolgymAction, ToolgymEnvironment
+from toolgym.envs.service.client import RemoteEnvError, RemoteToolEnv
+from toolgym.envs.service.environment import ToolgymAction, ToolgymEnvironment, world_bytes
 from toolgym.trace import read_trace
 
-from .support import TASK_ID, TASK_SET, golden_outputs, local_env
+from .support import TASK_ID, TASK_SET, golden_outputs, local_env, serve
 
 
 @pytest.mark.parametrize(
@@ -136,3 +139,88 @@ def test_a_tool_server_killed_mid_episode_ends_the_session_episode_aborted(tmp_p
     end = read_trace(tmp_path / "traces" / session.session_id / name).end
     assert end is not None and end.status == "aborted" and end.reward == 0.0 and end.steps == 2
     session.close()
+
+
+# ---- the session's memory bound ------------------------------------------------------------------
+SEND = "ctool-messaging-ask-010"  # offers send_message: each call stores up to 2000 characters
+
+
+def _send(content: str) -> ToolCall:
+    return ToolCall(
+        name="send_message", arguments={"sender_id": "U0001", "to_user_id": "U0063", "content": content}
+    )
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_a_session_past_its_memory_bound_is_refused_and_the_server_goes_on(
+    catalog: Catalog, transport: Literal["ws", "http"]
+) -> None:
+    """A real server with a 1 MiB bound per session: the world's database stops at its half (a
+    write past it is a tool_error that changes nothing), the episode's inputs at the other half
+    (a 413 `session_memory`, nothing run); a reset frees the session, and another session is fine."""
+    from toolgym.envs.service.app import create_app
+
+    server = serve(create_app(catalog, max_session_bytes=1 << 20))
+    config = {"tasks": TASK_SET, "max_steps": 100}
+    greedy = RemoteToolEnv(server.url, config=config, transport=transport)
+    other = RemoteToolEnv(server.url, config=config, transport=transport)
+    try:
+        greedy.reset(seed=0, options={"task": SEND})
+        full = None
+        for _ in range(60):  # 466 kB of seeded world + ~2 kB a message: full within ~25 writes
+            obs, _, terminated, truncated, info = greedy.step(_send("m" * 1900))
+            assert not (terminated or truncated)
+            if "database or disk is full" in obs:
+                full = info
+                break
+        assert full is not None and full["observations"][0]["error"]["kind"] == "tool_error"
+        obs, *_, again = greedy.step(_send("m" * 1900))
+        assert "database or disk is full" in obs and again["state_hash"] == full["state_hash"]
+
+        ran = greedy.state()["step_count"]
+        with pytest.raises(RemoteEnvError) as refused:  # inputs: 3 x 200k characters > 512 KiB
+            for _ in range(3):
+                greedy.step("x" * 200_000)
+                ran += 1
+        assert refused.value.kind == "session_memory"
+        assert greedy.state()["step_count"] == ran  # the refused step did not run
+
+        other.reset(seed=0, options={"task": TASK_ID})  # another session: untouched
+        local = local_env(catalog)
+        local.reset(seed=0, options={"task": TASK_ID})
+        for raw in golden_outputs(local):
+            assert other.step(raw)[:4] == local.step(raw)[:4]
+        local.close()
+
+        obs, info = greedy.reset(seed=0, options={"task": SEND})  # a reset starts afresh
+        obs, *_, info = greedy.step(_send("hello"))
+        assert "message_id" in obs
+    finally:
+        greedy.close()
+        other.close()
+        server.stop()
+
+
+def test_idle_worlds_past_half_the_bound_are_built_afresh(catalog: Catalog) -> None:
+    """Worlds kept between episodes stay within half the bound: past it, the next reset builds
+    its world from the shared template, and the episodes are the same."""
+    ids = [t.id for t in catalog.task_set(TASK_SET)]  # nine app sets, 164-683 kB each
+    roomy = ToolgymEnvironment(catalog, None, max_bytes=64 << 20)
+    tight = ToolgymEnvironment(catalog, None, max_bytes=2 << 20)
+    try:
+        for task_id in ids:
+            answers = [
+                e.reset_answer(seed=0, task_id=task_id, config={"tasks": TASK_SET}) for e in (roomy, tight)
+            ]
+            assert (
+                answers[0]["observation"]["info"]["state_hash"]
+                == answers[1]["observation"]["info"]["state_hash"]
+            )
+            assert tight._env is not None and roomy._env is not None
+            kept = sum(world_bytes(w) for w in tight._env.built_worlds() if w is not tight._env.world)
+            assert kept <= 1 << 20
+        assert roomy._env is not None and tight._env is not None
+        assert len(roomy._env.built_worlds()) > len(tight._env.built_worlds())
+    finally:
+        roomy.close()
+        tight.close()
