@@ -19,19 +19,32 @@ and process that ran it (`worker`, kept in run.json).
 
 Actors return the bytes of each trace and of the files its observations carry, and the driver
 writes them once (`rollout`), so a re-run never leaves a duplicate or a half-written file.
+
+Kept actors (`keep_actors_s`, on a cluster the run joins): instead of being killed at the end of a
+run, the actors stay (detached, named by the digest of toolgym's code, Ray's and Python's versions
+and their CPU request) for the next run on the cluster, which leases them with their imports done,
+and with their envs and worlds too when it runs the same context (task sets, env, agents). An
+actor serves one run at a time (its lease); one left unused `keep_actors_s` exits by itself, and a
+lease whose run went silent that long is taken over. Changed code has another digest, so it never
+runs on an actor of the old code; a run whose context names code outside toolgym (an agent,
+user, world or toolset builder of its own, which a kept process would keep as first imported)
+gets fresh actors, as does every actor of a cancelled or failed run at its end: those are killed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import IO, Any
 
 from toolgym.envs.rollouts import (
@@ -55,7 +68,9 @@ INSTALL_HINT = "pip install 'toolgym[ray]'"
 DEFAULT_READY_TIMEOUT_S = 60.0
 
 
-CANCEL_GROUP = "cancel"  # the rollout actors' concurrency group of `cancel`
+CANCEL_GROUP = "cancel"  # the rollout actors' concurrency group of `cancel`, `lease` and `release`
+KEPT_NAMESPACE = "toolgym"  # the Ray namespace of kept actors
+KEPT_PREFIX = "toolgym-rollout-"  # their names: prefix, code digest, index
 
 
 class NoActorLeft(RolloutError):
@@ -77,10 +92,19 @@ def import_ray() -> Any:
 
 # ---- actors (plain classes; `ray.remote` wraps them when a run starts) -------------------------
 class RolloutActor:
-    """A CPU rollout worker: one EpisodeWorker, kept for the actor's life."""
+    """A CPU rollout worker: one EpisodeWorker, kept for the actor's life (or, for a kept actor,
+    for as long as the runs that lease it bring the same context)."""
 
-    def __init__(self, context: WorkerContext) -> None:
-        self.worker = EpisodeWorker(context)
+    def __init__(self, context: WorkerContext | None, keep_s: float | None = None) -> None:
+        self.worker = EpisodeWorker(context) if context is not None else None
+        self.key: str | None = None  # the digest of the context `worker` was built for
+        self.keep_s = keep_s
+        self.holder: str | None = None  # the run that leases this kept actor
+        self.busy = False  # a batch runs
+        self.last_used = time.monotonic()
+        self.lock = threading.Lock()
+        if keep_s is not None:
+            threading.Thread(target=self._exit_when_idle, name="toolgym-keep", daemon=True).start()
 
     def ready(self) -> dict[str, str | int]:
         """Where this actor runs (its answer also says it is placed and started)."""
@@ -89,13 +113,59 @@ class RolloutActor:
         context = ray.get_runtime_context()
         return {"node": context.get_node_id(), "actor": str(context.get_actor_id()), "pid": os.getpid()}
 
+    def lease(self, run: str) -> bool:
+        """A kept actor for `run` (in the `cancel` group, so it answers beside a batch): False
+        while another run holds it, unless that run was silent for `keep_s` (its driver is gone)."""
+        with self.lock:
+            stale = self.keep_s is not None and time.monotonic() - self.last_used > self.keep_s
+            if self.holder not in (None, run) and (self.busy or not stale):
+                return False
+            self.holder, self.last_used = run, time.monotonic()
+            return True
+
+    def start_run(self, context: WorkerContext, key: str) -> tuple[dict[str, str | int], bool, bool]:
+        """The leased run's context: the worker of the last run when it had the same one (its envs
+        and worlds built), else a new one. Where it runs, whether it served a run before, and
+        whether its worker was reused."""
+        served = self.worker is not None
+        reused = self.worker is not None and self.key == key and not self.worker.cancelled
+        if not reused:
+            if self.worker is not None:
+                self.worker.close()
+            self.worker, self.key = EpisodeWorker(context), key
+        self.last_used = time.monotonic()
+        return self.ready(), served, reused
+
+    def release(self, run: str) -> None:
+        with self.lock:
+            if self.holder == run:
+                self.holder, self.last_used = None, time.monotonic()
+
     def run_batch(self, specs: Sequence[EpisodeSpec]) -> list[tuple[EpisodeOutcome, EpisodeBytes | None]]:
-        return self.worker.run_batch(specs)
+        assert self.worker is not None, "a batch before start_run"
+        self.busy, self.last_used = True, time.monotonic()
+        try:
+            return self.worker.run_batch(specs)
+        finally:
+            self.busy, self.last_used = False, time.monotonic()
 
     def cancel(self) -> None:
         """The run stopped (called in the `cancel` concurrency group, beside the batch running):
         the worker's model clients stop, its episode in flight ends with what it spent."""
-        self.worker.cancel()
+        if self.worker is not None:
+            self.worker.cancel()
+
+    def _exit_when_idle(self) -> None:
+        """A kept actor nobody leased for `keep_s` ends its process (Ray frees its CPUs and name)."""
+        assert self.keep_s is not None
+        while True:
+            time.sleep(min(self.keep_s / 4, 5.0))
+            with self.lock:
+                idle = time.monotonic() - self.last_used > self.keep_s and not self.busy
+                if idle:  # no run leases it, or the one that does went silent
+                    if self.worker is not None:
+                        self.worker.close()
+                    os._exit(0)
 
 
 @dataclass(frozen=True)
@@ -162,6 +232,8 @@ class RayStats:
     actors_started: int = 0
     actors_lost: int = 0
     actors_unplaced: int = 0  # given up after `ready_timeout_s` without being placed and started
+    actors_reused: int = 0  # kept actors leased from an earlier run (their process and imports)
+    workers_reused: int = 0  # ... whose envs and worlds served the same context before
     resubmitted: int = 0  # episodes sent again after their actor died
     peak_in_flight: int = 0  # episodes submitted and not yet back, at most
     server_accelerators: dict[str, list[str]] = field(default_factory=dict)  # the tool server's GPUs
@@ -175,7 +247,8 @@ class RayExecutor:
     down after it; with an address (`auto`, `ray://host:10001`) the executor joins that cluster.
     `tool_server` places a tool server actor (with its `num_gpus`) whose tools the rollout actors
     use instead of their local ones. An actor not placed and started within `ready_timeout_s` is
-    given up (module docstring)."""
+    given up (module docstring). `keep_actors_s` keeps the actors for the next run, on a cluster
+    the run joins (module docstring); a Ray instance the run starts ends with it."""
 
     def __init__(
         self,
@@ -190,11 +263,13 @@ class RayExecutor:
         tool_server: ToolServerSpec | None = None,
         init_options: Mapping[str, Any] | None = None,
         ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
+        keep_actors_s: float | None = None,
     ) -> None:
         if (actors is not None and actors < 1) or per_actor < 1 or max_attempts < 1:
             raise ValueError("actors, per_actor and max_attempts must be at least 1")
-        if not ready_timeout_s > 0:
-            raise ValueError("ready_timeout_s must be more than 0")
+        if not ready_timeout_s > 0 or (keep_actors_s is not None and not keep_actors_s > 0):
+            raise ValueError("ready_timeout_s and keep_actors_s must be more than 0")
+        self.keep_actors_s = keep_actors_s
         self.actors = actors
         self.address = address
         self.actor_cpus = actor_cpus
@@ -208,6 +283,8 @@ class RayExecutor:
         self._access_checked = False
         self.stats = RayStats()
         self.live: list[Any] = []  # the rollout actors' handles while a run goes on
+        self.run_id = ""  # this run's name in its kept actors' leases
+        self.kept: set[str] = set()  # runs whose actors are kept (a one-element set, or empty)
         self.server: Any = None  # the tool server actor's handle while a run goes on
 
     def run(
@@ -228,6 +305,9 @@ class RayExecutor:
             ray.init(address=self.address, **options)
             started = True
         self.stats = RayStats()
+        private = started and self.address is None  # a local instance, started for this run alone
+        keep = None if private else self.keep_actors_s  # kept actors outlive the driver, not the instance
+        finished = False
         try:
             if self.tool_server is not None:
                 spec = self.tool_server
@@ -247,10 +327,17 @@ class RayExecutor:
                 self.stats.server_accelerators = ray.get(self.server.accelerators.remote())
                 tools_env = replace(context.env, tool_url=url, tool_token=spec.token)
                 context = replace(context, env=tools_env)
-            self._drive(ray, specs, context, deliver, cancel)
+            self._drive(ray, specs, context, deliver, cancel, keep)
+            finished = cancel is None or not cancel.is_set()
         finally:
+            released = []
             for actor in self.live:
-                ray.kill(actor)
+                if finished and self.run_id in self.kept:
+                    released.append(actor.release.options(concurrency_group=CANCEL_GROUP).remote(self.run_id))
+                else:  # a cancelled or failed run's workers are spent: no other run gets them
+                    ray.kill(actor)
+            if released:  # answered before this driver may exit (a call in flight dies with it)
+                ray.wait(released, num_returns=len(released), timeout=5)
             self.live = []
             if self.server is not None:
                 ray.kill(self.server)
@@ -298,9 +385,15 @@ class RayExecutor:
         context: WorkerContext,
         deliver: Deliver,
         cancel: Cancel | None = None,
+        keep: float | None = None,
     ) -> None:
-        run = _Round(self, ray, ray.put(context), deliver)  # the context once in the object store
-        actors = self.actors or max(1, int(ray.available_resources().get("CPU", 1) // self.actor_cpus))
+        self.run_id = uuid.uuid4().hex
+        self.kept = {self.run_id} if keep is not None and keepable(context) else set()
+        run = _Round(self, ray, ray.put(context), deliver, keep if self.kept else None)
+        free = int(ray.available_resources().get("CPU", 1) // self.actor_cpus)
+        if self.kept:  # idle kept actors hold CPUs that are this run's to take
+            free += len(run.kept_names()) + run.retire_stale()
+        actors = self.actors or max(1, free)
         # (batch, alone): a batch whose actor died comes back as single episodes that run alone on
         # an idle actor with nothing queued behind them, so a death is pinned on the one episode
         run.queue.extend((batch, False) for batch in batches(specs, actors, self.batch_size))
@@ -371,12 +464,19 @@ class _Round:
     """The driver's state in one `RayExecutor` run: actors starting and placed, the queue of
     batches, and the batches in flight."""
 
-    def __init__(self, executor: RayExecutor, ray: Any, context_ref: Any, deliver: Deliver) -> None:
+    def __init__(
+        self, executor: RayExecutor, ray: Any, context_ref: Any, deliver: Deliver, keep: float | None = None
+    ) -> None:
         self.executor, self.ray, self.context_ref, self.deliver = executor, ray, context_ref, deliver
         self.stats = executor.stats
+        self.keep = keep
+        if keep is not None:
+            self.prefix = f"{KEPT_PREFIX}{code_digest(executor.actor_cpus)[:16]}-"
+            self.context_key = context_key(ray.get(context_ref))
+            self.next_index = 0
         # `cancel` runs on a thread of its own group, so it reaches an actor busy with a batch
-        actor_cls = ray.remote(concurrency_groups={CANCEL_GROUP: 1})(RolloutActor)
-        self.actor_cls = actor_cls.options(num_cpus=executor.actor_cpus)
+        self.remote_cls = ray.remote(concurrency_groups={CANCEL_GROUP: 1})(RolloutActor)
+        self.actor_cls = self.remote_cls.options(num_cpus=executor.actor_cpus)
         self.slots: list[_Slot] = []  # placed and started: they take episodes
         self.told: set[int] = set()  # the slots whose actor knows of a cancel
         self.told_lock = threading.Lock()
@@ -390,11 +490,65 @@ class _Round:
 
     def start_actor(self) -> None:
         self.stats.actors_started += 1
-        slot = _Slot(
-            self.actor_cls.remote(self.context_ref), time.monotonic() + self.executor.ready_timeout_s
-        )
-        self.starting[slot.handle.ready.remote()] = slot
+        deadline = time.monotonic() + self.executor.ready_timeout_s
+        if self.keep is None:
+            slot = _Slot(self.actor_cls.remote(self.context_ref), deadline)
+            self.starting[slot.handle.ready.remote()] = slot
+        else:  # the next kept actor's name: an idle one is leased, a missing one started
+            name = f"{self.prefix}{self.next_index}"
+            self.next_index += 1
+            handle = self.remote_cls.options(
+                num_cpus=self.executor.actor_cpus,
+                name=name,
+                namespace=KEPT_NAMESPACE,
+                lifetime="detached",
+                get_if_exists=True,
+            ).remote(None, self.keep)
+            slot = _Slot(handle, deadline, leasing=True)
+            self.starting[
+                handle.lease.options(concurrency_group=CANCEL_GROUP).remote(self.executor.run_id)
+            ] = slot
         self.executor.live.append(slot.handle)
+
+    def kept_names(self) -> list[str]:
+        """The kept actors of this code on the cluster, leased or not."""
+        from ray.util import list_named_actors
+
+        return [
+            a["name"] for a in list_named_actors(all_namespaces=True) if a["name"].startswith(self.prefix)
+        ]
+
+    def retire_stale(self) -> int:
+        """Kill the idle kept actors of other code (an earlier version: their CPUs are this run's);
+        those another run leases are left alone. The number killed."""
+        from ray.util import list_named_actors
+
+        retired = 0
+        for entry in list_named_actors(all_namespaces=True):
+            name = entry["name"]
+            if not name.startswith(KEPT_PREFIX) or name.startswith(self.prefix):
+                continue
+            try:
+                handle = self.ray.get_actor(name, namespace=KEPT_NAMESPACE)
+                leased = handle.lease.options(concurrency_group=CANCEL_GROUP).remote(self.executor.run_id)
+                if self.ray.get(leased, timeout=5):
+                    self.ray.kill(handle)
+                    retired += 1
+            except Exception:  # gone meanwhile, or too slow to answer: not ours to wait for
+                continue
+        return retired
+
+    def _leased(self, slot: _Slot, ref: Any) -> None:
+        """A kept actor answered `lease`: when it is ours, it gets this run's context (the answer
+        to that is its `ready`); another run's is left alone, and the next name is tried."""
+        if not self.ray.get(ref):
+            self.executor.live.remove(slot.handle)  # not ours to kill
+            self.stats.actors_started -= 1
+            if self.next_index < self.max_started:
+                self.start_actor()
+            return
+        slot.leasing = False
+        self.starting[slot.handle.start_run.remote(self.context_ref, self.context_key)] = slot
 
     def dispatch(self) -> list[list[EpisodeSpec]]:
         """Send queued batches to placed actors with room, under back-pressure; returns them."""
@@ -423,7 +577,14 @@ class _Round:
 
         slot = self.starting.pop(ref)
         try:
-            slot.worker = self.ray.get(ref)
+            if slot.leasing:
+                return self._leased(slot, ref)
+            answer = self.ray.get(ref)
+            if self.keep is not None:  # (where it runs, its worker reused); a kept actor's ready
+                answer, served, reused = answer
+                self.stats.actors_reused += served
+                self.stats.workers_reused += reused
+            slot.worker = answer
         except RayActorError as exc:
             if exc.actor_init_failed:  # its constructor raised: a bug every actor would hit
                 raise RolloutError(f"a rollout actor failed to start: {_what_failed(exc)}") from None
@@ -521,6 +682,71 @@ class _Round:
         self.ray.kill(slot.handle)
 
 
+def keepable(context: WorkerContext) -> bool:
+    """Only toolgym's own code runs on a kept actor: the digest in its name covers that code, not
+    a builder of the user's, which a kept process would keep as it first imported it."""
+    env = context.env
+    named = [
+        env.toolset,
+        context.agent.builder,
+        *(a.builder for a in context.agents.values()),
+        *context.abort_on,
+    ]
+    named += [spec.builder for spec in (env.user, env.worlds) if spec is not None]
+    return all(name == "oracle" or name.startswith("toolgym.") for name in named)
+
+
+def context_key(context: WorkerContext) -> str:
+    """A digest of what a worker is built from (a kept actor reuses its worker, envs and worlds
+    for the same): each task as its JSON, and the reprs of the rest. Pickles are no key: their
+    bytes differ from one process to the next. A repr that names an object's address only costs
+    the reuse."""
+    digest = hashlib.sha256()
+    for name, task_set in context.task_sets:
+        digest.update(f"{name}\0{task_set.base_dir}\0".encode())
+        for task in task_set.tasks:
+            digest.update(task.model_dump_json().encode() + b"\0")
+    rest = (context.env, context.agent, context.abort_on, sorted(context.agents.items()))
+    digest.update(repr(rest).encode())
+    return digest.hexdigest()
+
+
+_DIGESTS: dict[float, str] = {}
+
+
+def code_digest(actor_cpus: float) -> str:
+    """sha256 of every Python file of the toolgym package (through its folder links), Ray's and
+    Python's versions and the actors' CPU request: what a kept actor's name says it runs."""
+    if actor_cpus not in _DIGESTS:
+        import ray
+
+        import toolgym
+
+        root = Path(toolgym.__file__).parent
+        digest = hashlib.sha256(f"{sys.version}|{ray.__version__}|{actor_cpus!r}".encode())
+        for folder, dirs, files in os.walk(root, followlinks=True):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(f for f in files if f.endswith(".py")):
+                path = Path(folder, name)
+                digest.update(f"\0{path.relative_to(root)}\0".encode())
+                digest.update(path.read_bytes())
+        _DIGESTS[actor_cpus] = digest.hexdigest()
+    return _DIGESTS[actor_cpus]
+
+
+def stop_kept_actors() -> int:
+    """Kill every kept rollout actor of the cluster this driver is connected to (any code, leased
+    or not); the number killed."""
+    ray = import_ray()
+    from ray.util import list_named_actors
+
+    names = [a["name"] for a in list_named_actors(all_namespaces=True) if a["name"].startswith(KEPT_PREFIX)]
+    for name in names:
+        with suppress(ValueError):  # gone meanwhile (it exited idle)
+            ray.kill(ray.get_actor(name, namespace=KEPT_NAMESPACE))
+    return len(names)
+
+
 @contextmanager
 def _stderr_to(file: IO[bytes]) -> Iterator[None]:
     """File descriptor 2 (what C++ code writes to) goes to `file` meanwhile."""
@@ -547,3 +773,4 @@ class _Slot:
     load: int = 0  # batches in flight on this actor
     alone: bool = False  # it runs a suspect episode: nothing else goes to it meanwhile
     worker: dict[str, str | int] | None = None  # where it runs (node, actor, pid), once placed
+    leasing: bool = False  # a kept actor asked for its lease (its `ready` comes after)

@@ -420,6 +420,11 @@ class EpisodeWorker:
             results.append(self.run(spec))
         return results
 
+    @property
+    def cancelled(self) -> bool:
+        """`cancel` was called: its builders spend nothing more, so it runs no other run."""
+        return self._cancelled.is_set()
+
     def cancel(self) -> None:
         """The run stopped: what spends on a model stops at once. Each builder of this worker's
         agents, user simulators and worlds that has a `cancel()` is cancelled (an LLM client

@@ -492,7 +492,12 @@ def make_executor(config: RunConfig, tool_server: ToolServerSpec | None) -> Exec
     except RolloutError as exc:
         raise RunConfigError(str(exc), "--ray") from None
     # workers None: one actor per CPU of the cluster
-    executor = RayExecutor(config.workers, address=config.ray.address, tool_server=tool_server)
+    executor = RayExecutor(
+        config.workers,
+        address=config.ray.address,
+        tool_server=tool_server,
+        keep_actors_s=config.ray.keep_actors,
+    )
     if config.ray.ready_timeout is not None:  # None: the executor's default
         executor.ready_timeout_s = config.ray.ready_timeout
     try:

@@ -146,6 +146,15 @@ OPTIONS: Final[list[RunOption]] = [
         "ray.ready_timeout",
     ),
     RunOption(
+        "ray_keep_actors",
+        _opt(
+            float | None,
+            help="on a cluster the run joins (--ray-address), keep the actors for the next run for "
+            "this many seconds unused, their imports, envs and worlds warm (docs/scaling.md)",
+        ),
+        "ray.keep_actors",
+    ),
+    RunOption(
         "ray_tool_server_gpus",
         _opt(
             float | None,

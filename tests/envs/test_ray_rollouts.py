@@ -28,8 +28,23 @@ from tests.envs.rollout_agents import STALL_DIR_ENV, WAIT_DIR_ENV, Bug, stalled_
 from tests.envs.test_rollouts import DRAWING, HOSTILE, bundled_sets, kept_files, traces_of, whole_folder
 from toolgym.cli import app
 from toolgym.envs.demo import default_task_paths, demo_tasks_path
-from toolgym.envs.ray_rollouts import INSTALL_HINT, NoActorLeft, RayExecutor, ToolServerSpec, import_ray
-from toolgym.envs.rollouts import AgentSpec, EpisodeOutcome, RolloutError, episode_specs, rollout
+from toolgym.envs.ray_rollouts import (
+    INSTALL_HINT,
+    NoActorLeft,
+    RayExecutor,
+    ToolServerSpec,
+    import_ray,
+    keepable,
+    stop_kept_actors,
+)
+from toolgym.envs.rollouts import (
+    AgentSpec,
+    EpisodeOutcome,
+    RolloutError,
+    WorkerContext,
+    episode_specs,
+    rollout,
+)
 from toolgym.evaluation.runs import SUMMARY_FILE, RunSummary, run_trials
 from toolgym.tasks import TaskSet
 from toolgym.trace import read_trace
@@ -165,6 +180,26 @@ def test_an_actor_killed_by_the_driver_loses_no_trace_and_back_pressure_holds(
     assert executor.stats.peak_in_flight == 3  # never more episodes out than max_in_flight
     assert all(o.status == "terminated" for o in outcomes)
     assert whole_folder(tmp_path) == clean
+
+
+def test_kept_actors_serve_the_next_run_with_their_worlds_and_the_same_bytes(
+    tmp_path: Path, clean: dict[str, bytes]
+) -> None:
+    """keep_actors_s: the second run leases the first run's two actors, and their workers (envs
+    and worlds built) since it runs the same context; both write the one-process bytes. A run
+    naming code of its own gets fresh actors (a kept process would keep its first import)."""
+    first, second = RayExecutor(2, keep_actors_s=60), RayExecutor(2, keep_actors_s=60)
+    try:
+        run_ray(tmp_path / "first", first)
+        run_ray(tmp_path / "second", second)
+    finally:
+        killed = stop_kept_actors()  # their CPUs are the next tests'
+    assert (first.stats.actors_reused, second.stats.actors_reused, second.stats.workers_reused) == (0, 2, 2)
+    assert second.stats.actors_started == 2 and killed == 2
+    assert whole_folder(tmp_path / "first") == clean and whole_folder(tmp_path / "second") == clean
+    assert keepable(WorkerContext(ray_sets())) and not keepable(
+        WorkerContext(ray_sets(), agent=AgentSpec(HOSTILE))
+    )
 
 
 def test_a_bug_in_an_actor_stops_the_run(tmp_path: Path) -> None:
