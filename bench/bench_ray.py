@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -221,6 +222,7 @@ def first(address: str, kind: str, keep: float | None) -> None:
     firsts: list[float] = []
     rollout(sets, specs, out=out, executor=executor, on_outcome=lambda _: firsts.append(time.time()))
     done = time.time()
+    shutil.rmtree(out, ignore_errors=True)
     stats = getattr(executor, "stats", None)
     print(
         json.dumps(
@@ -257,9 +259,11 @@ def command(address: str, env: dict[str, str], keep: float | None) -> tuple[floa
         if not first_s and out.is_dir() and any(out.rglob("*.jsonl")):
             first_s = time.perf_counter() - started
         time.sleep(0.01)
+    ended = time.perf_counter() - started
+    shutil.rmtree(out.parent, ignore_errors=True)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "toolgym run failed")
-    return first_s or time.perf_counter() - started, time.perf_counter() - started
+    return first_s or ended, ended
 
 
 # ---- the parts -------------------------------------------------------------------------------
