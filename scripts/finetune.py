@@ -153,7 +153,8 @@ def fine_tune(base: str, train: Sequence[dict[str, Any]], out: Path, config: Tra
     from trl.trainer.sft_config import SFTConfig
     from trl.trainer.sft_trainer import SFTTrainer
 
-    from toolgym.evaluation.hf_agent import HFModel, parse_hf_spec
+    from toolgym.evaluation.hf_agent import HFModel
+    from toolgym.evaluation.hf_models import parse_hf_spec
 
     loaded = HFModel(parse_hf_spec(base))  # its own copy: the cached one stays the base for evaluation
     tokenizer, model = loaded.tokenizer, loaded.model

@@ -173,12 +173,8 @@ def _chat_client(llm: Mapping[str, Any], concurrency: int) -> Any:
 
 
 def _local_model(agent: str, llm: Mapping[str, Any]) -> Any:
-    from toolgym.evaluation.hf_agent import (
-        DEFAULT_MAX_NEW_TOKENS,
-        HFChatClient,
-        check_transformers,
-        parse_hf_spec,
-    )
+    from toolgym.evaluation.hf_agent import HFChatClient
+    from toolgym.evaluation.hf_models import DEFAULT_MAX_NEW_TOKENS, check_transformers, parse_hf_spec
 
     try:
         check_transformers()

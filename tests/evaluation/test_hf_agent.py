@@ -26,14 +26,8 @@ from tests.evaluation.real_model import (
 from toolgym.cli import app
 from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
-from toolgym.evaluation.hf_agent import (
-    HFModel,
-    HFModelError,
-    bundled_model,
-    check_transformers,
-    load_model,
-    parse_hf_spec,
-)
+from toolgym.evaluation.hf_agent import HFModel, load_model
+from toolgym.evaluation.hf_models import HFModelError, bundled_model, check_transformers, parse_hf_spec
 from toolgym.evaluation.loaders.mtu import RecordedAgent
 from toolgym.tasks import TaskSet
 from toolgym.toolservers.registry import default_toolset

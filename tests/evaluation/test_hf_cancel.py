@@ -13,7 +13,8 @@ import pytest
 
 from tests.evaluation.real_model import needs_model
 from toolgym.envs.rollouts import Cancel
-from toolgym.evaluation.hf_agent import HFChatClient, HFModel, load_model, parse_hf_spec
+from toolgym.evaluation.hf_agent import HFChatClient, HFModel, load_model
+from toolgym.evaluation.hf_models import parse_hf_spec
 from toolgym.evaluation.llm import LLMCancelled
 from toolgym.evaluation.run_config import LLMOptions, RunConfig
 from toolgym.evaluation.run_plan import run

@@ -28,7 +28,8 @@ from typer.testing import CliRunner, Result
 from tests.evaluation.export_checks import check_exports_equal_requests, export
 from tests.evaluation.real_model import HAVE_MODEL, first_task_of_each_set, needs_model, run_args
 from toolgym.cli import app
-from toolgym.evaluation.serve_model import MARKER, serve_argv, served_model
+from toolgym.evaluation.hf_models import MARKER
+from toolgym.evaluation.serve_model import serve_argv, served_model
 from toolgym.trace import Trace, full_requests, read_trace
 
 START_TIMEOUT_S = 600.0  # a cold start under load took 45 s here; CI's machine is the same size
