@@ -96,6 +96,9 @@ MAX_RENEW = 4096  # session ids one heartbeat may renew
 # default; compressing and inflating each ~1.4 kB answer cost more per step than the bytes it
 # saves on loopback or a LAN)
 UVICORN_SETTINGS: dict[str, Any] = {"ws_per_message_deflate": False}
+# a call run on the event loop (a loop-safe session's, environment.py `loop_safe`) that takes
+# longer sends its episode's task back to the session's thread: other sessions waited meanwhile
+INLINE_MAX_S = 0.025
 
 
 class _Sessions:
@@ -125,8 +128,7 @@ class _Sessions:
         except EnvironmentFactoryError as exc:
             raise ServiceError("infra_error", str(exc), 500) from None
         assert isinstance(env, ToolgymEnvironment)
-        env.session_id = session_id  # one id for the session table, the traces and the client
-        env._state = env.state.model_copy(update={"session_id": session_id})
+        env.rename(session_id)  # one id for the session table, the traces and the client
         self.http.add(session_id)
         self.owners[session_id] = client
         return env
@@ -164,15 +166,16 @@ class _Sessions:
         else:
             await self.close(session_id)
 
-    async def run(self, env: ToolgymEnvironment, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Run `env.method` in the session's own thread, one call at a time: a second concurrent
-        call is refused (409) rather than queued, so a client learns it raced itself."""
+    async def run(self, env: ToolgymEnvironment, method: str, *args: Any, inline: bool, **kwargs: Any) -> Any:
+        """Run `env.method` in the session's own thread (on the event loop when `inline`), one
+        call at a time: a second concurrent call is refused (409) rather than queued, so a client
+        learns it raced itself."""
         sid = env.session_id
         if sid in self.busy:
             raise ServiceError("session_busy", f"session {sid} is running another request", 409)
         self.busy.add(sid)
         try:
-            result = await self._in_session(sid, getattr(env, method), *args, **kwargs)
+            result = await self._in_session(sid, env, inline, getattr(env, method), *args, **kwargs)
             self.server._update_session_activity(sid, increment_step=method == "step_answer")
             return result
         finally:
@@ -226,21 +229,47 @@ class _Sessions:
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):  # the client may be gone
                 await websocket.close()
 
-    async def _framed(self, session_id: str, answer: Callable[..., Answer], *args: Any, **kwargs: Any) -> str:
-        """openenv's observation frame around `answer(...)`, run and encoded once in the session's
-        thread (the one its world's SQLite connection belongs to)."""
+    async def _framed(
+        self,
+        session_id: str,
+        env: ToolgymEnvironment,
+        inline: bool,
+        answer: Callable[..., Answer],
+        *args: Any,
+        **kwargs: Any,
+    ) -> str:
+        """openenv's observation frame around `answer(...)`, run and encoded once where the
+        session's calls run (`_in_session`)."""
 
         def frame() -> str:
             return json_bytes({"type": "observation", "data": answer(*args, **kwargs)}).decode()
 
-        framed: str = await self._in_session(session_id, frame)
+        framed: str = await self._in_session(session_id, env, inline, frame)
         return framed
 
-    async def _in_session(self, session_id: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """`fn(...)` in the session's own thread (each session's calls one at a time, its world's
-        SQLite connection used by one thread), or on the event loop with `steps_on_loop`."""
+    async def _in_session(
+        self,
+        session_id: str,
+        env: ToolgymEnvironment,
+        inline: bool,
+        fn: Callable[..., Any],
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        """`fn(...)` in the session's own thread (each session's calls one at a time, so its
+        world's SQLite connection is used by one thread at a time), or on the event loop: with
+        `steps_on_loop`, or when `inline` (a loop-safe session's call: no thread hop there and
+        back, which costs a mock-app step more CPU than the session layer itself). An inline call
+        that runs past INLINE_MAX_S sends the session's task back to its thread."""
         if self.steps_on_loop:
             return fn(*args, **kwargs)
+        if inline:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if time.perf_counter() - started > INLINE_MAX_S:
+                    env.off_loop()
         return await self.server._run_in_session_executor(session_id, fn, *args, **kwargs)
 
     async def _ws_answer(self, session_id: str, env: ToolgymEnvironment, raw: str) -> str | None:
@@ -253,12 +282,12 @@ class _Sessions:
         try:
             if kind == "step":
                 action = ToolgymAction.model_validate(WSStepMessage(**message).data)
-                frame = await self._framed(session_id, env.step_answer, action)
+                frame = await self._framed(session_id, env, env.inline_step(action), env.step_answer, action)
                 self.server._update_session_activity(session_id, increment_step=True)
                 return frame
             if kind == "reset":
                 data = WSResetMessage(**message).data
-                frame = await self._framed(session_id, env.reset_answer, **data)
+                frame = await self._framed(session_id, env, env.inline_reset(data), env.reset_answer, **data)
                 self.server._update_session_activity(session_id)
                 return frame
             if kind == "state":
@@ -316,7 +345,7 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
         env = sessions.get(session_id, client) if session_id is not None else await sessions.open(client)
         try:
             granted = sessions.grant(env.session_id, lease_s)
-            answer = await sessions.run(env, "reset_answer", **body)
+            answer = await sessions.run(env, "reset_answer", inline=env.inline_reset(body), **body)
         except BaseException:
             if session_id is None:  # a session opened for a failed reset is not left behind
                 await sessions.close(env.session_id)
@@ -334,7 +363,7 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
             action = ToolgymAction.model_validate(body["action"])
         except ValueError as exc:
             raise ServiceError("argument_error", f"bad action: {exc}", 422) from None
-        return json_response(await sessions.run(env, "step_answer", action))
+        return json_response(await sessions.run(env, "step_answer", action, inline=env.inline_step(action)))
 
     async def state(request: Request) -> Response:
         env = sessions.get(request.query_params.get("session_id"), client_of(request.scope))

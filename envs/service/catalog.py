@@ -9,6 +9,9 @@ No openenv import here: the catalog is plain toolgym.
 
 from __future__ import annotations
 
+import functools
+import json
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +31,7 @@ REWARDS: dict[str, RewardFn] = {"task": task_scores, "answer": answer_reward, "s
 # who plays the user of tasks with a user scenario; "llm" only on a server started with a user LLM
 USERS = ("rule", "scripted", "llm")
 MAX_SESSION_DELAY_S = 5.0  # a client's fault plan may slow its own calls, never hold a worker long
+MAX_CACHED_CONFIGS = 256  # distinct reset configs a server keeps resolved (oldest dropped first)
 
 
 class ServiceError(Exception):
@@ -90,6 +94,10 @@ class Catalog:
     # by the sessions that choose `user: "llm"`; a client never names an endpoint
     user_llm: UserLLM | None = None
     _loaded: dict[str, TaskSet] = field(default_factory=dict)
+    # reset configs as clients sent them (canonical JSON) -> resolved: a session's resets mostly
+    # repeat one config, and validating and resolving it costs a reset tens of µs each time
+    _resolved: dict[str, ResolvedConfig] = field(default_factory=dict)
+    _resolved_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def build(
@@ -134,8 +142,25 @@ class Catalog:
             self._loaded[name] = TaskSet.load(self.task_paths[name])
         return self._loaded[name]
 
-    def resolve(self, config: SessionConfig) -> ResolvedConfig:
-        """`config` over the server's defaults, checked against the catalog."""
+    def cached(self, raw: Any) -> ResolvedConfig | None:
+        """The config a client sent (`raw`, a reset's `config` as JSON) already resolved, if it
+        was before (`resolve(..., raw=raw)`); None when it was not, or is no JSON."""
+        key = _config_key(raw)
+        return self._resolved.get(key) if key is not None else None
+
+    def resolve(self, config: SessionConfig, raw: Any = None) -> ResolvedConfig:
+        """`config` over the server's defaults, checked against the catalog; with `raw` (the
+        JSON that `config` was validated from) the result is kept for `cached(raw)`."""
+        resolved = self._resolve(config)
+        key = _config_key(raw) if raw is not None else None
+        if key is not None:
+            with self._resolved_lock:
+                if len(self._resolved) >= MAX_CACHED_CONFIGS:
+                    self._resolved.pop(next(iter(self._resolved)))
+                self._resolved[key] = resolved
+        return resolved
+
+    def _resolve(self, config: SessionConfig) -> ResolvedConfig:
         merged = {**self.defaults.model_dump(exclude_none=True), **config.model_dump(exclude_none=True)}
         chosen = SessionConfig.model_validate(merged)
         tasks = chosen.tasks or "demo"
@@ -205,6 +230,14 @@ class Catalog:
         }
 
 
+def _config_key(raw: Any) -> str | None:
+    """A client's config as canonical JSON (sorted keys; `true` and `1` stay apart), or None."""
+    try:
+        return json.dumps(raw, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
+
+
 @dataclass(frozen=True)
 class ResolvedConfig:
     tasks: str
@@ -232,7 +265,8 @@ class ResolvedConfig:
         offered = catalog.tools.subset(self.tools) if self.tools is not None else catalog.tools
         return offered_tool_names(offered, list(catalog.task_set(self.tasks)))
 
-    def as_dict(self) -> Mapping[str, Any]:
+    @functools.cached_property
+    def _as_dict(self) -> Mapping[str, Any]:
         return {
             "tasks": self.tasks,
             "tools": list(self.tools) if self.tools is not None else None,
@@ -245,3 +279,7 @@ class ResolvedConfig:
             "info": self.info,
             "strict_arguments": self.strict_arguments,
         }
+
+    def as_dict(self) -> dict[str, Any]:
+        """The config as JSON (a fresh top-level dict; built once per resolved config)."""
+        return dict(self._as_dict)

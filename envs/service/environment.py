@@ -47,6 +47,9 @@ SESSION_ID = re.compile(r"^[A-Za-z0-9-]{8,64}$")
 # and observations; half of it for the worlds it keeps between episodes
 DEFAULT_MAX_SESSION_BYTES = 64 << 20
 TRACE_FILE = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
+# a step runs on the server's event loop (see `inline_step`) only with an input up to this size:
+# its tool calls, which a longer input may hold many of, would stall every other session meanwhile
+INLINE_MAX_INPUT_CHARS = 8192
 
 
 class ToolgymAction(OpenEnvAction):
@@ -179,6 +182,21 @@ def observation_of(answer: Answer) -> ToolgymObservation:
     )
 
 
+def loop_safe(env: ToolEnv, config: ResolvedConfig) -> bool:
+    """Whether an episode's calls may run on the server's event loop: every tool it offers is a
+    mock-app tool of its in-process world (SQLite in memory: no network, no subprocess, no
+    sleep), it loads no task files, no LLM plays its user and no fault plan delays its calls."""
+    world, task = env.world, env.task
+    if not isinstance(world, MockWorld) or task is None or task.files:
+        return False
+    if task.user is not None and config.user == "llm":
+        return False
+    if config.faults is not None and any(rule.delay_s > 0 for rule in config.faults.rules):
+        return False
+    app_tools = {id(tool) for tool in world.tools}
+    return all(id(tool) in app_tools for tool in env.offered)
+
+
 class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymState]):
     """A session: builds its ToolEnv from the catalog at the first reset (and again when a reset
     changes the config), writes each episode's trace under `trace_dir/<session id>/`."""
@@ -210,7 +228,11 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         self._seed: int | None = None
         self._hash_before: str | None = None
         self._last: dict[str, Any] = {}
-        self._state = ToolgymState(session_id=self.session_id)
+        # the state's fields (`state` builds the model when asked): a fresh dict per step, swapped
+        # in whole, so a reader on another thread never sees half a step
+        self._status: dict[str, Any] = {"session_id": self.session_id}
+        self._inline = False  # whether this episode's steps may run on the event loop
+        self._inline_tasks: dict[str, bool] = {}  # the same, by task, for this config's episodes
         self._held = 0  # characters of the episode's inputs and observations the env keeps
         self._idle_bytes: dict[int, int] = {}  # database bytes of the worlds other than the current
 
@@ -229,16 +251,20 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
     def reset_answer(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Answer:
         """`reset`'s answer as openenv's wire dict (what `serialize_observation` makes of it)."""
         self._check_open()
+        raw_config = kwargs.get("config")
+        # a config resolved before is not validated again (a valid config gives no errors of
+        # its own, so the other options' errors read as they would with it)
+        config = self.catalog.cached(raw_config) if raw_config is not None else None
         try:
-            options = ResetOptions.model_validate(kwargs)
+            options = ResetOptions.model_validate(kwargs if config is None else {**kwargs, "config": None})
         except ValueError as exc:
             raise ServiceError("argument_error", f"bad reset options: {exc}", 422) from None
         if seed is not None and (not isinstance(seed, int) or seed < 0):
             raise ServiceError("argument_error", f"seed must be an integer >= 0, got {seed!r}", 422)
-        if options.config is None and self._config is not None:
+        if config is None and options.config is None and self._config is not None:
             config = self._config  # a session keeps its config until a reset names another
-        else:
-            config = self.catalog.resolve(options.config or SessionConfig())
+        elif config is None:
+            config = self.catalog.resolve(options.config or SessionConfig(), raw=raw_config)
         if options.task_id is not None and options.task_id not in self.catalog.task_set(config.tasks):
             raise ServiceError(
                 "argument_error", f"no task {options.task_id!r} in the task set {config.tasks!r}", 422
@@ -249,6 +275,7 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
             self._env.close()
             self._env = None
             self._idle_bytes.clear()
+            self._inline_tasks.clear()
         if self._env is None:
             self._env = ToolEnv(
                 self.catalog.tools.subset(config.tools) if config.tools is not None else self.catalog.tools,
@@ -282,16 +309,51 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
             trace = f"ep{self._episodes}.{trace_name(env.task.id, seed)}"
             self._writer = TraceWriter(self._trace_folder() / trace, header)
         self._last = info
-        self._state = ToolgymState(
-            session_id=self.session_id,
-            episode_id=episode_id or f"{self.session_id}:{self._episodes}",
-            step_count=0,
-            task_id=env.task.id,
-            state_hash=info.get("state_hash"),
-            trace=trace,
-            config=dict(config.as_dict()),
-        )
+        self._inline = self._inline_tasks[env.task.id] = loop_safe(env, config)
+        self._status = {
+            "session_id": self.session_id,
+            "episode_id": episode_id or f"{self.session_id}:{self._episodes}",
+            "step_count": 0,
+            "task_id": env.task.id,
+            "state_hash": info.get("state_hash"),
+            "state_diff": None,
+            "error_counts": {},
+            "done": False,
+            "trace": trace,
+            "config": config.as_dict(),
+        }
         return self._answer(obs, info, None, False, False)
+
+    # ---- which calls may run on the event loop (app.py runs the others in the session's thread)
+    def inline_reset(self, kwargs: dict[str, Any]) -> bool:
+        """Whether a reset with these options may run on the server's event loop: it names a
+        task whose episodes this session ran loop-safe (`loop_safe`) under the config it has now
+        (so the task's tools, world template and world are built), and changes no config."""
+        if self._env is None or self._config is None or self._closed:
+            return False
+        raw_config = kwargs.get("config")
+        if raw_config is not None and self.catalog.cached(raw_config) is not self._config:
+            return False
+        task_id = kwargs.get("task_id")
+        return isinstance(task_id, str) and self._inline_tasks.get(task_id, False)
+
+    def inline_step(self, action: ToolgymAction) -> bool:
+        """Whether a step may run on the server's event loop: its episode is loop-safe
+        (`loop_safe`) and its input is small (INLINE_MAX_INPUT_CHARS)."""
+        return self._inline and action.size() <= INLINE_MAX_INPUT_CHARS
+
+    def off_loop(self) -> None:
+        """A call of this episode ran too long on the event loop: its task's calls run in the
+        session's thread from now on."""
+        self._inline = False
+        task = self._env.task if self._env is not None else None
+        if task is not None:
+            self._inline_tasks[task.id] = False
+
+    def rename(self, session_id: str) -> None:
+        """The session's id becomes `session_id` (the session table's)."""
+        self.session_id = session_id
+        self._status = {**self._status, "session_id": session_id}
 
     def step_answer(self, action: ToolgymAction) -> Answer:
         """`step`'s answer as openenv's wire dict."""
@@ -325,9 +387,9 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
 
     @property
     def state(self) -> ToolgymState:
-        # cached at reset and step: openenv reads it on the event loop's thread, and the world's
-        # SQLite connection belongs to the session's thread
-        return self._state
+        # from the fields kept at reset and step: openenv reads it on the event loop's thread,
+        # and the world's SQLite connection belongs to the session's thread
+        return ToolgymState.model_construct(**self._status)
 
     def get_metadata(self) -> EnvironmentMetadata:
         from toolgym.trace import toolgym_version
@@ -425,15 +487,14 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
                 self._writer.finish(trace_end(env, info, terminated=terminated, reward=float(reward)))
             )
             self._writer = None
-        self._state = self._state.model_copy(
-            update={
-                "step_count": info["step"],
-                "state_hash": info.get("state_hash"),
-                "state_diff": info.get("state_diff"),
-                "error_counts": dict(env.error_counts),
-                "done": self._done,
-            }
-        )
+        self._status = {
+            **self._status,
+            "step_count": info["step"],
+            "state_hash": info.get("state_hash"),
+            "state_diff": info.get("state_diff"),
+            "error_counts": dict(env.error_counts),
+            "done": self._done,
+        }
 
     def _abort_episode(self) -> None:
         """An unfinished episode (reset again, session closed or reaped) ends `aborted`."""
@@ -444,7 +505,7 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
             finished = self._writer.finish(
                 TraceEnd(
                     status="aborted",
-                    steps=self._state.step_count,
+                    steps=self._status.get("step_count", 0),
                     final_answer=None,
                     reward=0.0,
                     error_counts=dict(env.error_counts),

@@ -91,6 +91,34 @@ def test_generic_env_client_sync_matches_in_process(served: Served, catalog: Cat
     assert fetch_trace(served.url, session_id, trace) == reference_trace(catalog, tmp_path)
 
 
+def test_a_task_run_again_in_a_session_gives_the_runners_trace(
+    served: Served, catalog: Catalog, tmp_path: Path
+) -> None:
+    """A session's second episode of a mock-app task runs on the event loop, reset included
+    (environment.py, `inline_reset`): the same answers and trace bytes as its first, over both
+    transports."""
+    reference = reference_trace(catalog, tmp_path)
+    outputs = golden_outputs(local_env(catalog))
+    with GenericEnvClient(base_url=served.url).sync() as remote:
+        for _ in range(2):
+            remote.reset(**RESET)
+            for raw in outputs:
+                result = remote.step({"text": raw})
+            assert result.done and result.reward == 1.0
+            state = remote.state()
+            assert fetch_trace(served.url, state["session_id"], state["trace"]) == reference
+    with httpx.Client(base_url=served.url) as http:
+        session: dict[str, str] = {}
+        for _ in range(2):
+            opened = http.post("/reset", json={**RESET, **session}).json()
+            session = {"session_id": opened["observation"]["session_id"]}
+            for raw in outputs:
+                answer = http.post("/step", json={**session, "action": {"text": raw}}).json()
+            assert answer["done"] and answer["reward"] == 1.0
+            state = http.get("/state", params=session).json()
+            assert fetch_trace(served.url, state["session_id"], state["trace"]) == reference
+
+
 def test_generic_env_client_async_with_openai_messages(served: Served, catalog: Catalog) -> None:
     local = local_env(catalog, "openai")
 

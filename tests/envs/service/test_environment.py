@@ -17,10 +17,16 @@ from toolgym.envs.agents import OracleAgent
 from toolgym.envs.runner import run_episode
 from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig
 from toolgym.envs.service.client import RemoteEnvError, RemoteToolEnv
-from toolgym.envs.service.environment import ToolgymAction, ToolgymEnvironment, world_bytes
+from toolgym.envs.service.environment import (
+    INLINE_MAX_INPUT_CHARS,
+    ToolgymAction,
+    ToolgymEnvironment,
+    world_bytes,
+)
+from toolgym.tasks import TaskSet
 from toolgym.trace import read_trace
 
-from .support import TASK_ID, TASK_SET, golden_outputs, local_env, serve
+from .support import GATE_TASKS, TASK_ID, TASK_SET, Gate, golden_outputs, local_env, serve
 
 
 @pytest.mark.parametrize(
@@ -105,6 +111,64 @@ def test_a_new_config_rebuilds_the_env_and_ends_the_open_episode(catalog: Catalo
     first_end = read_trace(traces[0]).end
     assert first_end is not None and first_end.status == "aborted"
     session.close()
+
+
+def test_which_calls_may_run_on_the_event_loop(catalog: Catalog) -> None:
+    """Steps and repeated resets of mock-app episodes: yes; a task not run yet, a new config,
+    a long input, a task sent back to the thread, fault delays, tools that are not apps': no."""
+    config = {"tasks": TASK_SET}
+    session = ToolgymEnvironment(catalog)
+    assert not session.inline_reset({"task_id": TASK_ID, "config": config})  # nothing built yet
+    session.reset(seed=0, task_id=TASK_ID, config=config)
+    assert session.inline_step(ToolgymAction(text="Thought: go"))
+    assert not session.inline_step(ToolgymAction(text="x" * (INLINE_MAX_INPUT_CHARS + 1)))
+    assert session.inline_reset({"task_id": TASK_ID, "config": dict(config)})
+    assert session.inline_reset({"task_id": TASK_ID, "seed": 3})  # the session keeps its config
+    other = next(t.id for t in catalog.task_set(TASK_SET) if t.id != TASK_ID)
+    assert not session.inline_reset({"task_id": other})  # its world may not be built yet
+    assert not session.inline_reset({"seed": 1})  # a seeded pick: any task
+    assert not session.inline_reset({"task_id": TASK_ID, "config": {**config, "protocol": "json"}})
+    session.off_loop()  # one of its calls ran too long on the loop
+    assert not session.inline_step(ToolgymAction(text="Thought: go"))
+    assert not session.inline_reset({"task_id": TASK_ID})
+    session.close()
+
+    slow = {"name": "slow", "rules": [{"tools": "*", "kind": "latency", "delay_s": 0.01}]}
+    delayed = ToolgymEnvironment(catalog)
+    delayed.reset(seed=0, task_id=TASK_ID, config={**config, "faults": slow})
+    assert not delayed.inline_step(ToolgymAction(text="Thought: go"))
+    delayed.close()
+
+
+def test_a_session_whose_task_offers_other_tools_steps_in_its_thread(tmp_path: Path) -> None:
+    tasks = tmp_path / "gate.jsonl"
+    tasks.write_text(GATE_TASKS)
+    session = ToolgymEnvironment(Catalog.build(task_files=[tasks], tools=Gate().tools))
+    session.reset(seed=0, task_id=TaskSet.load(tasks)[0].id, config={"tasks": "gate"})
+    assert not session.inline_step(ToolgymAction(text="Thought: go"))
+    assert not session.inline_reset({"task_id": "wait-1"})
+    session.close()
+
+
+def test_a_reset_config_is_resolved_once_per_server(catalog: Catalog) -> None:
+    fresh = Catalog(catalog.task_paths, catalog.tools)
+    raw = {"tasks": TASK_SET, "protocol": "json"}
+    assert fresh.cached(raw) is None
+    first, second = ToolgymEnvironment(fresh), ToolgymEnvironment(fresh)
+    first.reset(seed=0, task_id=TASK_ID, config=raw)
+    resolved = fresh.cached({"protocol": "json", "tasks": TASK_SET})  # any key order
+    assert resolved is not None and resolved.protocol == "json"
+    second.reset(seed=0, task_id=TASK_ID, config=dict(raw))
+    assert second.state.config == first.state.config == resolved.as_dict()
+    # a bad option beside a config resolved before reads as it does beside one resolved now
+    refusals = []
+    for cat in (fresh, Catalog(catalog.task_paths, catalog.tools)):
+        with pytest.raises(ServiceError) as refused:
+            ToolgymEnvironment(cat).reset(config=raw, agent=3)
+        refusals.append((refused.value.kind, refused.value.message))
+    assert refusals[0] == refusals[1] and refusals[0][0] == "argument_error"
+    first.close()
+    second.close()
 
 
 def test_metadata(catalog: Catalog) -> None:
