@@ -10,10 +10,11 @@ Every figure is read from the server process itself, each server its own process
   once over WebSocket (one connection per session, asyncio clients in this process), each
   transport on a fresh server; then the same sessions after each ran one full golden episode;
 - **cpu**: the server pinned to one core and this process to the other; the ctool golden
-  episodes (reset, then raw ReAct text per step) run in rounds, each round in-process (`ToolEnv`,
-  this thread's CPU clock) and over the wire (the server's utime + stime from `/proc/<pid>/stat`
-  across the same episodes), one after the other; the ratio server CPU / in-process CPU per
-  round, the median over rounds reported with its range;
+  episodes (reset, then raw ReAct text per step) run in rounds, each episode in-process
+  (`ToolEnv`, this thread's CPU clock; on the client's core, or the server's with
+  `--baseline-core server`) and then over the wire (the server process's CPU clock, all its
+  threads), episode by episode; the ratio server CPU / in-process CPU per round, the median over
+  rounds reported with its range;
 - **active**: 50 clients at once (asyncio WebSocket clients; and 50 threads on HTTP keep-alive
   connections) run golden episodes for a while; errors (must be 0), episodes/s, the server's RSS.
 
@@ -322,7 +323,9 @@ def _open_ws(url: str, episodes: list[Episode], counts: list[int], srv: Server, 
 
 
 # ---- cpu -----------------------------------------------------------------------------------------
-def cpu(episodes: list[Episode], rounds: int, profile: Path | None = None) -> list[str]:
+def cpu(
+    episodes: list[Episode], rounds: int, profile: Path | None = None, baseline_core: str = "client"
+) -> list[str]:
     from toolgym.envs.service.catalog import Catalog
     from toolgym.envs.tool_env import ToolEnv
 
@@ -333,13 +336,30 @@ def cpu(episodes: list[Episode], rounds: int, profile: Path | None = None) -> li
     local = ToolEnv(catalog.tools, catalog.task_set(TASK_SET), protocol="react")
     n_steps = sum(len(t) for _, t in episodes)
 
-    def in_process() -> float:
+    local_core = server_core if baseline_core == "server" else client_core
+
+    def in_process(batch: list[Episode]) -> float:
+        os.sched_setaffinity(0, {local_core})  # the server idles meanwhile
         t0 = time.thread_time()
-        for task_id, texts in episodes:
+        for task_id, texts in batch:
             local.reset(seed=0, options={"task": task_id})
             for text in texts:
                 local.step(text)
-        return time.thread_time() - t0
+        spent = time.thread_time() - t0
+        os.sched_setaffinity(0, {client_core})
+        return spent
+
+    def interleaved(remote: Any, srv: Server) -> tuple[float, float, float]:
+        """One round, episode by episode: in-process, then over the wire (the load moves within
+        a round; a slow patch then falls on both sides rather than on one)."""
+        local_s = server_s = client_s = 0.0
+        for episode in episodes:
+            local_s += in_process([episode])
+            before, client_t0 = srv.cpu_s(), time.thread_time()
+            remote([episode])
+            client_s += time.thread_time() - client_t0
+            server_s += srv.cpu_s() - before
+        return local_s, server_s, client_s
 
     results: dict[str, list[tuple[float, float, float]]] = {}
     loads = []
@@ -352,23 +372,18 @@ def cpu(episodes: list[Episode], rounds: int, profile: Path | None = None) -> li
         with server(cpu=server_core, loop=loop_mode, profile=prof) as srv:
             remote = _remote_runner(srv.url, transport)
             remote(episodes)  # warm-up: worlds built, imports done
-            in_process()
+            in_process(episodes)
             if prof is not None:
                 srv.proc.send_signal(signal.SIGUSR1)
             for _ in range(rounds):
-                local_s = in_process()
-                before = srv.cpu_s()
-                client_t0 = time.thread_time()
-                remote(episodes)
-                client_s = time.thread_time() - client_t0
-                server_s = srv.cpu_s() - before
-                results.setdefault(label, []).append((local_s, server_s, client_s))
+                results.setdefault(label, []).append(interleaved(remote, srv))
                 loads.append(os.getloadavg()[0])
             remote.close()
     os.sched_setaffinity(0, set(cores))
     lines = [
-        f"server on core {server_core}, client and in-process env on core {client_core}; "
-        f"{len(episodes)} ctool episodes, {n_steps} steps a round (resets included in both), {rounds} rounds; "
+        f"server on core {server_core}, client on core {client_core}, in-process env on core {local_core}; "
+        f"{len(episodes)} ctool episodes, {n_steps} steps a round (resets included in both; in-process and "
+        f"over the wire interleaved episode by episode), {rounds} rounds; "
         f"load {min(loads):.1f} .. {max(loads):.1f}",
         "",
         "| transport | server CPU / in-process CPU: median | range over rounds | in-process CPU per step (µs) "
@@ -394,6 +409,44 @@ def cpu(episodes: list[Episode], rounds: int, profile: Path | None = None) -> li
         f"target: server CPU per step <= {TARGET_CPU_RATIO}× in-process (default server): {verdict} (worst {worst:.2f}×)",
     ]
     return lines
+
+
+def overhead(episodes: list[Episode], calls: int) -> list[str]:
+    """The server's CPU for the smallest call of each transport, on the pinned server: a
+    WebSocket `state` message and an HTTP `GET /state` (a plain route, as /reset and /step are):
+    what each reset and step pays besides its env work."""
+    cores = sorted(os.sched_getaffinity(0))
+    server_core, client_core = cores[0], cores[-1]
+    os.sched_setaffinity(0, {client_core})
+    task_id = episodes[0][0]
+    with server(cpu=server_core) as srv:
+        loop = asyncio.new_event_loop()
+        ws = loop.run_until_complete(WSSession.open(srv.url))
+
+        async def states() -> float:
+            await ws.call("reset", {"task_id": task_id, "seed": 0, "config": RESET_CONFIG})
+            before = srv.cpu_s()
+            for _ in range(calls):
+                await ws.ws.send('{"type": "state"}')
+                json.loads(await ws.ws.recv())
+            return srv.cpu_s() - before
+
+        ws_s = loop.run_until_complete(states())
+        loop.run_until_complete(ws.close())
+        loop.close()
+        http = HTTPSession(srv.url)
+        http.reset(task_id)
+        assert http.session is not None
+        before = srv.cpu_s()
+        for _ in range(calls):
+            http.http.request("GET", "/state", params={"session_id": http.session})
+        http_s = srv.cpu_s() - before
+        http.close()
+    os.sched_setaffinity(0, set(cores))
+    return [
+        f"server CPU per call, {calls} calls each ({load()}): WebSocket `state` message "
+        f"{ws_s / calls * 1e6:.0f} µs, HTTP `GET /state` {http_s / calls * 1e6:.0f} µs"
+    ]
 
 
 def _remote_runner(url: str, transport: str) -> Any:
@@ -520,7 +573,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="fewer rounds, a shorter active phase")
-    parser.add_argument("--only", default="memory,cpu,active", help="comma-separated: memory, cpu, active")
+    parser.add_argument(
+        "--only", default="memory,cpu,active", help="comma-separated: memory, cpu, active, overhead"
+    )
     parser.add_argument("--sessions", type=int, default=1000, help="idle sessions at most (memory)")
     parser.add_argument("--rounds", type=int, default=None, help="cpu rounds (default 9; --quick 3)")
     parser.add_argument("--clients", type=int, default=50, help="concurrent clients (active)")
@@ -529,6 +584,13 @@ def main() -> None:
         type=Path,
         default=None,
         help="cpu: profile each server's event-loop thread with cProfile into this folder (FOLDER/<transport>-<mode>.prof)",
+    )
+    parser.add_argument(
+        "--baseline-core",
+        choices=("client", "server"),
+        default="client",
+        help="cpu: run the in-process ToolEnv on the client's core (default) or on the server's "
+        "(while the server idles): the same core's caches and neighbours for both sides",
     )
     parser.add_argument(
         "--seconds", type=float, default=None, help="active phase length (default 30; --quick 5)"
@@ -545,7 +607,11 @@ def main() -> None:
         print("\n".join(memory(episodes, counts)), flush=True)
     if "cpu" in only:
         print("\n## server CPU per step\n")
-        print("\n".join(cpu(episodes, args.rounds or (3 if args.quick else 9), args.profile)), flush=True)
+        rounds = args.rounds or (3 if args.quick else 9)
+        print("\n".join(cpu(episodes, rounds, args.profile, args.baseline_core)), flush=True)
+    if "overhead" in only:
+        print("\n## the fixed cost of a call\n")
+        print("\n".join(overhead(episodes, 200 if args.quick else 2000)), flush=True)
     if "active" in only:
         print(f"\n## {args.clients} active sessions\n")
         seconds = args.seconds or (5.0 if args.quick else 30.0)
