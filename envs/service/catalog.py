@@ -96,8 +96,8 @@ class Catalog:
     _loaded: dict[str, TaskSet] = field(default_factory=dict)
     # reset configs as clients sent them (canonical JSON) -> resolved: a session's resets mostly
     # repeat one config, and validating and resolving it costs a reset tens of µs each time
-    _resolved: dict[str, ResolvedConfig] = field(default_factory=dict)
-    _resolved_lock: threading.Lock = field(default_factory=threading.Lock)
+    _resolved: dict[str, ResolvedConfig] = field(default_factory=dict, repr=False, compare=False)
+    _resolved_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def build(
