@@ -64,11 +64,12 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
-# the suite on both cores: most tests wait on servers and subprocesses; one file per worker keeps
-# each module's fixtures (a Ray cluster, a model) set up once. mypy runs beside it (a cold run is
-# ~3.5 min of CPU, which the suite's waits and its last long files leave free); its report comes
-# after the suite's, and either failing fails `make test`
-TEST_WORKERS ?= 2
+# three workers on two cores: most tests wait on servers and subprocesses (with two, the suite's
+# processes kept ~1.1 cores busy: 1833 s wall for 2009 s of CPU; with three, 1395 s wall, same
+# tests, same load). One file per worker keeps each module's fixtures (a Ray cluster, a model) set
+# up once. mypy runs beside it (a cold run is ~3.5 min of CPU); its report comes after the suite's,
+# and either failing fails `make test`
+TEST_WORKERS ?= 3
 test: lint $(VERIFIERS_STAMP)
 	@types_log=$$(mktemp); $(BIN)/mypy > $$types_log 2>&1 & types=$$!; \
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=30; tests=$$?; \
