@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -45,6 +44,7 @@ from typing import Any
 from websockets.sync.client import connect
 
 from toolgym.toolservers.hosting.base import wait_healthy
+from toolgym.toolservers.hosting.process import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK_SET = "ctool"
@@ -109,13 +109,6 @@ app = create_app(
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False,
             **UVICORN_SETTINGS)
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @contextmanager

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.toolservers.hosting.base import wait_healthy
+from toolgym.toolservers.hosting.process import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK_SET = "ctool"
@@ -76,15 +77,6 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", a
 
 def load() -> str:
     return f"load {os.getloadavg()[0]:.1f}"
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class Server:

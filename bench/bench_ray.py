@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -52,21 +51,13 @@ def load() -> str:
 
 
 # ---- the cluster -----------------------------------------------------------------------------
-def free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    for sock in socks:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in socks]
-    for sock in socks:
-        sock.close()
-    return ports
-
-
 @contextmanager
 def cluster(nodes: int, cpus: int) -> Iterator[tuple[str, dict[str, str]]]:
     """`nodes` Ray nodes of `cpus` CPUs on loopback; yields (address, the drivers' environment).
     Stopped by pid: every process whose environment carries this cluster's marker or whose raylet
     was ours."""
+    from toolgym.toolservers.hosting.process import free_ports
+
     root = Path(tempfile.mkdtemp(prefix="tg-bench-ray-"))
     (root / "home").mkdir()
     ambient = {"RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"}

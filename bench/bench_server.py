@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from toolgym.toolservers.hosting.process import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 AGENTLEGO_VENV = Path.home() / ".cache" / "toolgym" / "agentlego-0.2.0"
 IMAGES = ROOT / "fixtures" / "images"
@@ -80,13 +82,6 @@ def run_batch(calls):
 config = ServerConfig(port=int(sys.argv[1]), mcp=False, tools_config=json.loads(sys.argv[2]))
 serve([static(BatchedTool(embed, run_batch))], config, log_level="warning")
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @contextlib.contextmanager

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -47,6 +46,7 @@ from toolgym.envs.rollouts import (
 )
 from toolgym.evaluation.runs import SUMMARY_FILE, RunSummary, run_trials
 from toolgym.tasks import TaskSet
+from toolgym.toolservers.hosting.process import free_ports
 from toolgym.trace import read_trace
 
 ray = pytest.importorskip("ray", reason="Ray rollouts are tested where toolgym[ray] is installed")
@@ -314,16 +314,6 @@ def test_a_tool_server_actor_that_cannot_be_placed_stops_the_run_at_once(tmp_pat
 # ---- a real cluster of Ray nodes on this machine ----------------------------------------------
 CLUSTER_ENV = "TOOLGYM_TEST_RAY_CLUSTER"  # in the environment of every process a test cluster starts
 TOOLGYM = Path(sys.executable).with_name("toolgym")
-
-
-def free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    for sock in socks:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in socks]
-    for sock in socks:
-        sock.close()
-    return ports
 
 
 def proc_environ(pid: int) -> dict[str, str]:

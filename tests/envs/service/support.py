@@ -3,7 +3,6 @@ task set, an in-process ToolEnv on the same tools as the reference, a tool that 
 
 from __future__ import annotations
 
-import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from toolgym.envs.tool_env import ToolEnv
 from toolgym.mocks.service.server import ThreadedServer
 from toolgym.tasks import Task
 from toolgym.tools import ToolSet, tool
+from toolgym.toolservers.hosting.process import free_port as free_port
 
 TASK_SET = "ctool"
 TASK_ID = "ctool-express-cancel-002"  # a write: state hash, diff and a state-scored reward
@@ -24,13 +24,6 @@ class Served:
     url: str
     trace_dir: Path
     server: ThreadedServer
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def serve(app: Any, ws_max_size: int | None = None) -> ThreadedServer:
