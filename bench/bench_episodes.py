@@ -40,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from banking_workload import banking_calls, mixed_calls
 from bench_mocks import fmt, line, sample, stats
 
 from toolgym.actions import FinalAnswer, ToolCall
@@ -125,37 +126,10 @@ def bench_mixed(rounds: int, n_isolated: int) -> dict[str, Any]:
     return result
 
 
-def banking_calls() -> tuple[list[ToolCall], list[ToolCall]]:
-    reads = [
-        ToolCall(name="get_balance", arguments={"account_id": "ACC-10001"}),
-        ToolCall(name="list_accounts", arguments={"customer_id": "CUST-0002"}),
-        ToolCall(name="get_transactions", arguments={"account_id": "ACC-10002", "page_size": 5}),
-        ToolCall(name="list_bills", arguments={"customer_id": "CUST-0003"}),
-    ]
-    writes = [
-        ToolCall(
-            name="transfer",
-            arguments={"from_account_id": "ACC-10001", "to_account_id": "ACC-10002", "amount": 1.0},
-        ),
-        ToolCall(name="deposit", arguments={"account_id": "ACC-10003", "amount": 2.5}),
-        ToolCall(
-            name="transfer",
-            arguments={"from_account_id": "ACC-10002", "to_account_id": "ACC-10001", "amount": 1.0},
-        ),
-    ]
-    return reads, writes
-
-
 def mixed_actions(n: int, write_share: float = WRITE_SHARE) -> list[str]:
     """n raw ReAct steps over banking, every (1/write_share)-th a write, the rest reads, in turn."""
-    reads, writes = banking_calls()
     react = get_protocol("react")
-    every = round(1 / write_share)
-    out = []
-    for i in range(n):
-        call = writes[(i // every) % len(writes)] if i % every == every - 1 else reads[i % len(reads)]
-        out.append(str(react.format_action(call)))
-    return out
+    return [str(react.format_action(call)) for _, call in mixed_calls(n, round(1 / write_share))]
 
 
 def banking_env(max_steps: int = 10**7, tools: ToolSet | None = None) -> ToolEnv:

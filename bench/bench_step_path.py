@@ -212,27 +212,9 @@ class Worker:
 
 def _banking_actions(n: int) -> list[tuple[str, Any]]:
     """n banking steps, every fourth a write: (kind, ToolCall)."""
-    from toolgym.actions import ToolCall
+    from banking_workload import mixed_calls
 
-    reads = [
-        ToolCall(name="get_balance", arguments={"account_id": "ACC-10001"}),
-        ToolCall(name="list_accounts", arguments={"customer_id": "CUST-0002"}),
-        ToolCall(name="get_transactions", arguments={"account_id": "ACC-10002", "page_size": 5}),
-    ]
-    writes = [
-        ToolCall(
-            name="transfer",
-            arguments={"from_account_id": "ACC-10001", "to_account_id": "ACC-10002", "amount": 1.0},
-        ),
-        ToolCall(name="deposit", arguments={"account_id": "ACC-10003", "amount": 2.5}),
-        ToolCall(
-            name="transfer",
-            arguments={"from_account_id": "ACC-10002", "to_account_id": "ACC-10001", "amount": 1.0},
-        ),
-    ]
-    return [
-        ("write", writes[(i // 4) % len(writes)]) if i % 4 == 3 else ("read", reads[i % 4]) for i in range(n)
-    ]
+    return list(mixed_calls(n, every=4))
 
 
 def _banking_env() -> Any:
