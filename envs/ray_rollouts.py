@@ -47,6 +47,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from toolgym.cache import hash_files
 from toolgym.envs.rollouts import (
     Cancel,
     Deliver,
@@ -724,12 +725,11 @@ def code_digest(actor_cpus: float) -> str:
 
         root = Path(toolgym.__file__).parent
         digest = hashlib.sha256(f"{sys.version}|{ray.__version__}|{actor_cpus!r}".encode())
-        for folder, dirs, files in os.walk(root, followlinks=True):
+        sources: list[Path] = []
+        for folder, dirs, files in os.walk(root, followlinks=True):  # the package's folder links too
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(f for f in files if f.endswith(".py")):
-                path = Path(folder, name)
-                digest.update(f"\0{path.relative_to(root)}\0".encode())
-                digest.update(path.read_bytes())
+            sources += (Path(folder, name) for name in sorted(files) if name.endswith(".py"))
+        hash_files(digest, root, sources)
         _DIGESTS[actor_cpus] = digest.hexdigest()
     return _DIGESTS[actor_cpus]
 

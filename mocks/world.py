@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import toolgym.cache
 from toolgym.actions import Observation, ToolCall
-from toolgym.cache import DiskCache, cache_enabled, cache_key
+from toolgym.cache import DiskCache, cache_enabled, cache_key, hash_files
 from toolgym.files import FileStore
 from toolgym.mocks.app import App, validate_app
 from toolgym.mocks.clock import SimClock, init_clock
@@ -114,12 +114,8 @@ def _seeding_code_digest() -> str:
     digest = hashlib.sha256()
     mocks_dir = Path(__file__).resolve().parent
     core_dir = Path(toolgym.cache.__file__).resolve().parent
-    for root, files in (
-        (mocks_dir, sorted(mocks_dir.rglob("*.py"))),
-        (core_dir, sorted(core_dir.glob("*.py"))),
-    ):
-        for path in files:
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    hash_files(digest, mocks_dir, sorted(mocks_dir.rglob("*.py")))
+    hash_files(digest, core_dir, sorted(core_dir.glob("*.py")))
     for name in _SEEDING_PACKAGES:
         try:
             digest.update(f"{name}={importlib.metadata.version(name)}".encode())

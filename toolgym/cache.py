@@ -20,11 +20,15 @@ import contextlib
 import hashlib
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from toolgym.canonical import canonical_hash
 from toolgym.files import remove_stale_temps, write_atomically
+
+if TYPE_CHECKING:
+    from _hashlib import HASH
 
 CACHE_ENV: Final = "TOOLGYM_CACHE"
 CACHE_DIR_ENV: Final = "TOOLGYM_CACHE_DIR"
@@ -49,6 +53,13 @@ def cache_root() -> Path:
 def cache_key(*parts: object) -> str:
     """sha256 (hex) of the canonical JSON of `parts`: everything a cached value depends on."""
     return canonical_hash(list(parts))
+
+
+def hash_files(digest: HASH, root: Path, paths: Iterable[Path]) -> None:
+    """Each file's path below `root` and its bytes into `digest`, in the order given: the part of
+    a code digest (a cache key, a kept actor's name) that changes with the source."""
+    for path in paths:
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
 
 
 class DiskCache:
