@@ -10,7 +10,6 @@ No openenv import here: the catalog is plain toolgym.
 from __future__ import annotations
 
 import functools
-import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolgym.canonical import canonical_json
 from toolgym.envs.demo import bundled_task_sets
 from toolgym.envs.faults import FaultPlan, FaultPlanError, offered_tool_names
 from toolgym.envs.rewards import RewardFn, answer_reward, state_scores, task_scores
@@ -233,8 +233,8 @@ class Catalog:
 def _config_key(raw: Any) -> str | None:
     """A client's config as canonical JSON (sorted keys; `true` and `1` stay apart), or None."""
     try:
-        return json.dumps(raw, sort_keys=True, separators=(",", ":"))
-    except (TypeError, ValueError):
+        return canonical_json(raw)
+    except (TypeError, ValueError, RecursionError):
         return None
 
 
