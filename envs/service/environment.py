@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from toolgym.actions import ACTION_ADAPTER, Action
 from toolgym.envs.agents import Agent
@@ -60,6 +60,7 @@ class ToolgymAction(OpenEnvAction):
     text: str | None = None
     message: dict[str, Any] | None = None
     action: dict[str, Any] | list[dict[str, Any]] | None = None
+    _size: int | None = PrivateAttr(default=None)  # `size()`, once computed
 
     @model_validator(mode="after")
     def _exactly_one(self) -> ToolgymAction:
@@ -76,10 +77,11 @@ class ToolgymAction(OpenEnvAction):
 
     def size(self) -> int:
         """The input's size as the session's memory bound counts it: the text's characters, or
-        the message's or action's JSON."""
-        if self.text is not None:
-            return len(self.text)
-        return len(json.dumps(self.message if self.message is not None else self.action))
+        the message's or action's JSON (encoded once: the server asks before and in the step)."""
+        if self._size is None:
+            given = self.message if self.message is not None else self.action
+            self._size = len(self.text) if self.text is not None else len(json.dumps(given))
+        return self._size
 
     def payload(self) -> RawOutput | Action | list[Action]:
         """What `ToolEnv.step` gets: the text, the message, or the parsed action(s)."""
