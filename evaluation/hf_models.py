@@ -138,7 +138,8 @@ def converted_folder(config: HFConfig, cache: Path) -> Path:
 
     assert config.gguf_file is not None
     source = Path(config.folder) / config.gguf_file
-    digest = _sha256(source)
+    with source.open("rb") as file:
+        digest = hashlib.file_digest(file, "sha256").hexdigest()
     folder = cache / cache_key("served-model", digest, transformers.__version__)[:32]
     if (folder / MARKER).is_file() and cache_enabled():
         return folder
@@ -157,14 +158,6 @@ def converted_folder(config: HFConfig, cache: Path) -> Path:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return folder
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _convert(config: HFConfig, out: Path) -> None:
