@@ -103,6 +103,7 @@ def _mistakes(tmp: Path, busy_port: int) -> list[tuple[list[str], str]]:
         ),
         (["run", "--limit", "5:2", "--out", str(tmp / "r")], "--limit '5:2'"),
         (["run", "--faults", str(bad_plan), "--out", str(tmp / "r")], "--faults"),
+        (["run", "--ray-keep-actors", "0", "--out", str(tmp / "r")], "Invalid value for '--ray-keep-actors'"),
         (["eval", str(tmp), "--suite", "bogus"], "unknown metric suite bogus"),
         (["eval", str(tmp / "nodir")], "is not a directory"),
         (["eval", str(tmp), "--tasks", "nosuchset"], "no such task set file or bundled set"),
@@ -117,6 +118,7 @@ def _mistakes(tmp: Path, busy_port: int) -> list[tuple[list[str], str]]:
         (["tools", "--format", "teval", "--strict"], "--strict exports the openai or responses format"),
         (["serve", "--port", str(busy_port)], f"cannot bind 127.0.0.1:{busy_port}: Address already in use"),
         (["env-server", "--port", str(busy_port)], "Address already in use"),
+        (["env-server", "--max-session-bytes", "5"], "Invalid value for '--max-session-bytes'"),
         (["nosuchcommand"], "No such command"),
     ]
 
