@@ -28,7 +28,7 @@ import threading
 import traceback
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 RESULT_NAME = ".toolgym-result.json"
 IMAGE_NAME = ".toolgym-figure.png"
@@ -421,12 +421,253 @@ def install_ctypes_stand_in(denials: list[str]) -> None:
 
 
 # ---- the audit hook ------------------------------------------------------------------------------
+# The hook and its helpers below use only their parameters and default arguments: a monkeypatched
+# builtin or module function (`builtins.isinstance = ...`, `os.lstat = ...`) cannot change a
+# verdict, nor can rebinding this module's names (the code reaches them: `import __main__`), as
+# each function holds its own references. Rebinding or deleting a function's code or defaults is
+# an audited event, which the hook denies for itself and every helper (HOOK_HELPERS). No helper is
+# a closure: a closure's cells can be rebound without an audit event.
+def _hook_deny(msg: str, denials: list[str], exc: type[BaseException] = SandboxDenied) -> NoReturn:
+    denials.append(msg)
+    raise exc(msg)
+
+
+def _hook_refuse(event: str, denials: list[str], _deny: Callable[..., NoReturn] = _hook_deny) -> NoReturn:
+    """An event refused outright, named by what it does."""
+    what = "network access" if event.startswith("socket.") else "operation"
+    if event in ("os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty") or (
+        event in ("subprocess.Popen", "pty.spawn")
+    ):
+        what = "process creation"
+    elif event.startswith("ctypes."):
+        what = "ctypes"
+    _deny(f"sandbox: {what} ({event}) denied", denials)
+
+
+def _hook_resolve(
+    raw: Any,
+    workdir: str,
+    _isinstance: Callable[[object, Any], bool] = isinstance,
+    _str: type[str] = str,
+    _bytes: type[bytes] = bytes,
+    _int: type[int] = int,
+    _fspath: Callable[[Any], Any] = os.fspath,
+    _fsdecode: Callable[[Any], str] = os.fsdecode,
+    _lstat: Callable[[str], os.stat_result] = os.lstat,
+    _readlink: Callable[[str], str] = os.readlink,
+    _islnk: Callable[[int], bool] = stat.S_ISLNK,
+) -> str | None:
+    """Absolute, symlink-free path (None: not a path, e.g. an fd). Relative paths are relative
+    to the workdir: chdir is denied, so that is the process's cwd."""
+    if _isinstance(raw, _int):
+        return None
+    raw = _fspath(raw)
+    path = _fsdecode(raw) if _isinstance(raw, _bytes) else raw
+    if not _isinstance(path, _str):
+        return None
+    if not path.startswith("/"):
+        path = workdir + "/" + path
+    pending = path.split("/")
+    pending.reverse()
+    parts: list[str] = []
+    hops = 0
+    while pending:
+        part = pending.pop()
+        if part == "" or part == ".":
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+            continue
+        candidate = "/" + "/".join([*parts, part])
+        try:
+            st = _lstat(candidate)
+        except OSError:
+            parts.append(part)
+            continue
+        if _islnk(st.st_mode):
+            hops += 1
+            if hops > 40:
+                return "/"  # a loop; "/" is never allowed
+            target = _readlink(candidate)
+            if target.startswith("/"):
+                parts = []
+            more = target.split("/")
+            more.reverse()
+            pending.extend(more)
+            continue
+        parts.append(part)
+    return "/" + "/".join(parts)
+
+
+def _hook_inside(path: str, bases: tuple[str, ...]) -> bool:
+    # a loop, not any(): builtins can be monkeypatched by the code
+    for base in bases:  # noqa: SIM110
+        if path == base or path.startswith(base + "/"):
+            return True
+    return False
+
+
+def _hook_check(
+    raw: Any,
+    write: bool,
+    dir_fd: Any,
+    workdir: str,
+    roots: tuple[str, ...],
+    denials: list[str],
+    _resolve: Callable[[Any, str], str | None] = _hook_resolve,
+    _inside: Callable[[str, tuple[str, ...]], bool] = _hook_inside,
+    _deny: Callable[[str, list[str]], NoReturn] = _hook_deny,
+    _repr: Callable[[object], str] = repr,
+    _fspath: Callable[[Any], Any] = os.fspath,
+    _fsdecode: Callable[[Any], str] = os.fsdecode,
+    _ro_files: tuple[str, ...] = READ_ONLY_FILES,
+    _rw_files: tuple[str, ...] = READ_WRITE_FILES,
+) -> None:
+    """Deny reading `raw` outside the workdir, the read roots and the device files, and writing
+    it outside the workdir (or a shared library in it)."""
+    path = _resolve(raw, workdir)
+    if path is None:
+        return
+    shown = _repr(_fsdecode(_fspath(raw)))
+    # -1: no dir_fd; anything else may anchor a relative path somewhere the hook cannot see
+    if dir_fd != -1 and dir_fd is not None and not _fsdecode(_fspath(raw)).startswith("/"):
+        _deny(f"sandbox: relative path with a directory fd ({shown}) denied", denials)
+    if write:
+        if _inside(path, (workdir,)) or path in _rw_files:
+            if path.endswith(".so"):
+                _deny(f"sandbox: writing a shared library ({shown}) denied", denials)
+            return
+        _deny(f"sandbox: writing {shown} denied", denials)
+    if _inside(path, (workdir,)) or _inside(path, roots) or path in _ro_files or path in _rw_files:
+        return
+    _deny(f"sandbox: reading {shown} denied", denials)
+
+
+def _hook_on_open(
+    args: tuple[Any, ...],
+    workdir: str,
+    roots: tuple[str, ...],
+    denials: list[str],
+    recent_pycs: list[str],
+    _check: Callable[..., None] = _hook_check,
+    _resolve: Callable[[Any, str], str | None] = _hook_resolve,
+    _isinstance: Callable[[object, Any], bool] = isinstance,
+    _str: type[str] = str,
+    _int: type[int] = int,
+    _write_flags: int = WRITE_FLAGS,
+    _pyc_keep: int = RECENT_PYCS,
+) -> None:
+    """An `open` (builtin, io or os): check the path, remember an installed .pyc being read."""
+    raw, mode, flags = args[0], args[1], args[2]
+    if _isinstance(raw, _int):
+        return
+    write = (_isinstance(flags, _int) and flags & _write_flags != 0) or (
+        _isinstance(mode, _str) and ("w" in mode or "a" in mode or "x" in mode or "+" in mode)
+    )
+    # os.open (mode None) does not report its dir_fd: refuse relative paths there.
+    _check(raw, write, -2 if mode is None else -1, workdir, roots, denials)
+    path = _resolve(raw, workdir)
+    if not write and path is not None and path.endswith(".pyc") and path not in recent_pycs:
+        recent_pycs.insert(0, path)
+        del recent_pycs[_pyc_keep:]
+
+
+def _hook_installed_pyc(
+    data: Any,
+    recent_pycs: list[str],
+    workdir: str,
+    roots: tuple[str, ...],
+    _inside: Callable[[str, tuple[str, ...]], bool] = _hook_inside,
+    _open: Callable[..., int] = os.open,
+    _read: Callable[[int, int], bytes] = os.read,
+    _close: Callable[[int], None] = os.close,
+    _o_rdonly: int = os.O_RDONLY | os.O_CLOEXEC,
+    _pyc_header: int = PYC_HEADER_BYTES,
+) -> bool:
+    """Whether `data` is the code of a .pyc of the installation that was just opened
+    (importlib's read of it): the only marshalled code the sandbox lets through."""
+    for pyc in recent_pycs:
+        if not _inside(pyc, roots) or _inside(pyc, (workdir,)):
+            continue  # the list is reachable by the code: trust no entry
+        fd = _open(pyc, _o_rdonly)
+        try:
+            chunks: list[bytes] = []
+            while chunk := _read(fd, 1 << 20):
+                chunks.append(chunk)
+        finally:
+            _close(fd)
+        if b"".join(chunks)[_pyc_header:] == data:
+            return True
+    return False
+
+
+def _hook_on_import(
+    args: tuple[Any, ...],
+    workdir: str,
+    roots: tuple[str, ...],
+    denials: list[str],
+    _resolve: Callable[[Any, str], str | None] = _hook_resolve,
+    _inside: Callable[[str, tuple[str, ...]], bool] = _hook_inside,
+    _deny: Callable[..., NoReturn] = _hook_deny,
+    _isinstance: Callable[[object, Any], bool] = isinstance,
+    _len: Callable[[Any], int] = len,
+    _repr: Callable[[object], str] = repr,
+    _str: type[str] = str,
+    _denied_imports: tuple[str, ...] = DENIED_IMPORTS,
+    _import_exc: type[BaseException] = SandboxImportDenied,
+) -> None:
+    """An import: refuse the denied modules, and native code from outside the installation."""
+    name = args[0]
+    if _isinstance(name, _str):
+        for blocked in _denied_imports:
+            if name == blocked or name.startswith(blocked + "."):
+                _deny(f"sandbox: import of {name} denied", denials, _import_exc)
+    filename = args[1] if _len(args) > 1 else None
+    # An extension module load (`_imp.create_dynamic`): native code only from the installation.
+    if _isinstance(filename, _str):
+        path = _resolve(filename, workdir)
+        if path is None or not _inside(path, roots):
+            _deny(f"sandbox: loading native code from {_repr(filename)} denied", denials)
+
+
+def _hook_on_rename(
+    args: tuple[Any, ...],
+    workdir: str,
+    roots: tuple[str, ...],
+    denials: list[str],
+    _check: Callable[..., None] = _hook_check,
+    _resolve: Callable[[Any, str], str | None] = _hook_resolve,
+    _deny: Callable[[str, list[str]], NoReturn] = _hook_deny,
+    _repr: Callable[[object], str] = repr,
+) -> None:
+    """os.rename and os.replace: both paths are written; no shared library may appear."""
+    _check(args[0], True, args[2], workdir, roots, denials)
+    _check(args[1], True, args[3], workdir, roots, denials)
+    dst = _resolve(args[1], workdir)
+    if dst is not None and dst.endswith(".so"):
+        _deny(f"sandbox: creating a shared library ({_repr(args[1])}) denied", denials)
+
+
+# every function the hook calls, directly or through another: protected as the hook itself
+HOOK_HELPERS = (
+    _hook_deny,
+    _hook_refuse,
+    _hook_resolve,
+    _hook_inside,
+    _hook_check,
+    _hook_on_open,
+    _hook_installed_pyc,
+    _hook_on_import,
+    _hook_on_rename,
+)
+
+
 def make_hook(
     workdir: str, roots: tuple[str, ...], denials: list[str]
 ) -> Callable[[str, tuple[Any, ...]], None]:
-    """The hook only uses its default arguments: a monkeypatched builtin or module function
-    (`builtins.isinstance = ...`, `os.lstat = ...`) cannot change its verdicts, and rebinding its
-    defaults or code is itself an audited, denied event."""
+    """The hook only uses its default arguments (see above), and rebinding its code or defaults,
+    or a helper's, is itself an audited, denied event."""
 
     def hook(
         event: str,
@@ -434,208 +675,56 @@ def make_hook(
         _workdir: str = workdir,
         _roots: tuple[str, ...] = roots,
         _denials: list[str] = denials,
+        _recent_pycs: list[str] = [],  # noqa: B006 (one list per hook: make_hook builds a new hook)
         _denied_events: frozenset[str] = DENIED_EVENTS,
         _denied_prefixes: tuple[str, ...] = DENIED_PREFIXES,
-        _denied_imports: tuple[str, ...] = DENIED_IMPORTS,
         _read_events: frozenset[str] = READ_PATH_EVENTS,
         _write_events: tuple[tuple[str, int], ...] = WRITE_PATH_EVENTS,
-        _ro_files: tuple[str, ...] = READ_ONLY_FILES,
-        _rw_files: tuple[str, ...] = READ_WRITE_FILES,
-        _write_flags: int = WRITE_FLAGS,
-        _exc: type[BaseException] = SandboxDenied,
-        _import_exc: type[BaseException] = SandboxImportDenied,
-        _isinstance: Callable[[object, Any], bool] = isinstance,
         _len: Callable[[Any], int] = len,
-        _repr: Callable[[object], str] = repr,
-        _str: type[str] = str,
-        _bytes: type[bytes] = bytes,
-        _int: type[int] = int,
-        _fspath: Callable[[Any], Any] = os.fspath,
-        _fsdecode: Callable[[Any], str] = os.fsdecode,
-        _lstat: Callable[[str], os.stat_result] = os.lstat,
-        _readlink: Callable[[str], str] = os.readlink,
-        _islnk: Callable[[int], bool] = stat.S_ISLNK,
-        _recent_pycs: list[str] = [],  # noqa: B006 (one list per hook: make_hook builds a new hook)
-        _open: Callable[..., int] = os.open,
-        _read: Callable[[int, int], bytes] = os.read,
-        _close: Callable[[int], None] = os.close,
-        _o_rdonly: int = os.O_RDONLY | os.O_CLOEXEC,
-        _pyc_header: int = PYC_HEADER_BYTES,
-        _pyc_keep: int = RECENT_PYCS,
-        _protected: tuple[object, ...] = (),  # filled with the hook itself below
+        _deny: Callable[[str, list[str]], NoReturn] = _hook_deny,
+        _refuse: Callable[[str, list[str]], NoReturn] = _hook_refuse,
+        _check: Callable[..., None] = _hook_check,
+        _on_open: Callable[..., None] = _hook_on_open,
+        _installed_pyc: Callable[..., bool] = _hook_installed_pyc,
+        _on_import: Callable[..., None] = _hook_on_import,
+        _on_rename: Callable[..., None] = _hook_on_rename,
+        _protected: tuple[object, ...] = (),  # filled with the hook and HOOK_HELPERS below
     ) -> None:
-        if event == "open" or event == "import" or event == "marshal.loads" or event in _read_events:
-            pass
-        elif event in _denied_events or event.startswith(_denied_prefixes):
-            what = "network access" if event.startswith("socket.") else "operation"
-            if event in ("os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty") or (
-                event in ("subprocess.Popen", "pty.spawn")
-            ):
-                what = "process creation"
-            elif event.startswith("ctypes."):
-                what = "ctypes"
-            msg = f"sandbox: {what} ({event}) denied"
-            _denials.append(msg)
-            raise _exc(msg)
-        elif event == "object.__setattr__":
-            # rebinding the hook's __code__ or __defaults__ would rewrite its verdicts
-            for obj in _protected:
-                if args and args[0] is obj:
-                    msg = f"sandbox: modifying the sandbox's audit hook ({args[1]!s}) denied"
-                    _denials.append(msg)
-                    raise _exc(msg)
-            return
-        elif event == "os.rename" or event == "sqlite3.connect":
-            pass
-        else:
-            for name, _idx in _write_events:
-                if name == event:
-                    break
-            else:
-                return  # not an event the sandbox cares about
-
-        def resolve(raw: Any) -> str | None:
-            """Absolute, symlink-free path (None: not a path, e.g. an fd). Relative paths are
-            relative to the workdir: chdir is denied, so that is the process's cwd."""
-            if _isinstance(raw, _int):
-                return None
-            raw = _fspath(raw)
-            path = _fsdecode(raw) if _isinstance(raw, _bytes) else raw
-            if not _isinstance(path, _str):
-                return None
-            if not path.startswith("/"):
-                path = _workdir + "/" + path
-            pending = path.split("/")
-            pending.reverse()
-            parts: list[str] = []
-            hops = 0
-            while pending:
-                part = pending.pop()
-                if part == "" or part == ".":
-                    continue
-                if part == "..":
-                    if parts:
-                        parts.pop()
-                    continue
-                candidate = "/" + "/".join([*parts, part])
-                try:
-                    st = _lstat(candidate)
-                except OSError:
-                    parts.append(part)
-                    continue
-                if _islnk(st.st_mode):
-                    hops += 1
-                    if hops > 40:
-                        return "/"  # a loop; "/" is never allowed
-                    target = _readlink(candidate)
-                    if target.startswith("/"):
-                        parts = []
-                    more = target.split("/")
-                    more.reverse()
-                    pending.extend(more)
-                    continue
-                parts.append(part)
-            return "/" + "/".join(parts)
-
-        def inside(path: str, bases: tuple[str, ...]) -> bool:
-            # a loop, not any(): builtins can be monkeypatched by the code
-            for base in bases:  # noqa: SIM110
-                if path == base or path.startswith(base + "/"):
-                    return True
-            return False
-
-        def deny(msg: str) -> None:
-            _denials.append(msg)
-            raise _exc(msg)
-
-        def installed_pyc(data: Any) -> bool:
-            """Whether `data` is the code of a .pyc of the installation that was just opened
-            (importlib's read of it): the only marshalled code the sandbox lets through."""
-            for pyc in _recent_pycs:
-                if not inside(pyc, _roots) or inside(pyc, (_workdir,)):
-                    continue  # the list is reachable by the code: trust no entry
-                fd = _open(pyc, _o_rdonly)
-                try:
-                    chunks: list[bytes] = []
-                    while chunk := _read(fd, 1 << 20):
-                        chunks.append(chunk)
-                finally:
-                    _close(fd)
-                if b"".join(chunks)[_pyc_header:] == data:
-                    return True
-            return False
-
-        def check(raw: Any, write: bool, dir_fd: Any = -1) -> None:
-            path = resolve(raw)
-            if path is None:
-                return
-            shown = _repr(_fsdecode(_fspath(raw)))
-            # -1: no dir_fd; anything else may anchor a relative path somewhere the hook cannot see
-            if dir_fd != -1 and dir_fd is not None and not _fsdecode(_fspath(raw)).startswith("/"):
-                deny(f"sandbox: relative path with a directory fd ({shown}) denied")
-            if write:
-                if inside(path, (_workdir,)) or path in _rw_files:
-                    if path.endswith(".so"):
-                        deny(f"sandbox: writing a shared library ({shown}) denied")
-                    return
-                deny(f"sandbox: writing {shown} denied")
-            if inside(path, (_workdir,)) or inside(path, _roots) or path in _ro_files or path in _rw_files:
-                return
-            deny(f"sandbox: reading {shown} denied")
-
         if event == "open":
-            raw, mode, flags = args[0], args[1], args[2]
-            if _isinstance(raw, _int):
-                return
-            write = (_isinstance(flags, _int) and flags & _write_flags != 0) or (
-                _isinstance(mode, _str) and ("w" in mode or "a" in mode or "x" in mode or "+" in mode)
-            )
-            # os.open (mode None) does not report its dir_fd: refuse relative paths there.
-            check(raw, write, -2 if mode is None else -1)
-            path = resolve(raw)
-            if not write and path is not None and path.endswith(".pyc") and path not in _recent_pycs:
-                _recent_pycs.insert(0, path)
-                del _recent_pycs[_pyc_keep:]
+            _on_open(args, _workdir, _roots, _denials, _recent_pycs)
+        elif event == "import":
+            _on_import(args, _workdir, _roots, _denials)
         elif event == "marshal.loads":
             # hand-made code objects read and write arbitrary memory; importlib's are the .pyc's
-            if not args or not installed_pyc(args[0]):
-                deny("sandbox: loading marshalled code (marshal.loads) denied")
-        elif event == "import":
-            name = args[0]
-            if _isinstance(name, _str):
-                for blocked in _denied_imports:
-                    if name == blocked or name.startswith(blocked + "."):
-                        msg = f"sandbox: import of {name} denied"
-                        _denials.append(msg)
-                        raise _import_exc(msg)
-            filename = args[1] if _len(args) > 1 else None
-            # An extension module load (`_imp.create_dynamic`): native code only from the installation.
-            if _isinstance(filename, _str):
-                path = resolve(filename)
-                if path is None or not inside(path, _roots):
-                    deny(f"sandbox: loading native code from {_repr(filename)} denied")
+            if not args or not _installed_pyc(args[0], _recent_pycs, _workdir, _roots):
+                _deny("sandbox: loading marshalled code (marshal.loads) denied", _denials)
         elif event in _read_events:
             if args and args[0] is not None:
-                check(args[0], False)
+                _check(args[0], False, -1, _workdir, _roots, _denials)
+        elif event in _denied_events or event.startswith(_denied_prefixes):
+            _refuse(event, _denials)
+        elif event == "object.__setattr__" or event == "object.__delattr__":
+            # rebinding (or deleting) the hook's __code__ or __defaults__, or a helper's, would
+            # rewrite its verdicts
+            for obj in _protected:
+                if args and args[0] is obj:
+                    _deny(f"sandbox: modifying the sandbox's audit hook ({args[1]!s}) denied", _denials)
         elif event == "os.rename":
-            check(args[0], True, args[2])
-            check(args[1], True, args[3])
-            dst = resolve(args[1])
-            if dst is not None and dst.endswith(".so"):
-                deny(f"sandbox: creating a shared library ({_repr(args[1])}) denied")
+            _on_rename(args, _workdir, _roots, _denials)
         elif event == "sqlite3.connect":
             db = args[0] if args else None
             if db not in (None, "", ":memory:", b"", b":memory:"):
-                check(db, True)
+                _check(db, True, -1, _workdir, _roots, _denials)
         else:
             for name, idx in _write_events:
                 if name == event:
-                    check(args[0], True, args[idx] if idx >= 0 and _len(args) > idx else -1)
+                    dir_fd = args[idx] if idx >= 0 and _len(args) > idx else -1
+                    _check(args[0], True, dir_fd, _workdir, _roots, _denials)
                     break
 
     # Before the hook is installed, so not itself audited: a positional default is a tuple slot.
     defaults = hook.__defaults__ or ()
-    hook.__defaults__ = (*defaults[:-1], (hook,))
+    hook.__defaults__ = (*defaults[:-1], (hook, *HOOK_HELPERS))
     return hook
 
 

@@ -23,6 +23,7 @@ from toolgym.actions import Observation, ToolCall
 from toolgym.errors import ErrorKind, InfraError, ToolError, ToolTimeout
 from toolgym.files import FileStore
 from toolgym.tools import ToolContext, ToolSet
+from toolgym.toolservers._sandbox_runner import HOOK_HELPERS
 from toolgym.toolservers.gta.plot import make_plot_tool
 from toolgym.toolservers.gta.solver import make_solver_tool, solver_tool
 from toolgym.toolservers.sandbox import (
@@ -327,6 +328,47 @@ def test_hook_bypass_attempts_are_all_denied(ts: ToolSet, tmp_path: Path) -> Non
     results = json.loads(obs.text)
     assert {name: r for name, r in results.items() if r != "denied"} == {}
     assert not (tmp_path / "x.db").exists()
+
+
+def test_the_hooks_helpers_cannot_be_rebound(ts: ToolSet, tmp_path: Path) -> None:
+    """The hook's helpers are functions of the runner's module, which the code reaches as
+    `__main__`: rebinding or deleting their code or defaults is denied, and rebinding the
+    module's names changes no verdict (the hook and its helpers hold their own references)."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("s3cr3t")
+    obs = call(
+        ts,
+        code(f"""
+        import __main__, json
+        def attempt(fn):
+            try:
+                fn()
+            except BaseException as exc:
+                return "denied" if str(exc).startswith("sandbox:") else f"{{type(exc).__name__}}: {{exc}}"
+            return "ALLOWED"
+
+        def allow_all(*args, **kwargs):
+            return None
+
+        def rebound_names():
+            for name in dir(__main__):
+                if name.startswith("_hook_"):
+                    setattr(__main__, name, allow_all)
+            open({str(secret)!r}).read()
+
+        def solution():
+            tries = {{"names": rebound_names}}
+            for helper in __main__.HOOK_HELPERS:
+                for attr, value in (("__code__", allow_all.__code__), ("__defaults__", ()), ("__kwdefaults__", {{}})):
+                    tries[f"{{helper.__name__}}.{{attr}}"] = lambda h=helper, a=attr, v=value: setattr(h, a, v)
+                tries[f"{{helper.__name__}}.del"] = lambda h=helper: delattr(h, "__defaults__")
+            return json.dumps({{name: attempt(fn) for name, fn in tries.items()}})
+    """),
+    )
+    assert obs.error is None, obs.text
+    results = json.loads(obs.text)
+    assert len(results) == 1 + 4 * len(HOOK_HELPERS)  # the names, then each helper four ways
+    assert {name: r for name, r in results.items() if r != "denied"} == {}
 
 
 def test_denial_reported_even_if_the_code_swallows_it(ts: ToolSet) -> None:
