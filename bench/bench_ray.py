@@ -165,7 +165,7 @@ def probe(address: str) -> None:
 
     from toolgym.envs.demo import mock_task_paths
     from toolgym.envs.rollouts import WorkerContext, episode_specs
-    from toolgym.evaluation.runs import set_name
+    from toolgym.running.trials import set_name
     from toolgym.tasks import TaskSet
 
     out: dict[str, float] = {"python_s": started - T_START, "imports_s": time.time() - started}
@@ -195,7 +195,7 @@ def first(address: str, kind: str, keep: float | None) -> None:
     started = time.time()
     from toolgym.envs.demo import mock_task_paths
     from toolgym.envs.rollouts import Executor, ProcessExecutor, episode_specs, rollout
-    from toolgym.evaluation.runs import set_name
+    from toolgym.running.trials import set_name
     from toolgym.tasks import TaskSet
 
     executor: Executor

@@ -45,7 +45,7 @@ from toolgym.envs.rollouts import (
     episode_specs,
     rollout,
 )
-from toolgym.evaluation.runs import set_name
+from toolgym.running.trials import set_name
 from toolgym.tasks import TaskSet
 
 SETS = [(set_name(p), TaskSet.load(p)) for p in mock_task_paths()]

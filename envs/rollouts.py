@@ -149,7 +149,7 @@ class UserSpec:
     `package.module:attr`, a callable that a worker calls once with `kwargs` and that returns a
     `UserFactory` (one simulator per env it holds); it may hold resources for the worker's
     lifetime (an HTTP client) and release them in an optional `close()`. The LLM user's builder is
-    `toolgym.evaluation.users:LLMUsers`, above this floor, so it is named, never imported."""
+    `toolgym.models.users:LLMUsers`, above this floor, so it is named, never imported."""
 
     builder: str
     kwargs: Mapping[str, Any] = field(default_factory=dict)
@@ -160,7 +160,7 @@ class WorldSpec:
     """How a worker builds the world factory of its envs (`ToolEnv(world_factory=...)`): `builder`
     names a `package.module:attr`, called once per worker with `kwargs`, returning a
     `WorldFactory`; it may hold resources (an HTTP client) and release them in `close()`. The LLM
-    tool simulator's is `toolgym.evaluation.simulators:LLMSimulatedWorlds`, named, never imported."""
+    tool simulator's is `toolgym.models.simulators:LLMSimulatedWorlds`, named, never imported."""
 
     builder: str
     kwargs: Mapping[str, Any] = field(default_factory=dict)
@@ -215,7 +215,7 @@ class EpisodeSpec:
 
 @dataclass(frozen=True)
 class EpisodeResult:
-    """What one episode gave, as run.json records it (`toolgym.evaluation.runs.EpisodeRecord`)."""
+    """What one episode gave, as run.json records it (`toolgym.running.trials.EpisodeRecord`)."""
 
     trial: int
     task_set: str

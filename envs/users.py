@@ -9,7 +9,7 @@ Three simulators, one protocol (`UserSimulator`):
   `must_not_volunteer` are told only when asked for;
 - `LLMUser`: a chat model plays the scenario through a `UserLLM` (one method, `chat`). envs sits
   below evaluation, so the adapter for the existing OpenAI-compatible client is
-  `toolgym.evaluation.users.ChatUserLLM`, and the cassette wrapper that records and replays its
+  `toolgym.models.users.ChatUserLLM`, and the cassette wrapper that records and replays its
   calls is `toolgym.recorder.cassette.Cassette.wrap_user_llm`.
 
 The one seam in `ToolEnv` is `ToolEnv(user=...)`: the simulator for tasks with a scenario (default:

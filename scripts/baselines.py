@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.envs.demo import bundled_task_sets, resolve_task_set
-from toolgym.evaluation.runs import RunSummary
 from toolgym.evaluation.suites import SUITES, benchmark_of
+from toolgym.running.trials import RunSummary
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "baselines.md"

@@ -1,4 +1,4 @@
-"""Regenerate tests/evaluation/fixtures/smollm2_outputs.json: what the real SmolLM2-135M-Instruct
+"""Regenerate tests/models/fixtures/smollm2_outputs.json: what the real SmolLM2-135M-Instruct
 says in toolgym episodes, one example per kind of output the scripted test server never produced
 (prose without an action, an empty reply, a reply cut at max tokens, a call to a tool not offered,
 a repeated call, a think-style preamble), each with how it was produced.
@@ -18,13 +18,13 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from toolgym.evaluation.hf_agent import hf_run_agent
-from toolgym.evaluation.runs import run_trials
+from toolgym.models.hf_agent import hf_run_agent
+from toolgym.running.trials import run_trials
 from toolgym.tasks import TaskSet
 from toolgym.toolservers.registry import default_toolset
 from toolgym.trace import TraceStep, read_trace
 
-OUT = Path(__file__).resolve().parents[1] / "tests" / "evaluation" / "fixtures" / "smollm2_outputs.json"
+OUT = Path(__file__).resolve().parents[1] / "tests" / "models" / "fixtures" / "smollm2_outputs.json"
 SETS = Path(__file__).resolve().parents[1] / "fixtures" / "mock_tasks"
 KINDS = (
     "prose_without_action",

@@ -1,4 +1,4 @@
-"""Regenerate tests/evaluation/fixtures/smollm2_server_outputs.json: what the real
+"""Regenerate tests/models/fixtures/smollm2_server_outputs.json: what the real
 SmolLM2-135M-Instruct says through a real OpenAI-compatible server (`transformers serve`, started by
 `toolgym serve-model smollm2`) in toolgym episodes, over the chat API (react, json, openai) and the
 Responses API (responses, react), one example per kind of output the scripted test server never
@@ -31,7 +31,7 @@ from typing import Any
 from toolgym.trace import TraceStep, read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "tests" / "evaluation" / "fixtures" / "smollm2_server_outputs.json"
+OUT = ROOT / "tests" / "models" / "fixtures" / "smollm2_server_outputs.json"
 KINDS = (
     "prose_without_action",
     "empty_reply",

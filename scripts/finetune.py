@@ -11,7 +11,7 @@
    (its actions) equals a held-out task's, so no evaluated chain is ever trained on;
 4. TRL's SFTTrainer on CPU: LoRA (merged into the weights when saved) when peft is installed, else
    a full fine-tune; the base GGUF is dequantised by transformers (toolgym's own loader,
-   `toolgym.evaluation.hf_agent`); the loss is on the assistant's tokens when the model's chat
+   `toolgym.models.hf_agent`); the loss is on the assistant's tokens when the model's chat
    template can be given generation markers that render the same text (SmolLM2's can), else on
    every token. The model is saved with its own chat template to a folder `hf:FOLDER` loads;
 5. scripts/baselines.py's runs (`toolgym run` end to end and `--mode step`, `toolgym eval` fixed
@@ -153,8 +153,8 @@ def fine_tune(base: str, train: Sequence[dict[str, Any]], out: Path, config: Tra
     from trl.trainer.sft_config import SFTConfig
     from trl.trainer.sft_trainer import SFTTrainer
 
-    from toolgym.evaluation.hf_agent import HFModel
-    from toolgym.evaluation.hf_models import parse_hf_spec
+    from toolgym.models.hf_agent import HFModel
+    from toolgym.models.hf_models import parse_hf_spec
 
     loaded = HFModel(parse_hf_spec(base))  # its own copy: the cached one stays the base for evaluation
     tokenizer, model = loaded.tokenizer, loaded.model

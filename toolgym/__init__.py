@@ -1,5 +1,6 @@
 """toolgym: a tool-serving sandbox and environment simulator for LLM agents."""
 
+from toolgym import moved
 from toolgym.actions import Action, AskUser, FinalAnswer, NoCall, Observation, ToolCall
 from toolgym.envs.rewards import Episode, EpisodeStep, answer_reward, task_scores
 from toolgym.envs.tool_env import ToolEnv
@@ -8,6 +9,8 @@ from toolgym.files import FileHandle, FileStore, StoredFile
 from toolgym.tasks import AnswerSpec, GoldenStep, Task, TaskFile, TaskSet
 from toolgym.tools import File, Image, Param, Tool, ToolContext, ToolSet, tool
 from toolgym.trace import Trace
+
+moved.install()  # the paths issue 35 moved (toolgym.evaluation.llm, ...) keep working
 
 __all__ = [
     "Action",

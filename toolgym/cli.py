@@ -278,25 +278,29 @@ app.command()(serve)
 from toolgym.toolservers.hosting.commands import register as register_lab  # noqa: E402
 
 register_lab(app)
-# evaluation (run / eval / report / export / view / teval-* / winrate) -- evaluation/commands/
-from toolgym.evaluation.commands import register as register_evaluation  # noqa: E402
+# runs (run / teval-*) and what a run becomes (eval / report / winrate / export / view)
+#                                        -- running/commands/, reports/commands/
 from toolgym.recorder.commands import register as register_recorder  # noqa: E402
+from toolgym.reports.commands import COMMANDS as REPORT_COMMANDS  # noqa: E402
+from toolgym.running.commands import COMMANDS as RUN_COMMANDS  # noqa: E402
 
 if TYPE_CHECKING:
-    from toolgym.evaluation.users import ChatUserLLM
+    from toolgym.models.users import ChatUserLLM
 
 
 def _open_user_llm(base_url: str, model: str, api_key_env: str | None) -> ChatUserLLM:
     """`toolgym record`'s live user LLM: the chat client sits above the recorder (imported when used)."""
-    from toolgym.evaluation.users import open_user_llm
+    from toolgym.models.users import open_user_llm
 
     return open_user_llm(base_url, model, api_key_env)
 
 
 register_recorder(app, user_llm=_open_user_llm)
-register_evaluation(app)
-# a local model behind transformers serve (serve-model)  -- evaluation/serve_model.py
-from toolgym.evaluation.serve_model import serve_model_command  # noqa: E402
+# in the order `toolgym --help` lists them
+for _name in ("run", "eval", "report", "teval-subsets", "teval-answer", "winrate", "export", "view"):
+    app.command(_name)({**RUN_COMMANDS, **REPORT_COMMANDS}[_name])
+# a local model behind transformers serve (serve-model)  -- models/serve_model.py
+from toolgym.models.serve_model import serve_model_command  # noqa: E402
 
 app.command(name="serve-model")(serve_model_command)
 # env service (env-server)             -- envs/service/commands.py

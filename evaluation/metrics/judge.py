@@ -4,7 +4,7 @@ A verdict is keyed by the canonical JSON of the request (model, messages, sampli
 the same question is asked once: the cache (SQLite) answers repeats, and it keeps the full request
 and response text, which is the record of what the judge said and why. The client is kept minimal
 (one POST per uncached question, a timeout, no retries); it could share the general LLM runner's
-client (toolgym.evaluation.llm) later.
+client (toolgym.models.llm) later.
 
     judge = OpenAIJudge("http://127.0.0.1:8000/v1", "judge-model", cache_path="runs/judge.sqlite")
     verdict = judge.ask([{"role": "system", "content": ...}, {"role": "user", "content": ...}])

@@ -343,7 +343,7 @@ def test_toolgym_record_with_a_hostile_agent_completes_and_leaves_readable_trace
 def test_toolgym_run_with_a_hostile_model_completes_and_leaves_readable_traces(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from tests.evaluation.fake_openai import FakeOpenAI, Reply, calls, serve, text
+    from tests.models.fake_openai import FakeOpenAI, Reply, calls, serve, text
     from toolgym.cli import app
 
     def script(body: Mapping[str, Any]) -> Reply:

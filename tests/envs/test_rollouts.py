@@ -44,8 +44,8 @@ from toolgym.envs.rollouts import (
     rollout,
 )
 from toolgym.envs.runner import FILES_DIR
-from toolgym.evaluation.runs import EpisodeRecord, RunSummary, run_trials, set_name
 from toolgym.protocols.base import ActionProtocol, RawOutput
+from toolgym.running.trials import EpisodeRecord, RunSummary, run_trials, set_name
 from toolgym.tasks import Task, TaskSet
 from toolgym.trace import read_trace
 

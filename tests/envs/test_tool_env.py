@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from openai import OpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
-from tests.evaluation.fake_openai import FakeOpenAI, calls, serve, text
 from tests.hostile import nested_sequence
+from tests.models.fake_openai import FakeOpenAI, calls, serve, text
 from toolgym import AnswerSpec, AskUser, FinalAnswer, NoCall, Task, ToolCall, ToolEnv, ToolSet, tool
 from toolgym.actions import Observation
 from toolgym.canonical import canonical_json

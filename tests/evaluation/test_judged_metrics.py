@@ -1,6 +1,6 @@
 """The judged metrics end to end: T-Eval's end-to-end win rate, CToolEval's open-ended score and
 ToolEyes' answer organisation (with its turn-limit factor), asked of a real OpenAI-compatible HTTP
-judge (tests/evaluation/fake_openai.py) through a cassette, then replayed with the server stopped:
+judge (tests/models/fake_openai.py) through a cassette, then replayed with the server stopped:
 the same scores, zero LLM calls."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.evaluation.fake_openai import FakeOpenAI, Reply, serve, text
 from tests.evaluation.helpers import run_e2e
+from tests.models.fake_openai import FakeOpenAI, Reply, serve, text
 from toolgym.actions import Action, FinalAnswer, ToolCall
 from toolgym.cli import app
 from toolgym.envs.agents import OracleAgent
@@ -23,8 +23,8 @@ from toolgym.evaluation.metrics.ctooleval import CToolEvalSuite
 from toolgym.evaluation.metrics.judge import JudgeError, OpenAIJudge, RecordedJudge
 from toolgym.evaluation.metrics.tooleyes import ToolEyesSuite
 from toolgym.evaluation.metrics.winrate import parse_preference, win_rate
-from toolgym.evaluation.runs import load_traces, run_trials
 from toolgym.recorder.cassette import JUDGE_TOOL, Cassette
+from toolgym.running.trials import load_traces, run_trials
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 from toolgym.trace import Trace

@@ -9,14 +9,14 @@ import importlib.util
 
 import pytest
 
-from tests.evaluation.fake_openai import FakeOpenAI, serve, text
+from tests.models.fake_openai import FakeOpenAI, serve, text
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.demo import default_task_paths
 from toolgym.evaluation.metrics.ctooleval import CToolEvalSuite
 from toolgym.evaluation.metrics.judge import OpenAIJudge
 from toolgym.evaluation.metrics.tooleyes import ToolEyesSuite
-from toolgym.evaluation.runs import load_traces, run_trials, set_name
 from toolgym.evaluation.suites import SUITES, get_suite
+from toolgym.running.trials import load_traces, run_trials, set_name
 from toolgym.tasks import TaskSet
 from toolgym.toolservers.registry import default_toolset
 from toolgym.trace import Trace

@@ -28,7 +28,7 @@ from toolgym.evaluation.loaders.teval_subsets import (
 )
 from toolgym.evaluation.metrics import similarity
 from toolgym.evaluation.metrics.teval import TEvalSuite, plan_scores
-from toolgym.evaluation.runs import run_trials
+from toolgym.running.trials import run_trials
 from toolgym.tasks import TaskSet
 from toolgym.tools import ToolSet
 

@@ -23,9 +23,9 @@ from typer.testing import CliRunner
 
 from tests.cli_text import flat
 from tests.envs.test_rollouts import without_latencies
-from tests.evaluation.fake_openai import FakeOpenAI, serve
 from tests.evaluation.helpers import run_e2e
 from tests.evaluation.tooleyes_model import JUDGE_SCORE, tooleyes_script
+from tests.models.fake_openai import FakeOpenAI, serve
 from tests.shared_data import DATA
 from toolgym.cli import app
 from toolgym.envs.demo import tooleyes_tasks_path

@@ -1,4 +1,4 @@
-"""A scripted model for ToolEyes runs on the fake OpenAI server (tests/evaluation/fake_openai.py):
+"""A scripted model for ToolEyes runs on the fake OpenAI server (tests/models/fake_openai.py):
 it plays the agent (ReAct text: call the first offered tool with every required argument, then
 `Action: finish`, as ToolEyes' prompt asks) and the judge (a fixed score), from the request alone,
 so any of the 382 queries gets a well-formed episode."""
@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from tests.evaluation.fake_openai import Reply, text
+from tests.models.fake_openai import Reply, text
 
 JUDGE_SCORE = 7
 

@@ -66,7 +66,7 @@ def test_the_training_template_renders_the_same_text_and_masks_the_replies(
 ) -> None:
     from transformers import AutoTokenizer
 
-    from toolgym.evaluation.hf_models import parse_hf_spec
+    from toolgym.models.hf_models import parse_hf_spec
 
     config = parse_hf_spec("hf:smollm2")
     tokenizer = AutoTokenizer.from_pretrained(

@@ -120,7 +120,7 @@ def _served(name: str) -> Iterator[Served]:
     from toolgym.envs.mcp_server import http_app, make_config
     from toolgym.envs.service.app import create_app as env_app
     from toolgym.envs.service.catalog import Catalog
-    from toolgym.evaluation.viewer import serve_viewer
+    from toolgym.reports.viewer import serve_viewer
 
     if name == "viewer":
         with serve_viewer([], {}) as url:

@@ -13,7 +13,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SUBPACKAGES = ("envs", "evaluation", "fixtures", "mocks", "recorder", "toolservers")
+SUBPACKAGES = (
+    "envs",
+    "evaluation",
+    "fixtures",
+    "mocks",
+    "models",
+    "recorder",
+    "reports",
+    "running",
+    "toolservers",
+)
 # what a source tree needs to build a wheel (tests, bench, docs and caches stay behind)
 BUILD_INPUTS = ("pyproject.toml", "README.md", "toolgym", *SUBPACKAGES)
 

@@ -37,7 +37,10 @@ TOOLGYM_INPUTS = (
     "evaluation",
     "fixtures",
     "mocks",
+    "models",
     "recorder",
+    "reports",
+    "running",
     "toolservers",
 )
 # the public API: these packages' __all__ (a name from anywhere else is a private import)

@@ -17,7 +17,7 @@ from openai.types.responses import (
 )
 from pydantic import TypeAdapter
 
-from tests.evaluation.fake_openai import FakeOpenAI, calls, serve, text
+from tests.models.fake_openai import FakeOpenAI, calls, serve, text
 from tests.toolgym.test_protocols import TOOLS
 from toolgym import AnswerSpec, Task, ToolEnv
 from toolgym.actions import AskUser, FinalAnswer, NoCall, Observation, ToolCall

@@ -44,7 +44,18 @@ _DPKG_EXCLUDES = (
     "path-exclude=/usr/share/info/*",
     "path-exclude=/usr/share/locale/*",
 )
-_SOURCE_DIRS = ("toolgym", "envs", "toolservers", "mocks", "recorder", "evaluation", "fixtures")
+_SOURCE_DIRS = (
+    "toolgym",
+    "envs",
+    "toolservers",
+    "mocks",
+    "recorder",
+    "evaluation",
+    "models",
+    "running",
+    "reports",
+    "fixtures",
+)
 _SKIP_PARTS = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
-from tests.evaluation.fake_openai import FakeOpenAI, serve, text
+from tests.models.fake_openai import FakeOpenAI, serve, text
 from toolgym import FinalAnswer, ToolEnv
 from toolgym.actions import Action
 from toolgym.envs.adapters.nemo_gym import nemo_gym_rows, write_resources_server

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.evaluation.fake_openai import FakeOpenAI, serve, text
+from tests.models.fake_openai import FakeOpenAI, serve, text
 from toolgym import FinalAnswer, ToolEnv
 from toolgym.actions import Action
 from toolgym.envs.agents import ScriptedAgent

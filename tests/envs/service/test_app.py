@@ -442,10 +442,10 @@ ASK = {
 
 
 def test_a_session_chooses_its_user_and_llm_is_the_operators(tmp_path: Path) -> None:
-    from tests.evaluation.fake_openai import FakeOpenAI, text
-    from tests.evaluation.fake_openai import serve as serve_openai
-    from toolgym.evaluation.llm import ChatClient, LLMConfig
-    from toolgym.evaluation.users import ChatUserLLM
+    from tests.models.fake_openai import FakeOpenAI, text
+    from tests.models.fake_openai import serve as serve_openai
+    from toolgym.models.llm import ChatClient, LLMConfig
+    from toolgym.models.users import ChatUserLLM
 
     fake = FakeOpenAI(lambda _body: text("It's account 123456, and $150."))
     with serve_openai(fake), ChatClient(LLMConfig(base_url=fake.base_url, model="user-model")) as client:

@@ -116,8 +116,8 @@ def test_the_command_offers_the_operators_user_llm(tmp_path: Path) -> None:
     import pytest
 
     pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
-    from tests.evaluation.fake_openai import FakeOpenAI, text
-    from tests.evaluation.fake_openai import serve as serve_openai
+    from tests.models.fake_openai import FakeOpenAI, text
+    from tests.models.fake_openai import serve as serve_openai
     from toolgym.toolservers.hosting.base import wait_healthy
 
     from .support import free_port

