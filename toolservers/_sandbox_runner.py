@@ -10,9 +10,9 @@ project is not readable. Two stages, two interpreters:
          (in 3.11 calls through ctypes' prebuilt function pointers are not audited, and once
          _ctypes is loaded its types stay reachable through object.__subclasses__()). It stubs
          the few primitives the audit hook cannot see, installs the hook (no network, processes,
-         ctypes, or files outside the workdir and the Python installation), imports what the
-         mode needs, execs the code in fresh globals, calls `solution()` and writes the result
-         JSON into the workdir.
+         ctypes, SQLite, or files outside the workdir and the Python installation), imports what
+         the mode needs, execs the code in fresh globals, calls `solution()` and writes the
+         result JSON into the workdir.
 """
 
 from __future__ import annotations
@@ -84,6 +84,8 @@ DENIED_EVENTS = frozenset(
         "gc.get_referents",
         "code.__new__",  # hand-made bytecode can read and write arbitrary memory
         "marshal.load",  # ... and so can marshalled bytecode (marshal.loads: see the hook)
+        # SQLite opens files the hook never hears of (ATTACH, VACUUM INTO, file: URIs)
+        "sqlite3.connect",
         "sqlite3.enable_load_extension",
         "sqlite3.load_extension",
         "webbrowser.open",
@@ -444,15 +446,29 @@ def _hook_refuse(event: str, denials: list[str], _deny: Callable[..., NoReturn] 
     _deny(f"sandbox: {what} ({event}) denied", denials)
 
 
+def _hook_fsdecode(
+    raw: Any,
+    _fspath: Callable[[Any], Any] = os.fspath,
+    _isinstance: Callable[[object, Any], bool] = isinstance,
+    _bytes: type[bytes] = bytes,
+    _decode: Callable[[bytes, str, str], str] = bytes.decode,
+    _plain: Callable[[str], str] = str.__str__,
+    _encoding: str = sys.getfilesystemencoding(),
+    _errors: str = sys.getfilesystemencodeerrors(),
+) -> str:
+    """os.fsdecode on the hook's own references, as a plain str. os.fsdecode itself looks up
+    `fspath` and `isinstance` among os's globals and the builtins, which the code can rebind, and
+    a str subclass of the code's can answer `==`, `startswith` or `split` as it likes."""
+    raw = _fspath(raw)
+    return _decode(raw, _encoding, _errors) if _isinstance(raw, _bytes) else _plain(raw)
+
+
 def _hook_resolve(
     raw: Any,
     workdir: str,
     _isinstance: Callable[[object, Any], bool] = isinstance,
-    _str: type[str] = str,
-    _bytes: type[bytes] = bytes,
     _int: type[int] = int,
-    _fspath: Callable[[Any], Any] = os.fspath,
-    _fsdecode: Callable[[Any], str] = os.fsdecode,
+    _fsdecode: Callable[[Any], str] = _hook_fsdecode,
     _lstat: Callable[[str], os.stat_result] = os.lstat,
     _readlink: Callable[[str], str] = os.readlink,
     _islnk: Callable[[int], bool] = stat.S_ISLNK,
@@ -461,10 +477,7 @@ def _hook_resolve(
     to the workdir: chdir is denied, so that is the process's cwd."""
     if _isinstance(raw, _int):
         return None
-    raw = _fspath(raw)
-    path = _fsdecode(raw) if _isinstance(raw, _bytes) else raw
-    if not _isinstance(path, _str):
-        return None
+    path = _fsdecode(raw)
     if not path.startswith("/"):
         path = workdir + "/" + path
     pending = path.split("/")
@@ -519,19 +532,26 @@ def _hook_check(
     _inside: Callable[[str, tuple[str, ...]], bool] = _hook_inside,
     _deny: Callable[[str, list[str]], NoReturn] = _hook_deny,
     _repr: Callable[[object], str] = repr,
-    _fspath: Callable[[Any], Any] = os.fspath,
-    _fsdecode: Callable[[Any], str] = os.fsdecode,
+    _fsdecode: Callable[[Any], str] = _hook_fsdecode,
+    _isinstance: Callable[[object, Any], bool] = isinstance,
+    _str: type[str] = str,
+    _bytes: type[bytes] = bytes,
+    _int: type[int] = int,
     _ro_files: tuple[str, ...] = READ_ONLY_FILES,
     _rw_files: tuple[str, ...] = READ_WRITE_FILES,
 ) -> None:
     """Deny reading `raw` outside the workdir, the read roots and the device files, and writing
     it outside the workdir (or a shared library in it)."""
+    if not (_isinstance(raw, _str) or _isinstance(raw, _bytes) or _isinstance(raw, _int)):
+        # a path object: the operation reads its __fspath__ on its own, which may answer otherwise
+        _deny("sandbox: a path given as an object, not a str, denied", denials)
     path = _resolve(raw, workdir)
     if path is None:
         return
-    shown = _repr(_fsdecode(_fspath(raw)))
+    text = _fsdecode(raw)
+    shown = _repr(text)
     # -1: no dir_fd; anything else may anchor a relative path somewhere the hook cannot see
-    if dir_fd != -1 and dir_fd is not None and not _fsdecode(_fspath(raw)).startswith("/"):
+    if dir_fd != -1 and dir_fd is not None and not text.startswith("/"):
         _deny(f"sandbox: relative path with a directory fd ({shown}) denied", denials)
     if write:
         if _inside(path, (workdir,)) or path in _rw_files:
@@ -614,18 +634,22 @@ def _hook_on_import(
     _len: Callable[[Any], int] = len,
     _repr: Callable[[object], str] = repr,
     _str: type[str] = str,
+    _plain: Callable[[str], str] = str.__str__,
     _denied_imports: tuple[str, ...] = DENIED_IMPORTS,
     _import_exc: type[BaseException] = SandboxImportDenied,
 ) -> None:
-    """An import: refuse the denied modules, and native code from outside the installation."""
+    """An import: refuse the denied modules, and native code from outside the installation.
+    Names are compared as plain strs: a str subclass of the code's can answer `==` as it likes."""
     name = args[0]
     if _isinstance(name, _str):
+        name = _plain(name)
         for blocked in _denied_imports:
             if name == blocked or name.startswith(blocked + "."):
                 _deny(f"sandbox: import of {name} denied", denials, _import_exc)
-    filename = args[1] if _len(args) > 1 else None
+    filename: Any = args[1] if _len(args) > 1 else None
     # An extension module load (`_imp.create_dynamic`): native code only from the installation.
     if _isinstance(filename, _str):
+        filename = _plain(filename)
         path = _resolve(filename, workdir)
         if path is None or not _inside(path, roots):
             _deny(f"sandbox: loading native code from {_repr(filename)} denied", denials)
@@ -640,19 +664,21 @@ def _hook_on_rename(
     _resolve: Callable[[Any, str], str | None] = _hook_resolve,
     _deny: Callable[[str, list[str]], NoReturn] = _hook_deny,
     _repr: Callable[[object], str] = repr,
+    _fsdecode: Callable[[Any], str] = _hook_fsdecode,
 ) -> None:
     """os.rename and os.replace: both paths are written; no shared library may appear."""
     _check(args[0], True, args[2], workdir, roots, denials)
     _check(args[1], True, args[3], workdir, roots, denials)
     dst = _resolve(args[1], workdir)
     if dst is not None and dst.endswith(".so"):
-        _deny(f"sandbox: creating a shared library ({_repr(args[1])}) denied", denials)
+        _deny(f"sandbox: creating a shared library ({_repr(_fsdecode(args[1]))}) denied", denials)
 
 
 # every function the hook calls, directly or through another: protected as the hook itself
 HOOK_HELPERS = (
     _hook_deny,
     _hook_refuse,
+    _hook_fsdecode,
     _hook_resolve,
     _hook_inside,
     _hook_check,
@@ -711,10 +737,6 @@ def make_hook(
                     _deny(f"sandbox: modifying the sandbox's audit hook ({args[1]!s}) denied", _denials)
         elif event == "os.rename":
             _on_rename(args, _workdir, _roots, _denials)
-        elif event == "sqlite3.connect":
-            db = args[0] if args else None
-            if db not in (None, "", ":memory:", b"", b":memory:"):
-                _check(db, True, -1, _workdir, _roots, _denials)
         else:
             for name, idx in _write_events:
                 if name == event:

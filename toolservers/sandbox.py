@@ -13,8 +13,8 @@ sends the code as data on stdin; the runner executes it. Layers, outermost first
   refused unless TOOLGYM_SANDBOX_ALLOW_ROOT=1 says otherwise.
 * rlimits: CPU, address space, processes, file size, open files, no core dumps; plus a wall
   clock timeout that kills the whole process group.
-* an audit hook in the runner: no sockets, processes, ctypes, or files outside the workdir and
-  the Python installation.
+* an audit hook in the runner: no sockets, processes, ctypes, SQLite, or files outside the
+  workdir and the Python installation.
 * lifetime: each run's folder is named after its owner process (pid and start time); a folder
   whose owner died (kill -9) is removed by the next run. The child dies with the server (parent
   death signal), and on a timeout the wrapper's child is killed first so that the wrapper reaps

@@ -4,6 +4,7 @@ left as it was. Real child processes throughout; short limits keep the file fast
 from __future__ import annotations
 
 import contextlib
+import dis
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from types import FunctionType
 
 import pytest
 
@@ -23,7 +25,7 @@ from toolgym.actions import Observation, ToolCall
 from toolgym.errors import ErrorKind, InfraError, ToolError, ToolTimeout
 from toolgym.files import FileStore
 from toolgym.tools import ToolContext, ToolSet
-from toolgym.toolservers._sandbox_runner import HOOK_HELPERS
+from toolgym.toolservers._sandbox_runner import HOOK_HELPERS, make_hook
 from toolgym.toolservers.gta.plot import make_plot_tool
 from toolgym.toolservers.gta.solver import make_solver_tool, solver_tool
 from toolgym.toolservers.sandbox import (
@@ -369,6 +371,121 @@ def test_the_hooks_helpers_cannot_be_rebound(ts: ToolSet, tmp_path: Path) -> Non
     results = json.loads(obs.text)
     assert len(results) == 1 + 4 * len(HOOK_HELPERS)  # the names, then each helper four ways
     assert {name: r for name, r in results.items() if r != "denied"} == {}
+
+
+def test_the_hook_depends_on_nothing_the_code_can_rebind() -> None:
+    """Every function the hook calls is protected as the hook is (HOOK_HELPERS), keeps no
+    closure cells and reads no global name but OSError: rebinding a module's or the builtins'
+    names (os.fsdecode's `fspath`, say) changes no verdict."""
+    hook = make_hook("/work", ("/usr",), [])
+    assert isinstance(hook, FunctionType)
+    reached: list[FunctionType] = []
+    todo = [hook]
+    while todo:
+        fn = todo.pop()
+        if fn not in reached:
+            reached.append(fn)
+            todo += [d for d in fn.__defaults__ or () if isinstance(d, FunctionType)]
+    assert set(reached) == {hook, *HOOK_HELPERS}
+    assert (hook.__defaults__ or ())[-1] == (hook, *HOOK_HELPERS)
+    for fn in reached:
+        assert fn.__closure__ is None, fn.__name__
+        names = {i.argval for i in dis.get_instructions(fn) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+        assert names <= {"OSError"}, (fn.__name__, names)
+
+
+def test_the_hook_checks_what_the_operation_reads(ts: ToolSet) -> None:
+    """A path or module name is checked as the operation reads it: a bytes path whatever
+    `isinstance` or `os.fspath` the code rebound, a str subclass by its characters, not by the
+    `==`, `startswith` or `split` it overrides."""
+    obs = call(
+        ts,
+        code("""
+        import builtins, importlib.machinery, importlib.util, json, os
+        def attempt(fn):
+            try:
+                fn()
+            except BaseException as exc:
+                return "denied" if str(exc).startswith("sandbox:") else f"{type(exc).__name__}: {exc}"
+            return "ALLOWED"
+
+        class Sly(str):
+            __hash__ = str.__hash__
+            def __eq__(self, other):
+                return False
+            def startswith(self, prefix, *args):
+                return prefix == "/"
+            def split(self, *args):
+                return ["", "usr", "lib"]
+
+        def patched(module, name, value, fn):
+            real = getattr(module, name)
+            setattr(module, name, value)
+            try:
+                fn()
+            finally:
+                setattr(module, name, real)
+
+        def native_from_workdir():
+            with open("evil.bin", "wb") as fh:
+                fh.write(b"\\x7fELF" + b"\\0" * 64)
+            loader = importlib.machinery.ExtensionFileLoader("evil", Sly(os.path.abspath("evil.bin")))
+            importlib.util.module_from_spec(importlib.util.spec_from_loader("evil", loader))
+
+        def solution():
+            read = lambda: open(b"/etc/passwd").read()
+            tries = {
+                "bytes_path_isinstance": lambda: patched(builtins, "isinstance", lambda *a: False, read),
+                "bytes_path_fspath": lambda: patched(os, "fspath", lambda path: "inside.txt", read),
+                "import_ctypes": lambda: __import__(Sly("_ctypes")),
+                "import_posixsubprocess": lambda: __import__(Sly("_posixsubprocess")),
+                "native_from_workdir": native_from_workdir,
+            }
+            return json.dumps({name: attempt(fn) for name, fn in tries.items()})
+    """),
+    )
+    assert obs.error is None, obs.text
+    assert json.loads(obs.text) == dict.fromkeys(
+        [
+            "bytes_path_isinstance",
+            "bytes_path_fspath",
+            "import_ctypes",
+            "import_posixsubprocess",
+            "native_from_workdir",
+        ],
+        "denied",
+    )
+
+
+def test_sqlite_is_denied(ts: ToolSet) -> None:
+    """SQLite opens files the audit hook never hears of (ATTACH and VACUUM INTO, from an
+    in-memory database too; file: URIs), so the code gets no connection at all."""
+    obs = call(
+        ts,
+        code("""
+        import json, sqlite3
+        def attempt(fn):
+            try:
+                fn()
+            except BaseException as exc:
+                return "denied" if str(exc).startswith("sandbox:") else f"{type(exc).__name__}: {exc}"
+            return "ALLOWED"
+
+        def solution():
+            tries = {
+                "attach": lambda: sqlite3.connect(":memory:").execute("ATTACH DATABASE '/etc/x.db' AS x"),
+                "vacuum_into": lambda: sqlite3.connect(":memory:").execute("VACUUM INTO '/etc/x.db'"),
+                "uri": lambda: sqlite3.connect("file:/etc/x.db?mode=rwc", uri=True),
+                "workdir": lambda: sqlite3.connect("x.db"),
+                "connection": lambda: sqlite3.Connection(":memory:"),
+            }
+            return json.dumps({name: attempt(fn) for name, fn in tries.items()})
+    """),
+    )
+    assert obs.error is None, obs.text
+    assert json.loads(obs.text) == dict.fromkeys(
+        ["attach", "vacuum_into", "uri", "workdir", "connection"], "denied"
+    )
 
 
 def test_denial_reported_even_if_the_code_swallows_it(ts: ToolSet) -> None:
