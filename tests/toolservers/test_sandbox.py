@@ -207,6 +207,29 @@ def test_writing_inside_the_workdir_is_fine(ts: ToolSet) -> None:
     assert obs.text == "helloTrue"
 
 
+def test_path_objects_inside_the_workdir_are_fine(ts: ToolSet) -> None:
+    """pathlib's paths reach the hook as strs (the operation converts them first): the hook's
+    refusal of path objects leaves them alone."""
+    obs = call(
+        ts,
+        code("""
+        import os, shutil
+        from pathlib import Path
+        def solution():
+            Path("a.txt").write_text("x")
+            Path("d").mkdir()
+            Path("a.txt").rename(Path("d") / "b.txt")
+            shutil.copy(Path("d") / "b.txt", Path("c.txt"))
+            os.replace(Path("c.txt"), Path("e.txt"))
+            os.remove(Path("d") / "b.txt")
+            os.rmdir(Path("d"))
+            return ",".join(sorted(p.name for p in Path(".").iterdir() if p.suffix == ".txt"))
+    """),
+    )
+    assert obs.error is None, obs.text
+    assert obs.text == "e.txt"
+
+
 # ---- network -------------------------------------------------------------------------------------
 def test_socket_to_localhost_is_denied_and_nothing_connects(ts: ToolSet) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
