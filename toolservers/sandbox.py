@@ -654,18 +654,7 @@ def run_python(
 
     root = Path(tempfile.mkdtemp(prefix=_run_dir_prefix()))
     try:
-        # root: 0711 and root's, so nobody can reach work/ but not list or touch the logs next to it
-        root.chmod(0o711)
-        work = root / "work"
-        work.mkdir(mode=0o700)
-        mpl = work / MPL_DIRNAME
-        mpl.mkdir(mode=0o700)
-        for fl in fontlists:
-            shutil.copyfile(fl, mpl / fl.name)
-        if drop:
-            for p in [work, mpl, *mpl.iterdir()]:
-                os.chown(p, NOBODY_UID, NOBODY_GID)
-
+        work = _make_workdir(root, fontlists, drop)
         inner = BWRAP_WORKDIR if backend == "bwrap" else str(work)
         config: dict[str, Any] = {
             "mode": mode,
@@ -677,93 +666,150 @@ def run_python(
             "max_output_chars": limits.max_output_chars,
             "max_image_bytes": limits.max_image_bytes,
         }
-        python = [sys.executable, "-I", "-B", str(RUNNER_PATH)]
-        if backend == "bwrap":
-            bwrap = _bwrap_path()
-            assert bwrap is not None
-            binds = [p for p in python_paths() if not p.is_relative_to("/usr")] + [RUNNER_PATH]
-            argv = [*_bwrap_base(bwrap), *_bwrap_parent_dirs(binds)]
-            for p in binds:
-                argv += ["--ro-bind", str(p), str(p)]
-            argv += ["--bind", str(work), BWRAP_WORKDIR, "--chdir", BWRAP_WORKDIR, "--", *python]
-        elif backend == "unshare":
-            unshare = _unshare_path()
-            assert unshare is not None
-            argv = [unshare, *_unshare_flags(), "--", *python]
-        else:
-            argv = python
-
-        stdout_path, stderr_path = root / "stdout", root / "stderr"
-        start = time.monotonic()
-        with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-            try:
-                proc = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.PIPE,
-                    stdout=out,
-                    stderr=err,
-                    cwd=work,
-                    env=_child_env(inner),
-                    close_fds=True,
-                    process_group=0,
-                    preexec_fn=_preexec(_rlimits(limits)),
-                )
-            except OSError as exc:
-                raise InfraError(f"sandbox: could not start the child: {exc}") from None
-            timed_out, cpu_used = _feed_and_wait(proc, json.dumps(config).encode(), limits.wall_timeout_s)
-        elapsed = time.monotonic() - start
-
-        if timed_out:
+        run = _run_child(_child_argv(backend, work), root, work, inner, config, limits)
+        if run.timed_out:
             raise ToolTimeout(f"the code exceeded the time limit of {limits.wall_timeout_s:g} s")
         raw = _read_regular(work / RESULT_NAME, 4 * limits.max_output_chars + 4096)
         if raw is None:
-            rc = proc.returncode
-            # SIGXCPU ends it through our handler (EXIT_CPU); a code that ignores SIGXCPU gets
-            # SIGKILL at the hard limit, which the wrappers report in their own ways: go by usage.
-            killed = rc in (-signal.SIGKILL, 128 + signal.SIGKILL)
-            if (
-                rc in (EXIT_CPU, -signal.SIGXCPU)
-                or cpu_used >= limits.cpu_time_s - 0.05
-                # bwrap's init reaps the runner, so its rusage never reaches us: a SIGKILL after
-                # at least the CPU budget in wall time is the hard CPU limit
-                or (killed and elapsed >= limits.cpu_time_s)
-            ):
-                raise ToolTimeout(f"the code exceeded the CPU time limit of {limits.cpu_time_s} s")
-            if rc == EXIT_SETUP:
-                raise InfraError(f"sandbox: setup failed: {_tail(stderr_path, 500).strip()}")
-            if rc == 0:
-                raise ToolError("the code ended the process before solution() returned")
-            detail = _tail(stderr_path, 300).strip().splitlines()
-            hint = f": {detail[-1]}" if detail else ""
-            raise ToolError(
-                f"the code's process died ({_signal_name(rc)}); it may have hit the memory limit "
-                f"of {limits.memory_mb} MiB{hint}"
-            )
+            raise _no_result_error(run, limits)
         result = _parse_result(raw)
         if not result.get("ok"):
             raise _error_for(result, limits)
-        stdout = _tail(stdout_path, limits.max_log_bytes)
-        if mode == "solver":
-            text = result.get("text")
-            if not isinstance(text, str):
-                raise ToolError("sandbox: malformed result")
-            if len(text) > limits.max_output_chars:
-                raise ToolError(f"output too large: {len(text)} characters (limit {limits.max_output_chars})")
-            return SandboxResult(
-                mode=mode, text=text, png=None, isolation=backend, elapsed_s=elapsed, stdout=stdout
-            )
-        png = _read_regular(work / IMAGE_NAME, limits.max_image_bytes)
-        if png is None or len(png) > limits.max_image_bytes:
-            raise ToolError(
-                f"output too large or missing: the PNG must be a file under {limits.max_image_bytes} bytes"
-            )
-        if _png_size(png) is None:
-            raise ToolError("sandbox: the figure was not saved as a PNG")
-        return SandboxResult(
-            mode=mode, text=None, png=png, isolation=backend, elapsed_s=elapsed, stdout=stdout
-        )
+        return _sandbox_result(mode, result, work, run, limits, backend)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _make_workdir(root: Path, fontlists: list[Path], drop: bool) -> Path:
+    """The run's work/ under `root`, with matplotlib's font lists in its config dir; nobody's
+    when the child drops to nobody."""
+    # root: 0711 and root's, so nobody can reach work/ but not list or touch the logs next to it
+    root.chmod(0o711)
+    work = root / "work"
+    work.mkdir(mode=0o700)
+    mpl = work / MPL_DIRNAME
+    mpl.mkdir(mode=0o700)
+    for fl in fontlists:
+        shutil.copyfile(fl, mpl / fl.name)
+    if drop:
+        for p in [work, mpl, *mpl.iterdir()]:
+            os.chown(p, NOBODY_UID, NOBODY_GID)
+    return work
+
+
+def _child_argv(backend: str, work: Path) -> list[str]:
+    """The runner's command line inside the isolation `backend` (bwrap, unshare or none)."""
+    python = [sys.executable, "-I", "-B", str(RUNNER_PATH)]
+    if backend == "bwrap":
+        bwrap = _bwrap_path()
+        assert bwrap is not None
+        binds = [p for p in python_paths() if not p.is_relative_to("/usr")] + [RUNNER_PATH]
+        argv = [*_bwrap_base(bwrap), *_bwrap_parent_dirs(binds)]
+        for p in binds:
+            argv += ["--ro-bind", str(p), str(p)]
+        argv += ["--bind", str(work), BWRAP_WORKDIR, "--chdir", BWRAP_WORKDIR, "--", *python]
+    elif backend == "unshare":
+        unshare = _unshare_path()
+        assert unshare is not None
+        argv = [unshare, *_unshare_flags(), "--", *python]
+    else:
+        argv = python
+    return argv
+
+
+@dataclass(frozen=True)
+class _ChildRun:
+    """How the child process ended; its stdout and stderr files are beside work/."""
+
+    returncode: int
+    timed_out: bool
+    cpu_used: float  # seconds of the child and its reaped descendants
+    elapsed: float  # wall seconds from its start to its end
+    stdout_path: Path
+    stderr_path: Path
+
+
+def _run_child(
+    argv: list[str], root: Path, work: Path, inner: str, config: dict[str, Any], limits: SandboxLimits
+) -> _ChildRun:
+    """Start the child in `work` under the rlimits, send it the config and wait for its end."""
+    stdout_path, stderr_path = root / "stdout", root / "stderr"
+    start = time.monotonic()
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=err,
+                cwd=work,
+                env=_child_env(inner),
+                close_fds=True,
+                process_group=0,
+                preexec_fn=_preexec(_rlimits(limits)),
+            )
+        except OSError as exc:
+            raise InfraError(f"sandbox: could not start the child: {exc}") from None
+        timed_out, cpu_used = _feed_and_wait(proc, json.dumps(config).encode(), limits.wall_timeout_s)
+    elapsed = time.monotonic() - start
+    return _ChildRun(proc.returncode, timed_out, cpu_used, elapsed, stdout_path, stderr_path)
+
+
+def _no_result_error(run: _ChildRun, limits: SandboxLimits) -> ToolTimeout | InfraError | ToolError:
+    """Why a child that wrote no result ended: a CPU limit, a failed setup, a crash."""
+    rc = run.returncode
+    # SIGXCPU ends it through our handler (EXIT_CPU); a code that ignores SIGXCPU gets
+    # SIGKILL at the hard limit, which the wrappers report in their own ways: go by usage.
+    killed = rc in (-signal.SIGKILL, 128 + signal.SIGKILL)
+    if (
+        rc in (EXIT_CPU, -signal.SIGXCPU)
+        or run.cpu_used >= limits.cpu_time_s - 0.05
+        # bwrap's init reaps the runner, so its rusage never reaches us: a SIGKILL after
+        # at least the CPU budget in wall time is the hard CPU limit
+        or (killed and run.elapsed >= limits.cpu_time_s)
+    ):
+        return ToolTimeout(f"the code exceeded the CPU time limit of {limits.cpu_time_s} s")
+    if rc == EXIT_SETUP:
+        return InfraError(f"sandbox: setup failed: {_tail(run.stderr_path, 500).strip()}")
+    if rc == 0:
+        return ToolError("the code ended the process before solution() returned")
+    detail = _tail(run.stderr_path, 300).strip().splitlines()
+    hint = f": {detail[-1]}" if detail else ""
+    return ToolError(
+        f"the code's process died ({_signal_name(rc)}); it may have hit the memory limit "
+        f"of {limits.memory_mb} MiB{hint}"
+    )
+
+
+def _sandbox_result(
+    mode: SandboxMode,
+    result: dict[str, Any],
+    work: Path,
+    run: _ChildRun,
+    limits: SandboxLimits,
+    backend: str,
+) -> SandboxResult:
+    """The solver's text or the plot's PNG (in work/, beside the result), checked."""
+    stdout = _tail(run.stdout_path, limits.max_log_bytes)
+    if mode == "solver":
+        text = result.get("text")
+        if not isinstance(text, str):
+            raise ToolError("sandbox: malformed result")
+        if len(text) > limits.max_output_chars:
+            raise ToolError(f"output too large: {len(text)} characters (limit {limits.max_output_chars})")
+        return SandboxResult(
+            mode=mode, text=text, png=None, isolation=backend, elapsed_s=run.elapsed, stdout=stdout
+        )
+    png = _read_regular(work / IMAGE_NAME, limits.max_image_bytes)
+    if png is None or len(png) > limits.max_image_bytes:
+        raise ToolError(
+            f"output too large or missing: the PNG must be a file under {limits.max_image_bytes} bytes"
+        )
+    if _png_size(png) is None:
+        raise ToolError("sandbox: the figure was not saved as a PNG")
+    return SandboxResult(
+        mode=mode, text=None, png=png, isolation=backend, elapsed_s=run.elapsed, stdout=stdout
+    )
 
 
 def _parse_result(raw: bytes) -> dict[str, Any]:
