@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from toolgym.toolservers.server.config import ServerConfig
+    from toolgym.toolservers.server.providers import ToolProvider
 
 
 # the options every toolgym server takes alike (toolgym.http.Exposure is the rule behind them)
@@ -103,58 +106,61 @@ def doc_libraries(paths: Sequence[Path]) -> list[str]:
     return names
 
 
+# `toolgym serve`'s own options
+_HostOption = Annotated[str, typer.Option(help="address to bind; beyond loopback a --token is required")]
+_PortOption = Annotated[int, typer.Option(help="port to bind")]
+_ToolsOption = Annotated[
+    list[str] | None,
+    typer.Option("--tools", help="tools to host (comma-separated or repeated); default: all"),
+]
+_AppsOption = Annotated[
+    list[str] | None, typer.Option("--apps", help="mock apps whose APIs to host (one shared world)")
+]
+_DocsOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--docs",
+        help="tool documentation files (OpenAI function records, ToolBench, T-Eval, MTU, OpenAPI) "
+        "whose tools to host, simulated (deterministic)",
+    ),
+]
+_LazyOption = Annotated[
+    bool, typer.Option("--lazy/--eager", help="load models on first call instead of at start")
+]
+_DeviceOption = Annotated[str | None, typer.Option(help="default device for every tool (cpu, cuda, cuda:1)")]
+_ConfigOption = Annotated[
+    Path | None, typer.Option(exists=True, dir_okay=False, help="server config (TOML or JSON); flags win")
+]
+_McpOption = Annotated[bool, typer.Option("--mcp/--no-mcp", help="serve MCP at /mcp")]
+_AgentLegoOption = Annotated[
+    bool, typer.Option("--agentlego/--no-agentlego", help="serve the AgentLego protocol")
+]
+_LogLevelOption = Annotated[str, typer.Option(help="uvicorn log level")]
+_BackendOption = Annotated[
+    str | None,
+    typer.Option(help="run it in a container (docker) or a sandboxed process (process): toolservers/hosting"),
+]
+
+
 def serve(
-    host: Annotated[
-        str, typer.Option(help="address to bind; beyond loopback a --token is required")
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="port to bind")] = 8765,
-    tools: Annotated[
-        list[str] | None,
-        typer.Option("--tools", help="tools to host (comma-separated or repeated); default: all"),
-    ] = None,
-    apps: Annotated[
-        list[str] | None, typer.Option("--apps", help="mock apps whose APIs to host (one shared world)")
-    ] = None,
-    docs: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--docs",
-            help="tool documentation files (OpenAI function records, ToolBench, T-Eval, MTU, OpenAPI) "
-            "whose tools to host, simulated (deterministic)",
-        ),
-    ] = None,
+    host: _HostOption = "127.0.0.1",
+    port: _PortOption = 8765,
+    tools: _ToolsOption = None,
+    apps: _AppsOption = None,
+    docs: _DocsOption = None,
     token: TokenOption = None,
     allowed_host: AllowedHostOption = None,
-    lazy: Annotated[
-        bool, typer.Option("--lazy/--eager", help="load models on first call instead of at start")
-    ] = False,
-    device: Annotated[
-        str | None, typer.Option(help="default device for every tool (cpu, cuda, cuda:1)")
-    ] = None,
-    config: Annotated[
-        Path | None, typer.Option(exists=True, dir_okay=False, help="server config (TOML or JSON); flags win")
-    ] = None,
-    mcp: Annotated[bool, typer.Option("--mcp/--no-mcp", help="serve MCP at /mcp")] = True,
-    agentlego: Annotated[
-        bool, typer.Option("--agentlego/--no-agentlego", help="serve the AgentLego protocol")
-    ] = True,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
-    backend: Annotated[
-        str | None,
-        typer.Option(
-            help="run it in a container (docker) or a sandboxed process (process): toolservers/hosting"
-        ),
-    ] = None,
+    lazy: _LazyOption = False,
+    device: _DeviceOption = None,
+    config: _ConfigOption = None,
+    mcp: _McpOption = True,
+    agentlego: _AgentLegoOption = True,
+    log_level: _LogLevelOption = "info",
+    backend: _BackendOption = None,
 ) -> None:
     """Serve tools over HTTP: native JSON API (/v1), AgentLego protocol (/openapi.json) and MCP (/mcp)."""
-    if docs and backend is not None:
-        raise typer.BadParameter("--docs serves from this process; leave out --backend", param_hint="--docs")
-    if allowed_host and backend is not None:
-        raise typer.BadParameter(
-            "--allowed-host applies to a server in this process; leave out --backend",
-            param_hint="--allowed-host",
-        )
     if backend is not None:
+        _refuse_with_backend(docs, allowed_host)
         from toolgym.toolservers.hosting.commands import serve_with_backend
 
         serve_with_backend(
@@ -173,11 +179,9 @@ def serve(
         )
         return
     from rich.console import Console
-    from rich.markup import escape
 
     from toolgym.http import bind_socket
     from toolgym.toolservers.server.app import serve as run_server
-    from toolgym.toolservers.server.providers import catalog
 
     console = Console(stderr=True, soft_wrap=True)  # an error is one line, also when piped
     overrides: dict[str, object] = {
@@ -189,12 +193,43 @@ def serve(
         "agentlego": agentlego,
     }
     cfg = server_config(overrides, config=config, tools=tools, lazy=lazy, device=device)
+    providers = _tool_providers(names_option(apps) or [], docs or [], console)
+    bind_socket(cfg.host, cfg.port).close()  # a port in use: one line, before the banner says "on"
+    _announce(cfg, providers, console)
     try:
-        providers = catalog([*(names_option(apps) or ()), *doc_libraries(docs or [])])
-    except ValueError as exc:  # a bad doc (DocError names file and tool), or two files with one tool
+        run_server(providers, cfg, log_level=log_level)
+    except (ValueError, RuntimeError) as exc:
+        console.print(f"[red]cannot start the server:[/red] {exc}")
+        raise typer.Exit(code=1) from None
+
+
+def _refuse_with_backend(docs: list[Path] | None, allowed_host: list[str] | None) -> None:
+    """The options that apply only to a server in this process, refused with --backend."""
+    if docs:
+        raise typer.BadParameter("--docs serves from this process; leave out --backend", param_hint="--docs")
+    if allowed_host:
+        raise typer.BadParameter(
+            "--allowed-host applies to a server in this process; leave out --backend",
+            param_hint="--allowed-host",
+        )
+
+
+def _tool_providers(apps: list[str], docs: list[Path], console: Console) -> list[ToolProvider]:
+    """Every tool the server can host: the built-in ones, the apps' APIs and the documented
+    tools; a bad doc (DocError names file and tool), or two files with one tool, exits with 2."""
+    from rich.markup import escape
+
+    from toolgym.toolservers.server.providers import catalog
+
+    try:
+        return catalog([*apps, *doc_libraries(docs)])
+    except ValueError as exc:
         console.print(f"[red]cannot serve these tools:[/red] {escape(str(exc))}")
         raise typer.Exit(code=2) from None
-    bind_socket(cfg.host, cfg.port).close()  # a port in use: one line, before the banner says "on"
+
+
+def _announce(cfg: ServerConfig, providers: list[ToolProvider], console: Console) -> None:
+    """The banner: where the server listens, its tools and faces, when models load."""
     served = cfg.tools or [p.name for p in providers]
     shown = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
     console.print(f"toolgym server on http://{shown}:{cfg.port}  tools: {', '.join(served)}")
@@ -204,8 +239,3 @@ def serve(
         + (["MCP /mcp"] if cfg.mcp else [])
     )
     console.print(f"faces: {', '.join(faces)}; models load {'lazily' if cfg.load == 'lazy' else 'at start'}")
-    try:
-        run_server(providers, cfg, log_level=log_level)
-    except (ValueError, RuntimeError) as exc:
-        console.print(f"[red]cannot start the server:[/red] {exc}")
-        raise typer.Exit(code=1) from None
