@@ -620,7 +620,9 @@ class ChatClient(_ClientCore):
 
     def _abandonable(self, call: Callable[[], Any]) -> Any:
         """`call()` (one SDK request) on a helper thread, which `cancel()` abandons at once: a
-        blocking request cannot be interrupted, and a cancelled run must not wait for its answer."""
+        blocking request cannot be interrupted, and a cancelled run must not wait for its answer.
+        An answer is taken or dropped the moment it arrives: one that arrives after the cancel is
+        never used nor counted, however late the waiting thread wakes."""
         self._refuse_if_cancelled()
         done = threading.Event()
         box: list[Any] = []
@@ -628,11 +630,13 @@ class ChatClient(_ClientCore):
 
         def work() -> None:
             try:
-                box.append((True, context.run(call)))
+                outcome = (True, context.run(call))
             except BaseException as exc:  # handed to the waiting thread
-                box.append((False, exc))
-            finally:
-                done.set()
+                outcome = (False, exc)
+            with self._waiting_lock:  # cancel() sets the flag before it takes the lock
+                if not self._cancelled.is_set():
+                    box.append(outcome)
+            done.set()
 
         with self._waiting_lock:
             self._waiting.add(done.set)
