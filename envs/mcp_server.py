@@ -220,25 +220,53 @@ def _assistant_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 def build_server(config: McpWorldConfig, *, single: bool) -> tuple[Server[Any], Callable[[], None]]:
     """The MCP server of `config` and a function that closes every session still open. `single`:
     one session for the whole server (stdio); else one per MCP session (streamable HTTP)."""
-    counter = itertools.count(1)
-    sessions: dict[int, WorldSession] = {}
-    guard = threading.Lock()
+    handlers = _Handlers(config, single)
+    server: Server[Any] = Server(
+        SERVER_NAME,
+        version="1",
+        instructions="A toolgym world: get a task's prompt to start its episode, call the tools, "
+        f"then {FINAL_ANSWER}. Resources show the world's tables, state hash and files.",
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+        on_list_prompts=handlers.list_prompts,
+        on_get_prompt=handlers.get_prompt,
+        on_list_resources=handlers.list_resources,
+        on_list_resource_templates=handlers.list_templates,
+        on_read_resource=handlers.read_resource,
+    )
+    if not single:
+        server.add_request_handler("server/discover", types.RequestParams, handlers.discover)
+    handlers.server = server
+    return server, handlers.close_all
 
-    async def new_session(ctx: ServerRequestContext[Any]) -> WorldSession:
+
+class _Handlers:
+    """The server's request handlers and the sessions they drive."""
+
+    def __init__(self, config: McpWorldConfig, single: bool) -> None:
+        self.config = config
+        self.single = single
+        self.counter = itertools.count(1)
+        self.sessions: dict[int, WorldSession] = {}
+        self.guard = threading.Lock()
+        self.server: Server[Any] | None = None  # set once built: discover reports its capabilities
+
+    # ---- sessions ------------------------------------------------------------------------------
+    async def new_session(self, ctx: ServerRequestContext[Any]) -> WorldSession:
         params = ctx.session.client_params
         agent = f"mcp:{params.client_info.name}" if params is not None else "mcp"
-        with guard:
-            number = next(counter)
-        session = WorldSession(config, number, agent)
-        sessions[number] = session
-        await session.run(lambda: session.start(config.first_task))
+        with self.guard:
+            number = next(self.counter)
+        session = WorldSession(self.config, number, agent)
+        self.sessions[number] = session
+        await session.run(lambda: session.start(self.config.first_task))
         return session
 
-    async def session_of(ctx: ServerRequestContext[Any]) -> WorldSession:
-        if single:  # stdio: the process is the session, whichever protocol era the client speaks
-            if not sessions:
-                await new_session(ctx)
-            return next(iter(sessions.values()))
+    async def session_of(self, ctx: ServerRequestContext[Any]) -> WorldSession:
+        if self.single:  # stdio: the process is the session, whichever protocol era the client speaks
+            if not self.sessions:
+                await self.new_session(ctx)
+            return next(iter(self.sessions.values()))
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             raise MCPError(
                 code=types.INVALID_REQUEST,
@@ -250,12 +278,12 @@ def build_server(config: McpWorldConfig, *, single: bool) -> tuple[Server[Any], 
         connection = ctx.session._connection
         session: WorldSession | None = connection.state.get("toolgym")
         if session is None:
-            session = await new_session(ctx)
+            session = await self.new_session(ctx)
             connection.state["toolgym"] = session
             number = session.number
 
             def closed() -> None:
-                closing = sessions.pop(number, None)
+                closing = self.sessions.pop(number, None)
                 if closing is not None:
                     closing.close()
 
@@ -263,28 +291,35 @@ def build_server(config: McpWorldConfig, *, single: bool) -> tuple[Server[Any], 
             stack.callback(closed)
         return session
 
+    def close_all(self) -> None:
+        for session in list(self.sessions.values()):
+            session.close()
+        self.sessions.clear()
+
     async def discover(
-        ctx: ServerRequestContext[Any], params: types.RequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.RequestParams | None
     ) -> types.DiscoverResult:
         # over HTTP, advertise only session-based versions: SDK clients in "auto" mode then fall
         # back to the initialize handshake, which gives each client its own world
+        assert self.server is not None
         return types.DiscoverResult(
             supported_versions=list(HANDSHAKE_PROTOCOL_VERSIONS),
-            capabilities=server.get_capabilities(),
+            capabilities=self.server.get_capabilities(),
         )
 
+    # ---- tools: the episode's tools and final_answer -------------------------------------------
     async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        session = await session_of(ctx)
+        session = await self.session_of(ctx)
         return types.ListToolsResult(
             tools=[*(mcp_tool(t) for t in session.env.offered), _final_answer_tool()]
         )
 
     async def call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        session = await session_of(ctx)
+        session = await self.session_of(ctx)
         name, arguments = params.name, dict(params.arguments or {})
         if name != FINAL_ANSWER and name not in session.env.offered:
             # the MCP spec makes an unknown tool a protocol error (JSON-RPC -32602), not a result
@@ -297,24 +332,9 @@ def build_server(config: McpWorldConfig, *, single: bool) -> tuple[Server[Any], 
             return _state_error(
                 f"the episode is over (reward {session.reward}): get a task's prompt to start another"
             )
-        if name == FINAL_ANSWER:
-            text = arguments.get("text")
-            if not isinstance(text, str) or set(arguments) != {"text"}:
-                return error_result(
-                    ErrorKind.ARGUMENT_ERROR, f"{FINAL_ANSWER} takes one string argument, text"
-                )
-            message: dict[str, Any] = {"role": "assistant", "content": text}
-        else:
-            tool = session.env.offered.get(name)
-            for pname in tool.file_params:
-                value = arguments.get(pname)
-                if isinstance(value, str) and value.startswith("data:"):
-                    decoded = decode_data_uri(value)
-                    if decoded is None:
-                        return error_result(ErrorKind.ARGUMENT_ERROR, f"{name}: {pname}: malformed data: URI")
-                    data, media_type = decoded
-                    arguments[pname] = session.env.files.put_bytes(data, media_type=media_type).ref
-            message = _assistant_call(name, arguments)
+        message = _step_message(session, name, arguments)
+        if isinstance(message, types.CallToolResult):
+            return message
         obs, info = await session.run(lambda: session.step(message))
         if name == FINAL_ANSWER:
             result = {"reward": session.reward, "scores": info.get("scores", {}), "steps": info["step"]}
@@ -322,34 +342,25 @@ def build_server(config: McpWorldConfig, *, single: bool) -> tuple[Server[Any], 
                 content=[types.TextContent(text=f"episode over: reward {session.reward}")],
                 structured_content=result,
             )
-        if obs.error is not None:
-            return error_result(obs.error.kind, obs.error.message)
-        content: list[types.ContentBlock] = [types.TextContent(text=obs.text)]
-        for handle in obs.files:
-            content.append(await anyio.to_thread.run_sync(file_block, session.env.files, handle))
-        if session.done:
-            content.append(
-                types.TextContent(text=f"the step limit ended the episode: reward {session.reward}")
-            )
-        return types.CallToolResult(content=content, structured_content={"result": obs.content})
+        return await _tool_result(session, obs)
 
     # ---- prompts: the task queries ---------------------------------------------------------
     async def list_prompts(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         return types.ListPromptsResult(
             prompts=[
                 types.Prompt(name=t.id, title=t.id, description=t.category or t.query[:200])
-                for t in config.tasks
+                for t in self.config.tasks
             ]
         )
 
     async def get_prompt(
-        ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
-        if params.name not in config.tasks:
+        if params.name not in self.config.tasks:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
-        session = await session_of(ctx)
+        session = await self.session_of(ctx)
         text = await session.run(lambda: session.start(params.name))
         # the new task offers its own tools and world: hosts that cache the lists fetch them again
         await ctx.session.send_tool_list_changed()
@@ -361,13 +372,13 @@ def build_server(config: McpWorldConfig, *, single: bool) -> tuple[Server[Any], 
 
     # ---- resources: the session's world, read-only -----------------------------------------
     async def list_resources(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        session = await session_of(ctx)
+        session = await self.session_of(ctx)
         return types.ListResourcesResult(resources=await session.run(lambda: _resources(session)))
 
     async def list_templates(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(
             resource_templates=[
@@ -386,34 +397,46 @@ def build_server(config: McpWorldConfig, *, single: bool) -> tuple[Server[Any], 
         )
 
     async def read_resource(
-        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        session = await session_of(ctx)
+        session = await self.session_of(ctx)
         contents = await session.run(lambda: _read(session, str(params.uri)))
         return types.ReadResourceResult(contents=[contents])
 
-    server: Server[Any] = Server(
-        SERVER_NAME,
-        version="1",
-        instructions="A toolgym world: get a task's prompt to start its episode, call the tools, "
-        f"then {FINAL_ANSWER}. Resources show the world's tables, state hash and files.",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_templates,
-        on_read_resource=read_resource,
-    )
-    if not single:
-        server.add_request_handler("server/discover", types.RequestParams, discover)
 
-    def close_all() -> None:
-        for session in list(sessions.values()):
-            session.close()
-        sessions.clear()
+def _step_message(
+    session: WorldSession, name: str, arguments: dict[str, Any]
+) -> dict[str, Any] | types.CallToolResult:
+    """The assistant message of a call (a final answer, or a tool call whose data: URIs are now
+    files of the session), or the error result of arguments it cannot take."""
+    if name == FINAL_ANSWER:
+        text = arguments.get("text")
+        if not isinstance(text, str) or set(arguments) != {"text"}:
+            return error_result(ErrorKind.ARGUMENT_ERROR, f"{FINAL_ANSWER} takes one string argument, text")
+        return {"role": "assistant", "content": text}
+    tool = session.env.offered.get(name)
+    for pname in tool.file_params:
+        value = arguments.get(pname)
+        if isinstance(value, str) and value.startswith("data:"):
+            decoded = decode_data_uri(value)
+            if decoded is None:
+                return error_result(ErrorKind.ARGUMENT_ERROR, f"{name}: {pname}: malformed data: URI")
+            data, media_type = decoded
+            arguments[pname] = session.env.files.put_bytes(data, media_type=media_type).ref
+    return _assistant_call(name, arguments)
 
-    return server, close_all
+
+async def _tool_result(session: WorldSession, obs: Observation) -> types.CallToolResult:
+    """A tool step's observation as the call's result: its error, or its text and files (and a
+    note when the step limit ended the episode)."""
+    if obs.error is not None:
+        return error_result(obs.error.kind, obs.error.message)
+    content: list[types.ContentBlock] = [types.TextContent(text=obs.text)]
+    for handle in obs.files:
+        content.append(await anyio.to_thread.run_sync(file_block, session.env.files, handle))
+    if session.done:
+        content.append(types.TextContent(text=f"the step limit ended the episode: reward {session.reward}"))
+    return types.CallToolResult(content=content, structured_content={"result": obs.content})
 
 
 def _resources(session: WorldSession) -> list[types.Resource]:
