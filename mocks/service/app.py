@@ -338,6 +338,34 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
     """The service app. `app.state.sessions` is its SessionManager."""
     config = config or ServiceConfig()
     manager = SessionManager(config, now=now)
+    app = FastAPI(title="toolgym mock apps", version=API_VERSION, lifespan=_lifespan(config, manager))
+    app.router.route_class = StrictJSONRoute  # JSON bodies parse strictly: a typed 422, never a 500
+    app.state.sessions = manager
+    app.state.config = config
+    _add_error_handlers(app)
+    _add_service_routes(app, manager, config)
+    _add_session_routes(app, manager)
+    _add_call_routes(app, manager)
+    _add_checkpoint_routes(app, manager, config)
+    _add_state_routes(app, manager)
+    # the toolkit's guards, outermost first: Host and web origins, the token (checked before any
+    # read), the body's size and time limits, so even a request the router would refuse is cut off early
+    exposure = Exposure(
+        host=config.host,
+        credentials=config.credentials,
+        allowed_hosts=config.allowed_hosts,
+        public_paths=PUBLIC_PATHS,
+        max_body_bytes=config.max_body_bytes,
+        body_timeout_s=config.body_timeout_s,
+    )
+    secure(app, exposure, render_error)
+    return app
+
+
+def _lifespan(
+    config: ServiceConfig, manager: SessionManager
+) -> Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]:
+    """The app's lifespan: the idle reaper runs while it serves; every session closes at the end."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -355,10 +383,11 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
                 await task
             manager.close_all()
 
-    app = FastAPI(title="toolgym mock apps", version=API_VERSION, lifespan=lifespan)
-    app.router.route_class = StrictJSONRoute  # JSON bodies parse strictly: a typed 422, never a 500
-    app.state.sessions = manager
-    app.state.config = config
+    return lifespan
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Service errors, invalid bodies and the framework's own HTTP errors, all as typed bodies."""
 
     @app.exception_handler(ServiceError)
     async def _service_error(_: Request, exc: ServiceError) -> JSONResponse:
@@ -372,6 +401,10 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
     async def _http_error(_: Request, exc: HTTPException) -> JSONResponse:
         kind = _STATUS_KINDS.get(exc.status_code, "bad_request")
         return _error_response(ServiceError(exc.status_code, kind, str(exc.detail)))
+
+
+def _add_service_routes(app: FastAPI, manager: SessionManager, config: ServiceConfig) -> None:
+    """/health and /apps."""
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
@@ -393,6 +426,10 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
                 for name, cls in ALL_APPS.items()
             ]
         }
+
+
+def _add_session_routes(app: FastAPI, manager: SessionManager) -> None:
+    """Opening, listing, reading and closing the caller's sessions, and a session's tools."""
 
     @app.post("/sessions", status_code=201)
     async def create_session(body: CreateSession, caller: Caller) -> dict[str, Any]:
@@ -417,15 +454,22 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
     async def tools(sid: str, caller: Caller) -> dict[str, Any]:
         return {"tools": [tool_schema(t) for t in manager.get(sid, caller).world.tools]}
 
-    def run_call(sid: str, caller: str, body: CallBody) -> str:
-        session = manager.get(sid, caller)
-        obs = session.world.step(ToolCall(name=body.name, arguments=body.arguments, call_id=body.call_id))
-        session.calls += 1
-        return f'{{"observation":{obs.model_dump_json()},"state_hash":"{session.world.state_hash()}"}}'
+
+def _run_call(manager: SessionManager, sid: str, caller: str, body: CallBody) -> str:
+    """One API call on the session's world: the response body, JSON."""
+    session = manager.get(sid, caller)
+    obs = session.world.step(ToolCall(name=body.name, arguments=body.arguments, call_id=body.call_id))
+    session.calls += 1
+    return f'{{"observation":{obs.model_dump_json()},"state_hash":"{session.world.state_hash()}"}}'
+
+
+def _add_call_routes(app: FastAPI, manager: SessionManager) -> None:
+    """POST /sessions/{sid}/call, served by a plain Starlette route in front of FastAPI's (which
+    stays for the OpenAPI schema)."""
 
     @app.post("/sessions/{sid}/call")
     async def call(sid: str, caller: Caller, body: CallBody) -> Response:
-        return Response(run_call(sid, caller, body), media_type="application/json")
+        return Response(_run_call(manager, sid, caller, body), media_type="application/json")
 
     async def fast_call(request: Request) -> Response:
         """The same endpoint as a plain Starlette route: the per-call path skips FastAPI's
@@ -437,9 +481,15 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
         except ValidationError as exc:
             raise ServiceError(422, "bad_request", _problems(exc.errors(), 0)) from None
         caller = client_of(request.scope)
-        return Response(run_call(request.path_params["sid"], caller, body), media_type="application/json")
+        return Response(
+            _run_call(manager, request.path_params["sid"], caller, body), media_type="application/json"
+        )
 
     app.router.routes.insert(0, Route("/sessions/{sid}/call", fast_call, methods=["POST"]))
+
+
+def _add_checkpoint_routes(app: FastAPI, manager: SessionManager, config: ServiceConfig) -> None:
+    """Moving a session's world back: reset, checkpoint and restore; and forking it."""
 
     @app.post("/sessions/{sid}/reset")
     async def reset(sid: str, caller: Caller, body: ResetBody | None = None) -> dict[str, Any]:
@@ -476,6 +526,10 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
     async def fork(sid: str, caller: Caller) -> dict[str, Any]:
         return manager.fork(sid, caller).info(manager.now())
 
+
+def _add_state_routes(app: FastAPI, manager: SessionManager) -> None:
+    """Reading a session's world: its state hash, diff, rows and state scores."""
+
     @app.get("/sessions/{sid}/state_hash")
     async def state_hash(sid: str, caller: Caller) -> dict[str, Any]:
         return {"state_hash": manager.get(sid, caller).world.state_hash()}
@@ -498,19 +552,6 @@ def create_app(config: ServiceConfig | None = None, *, now: Callable[[], float] 
     @app.post("/sessions/{sid}/score")
     async def score(sid: str, caller: Caller, body: ScoreBody) -> dict[str, Any]:
         return {"scores": _state_scores(manager.get(sid, caller), body)}
-
-    # the toolkit's guards, outermost first: Host and web origins, the token (checked before any
-    # read), the body's size and time limits, so even a request the router would refuse is cut off early
-    exposure = Exposure(
-        host=config.host,
-        credentials=config.credentials,
-        allowed_hosts=config.allowed_hosts,
-        public_paths=PUBLIC_PATHS,
-        max_body_bytes=config.max_body_bytes,
-        body_timeout_s=config.body_timeout_s,
-    )
-    secure(app, exposure, render_error)
-    return app
 
 
 def _state_scores(session: Session, body: ScoreBody) -> dict[str, float]:
