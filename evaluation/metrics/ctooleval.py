@@ -206,63 +206,13 @@ class CToolEvalSuite:
         counts: Counter[str] = Counter()
         notes: list[str] = []
         for trace in traces:
-            if trace.header.task_id not in tasks:
-                counts["skipped_unknown_task"] += 1
-                continue
-            if is_teacher_forced(trace):
-                counts["skipped_teacher_forced"] += 1
-                continue
-            if mode == "fixed" and has_infra_error(trace):
-                counts["infra_error_episodes"] += 1
+            skipped = _skip_reason(trace, tasks, mode)
+            if skipped is not None:
+                counts[skipped] += 1
                 continue
             task = tasks[trace.header.task_id]
             kind = task_kind(task)
-            calls = _calls(trace)
-            gold_names = [g.action.name for g in task.golden if isinstance(g.action, ToolCall)]
-            pred_names = [str(a.get("name")) for a, _ in calls]
-            got = {"tool_match": tool_match(gold_names, pred_names, mode)}
-            answer = final_answer(trace) or ""
-            if kind == "fixed" and task.answer is not None and task.answer.whitelist:
-                check = compat_keywords if mode == "compat" else fixed_iscorrect
-                got["fixed_answer"] = float(check(answer, task.answer.whitelist, task.answer.blacklist))
-            elif kind == "operation":
-                golden_ok = all(
-                    any(str(a.get("name")) == name and _status_ok(obs) for a, obs in calls)
-                    for name in gold_names
-                )
-                ok = golden_ok if mode == "compat" else golden_ok and state_reached(trace, task)
-                got["operation"] = float(ok)
-            elif kind == "real_time":
-                meta = task.metadata.get("ctooleval", {})
-                fields = [str(f) for f in meta.get("answer_fields", [])] if isinstance(meta, dict) else []
-                if not fields:
-                    notes.append(f"{task.id}: a real-time task without answer_fields is not scored")
-                else:
-                    seen = observed_values(trace, fields)
-                    if mode == "compat":
-                        ok = bool(seen) and all(
-                            _value_text(v).lower() in answer.lower() for v in seen.values()
-                        )
-                    else:
-                        ok = len(seen) == len(fields) and all(
-                            alias_found(answer, _value_text(v)) for v in seen.values()
-                        )
-                    got["real_time"] = float(ok)
-            elif kind == "no_tool":
-                got["no_tool"] = float(not calls)
-            elif kind == "open_ended":
-                reference = reference_answer(task)
-                if judge is not None and reference is not None:
-                    verdict = judge.ask(open_ended_question(task.query, reference, answer))
-                    if verdict.score is not None:
-                        got["open_ended"] = verdict.score / 10
-                    elif mode == "compat":
-                        got["open_ended"] = 0.0  # a reply without a score counts 0, as ToolEyes'
-                elif task.answer is not None and task.answer.references:
-                    got["open_ended"] = open_ended_fallback(answer, task.answer.references)
-                    counts["open_ended_unjudged"] += 1
-                else:
-                    counts["open_ended_unscored"] += 1
+            got = _episode_scores(trace, task, kind, mode, judge, counts, notes)
             counts[f"kind/{kind or 'unknown'}"] += 1
             per_task[task.id] = got
             for key, value in got.items():
@@ -271,41 +221,142 @@ class CToolEvalSuite:
             raise EvaluationError(
                 f"none of the {len(traces)} traces is an end-to-end episode of a known task"
             )
-        names = {
-            "tool_match": "ToolMatch",
-            "fixed_answer": "FixedAnswerAcc",
-            "open_ended": "OpenEndedScore",
-            "operation": "OpSuccess",
-            "real_time": "RealTimeAcc",
-            "no_tool": "NoToolAcc",
-        }
-        metrics = {names[k]: 100 * mean(v) for k, v in values.items()}
-        # each episode's own outcome (its answer, operation or no-tool check), averaged
-        outcomes = [
-            v
-            for k in ("fixed_answer", "operation", "real_time", "no_tool")  # graded open-ended apart
-            for v in values.get(k, [])
-        ]
-        if outcomes:
-            metrics["TaskSuccess"] = 100 * mean(outcomes)
-        if counts["open_ended_unscored"]:
-            notes.append(
-                f"{counts['open_ended_unscored']} open-ended tasks not scored: they need a judge "
-                "(CToolEvalSuite(judge=...) or TOOLGYM_JUDGE_BASE_URL and TOOLGYM_JUDGE_MODEL) and a reference"
-            )
-        if counts["open_ended_unjudged"]:
-            notes.append(
-                f"OpenEndedScore of {counts['open_ended_unjudged']} tasks: character-level similarity to "
-                "the reference answer, as no judge was set; CToolEval has an LLM judge score these answers"
-            )
-        if judge is not None and "open_ended" in values:
-            notes.append(f"open-ended answers judged by {judge.name} against references; our prompt")
-        if mode == "compat":
-            notes.append(
-                "compat follows the CToolEval paper's metric definitions; its scorer code is not public"
-            )
+        metrics = _metrics(values)
+        notes += _summary_notes(counts, values, mode, judge)
         result = SuiteResult(
             suite=self.name, mode=mode, metrics=metrics, per_task=per_task, counts=dict(counts), notes=notes
         )
         result.counts["episodes"] = len(per_task)
         return result
+
+
+def _skip_reason(trace: Trace, tasks: TaskSet, mode: Mode) -> str | None:
+    """The count a trace the suite does not score goes to (None: it is scored)."""
+    if trace.header.task_id not in tasks:
+        return "skipped_unknown_task"
+    if is_teacher_forced(trace):
+        return "skipped_teacher_forced"
+    if mode == "fixed" and has_infra_error(trace):
+        return "infra_error_episodes"
+    return None
+
+
+def _episode_scores(
+    trace: Trace,
+    task: Task,
+    kind: str | None,
+    mode: Mode,
+    judge: Judge | None,
+    counts: Counter[str],
+    notes: list[str],
+) -> dict[str, float]:
+    """One episode's scores: tool_match, and the outcome its kind is judged by, where it has one."""
+    calls = _calls(trace)
+    gold_names = [g.action.name for g in task.golden if isinstance(g.action, ToolCall)]
+    pred_names = [str(a.get("name")) for a, _ in calls]
+    got = {"tool_match": tool_match(gold_names, pred_names, mode)}
+    answer = final_answer(trace) or ""
+    if kind == "fixed" and task.answer is not None and task.answer.whitelist:
+        check = compat_keywords if mode == "compat" else fixed_iscorrect
+        got["fixed_answer"] = float(check(answer, task.answer.whitelist, task.answer.blacklist))
+    elif kind == "operation":
+        golden_ok = all(
+            any(str(a.get("name")) == name and _status_ok(obs) for a, obs in calls) for name in gold_names
+        )
+        ok = golden_ok if mode == "compat" else golden_ok and state_reached(trace, task)
+        got["operation"] = float(ok)
+    elif kind == "real_time":
+        real_time = _real_time_score(trace, task, answer, mode, notes)
+        if real_time is not None:
+            got["real_time"] = real_time
+    elif kind == "no_tool":
+        got["no_tool"] = float(not calls)
+    elif kind == "open_ended":
+        open_ended = _open_ended_score(task, answer, mode, judge, counts)
+        if open_ended is not None:
+            got["open_ended"] = open_ended
+    return got
+
+
+def _real_time_score(trace: Trace, task: Task, answer: str, mode: Mode, notes: list[str]) -> float | None:
+    """Whether the answer reports the values the episode observed in the task's answer fields
+    (None, and a note: the task names no fields)."""
+    meta = task.metadata.get("ctooleval", {})
+    fields = [str(f) for f in meta.get("answer_fields", [])] if isinstance(meta, dict) else []
+    if not fields:
+        notes.append(f"{task.id}: a real-time task without answer_fields is not scored")
+        return None
+    seen = observed_values(trace, fields)
+    if mode == "compat":
+        ok = bool(seen) and all(_value_text(v).lower() in answer.lower() for v in seen.values())
+    else:
+        ok = len(seen) == len(fields) and all(alias_found(answer, _value_text(v)) for v in seen.values())
+    return float(ok)
+
+
+def _open_ended_score(
+    task: Task, answer: str, mode: Mode, judge: Judge | None, counts: Counter[str]
+) -> float | None:
+    """The judge's rating of the answer against the reference (0-1), else its similarity to the
+    reference answers (counted as unjudged); None where neither can score it."""
+    reference = reference_answer(task)
+    if judge is not None and reference is not None:
+        verdict = judge.ask(open_ended_question(task.query, reference, answer))
+        if verdict.score is not None:
+            return verdict.score / 10
+        if mode == "compat":
+            return 0.0  # a reply without a score counts 0, as ToolEyes'
+        return None
+    if task.answer is not None and task.answer.references:
+        score = open_ended_fallback(answer, task.answer.references)
+        counts["open_ended_unjudged"] += 1
+        return score
+    counts["open_ended_unscored"] += 1
+    return None
+
+
+_METRIC_NAMES = {
+    "tool_match": "ToolMatch",
+    "fixed_answer": "FixedAnswerAcc",
+    "open_ended": "OpenEndedScore",
+    "operation": "OpSuccess",
+    "real_time": "RealTimeAcc",
+    "no_tool": "NoToolAcc",
+}
+
+
+def _metrics(values: dict[str, list[float]]) -> dict[str, float]:
+    """Each score's mean (0-100), and TaskSuccess over the episodes' own outcomes."""
+    metrics = {_METRIC_NAMES[k]: 100 * mean(v) for k, v in values.items()}
+    # each episode's own outcome (its answer, operation or no-tool check), averaged
+    outcomes = [
+        v
+        for k in ("fixed_answer", "operation", "real_time", "no_tool")  # graded open-ended apart
+        for v in values.get(k, [])
+    ]
+    if outcomes:
+        metrics["TaskSuccess"] = 100 * mean(outcomes)
+    return metrics
+
+
+def _summary_notes(
+    counts: Counter[str], values: dict[str, list[float]], mode: Mode, judge: Judge | None
+) -> list[str]:
+    """What the reader of the scores should know: open-ended tasks unscored or scored without a
+    judge, the judge used, and what compat follows."""
+    notes = []
+    if counts["open_ended_unscored"]:
+        notes.append(
+            f"{counts['open_ended_unscored']} open-ended tasks not scored: they need a judge "
+            "(CToolEvalSuite(judge=...) or TOOLGYM_JUDGE_BASE_URL and TOOLGYM_JUDGE_MODEL) and a reference"
+        )
+    if counts["open_ended_unjudged"]:
+        notes.append(
+            f"OpenEndedScore of {counts['open_ended_unjudged']} tasks: character-level similarity to "
+            "the reference answer, as no judge was set; CToolEval has an LLM judge score these answers"
+        )
+    if judge is not None and "open_ended" in values:
+        notes.append(f"open-ended answers judged by {judge.name} against references; our prompt")
+    if mode == "compat":
+        notes.append("compat follows the CToolEval paper's metric definitions; its scorer code is not public")
+    return notes
