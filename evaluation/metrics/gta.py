@@ -18,7 +18,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -531,6 +531,76 @@ def _golden_kind(action_type: str) -> str:
     return "tool" if action_type == "tool_call" else "answer"
 
 
+@dataclass
+class _StepTally:
+    """One trace's step scores (InstAcc, ToolAcc, ArgAcc and SummAcc numerators), or their sums
+    over the traces, and the gold steps they divide by."""
+
+    inst: float = 0.0
+    tool: float = 0.0
+    arg: float = 0.0
+    answer: float = 0.0
+    tools: int = 0  # gold tool steps
+    steps: int = 0  # gold steps
+
+    def add(self, other: _StepTally) -> None:
+        self.inst += other.inst
+        self.tool += other.tool
+        self.arg += other.arg
+        self.answer += other.answer
+        self.tools += other.tools
+        self.steps += other.steps
+
+    def per_task(self) -> dict[str, float]:
+        return {
+            "inst_acc": self.inst / self.steps if self.steps else 0.0,
+            "tool_acc": self.tool / self.tools if self.tools else 0.0,
+            "arg_acc": self.arg / self.tools if self.tools else 0.0,
+            "summ_acc": self.answer,
+        }
+
+
+@dataclass
+class _StepCounts:
+    """What step mode counts over all traces besides the scores."""
+
+    answer_tasks: int = 0  # tasks with a reference answer
+    answer_steps: int = 0  # gold answer steps with a prediction (fixed)
+    tool_call: int = 0
+    tool_call_error: int = 0
+    infra_skipped: int = 0  # traces with an infra error (fixed)
+    errors: list[str | None] = field(default_factory=list)  # each step's GTA error kind
+
+
+def _report_step_metrics(
+    result: SuiteResult, mode: Mode, total: _StepTally, counts: _StepCounts, traces: int
+) -> None:
+    """The step metrics and counts of the summed tallies."""
+    if mode == "compat":
+        # GTA divides by gold tool steps + samples with an answer (answer steps of samples
+        # without an answer count in the numerator only)
+        result.metrics["InstAcc"] = pct(total.inst, total.tools + counts.answer_tasks)
+        result.metrics["SummAcc"] = pct(total.answer, counts.answer_tasks)
+    else:
+        result.metrics["InstAcc"] = pct(total.inst, total.steps)
+        result.metrics["SummAcc"] = pct(total.answer, counts.answer_steps)
+        result.counts["step/answer_steps"] = counts.answer_steps
+        if counts.infra_skipped:
+            result.counts["step/infra_error_tasks"] = counts.infra_skipped
+    result.metrics["ToolAcc"] = pct(total.tool, total.tools)
+    result.metrics["ArgAcc"] = pct(total.arg, total.tools)
+    result.counts.update(
+        {
+            "step/tasks": traces - counts.infra_skipped,
+            "step/gold_tool_steps": total.tools,
+            "step/answer_tasks": counts.answer_tasks,
+            "step/tool_call": counts.tool_call,
+            "step/tool_call_error": counts.tool_call_error,
+        }
+    )
+    count_error_kinds(counts.errors, "step", result.counts)
+
+
 class GTASuite(EmbedderUser):
     name = "gta"
 
@@ -564,115 +634,102 @@ class GTASuite(EmbedderUser):
 
     # -- step mode --
     def _step_metrics(self, traces: Sequence[Trace], tasks: TaskSet, mode: Mode, result: SuiteResult) -> None:
-        inst = tool_acc = arg_acc = answer_acc = 0.0
-        total_tool = total_answer = total_steps = answer_steps = 0
-        tool_call = tool_call_error = infra_skipped = 0
-        step_errors: list[str | None] = []
+        total = _StepTally()
+        counts = _StepCounts()
         for trace in traces:
             task = tasks[trace.header.task_id]
             if mode == "fixed" and has_infra_error(trace):
-                infra_skipped += 1
+                counts.infra_skipped += 1
                 continue
             ref = gt_answer(task.answer)
             files = FileRefs(task, tasks.base_dir)
             defaults = tool_defaults(task)
             if ref:
-                total_answer += 1
-            t_inst = t_tool = t_arg = t_ans = 0.0
-            t_tools = t_steps = 0
-            golden = task.golden
+                counts.answer_tasks += 1
             if mode == "compat":
-                # GTA zips predictions with gold steps: missing steps vanish
-                for pred, gold in zip(
-                    gta_step_predictions(trace, task, tasks.base_dir), golden, strict=False
-                ):
-                    gold_kind = _golden_kind(gold.action.type)
-                    t_steps += 1
-                    t_tools += gold_kind == "tool"
-                    if pred.kind == gold_kind and pred.error is None:
-                        t_inst += 1
-                    if pred.kind == "tool":
-                        tool_call += 1
-                        tool_call_error += pred.error is not None
-                        step_errors.append(compat_error_kind(pred))
-                    gold_call = gold.action if isinstance(gold.action, ToolCall) else None
-                    if pred.kind == "tool" and gold_call is not None and pred.name == gold_call.name:
-                        # the name counts even for a call that failed; arguments compare exactly
-                        # (after an argument error they are the raw input text)
-                        t_tool += 1
-                        t_arg += float(pred.arguments == dict(gold_call.arguments))
-                    elif pred.kind == gold_kind == "answer" and ref and pred.content:
-                        t_ans += self._answer_score(pred.content, ref, mode)
+                tally = self._compat_step_tally(trace, task, tasks.base_dir, ref, counts)
             else:
-                for i, gold in enumerate(golden):
-                    step = trace.steps[i] if i < len(trace.steps) else None
-                    gold_kind = _golden_kind(gold.action.type)
-                    t_steps += 1
-                    if gold_kind == "tool":
-                        t_tools += 1
-                    if step is None:
-                        continue
-                    if gold_kind == "answer" and ref:
-                        answer_steps += 1
-                    fixed_pred = pred_step(step)
-                    step_errors.append(fixed_error_kind(fixed_pred.errors))
-                    errors = [e for e in fixed_pred.errors if e in AGENT_ERRORS]
-                    if fixed_pred.kind == gold_kind and not errors:
-                        t_inst += 1
-                    if fixed_pred.kind == "tool":
-                        tool_call += 1
-                        tool_call_error += bool(errors)
-                    if fixed_pred.kind == "tool" and isinstance(gold.action, ToolCall):
-                        gold_call = gold.action
-                        if fixed_pred.name == gold_call.name and fixed_pred.n_calls == 1:
-                            t_tool += 1
-                            same = fixed_args_equal(
-                                gold_call.name,
-                                dict(gold_call.arguments),
-                                fixed_pred.arguments or {},
-                                files,
-                                defaults.get(gold_call.name, {}),
-                            )
-                            t_arg += float(same)
-                    elif fixed_pred.kind == gold_kind == "answer" and ref and fixed_pred.final_answer:
-                        t_ans += self._answer_score(fixed_pred.final_answer, ref, mode)
-            inst += t_inst
-            tool_acc += t_tool
-            arg_acc += t_arg
-            answer_acc += t_ans
-            total_tool += t_tools
-            total_steps += t_steps
-            result.per_task.setdefault(task.id, {}).update(
-                {
-                    "inst_acc": t_inst / t_steps if t_steps else 0.0,
-                    "tool_acc": t_tool / t_tools if t_tools else 0.0,
-                    "arg_acc": t_arg / t_tools if t_tools else 0.0,
-                    "summ_acc": t_ans,
-                }
-            )
-        if mode == "compat":
-            # GTA divides by gold tool steps + samples with an answer (answer steps of samples
-            # without an answer count in the numerator only)
-            result.metrics["InstAcc"] = pct(inst, total_tool + total_answer)
-            result.metrics["SummAcc"] = pct(answer_acc, total_answer)
-        else:
-            result.metrics["InstAcc"] = pct(inst, total_steps)
-            result.metrics["SummAcc"] = pct(answer_acc, answer_steps)
-            result.counts["step/answer_steps"] = answer_steps
-            if infra_skipped:
-                result.counts["step/infra_error_tasks"] = infra_skipped
-        result.metrics["ToolAcc"] = pct(tool_acc, total_tool)
-        result.metrics["ArgAcc"] = pct(arg_acc, total_tool)
-        result.counts.update(
-            {
-                "step/tasks": len(traces) - infra_skipped,
-                "step/gold_tool_steps": total_tool,
-                "step/answer_tasks": total_answer,
-                "step/tool_call": tool_call,
-                "step/tool_call_error": tool_call_error,
-            }
-        )
-        count_error_kinds(step_errors, "step", result.counts)
+                tally = self._fixed_step_tally(trace, task, ref, files, defaults, counts)
+            total.add(tally)
+            result.per_task.setdefault(task.id, {}).update(tally.per_task())
+        _report_step_metrics(result, mode, total, counts, len(traces))
+
+    def _compat_step_tally(
+        self,
+        trace: Trace,
+        task: Task,
+        base_dir: Path | None,
+        ref: dict[str, Any] | list[str] | None,
+        counts: _StepCounts,
+    ) -> _StepTally:
+        """GTA's step scores of one trace: its predictions as GTA's pipeline records them."""
+        t = _StepTally()
+        # GTA zips predictions with gold steps: missing steps vanish
+        for pred, gold in zip(gta_step_predictions(trace, task, base_dir), task.golden, strict=False):
+            gold_kind = _golden_kind(gold.action.type)
+            t.steps += 1
+            t.tools += gold_kind == "tool"
+            if pred.kind == gold_kind and pred.error is None:
+                t.inst += 1
+            if pred.kind == "tool":
+                counts.tool_call += 1
+                counts.tool_call_error += pred.error is not None
+                counts.errors.append(compat_error_kind(pred))
+            gold_call = gold.action if isinstance(gold.action, ToolCall) else None
+            if pred.kind == "tool" and gold_call is not None and pred.name == gold_call.name:
+                # the name counts even for a call that failed; arguments compare exactly
+                # (after an argument error they are the raw input text)
+                t.tool += 1
+                t.arg += float(pred.arguments == dict(gold_call.arguments))
+            elif pred.kind == gold_kind == "answer" and ref and pred.content:
+                t.answer += self._answer_score(pred.content, ref, "compat")
+        return t
+
+    def _fixed_step_tally(
+        self,
+        trace: Trace,
+        task: Task,
+        ref: dict[str, Any] | list[str] | None,
+        files: FileRefs,
+        defaults: dict[str, dict[str, Any]],
+        counts: _StepCounts,
+    ) -> _StepTally:
+        """The fixed step scores of one trace: trace step i against golden step i, by the env's
+        own parse; a missing step counts as a miss."""
+        t = _StepTally()
+        for i, gold in enumerate(task.golden):
+            step = trace.steps[i] if i < len(trace.steps) else None
+            gold_kind = _golden_kind(gold.action.type)
+            t.steps += 1
+            if gold_kind == "tool":
+                t.tools += 1
+            if step is None:
+                continue
+            if gold_kind == "answer" and ref:
+                counts.answer_steps += 1
+            fixed_pred = pred_step(step)
+            counts.errors.append(fixed_error_kind(fixed_pred.errors))
+            errors = [e for e in fixed_pred.errors if e in AGENT_ERRORS]
+            if fixed_pred.kind == gold_kind and not errors:
+                t.inst += 1
+            if fixed_pred.kind == "tool":
+                counts.tool_call += 1
+                counts.tool_call_error += bool(errors)
+            if fixed_pred.kind == "tool" and isinstance(gold.action, ToolCall):
+                gold_call = gold.action
+                if fixed_pred.name == gold_call.name and fixed_pred.n_calls == 1:
+                    t.tool += 1
+                    same = fixed_args_equal(
+                        gold_call.name,
+                        dict(gold_call.arguments),
+                        fixed_pred.arguments or {},
+                        files,
+                        defaults.get(gold_call.name, {}),
+                    )
+                    t.arg += float(same)
+            elif fixed_pred.kind == gold_kind == "answer" and ref and fixed_pred.final_answer:
+                t.answer += self._answer_score(fixed_pred.final_answer, ref, "fixed")
+        return t
 
     # -- end to end --
     def _compat_imggen_score(self, task: Task, preds: Sequence[GTAStep]) -> float:
