@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -290,79 +290,103 @@ def build_subsets(
     if not paths:
         raise EvaluationError(f"none of the {len(traces)} traces is an end-to-end episode of a known task")
     subsets: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in SUBSETS}
-
-    def add(subset: str, datum: dict[str, Any]) -> None:
+    for subset, datum in _data(paths, seed):
         subsets[subset][str(len(subsets[subset]))] = datum
+    return {name: data for name, data in subsets.items() if data}
 
+
+Datum = tuple[str, dict[str, Any]]  # (subset, datum)
+
+
+def _data(paths: Sequence[RefPath], seed: int) -> Iterator[Datum]:
+    """Every datum of the paths, in each subset's order: path by path, then review."""
     for path in paths:
-        source = {"task_id": path.task.id}
-        # a call that failed is no ground truth: it feeds review alone (and the history)
-        succeeded = [s for s in path.steps if s.error_kind is None]
-        plan_gold = [
-            {"id": i, "name": s.name, "args": canonical_json(s.arguments)} for i, s in enumerate(succeeded)
-        ]
-        plan_gold.append({"id": len(plan_gold), "name": FINISH, "args": "{}"})
-        add(
-            "plan_json_v2",
-            {
-                "origin_prompt": _prompt(path, PLAN_JSON, 0),
-                "ground_truth": plan_gold,
-                "meta": {"prompt_type": "json", "source": source},
-            },
-        )
-        names = sorted(
-            {d["name"] for d in path.tool_docs} | {s.name for s in path.steps}, key=lambda n: (-len(n), n)
-        )
-        str_gold = [{"id": i, "name": s.name, "args": _plan_line(s)} for i, s in enumerate(succeeded)]
-        str_gold.append({"id": len(str_gold), "name": FINISH, "args": "{}"})
-        add(
-            "plan_str_v2",
-            {
-                "origin_prompt": _prompt(path, PLAN_STR, 0),
-                "ground_truth": str_gold,
-                # longest names first: a line naming get_weather_today is not read as get_weather
-                "meta": {"prompt_type": "str", "API_list": names, "source": source},
-            },
-        )
-        for i, step in enumerate(path.steps):
-            if step.error_kind is not None:
-                continue
-            at = {**source, "step": i}
-            gold = {"thought": step.thought, "name": step.name, "args": step.arguments}
-            for fmt, instruction, template in (
-                ("json", INSTRUCT_JSON, JSON_TEMPLATE),
-                ("string", INSTRUCT_STRING, STRING_TEMPLATE),
-            ):
-                add(
-                    "instruct_v2",
-                    {
-                        "origin_prompt": _prompt(path, instruction, i),
-                        "template": template,
-                        "meta_data": {"response_format": fmt, "source": at},
-                        "ground_truth": {"action": step.name, "args": step.arguments},
-                    },
-                )
-            add(
-                "reason_retrieve_understand_json_v2",
+        yield from _plan_data(path)
+        yield from _step_data(path)
+    yield from _review_data(paths, seed)
+
+
+def _plan_data(path: RefPath) -> Iterator[Datum]:
+    """The path as a whole plan: its successful calls, then FinishAction, as JSON and as lines."""
+    source = {"task_id": path.task.id}
+    # a call that failed is no ground truth: it feeds review alone (and the history)
+    succeeded = [s for s in path.steps if s.error_kind is None]
+    plan_gold = [
+        {"id": i, "name": s.name, "args": canonical_json(s.arguments)} for i, s in enumerate(succeeded)
+    ]
+    plan_gold.append({"id": len(plan_gold), "name": FINISH, "args": "{}"})
+    yield (
+        "plan_json_v2",
+        {
+            "origin_prompt": _prompt(path, PLAN_JSON, 0),
+            "ground_truth": plan_gold,
+            "meta": {"prompt_type": "json", "source": source},
+        },
+    )
+    names = sorted(
+        {d["name"] for d in path.tool_docs} | {s.name for s in path.steps}, key=lambda n: (-len(n), n)
+    )
+    str_gold = [{"id": i, "name": s.name, "args": _plan_line(s)} for i, s in enumerate(succeeded)]
+    str_gold.append({"id": len(str_gold), "name": FINISH, "args": "{}"})
+    yield (
+        "plan_str_v2",
+        {
+            "origin_prompt": _prompt(path, PLAN_STR, 0),
+            "ground_truth": str_gold,
+            # longest names first: a line naming get_weather_today is not read as get_weather
+            "meta": {"prompt_type": "str", "API_list": names, "source": source},
+        },
+    )
+
+
+def _step_data(path: RefPath) -> Iterator[Datum]:
+    """Each successful call of the path as the next step given the path so far: instruct (JSON
+    and string), reason-retrieve-understand, reason, retrieve and understand."""
+    source = {"task_id": path.task.id}
+    for i, step in enumerate(path.steps):
+        if step.error_kind is not None:
+            continue
+        at = {**source, "step": i}
+        gold = {"thought": step.thought, "name": step.name, "args": step.arguments}
+        for fmt, instruction, template in (
+            ("json", INSTRUCT_JSON, JSON_TEMPLATE),
+            ("string", INSTRUCT_STRING, STRING_TEMPLATE),
+        ):
+            yield (
+                "instruct_v2",
                 {
-                    "origin_prompt": _prompt(path, RRU_JSON, i),
-                    "ground_truth": gold,
-                    "meta_data": {"response_format": "json", "source": at},
+                    "origin_prompt": _prompt(path, instruction, i),
+                    "template": template,
+                    "meta_data": {"response_format": fmt, "source": at},
+                    "ground_truth": {"action": step.name, "args": step.arguments},
                 },
             )
-            for subset, instruction in (
-                ("reason_str_v2", REASON_STR),
-                ("retrieve_str_v2", RETRIEVE_STR),
-                ("understand_str_v2", UNDERSTAND_STR.format(name=step.name)),
-            ):
-                add(
-                    subset,
-                    {
-                        "origin_prompt": _prompt(path, instruction, i),
-                        "ground_truth": gold,
-                        "meta_data": {"response_format": "str", "source": at},
-                    },
-                )
+        yield (
+            "reason_retrieve_understand_json_v2",
+            {
+                "origin_prompt": _prompt(path, RRU_JSON, i),
+                "ground_truth": gold,
+                "meta_data": {"response_format": "json", "source": at},
+            },
+        )
+        for subset, instruction in (
+            ("reason_str_v2", REASON_STR),
+            ("retrieve_str_v2", RETRIEVE_STR),
+            ("understand_str_v2", UNDERSTAND_STR.format(name=step.name)),
+        ):
+            yield (
+                subset,
+                {
+                    "origin_prompt": _prompt(path, instruction, i),
+                    "ground_truth": gold,
+                    "meta_data": {"response_format": "str", "source": at},
+                },
+            )
+
+
+def _review_data(paths: Sequence[RefPath], seed: int) -> Iterator[Datum]:
+    """Each call's response (and an irrelevant one, `_review_items`) to be classed, as a
+    letter and as JSON."""
     for path, i, response, label in _review_items(paths, seed):
         prompt = _prompt(path, "", i + 1)
         prompt[-1] = {"role": "function", "content": response}
@@ -371,7 +395,7 @@ def build_subsets(
             ("review_str_v2", REVIEW_STR, REVIEW_OPTIONS[label]),
             ("review_json_v2", REVIEW_JSON, label == "success"),
         ):
-            add(
+            yield (
                 subset,
                 {
                     "origin_prompt": [_system(path, instruction), *prompt[1:]],
@@ -383,7 +407,6 @@ def build_subsets(
                     "ground_truth": {"answer": answer},
                 },
             )
-    return {name: data for name, data in subsets.items() if data}
 
 
 def golden_prediction(subset: str, datum: Mapping[str, Any]) -> str:
