@@ -20,6 +20,7 @@ one-process run because it depends only on the task, the seed and the agent.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import multiprocessing.util
 import os
@@ -34,6 +35,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, Thr
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_all_start_methods, get_context
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -53,7 +55,7 @@ from toolgym.envs.runner import EpisodeResult as RunnerResult
 from toolgym.envs.teacher import run_step_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.envs.users import UserSimulator
-from toolgym.files import write_atomically
+from toolgym.files import FILES_PREFIX, owned_prefix, remove_orphaned_dirs, write_atomically
 from toolgym.mocks.app import strict_arguments
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
@@ -63,6 +65,7 @@ EpisodeMode = Literal["end-to-end", "step"]
 AgentFactory = Callable[[ToolEnv, int], Agent]  # (the episode's env, trial index) -> a fresh agent
 UserFactory = Callable[[], UserSimulator]  # a fresh simulator for one env (one episode at a time)
 DEFAULT_TOOLSET = "toolgym.toolservers.registry:default_toolset"
+STAGING_PREFIX = "toolgym-rollout-"  # a worker's staging folder: <prefix><pid>-<host>-<random>
 
 
 class RolloutError(RuntimeError):
@@ -299,6 +302,19 @@ class EpisodeBytes:
     files: Mapping[str, bytes] = field(default_factory=dict)
 
 
+def staging_root() -> str | None:
+    """Where workers stage episodes: tmpfs where there is one (the staged copy is read back at
+    once, a disk fsync is wasted), else the system's temporary folder."""
+    return "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+
+def remove_orphaned_folders() -> list[Path]:
+    """What runs killed before they could clean up (kill -9, out of memory) left in temporary
+    folders: workers' staging folders and episodes' file stores (images tools drew) of processes
+    that are gone. Those of live processes (a run beside this one) stay. Every rollout calls it."""
+    return [*remove_orphaned_dirs(STAGING_PREFIX, staging_root()), *remove_orphaned_dirs(FILES_PREFIX)]
+
+
 # ---- the worker ------------------------------------------------------------------------------
 class EpisodeWorker:
     """Runs episodes one at a time with one env per task set (not thread-safe: one per thread).
@@ -375,9 +391,8 @@ class EpisodeWorker:
         if self.out is not None:
             return self._run(env, agent, task, spec, self.out / rel.parent), None
         if self._staging is None:
-            # tmpfs where there is one: the staged copy is read back at once, a disk fsync is wasted
-            shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-            self._staging = tempfile.mkdtemp(prefix="toolgym-rollout-", dir=shm)
+            # named after this process: one a killed worker left goes with the next run
+            self._staging = tempfile.mkdtemp(prefix=owned_prefix(STAGING_PREFIX), dir=staging_root())
             # workers are never closed: their pool or Ray ends them. multiprocessing's exit hook
             # (which a pool worker runs, unlike atexit) or the GC of this worker removes the folder
             multiprocessing.util.Finalize(
@@ -451,6 +466,11 @@ class EpisodeWorker:
         if callable(close_worlds):
             close_worlds()
         self._worlds = None
+        self.remove_staging()
+
+    def remove_staging(self) -> None:
+        """Remove this worker's staging folder (`close` does; so does a worker process whose
+        driver is gone, before it exits)."""
         if self._staging is not None:
             shutil.rmtree(self._staging, ignore_errors=True)
 
@@ -579,6 +599,7 @@ def rollout(
         raise ValueError(f"specs name agents {unknown or ['']} that are not among {sorted(named)}")
     one = agent if isinstance(agent, AgentSpec) else AgentSpec()
     context = WorkerContext(task_sets, env, one, tuple(abort_on), named)
+    remove_orphaned_folders()
     reported = _Reported(out, {spec.index for spec in specs}, on_outcome)
     try:
         if cancel is None:
@@ -770,7 +791,10 @@ def batches(specs: Sequence[EpisodeSpec], workers: int, size: int | None = None)
 _PROCESS_WORKER: EpisodeWorker | None = None
 
 
-def _process_init(context: WorkerContext, stop: Any) -> None:
+EXIT_DRIVER_GONE = 70  # a worker process's exit status when its driver is gone
+
+
+def _process_init(context: WorkerContext, stop: Any, lifeline: Connection) -> None:
     global _PROCESS_WORKER
     # Ctrl-C reaches the whole process group: the driver decides what stops, and stops workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -781,6 +805,24 @@ def _process_init(context: WorkerContext, stop: Any) -> None:
         worker.cancel()
 
     threading.Thread(target=cancel_when_stopped, name="cancel-watch", daemon=True).start()
+    threading.Thread(
+        target=_exit_with_driver, args=(lifeline, worker), name="driver-watch", daemon=True
+    ).start()
+
+
+def _exit_with_driver(lifeline: Connection, worker: EpisodeWorker) -> None:
+    """A worker process ends with its driver. The driver holds the one write end of `lifeline`
+    and never writes to it, so reading returns only when that end is closed: by the driver at
+    the end of its run, or by the kernel when the driver dies, `kill -9` included. The worker then
+    removes its staging folder and exits at once, idle or mid-episode. Without it, an orphaned
+    worker would wait for work for good, and keep Python's forkserver and resource tracker alive
+    with it (they exit once no process holds their pipes). A pipe, not the driver's pid: the
+    workers' parent is the forkserver, and a pid can be reused."""
+    with contextlib.suppress(EOFError, OSError):
+        while True:
+            lifeline.recv_bytes()
+    worker.remove_staging()
+    os._exit(EXIT_DRIVER_GONE)
 
 
 def _stop_processes(pool: ProcessPoolExecutor) -> None:
@@ -840,7 +882,8 @@ class ProcessExecutor:
     nothing else in flight, so a death is pinned on the one episode). An episode whose worker died
     `max_attempts` times while it ran alone is recorded as aborted with a `WorkerLost` error.
     Workers return trace and file bytes and the driver writes each once (`rollout`), so a re-run
-    never leaves a duplicate or a half-written file."""
+    never leaves a duplicate or a half-written file. The workers end with the driver, even one
+    killed with SIGKILL (`_exit_with_driver`)."""
 
     def __init__(
         self,
@@ -875,19 +918,26 @@ class ProcessExecutor:
         stop = mp.Event()  # set with the run's cancel: each worker process cancels its EpisodeWorker
         if cancel is not None:
             cancel.on_set(stop.set)
-        while queue:
-            self.stats.pools_started += 1
-            pool = ProcessPoolExecutor(
-                self.workers, mp_context=mp, initializer=_process_init, initargs=(context, stop)
-            )
-            try:
-                cancelled = self._drive(pool, queue, limit, deaths, deliver, cancel)
-            except BaseException:
-                pool.shutdown(cancel_futures=True)  # a failing run cancels what still waits
-                raise
-            if cancelled:
-                return  # _drive ended the processes: no waiting on the batches they ran
-            pool.shutdown(cancel_futures=True)
+        # the workers' lifeline: they exit when `held` closes, at the end of this call or when this
+        # process dies, kill -9 included (`_exit_with_driver`)
+        lifeline, held = mp.Pipe(duplex=False)
+        try:
+            while queue:
+                self.stats.pools_started += 1
+                pool = ProcessPoolExecutor(
+                    self.workers, mp_context=mp, initializer=_process_init, initargs=(context, stop, lifeline)
+                )
+                try:
+                    cancelled = self._drive(pool, queue, limit, deaths, deliver, cancel)
+                except BaseException:
+                    pool.shutdown(cancel_futures=True)  # a failing run cancels what still waits
+                    raise
+                if cancelled:
+                    return  # _drive ended the processes: no waiting on the batches they ran
+                pool.shutdown(cancel_futures=True)
+        finally:
+            held.close()  # a worker still running (one that outlived its terminate) exits now
+            lifeline.close()
 
     def _drive(
         self,

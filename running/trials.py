@@ -55,7 +55,7 @@ from toolgym.envs.rollouts import (
     episode_specs,
     rollout,
 )
-from toolgym.files import remove_stale_temps, write_atomically
+from toolgym.files import SpaceReserve, remove_stale_temps, write_atomically
 from toolgym.models.llm import Usage
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
@@ -423,6 +423,8 @@ class _RunBook:
         # episodes that ended aborted once the run was cancelled (the cancel may have ended them:
         # a model request refused or abandoned): listed as cancelled with what they spent, run on resume
         self.cut_short: dict[tuple[int, str, str], dict[str, int | float] | None] = {}
+        # room for the last run.json, the one that says why the run stopped, on a disk it filled
+        self.reserve = SpaceReserve(out / SUMMARY_FILE)
 
     def has(self, spec: EpisodeSpec) -> bool:
         return _key(spec.trial, spec.task_set, spec.task_id) in self.records
@@ -447,15 +449,31 @@ class _RunBook:
         remove_stale_temps(self.out, recursive=True)  # run.json, traces, files
         self.records.update(resumable(self.out, self.summary.config(), hashes, retry_aborted=retry_aborted))
         todo = [s for s in (self.specs[limit] if limit is not None else self.specs) if not self.has(s)]
-        self.checkpoint()
+        try:
+            self.checkpoint()
+        except OSError as exc:
+            self.stopped_by(exc)
+            raise
         return todo
 
-    def checkpoint(self) -> None:
+    def checkpoint(self, *, last: bool = False) -> None:
+        """run.json as it stands, and room kept for a last one (`last`: this is it, written in
+        the room the reserve gives back, so a full disk still gets why the run stopped)."""
         self.summary.episodes = sorted(
             self.records.values(),
             key=lambda e: self.order.get(_key(e.trial, e.task_set, e.task_id), len(self.order)),
         )
-        self.summary.write(self.out)
+        if last:
+            self.reserve.release()
+        path = self.summary.write(self.out)
+        if not last:
+            self.reserve.cover(path.stat().st_size)
+
+    def stopped_by(self, exc: OSError) -> None:
+        """An OS error (a full disk, most often) stops the run: run.json says so where it still can."""
+        self.summary.stopped = write_failure(exc)
+        with contextlib.suppress(OSError):
+            self.checkpoint(last=True)
 
     def finished(self, outcome: EpisodeResult) -> None:  # called under the rollout's lock
         record = EpisodeRecord.of(outcome)
@@ -511,16 +529,16 @@ class _RunBook:
             started = [s for s in todo if s.index in self.cancel.started]
             summary.cancelled = cancelled_entries(started, self.cut_short, self.records)
             with contextlib.suppress(OSError):
-                self.checkpoint()
+                self.checkpoint(last=True)
             raise
-        except OSError as exc:  # a full disk, most often: the run says so where it still can
-            summary.stopped = write_failure(exc)
-            with contextlib.suppress(OSError):
-                self.checkpoint()
+        except OSError as exc:
+            self.stopped_by(exc)
             raise
         else:
             summary.resume = None  # nothing left to resume
-        self.checkpoint()
+        finally:
+            self.reserve.release()  # whatever stopped the run (a bug too): its room goes back
+        self.checkpoint(last=True)
 
 
 def cancelled_entries(

@@ -6,12 +6,16 @@ its writer (`.run.json.<pid>-<host>-<random>.tmp`), then is renamed over the tar
 sees the old file or the new one, never half of one. A failed write (a full disk, a kill) removes
 its temporary file, and its OSError names the target. A temporary file whose writer died before
 it could clean up (kill -9, power loss) is removed by `remove_stale_temps`, which runs, resumes
-and file stores call on the folders they open.
+and file stores call on the folders they open. Temporary folders (an episode's file store, a
+rollout worker's staging folder) are named after their process in the same way
+(`owned_prefix`), so that those of a process killed before it removed them go with the next run
+(`remove_orphaned_dirs`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import mimetypes
 import os
@@ -19,6 +23,7 @@ import re
 import secrets
 import shutil
 import socket
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,7 +102,17 @@ def _alive(pid: int) -> bool:
         return False
     except OSError:  # EPERM: another user's process, alive
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A process that has exited and waits for its parent to reap it (on Linux; where the init
+    of a container never reaps, for good): dead, whatever signal 0 says."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    return stat_line.rpartition(")")[2].split()[:1] == ["Z"]  # the state, after "(command name)"
 
 
 def is_stale_temp(name: str) -> bool:
@@ -120,6 +135,107 @@ def remove_stale_temps(folder: Path | str, *, recursive: bool = False) -> list[P
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
                 removed.append(tmp)
+    return removed
+
+
+class SpaceReserve:
+    """Room kept on a disk for one last write when the disk fills up: a hidden file beside `path`,
+    named as a temporary file of an atomic write of `path` (so that one a killed process left goes
+    with `remove_stale_temps`). `cover(n)` keeps room for a write of `path` of up to n bytes (twice
+    n, at least `minimum`); `release()` gives the room back, just before that write: a run's
+    run.json then says why the run stopped, even on a disk that a trace or an image filled."""
+
+    def __init__(self, path: Path | str, *, minimum: int = 64 * 1024) -> None:
+        self.path = Path(path)
+        self.file = temp_path(self.path)
+        self.minimum = minimum
+        self.size = 0  # bytes held
+
+    def cover(self, needed: int) -> None:
+        """Hold room for a write of `needed` bytes; an OSError naming `path` (ENOSPC) when the
+        disk has no room for it, the room held before kept."""
+        want = max(self.minimum, 2 * needed)
+        if want <= self.size:
+            return
+        try:
+            fd = os.open(self.file, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise with_filename(exc, self.path) from None
+        try:
+            _allocate(fd, self.size, want - self.size)
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # what was held stays held, and no more
+                os.ftruncate(fd, self.size)
+            if self.size == 0:
+                self.release()
+            raise with_filename(exc, self.path) from None
+        finally:
+            os.close(fd)
+        self.size = want
+
+    def release(self) -> None:
+        """Give the room back (remove the file)."""
+        with contextlib.suppress(FileNotFoundError):
+            self.file.unlink()
+        self.size = 0
+
+
+def _allocate(fd: int, offset: int, length: int) -> None:
+    """Blocks of the disk for bytes offset .. offset+length of the file: fallocate where the
+    file system has it, else bytes written (not zeros, which a compressing file system stores in
+    nothing)."""
+    try:
+        os.posix_fallocate(fd, offset, length)
+        return
+    except AttributeError:  # no posix_fallocate (macOS)
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
+    chunk = memoryview(secrets.token_bytes(64 * 1024))
+    os.lseek(fd, offset, os.SEEK_SET)
+    while length > 0:
+        length -= os.write(fd, chunk[: min(len(chunk), length)])
+    os.fsync(fd)
+
+
+# ---- temporary folders named after their process ----------------------------------------------
+FILES_PREFIX = "toolgym-files-"  # a file store of its own (an episode's: images tools drew)
+# <prefix><pid>-<host>-<random>: a folder whose process died without removing it (kill -9, out of
+# memory) is known by its name, and the next run removes it (`remove_orphaned_dirs`)
+_OWNED_RE = re.compile(r"^(\d+)-([0-9a-f]{6})-[^/]+$")
+
+
+def owned_prefix(prefix: str) -> str:
+    """The `prefix` of a temporary folder (`tempfile.mkdtemp(prefix=...)`) that names the process
+    and host making it: `<prefix><pid>-<host>-`, then mkdtemp's random part."""
+    return f"{prefix}{os.getpid()}-{_HOST}-"
+
+
+def remove_orphaned_dirs(prefix: str, dir: str | Path | None = None) -> list[Path]:
+    """Remove the temporary folders in `dir` named with `owned_prefix(prefix)` whose process is
+    gone (on this host; those of live processes, of other hosts and of other users stay, and so
+    does a link). `dir`: the system's temporary folder when None. Returns what was removed."""
+    folder = Path(dir if dir is not None else tempfile.gettempdir())
+    removed: list[Path] = []
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.startswith(prefix))
+    except OSError:
+        return removed
+    for name in names:
+        match = _OWNED_RE.match(name[len(prefix) :])
+        if match is None or match[2] != _HOST or _alive(int(match[1])):
+            continue
+        path = folder / name
+        try:  # lstat: a link is never followed, a folder of another user is not ours to remove
+            info = path.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            removed.append(path)
     return removed
 
 
@@ -177,8 +293,10 @@ class FileStore:
     def __init__(self, root: Path | str | None = None, *, shared: bool = False) -> None:
         self.shared = shared
         if root is None:
+            # named after this process: a run killed before it could remove the folder leaves
+            # it to the next run (`remove_orphaned_dirs(FILES_PREFIX)`)
             self._tmp: tempfile.TemporaryDirectory[str] | None = tempfile.TemporaryDirectory(
-                prefix="toolgym-files-"
+                prefix=owned_prefix(FILES_PREFIX)
             )
             root = self._tmp.name
         else:

@@ -5,26 +5,34 @@ README's everyday loop and example agent as written."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
+import secrets
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import psutil  # type: ignore[import-untyped]  # in the dev install (accelerate and trl need it)
 import pytest
 
 from tests.models.fake_openai import FakeOpenAI, Fault, Reply, calls, serve, text
-from toolgym.envs.demo import demo_tasks_path
+from toolgym.envs.demo import demo_tasks_path, mock_task_paths
+from toolgym.envs.rollouts import STAGING_PREFIX, staging_root
+from toolgym.files import FILES_PREFIX, FileStore, owned_prefix
 from toolgym.running.trials import RunSummary, run_trials
 from toolgym.tasks import TaskSet
+from toolgym.toolservers.registry import default_toolset
 
 REPO = Path(__file__).resolve().parents[2]
 MTU_TASKS = 19  # the bundled mtu set
@@ -184,6 +192,132 @@ def test_kill_9_loses_only_the_episodes_in_flight(tmp_path: Path) -> None:
     assert resumed.returncode == 0, resumed.stderr
     assert len(fake.requests) - asked == MTU_TASKS - len(kept)  # one request per episode not kept
     assert len(summary(out).episodes) == MTU_TASKS
+
+
+# ---- kill -9: what a killed run leaves (issue 34) ------------------------------------------------
+RUN_MARK = "TOOLGYM_TEST_RUN"  # in the environment of a run: every process it starts inherits it
+GONE_S = 20.0  # the bound the issue sets for a killed run's processes to go, generous for a loaded box
+WORKERS_RUN = ("run", "--tasks", "ctool", "--tasks", "mtu", "--trials", "40", "--workers", "2")
+
+
+def marked(mark: str) -> list[psutil.Process]:
+    """The live processes started with `RUN_MARK=mark` in their environment: a run and all it
+    started (Python's forkserver and resource tracker, the pool's workers), whoever their parent
+    is now; zombies are dead (only not reaped yet) and left out."""
+    found = []
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if process.environ().get(RUN_MARK) == mark and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process)
+    return found
+
+
+def episodes_in(out: Path) -> int:
+    try:
+        return len(summary(out).episodes)
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def staging_of(pids: Iterable[int]) -> list[Path]:
+    """The staging folders of the worker processes `pids` (named after their pid)."""
+    root = Path(staging_root() or tempfile.gettempdir())
+    prefixes = tuple(f"{STAGING_PREFIX}{pid}-" for pid in pids)
+    return sorted(p for p in root.iterdir() if p.name.startswith(prefixes)) if prefixes else []
+
+
+def next_run(out: Path) -> None:
+    """A short run after a killed one (in this process, which stays alive)."""
+    tasks = TaskSet.load(next(p for p in mock_task_paths() if p.stem == "mtu"))
+    first = TaskSet([next(iter(tasks))], base_dir=tasks.base_dir)
+    done = run_trials([("mtu", first)], "oracle", out=out, toolset=default_toolset())
+    assert [e.success for e in done.episodes] == [True]
+
+
+def test_kill_9_of_a_run_on_worker_processes_leaves_no_process_behind(tmp_path: Path) -> None:
+    """Its workers, forkserver and resource tracker go within seconds (they used to wait for
+    work for good, 2 x 110 MiB per kill), and the next run leaves no staging folder of theirs."""
+    mark = secrets.token_hex(8)
+    proc = start(*WORKERS_RUN, "--out", str(tmp_path / "run"), cwd=tmp_path, env=cli_env(**{RUN_MARK: mark}))
+    try:
+        wait_for(lambda: episodes_in(tmp_path / "run") >= 1 and len(marked(mark)) >= 5, "two workers at work")
+        tree = {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
+        run = {p.pid: p.ppid() for p in marked(mark)}
+        workers = [pid for pid, parent in run.items() if pid != proc.pid and parent != proc.pid]
+        assert tree <= set(run) and len(tree) >= 4 and len(workers) == 2  # the mark finds them all
+    finally:
+        proc.kill()
+        proc.communicate(timeout=WAIT_S)
+    deadline = time.monotonic() + GONE_S
+    while marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = marked(mark)
+    assert left == [], [(p.pid, p.ppid(), " ".join(p.cmdline())[:120]) for p in left]
+    next_run(tmp_path / "next")
+    assert staging_of(workers) == []
+
+
+def test_the_next_run_removes_the_staging_folders_a_killed_runs_workers_left(tmp_path: Path) -> None:
+    """The whole run killed at once (kill -9 of its process group: the workers had no time to
+    clean up): the next run removes their staging folders, and keeps a live process's."""
+    mark = secrets.token_hex(8)
+    proc = subprocess.Popen(
+        toolgym_argv(*WORKERS_RUN, "--out", str(tmp_path / "run")),
+        cwd=tmp_path,
+        env=cli_env(**{RUN_MARK: mark}),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group, which the kill takes whole
+    )
+    try:
+        wait_for(lambda: len(staging_of(p.pid for p in marked(mark))) == 2, "both workers staging episodes")
+        killed = staging_of(p.pid for p in marked(mark))
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=WAIT_S)
+    wait_for(lambda: marked(mark) == [], "the killed run's processes gone")
+    assert all(folder.is_dir() for folder in killed)
+    live = Path(tempfile.mkdtemp(prefix=owned_prefix(STAGING_PREFIX), dir=staging_root()))  # this process's
+    try:
+        next_run(tmp_path / "next")
+        assert [folder for folder in killed if folder.exists()] == [] and live.is_dir()
+    finally:
+        shutil.rmtree(live, ignore_errors=True)
+
+
+def test_the_next_run_removes_the_file_store_of_a_killed_in_process_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run in one process keeps its episodes' files (images tools drew) in a temporary folder;
+    kill -9 leaves it, and the next run removes it, but not the store of a live process."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "run"
+    proc = start(
+        "run",
+        "--tasks",
+        "mtu",
+        "--trials",
+        "200",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+        env=cli_env(TMPDIR=str(tmp)),
+    )
+    try:
+        wait_for(lambda: episodes_in(out) >= 1, "an episode in run.json")
+    finally:
+        proc.kill()
+        proc.communicate(timeout=WAIT_S)
+    killed = sorted(p for p in tmp.iterdir() if p.name.startswith(FILES_PREFIX))
+    assert killed and all(folder.is_dir() for folder in killed)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    live = FileStore()  # this process's, as a run beside the next one has
+    try:
+        next_run(tmp_path / "next")
+        assert sorted(p for p in tmp.iterdir() if p.name.startswith(FILES_PREFIX)) == [live.root]
+    finally:
+        live.close()
 
 
 def test_retry_aborted_reruns_only_the_aborted_episodes(tmp_path: Path) -> None:

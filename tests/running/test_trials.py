@@ -3,7 +3,9 @@ against the scripted local server, aborted episodes, and the `toolgym run` comma
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from collections.abc import Mapping
 from itertools import combinations
 from pathlib import Path
@@ -402,6 +404,39 @@ def test_a_full_disk_stops_the_run_says_where_in_run_json_and_one_line_then_resu
             ("caption-cat", 1.0),
         ]
         assert temps(disk) == [] and all(read_trace(out / e["trace"]).complete for e in summary["episodes"])
+
+
+def test_a_disk_filled_to_its_last_byte_mid_run_still_gets_why_the_run_stopped_in_run_json(
+    tmp_path: Path,
+) -> None:
+    """Issue 34: the disk fills up whole (another writer took every byte) after the first episode;
+    the next write fails, and run.json, which then has no room for its own rewrite, still says why
+    the run stopped: the run kept room for it, and gives it back for that last write."""
+    from tests.writes import fill, small_disk, temps
+
+    tasks = only(mock_set("mtu"), "mtu-door-003", "mtu-balance-002")
+    with small_disk(tmp_path / "disk", "1m") as disk:
+        out = disk / "run"
+        fillers: list[Path] = []
+
+        def fill_the_disk(record: EpisodeRecord) -> None:
+            if not fillers:
+                fillers.append(fill(disk, leave=0))
+                assert os.statvfs(disk).f_bavail == 0
+
+        with pytest.raises(OSError) as stop:
+            run_trials(
+                [("mtu", tasks)], "oracle", out=out, toolset=default_toolset(), on_episode=fill_the_disk
+            )
+        assert stop.value.errno == errno.ENOSPC
+        summary = RunSummary.load(out)
+        assert [e.task_id for e in summary.episodes] == [tasks[0].id]
+        assert summary.stopped is not None and summary.stopped.startswith(f"the disk is full: {out}/")
+        assert summary.stopped.endswith(": No space left on device") and temps(disk) == []
+        fillers[0].unlink()
+        resumed = run_trials([("mtu", tasks)], "oracle", out=out, toolset=default_toolset())
+    assert resumed.stopped is None
+    assert [(e.task_id, e.success) for e in resumed.episodes] == [(t.id, True) for t in tasks]
 
 
 def test_a_resume_removes_what_writers_killed_mid_write_left(tmp_path: Path) -> None:

@@ -1,15 +1,26 @@
 """toolgym.files' atomic writes: on a real full disk (a small tmpfs) and after a writer killed
-with SIGKILL mid-write."""
+with SIGKILL mid-write; temporary folders of dead processes; room kept for a last write."""
 
 from __future__ import annotations
 
 import errno
+import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from tests.writes import fill, killed_writer, small_disk, start_writer, temps
-from toolgym.files import FileStore, remove_stale_temps, write_atomically
+from toolgym.files import (
+    FileStore,
+    SpaceReserve,
+    owned_prefix,
+    remove_orphaned_dirs,
+    remove_stale_temps,
+    write_atomically,
+)
 
 
 def test_a_write_to_a_full_disk_keeps_the_old_file_leaves_no_temp_and_names_the_file(
@@ -65,3 +76,58 @@ def test_opening_a_file_store_removes_the_blobs_a_killed_writer_left(tmp_path: P
     assert len(temps(tmp_path)) == 1
     again = FileStore(tmp_path)
     assert temps(tmp_path) == [] and again.put_bytes(b"kept") == kept
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    proc = subprocess.Popen([sys.executable, "-c", ""])
+    proc.wait()
+    return proc.pid
+
+
+def test_orphaned_temp_folders_of_dead_processes_go_and_the_others_stay(tmp_path: Path) -> None:
+    prefix = "toolgym-test-"
+    mine = Path(tempfile.mkdtemp(prefix=owned_prefix(prefix), dir=tmp_path))  # a live process's
+    host = mine.name.removeprefix(prefix).split("-")[1]
+    dead = tmp_path / f"{prefix}{dead_pid()}-{host}-x1"
+    (dead / "sub").mkdir(parents=True)
+    (dead / "sub" / "image.png").write_bytes(b"drawn")
+    kept = [
+        tmp_path / f"{prefix}{dead_pid()}-000000-x2",  # another host's: its pids say nothing here
+        tmp_path / f"{prefix}x3",  # named without its process (an older version's)
+        tmp_path / f"other-{dead_pid()}-{host}-x4",  # another prefix
+    ]
+    for folder in kept:
+        folder.mkdir()
+    target = tmp_path / "target"
+    target.mkdir()
+    link = tmp_path / f"{prefix}{dead_pid()}-{host}-x5"
+    link.symlink_to(target)  # a link is never followed nor removed
+    assert remove_orphaned_dirs(prefix, tmp_path) == [dead]
+    assert not dead.exists() and mine.is_dir() and all(folder.is_dir() for folder in kept)
+    assert link.is_symlink() and target.is_dir()
+    assert remove_orphaned_dirs(prefix, tmp_path / "missing") == []
+
+
+def test_a_space_reserve_holds_room_until_released_and_keeps_it_on_a_full_disk(tmp_path: Path) -> None:
+    with small_disk(tmp_path / "disk", "1m") as disk:
+
+        def free() -> int:
+            stat = os.statvfs(disk)
+            return stat.f_bavail * stat.f_frsize
+
+        reserve = SpaceReserve(disk / "run.json", minimum=64 * 1024)
+        before = free()
+        reserve.cover(1000)  # the minimum
+        assert before - free() >= 64 * 1024 and temps(disk) == [reserve.file]
+        reserve.cover(100 * 1024)  # twice what it covers
+        assert before - free() >= 200 * 1024
+        filler = fill(disk, leave=0)
+        with pytest.raises(OSError) as info:
+            reserve.cover(600 * 1024)
+        assert info.value.errno == errno.ENOSPC and info.value.filename == str(disk / "run.json")
+        assert reserve.file.stat().st_size == 200 * 1024  # the room it held, still held
+        reserve.release()
+        assert temps(disk) == [] and free() >= 200 * 1024
+        write_atomically(disk / "run.json", b"x" * 150 * 1024)  # the last write gets the room
+        filler.unlink()
