@@ -35,7 +35,7 @@ from starlette.routing import Route
 from toolgym.envs.runner import FILES_DIR
 from toolgym.errors import ErrorKind
 from toolgym.files import write_atomically
-from toolgym.http import BearerCookie, Credentials, Exposure, ServerThread, secure
+from toolgym.http import BearerCookie, CookieLogins, Credentials, Exposure, ServerThread, secure
 from toolgym.running.trials import (
     EpisodeRecord,
     LoadedTrace,
@@ -211,7 +211,10 @@ def viewer_app(
 ) -> Starlette:
     """The viewer as an app on the shared HTTP toolkit: one page at `/`, read again on every load
     (a reload shows a run that is still going). With credentials, a browser logs in once at
-    `/login?token=...`, which sets a same-site-only cookie; programs may send the bearer header."""
+    `/login?token=...`, which sets an HttpOnly, same-site-only cookie holding an HMAC of the token
+    under a secret of this app (`CookieLogins`), never the token; programs may send the bearer header."""
+    credentials = exposure.credentials
+    logins = CookieLogins(credentials) if credentials is not None else None
 
     def page(request: Request) -> Response:
         try:
@@ -221,18 +224,17 @@ def viewer_app(
         return HTMLResponse(body, headers={"Cache-Control": "no-store"})
 
     def login(request: Request) -> Response:
-        token = request.query_params.get("token", "")
-        credentials = exposure.credentials
-        if credentials is None or credentials.client(token.encode()) is None:
+        token = request.query_params.get("token", "").encode()
+        if credentials is None or logins is None or credentials.client(token) is None:
             return PlainTextResponse("wrong or missing token", 401)
         response = RedirectResponse("/", 303)  # the token leaves the address bar
-        response.set_cookie(_COOKIE, token, httponly=True, samesite="strict")
+        response.set_cookie(_COOKIE, logins.cookie_for(token), httponly=True, samesite="strict")
         return response
 
     app = Starlette(routes=[Route("/", page), Route("/index.html", page), Route(LOGIN_PATH, login)])
     secure(app, exposure)
-    if exposure.credentials is not None:
-        app.add_middleware(BearerCookie, cookie=_COOKIE)  # outermost: turns the cookie into the header
+    if logins is not None:  # outermost: turns a login cookie into the bearer header
+        app.add_middleware(BearerCookie, cookie=_COOKIE, logins=logins)
     return app
 
 

@@ -1,5 +1,5 @@
 """The HTTP toolkit of every server toolgym starts (the tool server, the env service, the mock-app
-service, MCP over HTTP and the trace viewer): one rule for who may reach them, applied by `secure`.
+service, MCP over HTTP, the trace viewer and serve-model's guard): one rule for who may reach them, applied by `secure`.
 
 - Exposure (`Exposure`, `check_bind`): loopback by default; any other address needs a bearer token
   of at least MIN_TOKEN_CHARS characters. `Credentials` may name several clients, each with its own
@@ -10,7 +10,8 @@ service, MCP over HTTP and the trace viewer): one rule for who may reach them, a
 - JSON out (`json_bytes`, `json_response`) and strict JSON in (`parse_json`): a body that is not
   UTF-8, not JSON, nested past `MAX_JSON_DEPTH`, with NaN, Infinity or numbers past what Python
   converts, is a `BodyError` (a typed 4xx for the client), never a 500.
-- ASGI middleware: `BearerAuth` (401), `BearerCookie` (a browser's token, for the viewer),
+- ASGI middleware: `BearerAuth` (401), `BearerCookie` (a browser's login, for the viewer: the cookie
+  holds `CookieLogins`' HMAC of the token, never the token),
   `BodyLimit` (413), `BodyTimeout` (408 for a body that arrives too slowly), and `StrictJSONRoute`,
   FastAPI's documented custom-route hook, so that FastAPI endpoints parse bodies with `parse_json`.
 - Serving: `uvicorn_config` (with `header_timeout_s`: a connection that does not finish its
@@ -30,6 +31,7 @@ import json
 import math
 import os
 import re
+import secrets
 import socket
 import threading
 import time
@@ -297,22 +299,49 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-class BearerCookie:
-    """A browser's bearer token from a cookie (a page cannot send the header on a navigation):
-    with no Authorization header, the named cookie's value is passed on as one, to BearerAuth.
-    Pair it with a same-site-only cookie, so that no other site's page sends it."""
+class CookieLogins:
+    """What a browser's login cookie holds: never the bearer token, but an HMAC of it under a
+    secret this object draws (one per server process: a restart logs browsers out). The cookie
+    authenticates to this server only, and neither it nor a copy of it gives the token away."""
 
-    def __init__(self, app: ASGIApp, cookie: str) -> None:
+    def __init__(self, credentials: Credentials, secret: bytes | None = None) -> None:
+        self._secret = secret if secret is not None else secrets.token_bytes(32)
+        # the derived value -> the token it stands for, kept in this process only
+        self._tokens = tuple((self.cookie_for(token).encode(), token) for token, _ in credentials._tokens)
+
+    def cookie_for(self, token: bytes) -> str:
+        """The cookie value of a login with `token` (check the token first: `Credentials.client`)."""
+        return hmac.new(self._secret, b"toolgym-login\0" + token, "sha256").hexdigest()
+
+    def token_for(self, cookie: bytes) -> bytes | None:
+        """The token a cookie value stands for, or None (a forged, stale or raw-token cookie).
+        Compares with every value in constant time."""
+        found = None
+        for value, token in self._tokens:
+            if hmac.compare_digest(cookie, value):
+                found = token
+        return found
+
+
+class BearerCookie:
+    """A browser's login from a cookie (a page cannot send the header on a navigation): with no
+    Authorization header, the token the named cookie's value stands for (`CookieLogins`) is
+    passed on as one, to BearerAuth; any other cookie value is ignored (BearerAuth then answers
+    401). Pair it with a same-site-only cookie, so that no other site's page sends it."""
+
+    def __init__(self, app: ASGIApp, cookie: str, logins: CookieLogins) -> None:
         self.app = app
         self.prefix = f"{cookie}=".encode()
+        self.logins = logins
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = scope.get("headers") or []
         if scope["type"] == "http" and not any(k == b"authorization" for k, _ in headers):
             cookies = (c.strip() for k, v in headers if k == b"cookie" for c in v.split(b";"))
             value = next((c[len(self.prefix) :] for c in cookies if c.startswith(self.prefix)), None)
-            if value:
-                scope = {**scope, "headers": [*headers, (b"authorization", b"Bearer " + value)]}
+            token = self.logins.token_for(value) if value else None
+            if token is not None:
+                scope = {**scope, "headers": [*headers, (b"authorization", b"Bearer " + token)]}
         await self.app(scope, receive, send)
 
 
@@ -597,7 +626,7 @@ def check_bind(host: str, token: str | Credentials | None) -> None:
 @dataclass(frozen=True)
 class Exposure:
     """Who may reach a server and how: the one rule of every server toolgym starts (tool server,
-    env service, mock service, MCP over HTTP, trace viewer)."""
+    env service, mock service, MCP over HTTP, trace viewer, serve-model)."""
 
     host: str | None = "127.0.0.1"  # where it is bound; None: a unix socket
     credentials: Credentials | None = None  # None: no token (loopback and unix sockets only)

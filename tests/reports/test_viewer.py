@@ -421,6 +421,39 @@ def test_viewer_beyond_loopback_needs_a_token_and_a_login(runs: Runs) -> None:
         assert bearer.status_code == 200
 
 
+def test_the_login_cookie_is_a_derived_value_never_the_token() -> None:
+    """The login's cookie holds an HMAC of the token under the server's own secret: the token is
+    nowhere in Set-Cookie, the cookie logs the browser in, and any other value does not (the raw
+    token, another server's cookie for the same token, a value one character off)."""
+    from toolgym.http import Credentials
+
+    token = "viewer-token-0123456789"
+    credentials = Credentials({"default": token})
+    with (
+        serve_viewer([], {}, credentials=credentials) as url,
+        serve_viewer([], {}, credentials=credentials) as other_url,
+        httpx.Client(base_url=url, timeout=60) as browser,
+    ):
+        login = browser.get("/login", params={"token": token})
+        assert login.status_code == 303
+        set_cookie = login.headers["set-cookie"]
+        assert token not in set_cookie
+        name, _, value = set_cookie.split(";", 1)[0].partition("=")
+        assert re.fullmatch(r"[0-9a-f]{64}", value), set_cookie
+        flags = {flag.strip().lower() for flag in set_cookie.split(";")[1:]}
+        assert "httponly" in flags and "samesite=strict" in flags
+        page = browser.get("/")  # the cookie the login set
+        assert page.status_code == 200 and "<html" in page.text.lower()
+        other = httpx.get(f"{other_url}login", params={"token": token}, timeout=60)
+        other_value = other.cookies[name]
+        assert other_value != value  # each server its own secret
+        off_by_one = value[:-1] + ("0" if value[-1] != "0" else "1")
+        for forged in (token, other_value, off_by_one, "0" * 64):
+            refused = httpx.get(url, headers={"cookie": f"{name}={forged}"}, timeout=60)
+            assert refused.status_code == 401, forged
+        assert httpx.get(url, headers={"cookie": f"{name}={value}"}, timeout=60).status_code == 200
+
+
 def test_view_refuses_an_open_bind_without_a_token(runs: Runs) -> None:
     result = subprocess.run(
         [
