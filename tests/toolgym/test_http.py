@@ -4,6 +4,7 @@ middleware (real servers on 127.0.0.1)."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import socket
 import subprocess
@@ -126,6 +127,13 @@ def _served(name: str) -> Iterator[Served]:
         with serve_viewer([], {}) as url:
             yield Served(name, url.rstrip("/"), "/", b"{}", "/")
         return
+    if name == "serve-model":  # transformers serve's app behind the guard; no model pinned, none loaded
+        from toolgym.models.serve_model import model_server_app, model_server_exposure, transformers_app
+
+        served = model_server_app(transformers_app(None), model_server_exposure())
+        with http.ServerThread(served) as url:  # an unexpected field: transformers' own 422
+            yield Served(name, url, "/v1/chat/completions", b'{"return_token_ids":true}', "/health")
+        return
     if name == "mcp":
         app, close_all = http_app(make_config(apps=["banking"]))
         try:
@@ -149,7 +157,19 @@ def _served(name: str) -> Iterator[Served]:
         yield Served(name, url, path, body, read_path)
 
 
-SERVERS = ["tool server", "env service", "mock service", "mcp", "viewer"]
+SERVERS = [
+    "tool server",
+    "env service",
+    "mock service",
+    "mcp",
+    "viewer",
+    pytest.param(
+        "serve-model",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("transformers") is None, reason="transformers comes with toolgym[ml]"
+        ),
+    ),
+]
 JSON = {"content-type": "application/json"}
 
 
