@@ -29,7 +29,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
@@ -46,7 +46,7 @@ from toolgym.models.hf_models import (
     model_files,
     parse_hf_spec,
 )
-from toolgym.models.llm import ChatResult, LLMAgent, LLMCancelled, Usage
+from toolgym.models.llm import ChatResult, LLMAgent, LLMCancelled, ThreadedChatClient, Turn, Usage
 from toolgym.trace import TurnTokens
 
 HF_PROTOCOLS = ("react", "json")  # the text protocols: the instructions carry the tools
@@ -173,99 +173,43 @@ def load_model(config: HFConfig) -> HFModel:
         return _models[key]
 
 
-class HFChatClient:
-    """`LLMAgent`'s client for a model in this process: each `complete` renders the messages with
-    the chat template and generates; the answer comes back as a chat completion with the turn's
-    real tokens. `usage` counts the tokens and time of every turn, as ChatClient's does."""
+class HFChatClient(ThreadedChatClient[HFConfig]):
+    """`LLMAgent`'s client for a model in this process: each turn renders the messages with the
+    chat template and generates; the answer comes back as a chat completion with the turn's real
+    tokens. The request as the trace keeps it, `usage` and `cancel()` are every chat client's
+    (`toolgym.models.llm.BaseChatClient`)."""
 
     def __init__(self, config: HFConfig, model: HFModel | None = None) -> None:
-        self.config = config
+        super().__init__(config)
         self.model = model or load_model(config)
-        self.usage = Usage()
-        self.turns_without_tokens = 0  # never: every turn has its tokens
-        self._lock = threading.Lock()
-        self._cancelled = threading.Event()
 
-    def cancel(self) -> None:
-        """Stop spending: no turn starts from now on, and the one generating stops before its
-        next token (LLMCancelled, with what the turn spent). Safe from a signal handler or any
-        thread."""
-        self._cancelled.set()
+    def _cancelled_error(self, spent: Usage | None = None) -> LLMCancelled:
+        if spent is None:
+            return LLMCancelled(f"{self.config.model}: not generated, the run was cancelled")
+        return LLMCancelled(
+            f"{self.config.model}: generation stopped after {spent.completion_tokens} tokens, "
+            "the run was cancelled",
+            usage=spent,
+        )
 
-    def request_body(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        seed: int | None = None,
-        stop: Sequence[str] | None = None,
-    ) -> dict[str, Any]:
-        """The request as the trace keeps it: the messages and the generation settings."""
-        cfg = self.config
-        body: dict[str, Any] = {"model": cfg.model, "messages": [dict(m) for m in messages]}
-        optional = {
-            "temperature": cfg.temperature,
-            "top_p": cfg.top_p,
-            "seed": cfg.seed if seed is None else seed,
-            "max_tokens": cfg.max_new_tokens,
-            "stop": list(stop) if stop else None,
-        }
-        body.update({k: v for k, v in optional.items() if v is not None})
-        if tools:
-            body["tools"] = [dict(t) for t in tools]
-        return body
-
-    def complete(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        seed: int | None = None,
-        stop: Sequence[str] | None = None,
-    ) -> ChatResult:
+    def _answer(self, turn: Turn) -> ChatResult:
         """One turn of the model on these messages (tools are the instructions' business)."""
-        if self._cancelled.is_set():
-            raise LLMCancelled(f"{self.config.model}: not generated, the run was cancelled")
         started = time.perf_counter()
-        config = self.config if seed is None else _with_seed(self.config, seed)
-        prompt = self.model.render(messages)
-        gen = self.model.generate(prompt, config, stop=stop or (), cancelled=self._cancelled.is_set)
-        elapsed = time.perf_counter() - started
-        usage = Usage(
-            prompt_tokens=len(gen.prompt_ids),
-            completion_tokens=len(gen.completion_ids),
-            total_tokens=len(gen.prompt_ids) + len(gen.completion_ids),
-            requests=1,
-            latency_s=elapsed,
+        config = self.config if turn.seed is None else replace(self.config, seed=turn.seed)
+        prompt = self.model.render(turn.messages)
+        gen = self.model.generate(prompt, config, stop=turn.stop or (), cancelled=self._cancelled.is_set)
+        usage = Usage.of_request(
+            len(gen.prompt_ids), len(gen.completion_ids), latency_s=time.perf_counter() - started
         )
-        with self._lock:
-            self.usage.add(usage)
         if gen.cancelled:
-            raise LLMCancelled(
-                f"{self.config.model}: generation stopped after {len(gen.completion_ids)} tokens, "
-                "the run was cancelled",
-                usage=usage,
-            )
-        completion = _completion(self.config.model, gen)
-        return ChatResult(
-            message=completion.choices[0].message,
-            finish_reason=gen.finish_reason,
-            usage=usage,
-            completion=completion,
-            raw=completion.model_dump_json(exclude_unset=True),
-            tokens=TurnTokens(
-                prompt_ids=gen.prompt_ids, completion_ids=gen.completion_ids, logprobs=gen.logprobs
-            ),
+            raise self._cancelled_error(usage)
+        tokens = TurnTokens(
+            prompt_ids=gen.prompt_ids, completion_ids=gen.completion_ids, logprobs=gen.logprobs
         )
+        return ChatResult.of_chat(_completion(self.config.model, gen), usage, tokens=tokens)
 
     def close(self) -> None:
         """Nothing to release: the model stays loaded for the process's other runs."""
-
-
-def _with_seed(config: HFConfig, seed: int) -> HFConfig:
-    from dataclasses import replace
-
-    return replace(config, seed=seed)
 
 
 def _completion(model: str, gen: Generation) -> ChatCompletion:

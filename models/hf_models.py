@@ -68,6 +68,11 @@ class HFConfig:
     def greedy(self) -> bool:
         return not self.temperature
 
+    @property
+    def max_tokens(self) -> int:
+        """`max_new_tokens`, as a chat request names it (what the trace keeps)."""
+        return self.max_new_tokens
+
 
 def bundled_model(name: str) -> tuple[Path, str]:
     """The folder and file of a bundled model, found without importing its package (importing

@@ -215,6 +215,20 @@ class Usage:
         self.latency_s += other.latency_s
 
     @classmethod
+    def of_request(
+        cls, prompt_tokens: int, completion_tokens: int, *, latency_s: float, retries: int = 0, total: int = 0
+    ) -> Usage:
+        """One answered request (`total`: the server's own total, where it sent one)."""
+        return cls(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            total_tokens=total or prompt_tokens + completion_tokens,
+            requests=1,
+            retries=retries,
+            latency_s=latency_s,
+        )
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, int | float]) -> Usage:
         return cls(
             prompt_tokens=int(data.get("prompt_tokens", 0)),
@@ -250,6 +264,28 @@ class ChatResult:
     raw: str
     output: list[ResponseOutputItem] = field(default_factory=list)
     tokens: TurnTokens | None = None  # with LLMConfig.token_ids, when the server returned them
+
+    @classmethod
+    def of_chat(
+        cls,
+        completion: ChatCompletion,
+        usage: Usage,
+        *,
+        raw: str | None = None,
+        tokens: TurnTokens | None = None,
+    ) -> ChatResult:
+        """A chat completion's answer: its first choice's message and finish reason; `raw` is the
+        body as the server sent it (by default the completion's own JSON)."""
+        choice = completion.choices[0]
+        reason = getattr(choice, "finish_reason", None)
+        return cls(
+            message=choice.message,
+            finish_reason=reason if isinstance(reason, str) else None,
+            usage=usage,
+            completion=completion,
+            raw=completion.model_dump_json(exclude_unset=True) if raw is None else raw,
+            tokens=tokens,
+        )
 
 
 # what vLLM's OpenAI server takes to return token ids (>= 0.10.2) and logprobs; older versions
@@ -334,40 +370,204 @@ NO_KEY = "no-key"  # what the SDK is given when there is no key; never sent
 RAW_RESPONSE = {"headers": {RAW_RESPONSE_HEADER: "true"}}
 
 
-class _ClientCore:
-    """What the sync and async clients share: settings, request bodies, parsing the SDK's answer
-    into a ChatResult, the refused-vs-unavailable split, token accounting. Only the call differs."""
+class ChatSettings(typing.Protocol):
+    """What a chat client reads of its settings (LLMConfig has them, and HFConfig)."""
 
-    def __init__(self, config: LLMConfig) -> None:
-        if config.concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        if config.max_retries < 0:
-            raise ValueError("max_retries must be >= 0")
+    @property
+    def api(self) -> Literal["chat", "responses"]: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def temperature(self) -> float | None: ...
+
+    @property
+    def top_p(self) -> float | None: ...
+
+    @property
+    def seed(self) -> int | None: ...
+
+    @property
+    def max_tokens(self) -> int | None: ...
+
+
+ConfigT = typing.TypeVar("ConfigT", bound=ChatSettings)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One request of an agent's turn, as a synchronous client answers it."""
+
+    messages: Sequence[Mapping[str, Any]]
+    tools: Sequence[Mapping[str, Any]] | None
+    seed: int | None
+    stop: Sequence[str] | None
+
+
+class BaseChatClient(typing.Generic[ConfigT]):
+    """What every chat client shares, a server's (ChatClient, AsyncChatClient) and a model's in this
+    process (`toolgym.models.hf_agent.HFChatClient`): the settings, the chat request (its body, and
+    what a trace keeps of it), token accounting (`usage`: every turn's tokens and time) and
+    cancellation (`cancel()`). Only how a turn is answered differs."""
+
+    def __init__(self, config: ConfigT) -> None:
         self.config = config
-        # the SDK's attempts for the current request (it retries inside one call): a context
-        # variable, so threads and asyncio tasks each count their own
-        self._attempts: ContextVar[list[int]] = ContextVar(f"attempts_{id(self)}")
         self._lock = threading.Lock()
         self.usage = Usage()
         self.turns_without_tokens = 0  # answers without token ids, when they were asked for
-        self.vllm_token_params = True  # until the server refuses them (_drop_refused_token_params)
         self._cancelled = threading.Event()
-        self._waiting: set[Callable[[], None]] = set()  # wakes the requests in flight
+        self._waiting: set[Callable[[], None]] = set()  # wakes the turns under way
         # reentrant: cancel() may run in a signal handler on a thread that holds it
         self._waiting_lock = threading.RLock()
 
     def cancel(self) -> None:
-        """Stop spending: from now on no request (or retry) is sent, and the requests in flight
-        are abandoned, each raising LLMCancelled at once. Safe from a signal handler or any thread."""
+        """Stop spending: from now on no turn starts (no request, no retry is sent), and the turns
+        under way are abandoned, each raising LLMCancelled at once. Safe from a signal handler or
+        any thread."""
         self._cancelled.set()
         with self._waiting_lock:
             waiting = list(self._waiting)
         for wake in waiting:
             wake()
 
+    def _label(self) -> str:
+        """Who answers, as errors name it."""
+        return self.config.model
+
+    def _cancelled_error(self, spent: Usage | None = None) -> LLMCancelled:
+        """What a turn raises once the client is cancelled (`spent`: what it had spent, where known)."""
+        return LLMCancelled(f"{self._label()}: not sent, the run was cancelled", usage=spent)
+
     def _refuse_if_cancelled(self) -> None:
         if self._cancelled.is_set():
-            raise LLMCancelled(f"{self.config.endpoint}: not sent, the run was cancelled")
+            raise self._cancelled_error()
+
+    def _spend(self, usage: Usage) -> None:
+        with self._lock:
+            self.usage.add(usage)
+
+    def request_body(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        seed: int | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """The request for these messages: the JSON body a server is sent (with api="responses":
+        input items), and what a trace keeps of every turn."""
+        body = self._history([dict(m) for m in messages])
+        if tools:
+            body["tools"] = [dict(t) for t in tools]
+            body["tool_choice"] = "auto"
+        body.update({k: v for k, v in self._sampling(seed, stop).items() if v is not None})
+        body.update(self._extra_params())
+        return body
+
+    def _history(self, history: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"model": self.config.model, "messages": history}
+
+    def _sampling(self, seed: int | None, stop: Sequence[str] | None) -> dict[str, Any]:
+        """How to generate, as a chat request says it (None: left out)."""
+        cfg = self.config
+        return {
+            "temperature": cfg.temperature,
+            "top_p": cfg.top_p,
+            "seed": cfg.seed if seed is None else seed,
+            "max_tokens": cfg.max_tokens,
+            "stop": list(stop) if stop else None,
+        }
+
+    def _extra_params(self) -> dict[str, Any]:
+        """Parameters beyond the chat API's own."""
+        return {}
+
+
+class ThreadedChatClient(BaseChatClient[ConfigT]):
+    """A synchronous client (what LLMAgent drives as a `ChatBackend`): `complete` answers a turn
+    (`_answer`) and counts what it spent, a turn cut short by `cancel()` too; what blocks (a
+    request, a generation) runs through `_abandonable`, on a helper thread `cancel()` abandons."""
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        seed: int | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> ChatResult:
+        """One turn. Once the client is cancelled: LLMCancelled, with what the turn had spent
+        where that is known (counted in `usage` too)."""
+        self._refuse_if_cancelled()
+        turn = Turn(messages, tools, seed, stop)
+        try:
+            result = self._answer(turn)
+        except LLMCancelled as exc:
+            if exc.usage is not None:
+                self._spend(exc.usage)
+            raise
+        self._spend(result.usage)
+        return result
+
+    def _answer(self, turn: Turn) -> ChatResult:
+        """The turn's answer, not counted yet."""
+        raise NotImplementedError
+
+    def _abandonable(self, call: Callable[[], Any]) -> Any:
+        """`call()` (a request, a generation) on a helper thread, which `cancel()` abandons at once
+        (LLMCancelled): a blocking call cannot be interrupted, and a cancelled run must not wait for
+        it. An answer is taken or dropped the moment it arrives: one that arrives after the cancel
+        is never used nor counted, however late the waiting thread wakes."""
+        self._refuse_if_cancelled()
+        done = threading.Event()
+        box: list[Any] = []
+        context = contextvars.copy_context()  # a request's attempt counter
+
+        def work() -> None:
+            try:
+                outcome = (True, context.run(call))
+            except BaseException as exc:  # handed to the waiting thread
+                outcome = (False, exc)
+            with self._waiting_lock:  # cancel() sets the flag before it takes the lock
+                if not self._cancelled.is_set():
+                    box.append(outcome)
+            done.set()
+
+        with self._waiting_lock:
+            self._waiting.add(done.set)
+        try:
+            threading.Thread(target=work, name="llm-turn", daemon=True).start()
+            done.wait()
+        finally:
+            with self._waiting_lock:
+                self._waiting.discard(done.set)
+        if not box:  # woken by cancel(): the answer, if one ever comes, is dropped
+            self._refuse_if_cancelled()
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+
+
+class _ClientCore(BaseChatClient[LLMConfig]):
+    """What the sync and async server clients share: the SDK's settings, the Responses API's and
+    vLLM's request forms, parsing the SDK's answer into a ChatResult, the refused-vs-unavailable
+    split. Only the call differs."""
+
+    def __init__(self, config: LLMConfig) -> None:
+        if config.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if config.max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        super().__init__(config)
+        # the SDK's attempts for the current request (it retries inside one call): a context
+        # variable, so threads and asyncio tasks each count their own
+        self._attempts: ContextVar[list[int]] = ContextVar(f"attempts_{id(self)}")
+        self.vllm_token_params = True  # until the server refuses them (_drop_refused_token_params)
+
+    def _label(self) -> str:
+        return self.config.endpoint
 
     def _sdk_options(self) -> dict[str, Any]:
         """The SDK client's settings (its own retries and timeout)."""
@@ -392,44 +592,23 @@ class _ClientCore:
         if self.config.api_key is None:
             request.headers.pop("Authorization", None)
 
-    def request_body(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        seed: int | None = None,
-        stop: Sequence[str] | None = None,
-    ) -> dict[str, Any]:
-        """The JSON body sent for these messages (with api="responses": input items)."""
+    def _history(self, history: list[dict[str, Any]]) -> dict[str, Any]:
+        if self.config.api == "responses":
+            # stream: OpenAI's default, said for servers whose default is a stream (transformers serve)
+            return {"model": self.config.model, "input": history, "stream": False}
+        return super()._history(history)
+
+    def _sampling(self, seed: int | None, stop: Sequence[str] | None) -> dict[str, Any]:
+        if self.config.api == "responses":  # the Responses API takes no seed or stop sequences
+            cfg = self.config
+            return {"temperature": cfg.temperature, "top_p": cfg.top_p, "max_output_tokens": cfg.max_tokens}
+        return super()._sampling(seed, stop)
+
+    def _extra_params(self) -> dict[str, Any]:
+        """vLLM's token-id parameters (with LLMConfig.token_ids), then the config's `extra_body`."""
         cfg = self.config
-        history = [dict(m) for m in messages]
-        body: dict[str, Any] = {"model": cfg.model}
-        if cfg.api == "responses":
-            # the Responses API takes no seed or stop sequences
-            body["input"] = history
-            body["stream"] = False  # OpenAI's default; transformers serve's is a stream
-            optional: dict[str, Any] = {
-                "temperature": cfg.temperature,
-                "top_p": cfg.top_p,
-                "max_output_tokens": cfg.max_tokens,
-            }
-        else:
-            body["messages"] = history
-            optional = {
-                "temperature": cfg.temperature,
-                "top_p": cfg.top_p,
-                "seed": cfg.seed if seed is None else seed,
-                "max_tokens": cfg.max_tokens,
-                "stop": list(stop) if stop else None,
-            }
-        if tools:
-            body["tools"] = [dict(t) for t in tools]
-            body["tool_choice"] = "auto"
-        body.update({k: v for k, v in optional.items() if v is not None})
-        if cfg.token_ids:
-            body.update(TOKEN_ID_PARAMS if self.vllm_token_params else LOGPROB_PARAMS)
-        body.update(cfg.extra_body)
-        return body
+        tokens = (TOKEN_ID_PARAMS if self.vllm_token_params else LOGPROB_PARAMS) if cfg.token_ids else {}
+        return {**tokens, **cfg.extra_body}
 
     def _drop_refused_token_params(self, exc: Exception) -> bool:
         """True when `exc` is the server refusing vLLM's token-id parameters by name (a 400 or
@@ -492,13 +671,10 @@ class _ClientCore:
             f"{self.config.endpoint}: {attempts} attempts failed; last: {last}", status=status
         ) from None
 
-    def _finish(self, answer: Any, started: float) -> ChatResult:
-        """The ChatResult of an answered request (the SDK's LegacyAPIResponse), counted in `usage`."""
+    def _answered(self, answer: Any, started: float) -> ChatResult:
+        """The ChatResult of an answered request (the SDK's LegacyAPIResponse), not counted yet."""
         retries = max(self._attempts.get([1])[0] - 1, 0)
-        result = self._result(answer, retries, time.perf_counter() - started)
-        with self._lock:
-            self.usage.add(result.usage)
-        return result
+        return self._result(answer, retries, time.perf_counter() - started)
 
     def _result(self, answer: Any, retries: int, elapsed: float) -> ChatResult:
         raw: str = answer.text
@@ -513,13 +689,8 @@ class _ClientCore:
         usage_data = getattr(parsed, "usage", None)
         prompt = _count(usage_data, "prompt_tokens", "input_tokens")
         completion = _count(usage_data, "completion_tokens", "output_tokens")
-        usage = Usage(
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            total_tokens=_count(usage_data, "total_tokens") or prompt + completion,
-            requests=1,
-            retries=retries,
-            latency_s=elapsed,
+        usage = Usage.of_request(
+            prompt, completion, total=_count(usage_data, "total_tokens"), retries=retries, latency_s=elapsed
         )
         if isinstance(parsed, Response):
             return self._response_result(parsed, usage, raw)
@@ -529,15 +700,7 @@ class _ClientCore:
         message = getattr(choices[0], "message", None)
         if not isinstance(message, ChatCompletionMessage):
             raise LLMResponseError("response choice has no message object", status=200, body=raw)
-        reason = getattr(choices[0], "finish_reason", None)
-        return ChatResult(
-            message=message,
-            finish_reason=reason if isinstance(reason, str) else None,
-            usage=usage,
-            completion=parsed,
-            raw=raw,
-            tokens=self._tokens(parsed),
-        )
+        return ChatResult.of_chat(parsed, usage, raw=raw, tokens=self._tokens(parsed))
 
     def _tokens(self, completion: ChatCompletion) -> TurnTokens | None:
         if not self.config.token_ids:
@@ -578,7 +741,7 @@ class _ClientCore:
         )
 
 
-class ChatClient(_ClientCore):
+class ChatClient(_ClientCore, ThreadedChatClient[LLMConfig]):
     """Thread-safe: share one client between the threads that run episodes."""
 
     def __init__(self, config: LLMConfig) -> None:
@@ -596,17 +759,10 @@ class ChatClient(_ClientCore):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def complete(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        seed: int | None = None,
-        stop: Sequence[str] | None = None,
-    ) -> ChatResult:
+    def _answer(self, turn: Turn) -> ChatResult:
         """One chat completion (or Response); raises LLMRequestError, LLMUnavailable or
         LLMResponseError."""
-        request = self._prepare(messages, tools, seed, stop)
+        request = self._prepare(turn.messages, turn.tools, turn.seed, turn.stop)
         started = time.perf_counter()
         try:
             with self._slots:
@@ -614,44 +770,9 @@ class ChatClient(_ClientCore):
         except (openai.APIStatusError, openai.APIConnectionError) as exc:
             self._refuse_if_cancelled()
             if self._drop_refused_token_params(exc):
-                return self.complete(messages, tools=tools, seed=seed, stop=stop)
+                return self._answer(turn)
             self._fail(exc)
-        return self._finish(answer, started)
-
-    def _abandonable(self, call: Callable[[], Any]) -> Any:
-        """`call()` (one SDK request) on a helper thread, which `cancel()` abandons at once: a
-        blocking request cannot be interrupted, and a cancelled run must not wait for its answer.
-        An answer is taken or dropped the moment it arrives: one that arrives after the cancel is
-        never used nor counted, however late the waiting thread wakes."""
-        self._refuse_if_cancelled()
-        done = threading.Event()
-        box: list[Any] = []
-        context = contextvars.copy_context()  # the attempt counter of this request
-
-        def work() -> None:
-            try:
-                outcome = (True, context.run(call))
-            except BaseException as exc:  # handed to the waiting thread
-                outcome = (False, exc)
-            with self._waiting_lock:  # cancel() sets the flag before it takes the lock
-                if not self._cancelled.is_set():
-                    box.append(outcome)
-            done.set()
-
-        with self._waiting_lock:
-            self._waiting.add(done.set)
-        try:
-            threading.Thread(target=work, name="llm-request", daemon=True).start()
-            done.wait()
-        finally:
-            with self._waiting_lock:
-                self._waiting.discard(done.set)
-        if not box:  # woken by cancel(): the answer, if one ever comes, is dropped
-            self._refuse_if_cancelled()
-        ok, value = box[0]
-        if not ok:
-            raise value
-        return value
+        return self._answered(answer, started)
 
 
 class AsyncChatClient(_ClientCore):
@@ -715,7 +836,9 @@ class AsyncChatClient(_ClientCore):
             if self._drop_refused_token_params(exc):
                 return await self.complete(messages, tools=tools, seed=seed, stop=stop)
             self._fail(exc)
-        return self._finish(answer, started)
+        result = self._answered(answer, started)
+        self._spend(result.usage)
+        return result
 
 
 def _output_text(message_item: object) -> str:
@@ -735,16 +858,6 @@ def _text_of(message: ChatCompletionMessage) -> str:
         return content_of_message({"content": content})
     except Exception:
         return str(content)  # the protocol parser reports it as a format error
-
-
-class ChatSettings(typing.Protocol):
-    """What LLMAgent reads of a client's settings (LLMConfig has them)."""
-
-    @property
-    def api(self) -> Literal["chat", "responses"]: ...
-
-    @property
-    def model(self) -> str: ...
 
 
 class ChatBackend(typing.Protocol):
