@@ -29,12 +29,19 @@ lease whose run went silent that long is taken over. Changed code has another di
 runs on an actor of the old code; a run whose context names code outside toolgym (an agent,
 user, world or toolset builder of its own, which a kept process would keep as first imported)
 gets fresh actors, as does every actor of a cancelled or failed run at its end: those are killed.
+
+Where the actors run: with no address (and no `RAY_ADDRESS`), a Ray instance of the run's own
+(`private_instance`: never a cluster found on the machine), on loopback and with token
+authentication on; with one, the cluster it names.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import secrets
+import shutil
 import sys
 import tempfile
 import threading
@@ -42,7 +49,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -73,6 +80,10 @@ CANCEL_GROUP = "cancel"  # the rollout actors' concurrency group of `cancel`, `l
 KEPT_NAMESPACE = "toolgym"  # the Ray namespace of kept actors
 KEPT_PREFIX = "toolgym-rollout-"  # their names: prefix, code digest, index
 
+RAY_ADDRESS_ENV = "RAY_ADDRESS"  # the cluster to join, where the run is given no address
+AUTH_MODE_ENV = "RAY_AUTH_MODE"  # Ray's token authentication: `token` or `disabled`
+CLUSTER_MODE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # 0: Ray takes loopback as the node's address
+
 
 class NoActorLeft(RolloutError):
     """No rollout actor was left to run an episode: those the run asked for died, or the cluster
@@ -83,12 +94,108 @@ class RayAccessRefused(RolloutError):
     """The Ray cluster refused this client's authentication token (Ray's token authentication)."""
 
 
+class RayAuthRequired(RolloutError):
+    """`RAY_AUTH_MODE=disabled` would start the run's own Ray instance without token authentication,
+    and the caller did not opt in (`allow_no_auth`)."""
+
+
+log = logging.getLogger(__name__)
+
+
 def import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
         raise RolloutError(f"Ray rollouts need Ray, which is not installed: {INSTALL_HINT}") from exc
     return ray
+
+
+def auth_disabled() -> bool:
+    """Whether the environment turns Ray's token authentication off (`RAY_AUTH_MODE=disabled`)."""
+    return os.environ.get(AUTH_MODE_ENV, "").strip().lower() == "disabled"
+
+
+@contextmanager
+def private_instance(ray: Any, options: Mapping[str, Any], allow_no_auth: bool = False) -> Iterator[Path]:
+    """A Ray instance of the caller's own (`ray.init(address="local", **options)`), shut down and
+    its folder removed on exit; yields that folder.
+
+    - Never another instance: `address="local"` reads neither `RAY_ADDRESS` nor the cluster that a
+      `ray start` left in Ray's temp folder (`ray_current_cluster`, live or stale), and its temp
+      folder (`_temp_dir`) is new: `r` in a folder of mode 0700 (Ray opens its own to everyone).
+    - Every port on loopback: Ray binds its GCS, raylet, workers and agents to the node's address,
+      and turns a loopback `_node_ip_address` into the machine's outward one unless its cluster
+      mode is off (`RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`, which this process's Ray read at import,
+      hence its constant too, meanwhile).
+    - Token authentication on (`RAY_AUTH_MODE=token`: every local user reaches loopback) with a
+      token of its own, in a 0600 file of that folder (`RAY_AUTH_TOKEN_PATH`), never
+      `~/.ray/auth_token`; off only for `RAY_AUTH_MODE=disabled` with `allow_no_auth`."""
+    folder = _private_folder()
+    env: dict[str, str | None] = {CLUSTER_MODE_ENV: "0"}
+    if not (allow_no_auth and auth_disabled()):
+        token = folder / "auth_token"
+        with os.fdopen(os.open(token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as fh:
+            fh.write(secrets.token_hex(32))
+        env |= {AUTH_MODE_ENV: "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_AUTH_TOKEN": None}
+    own = {"_temp_dir": str(folder / "r"), "_node_ip_address": "127.0.0.1"}
+    try:
+        with _ray_environ(env):
+            try:
+                ray.init(address="local", **{**options, **own})
+                yield folder
+            finally:
+                ray.shutdown()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# A Unix socket's path has 107 bytes at most, and Ray's below a private instance's folder take up to
+# this many ("/r/session_<date>_<time>_<microseconds>_<pid>/sockets/plasma_store")
+_RAY_SOCKET_TAIL = 66
+
+
+def _private_folder() -> Path:
+    """A new folder for a private instance, under Ray's parent of temp folders (`RAY_TMPDIR`, else
+    the system's), or under /tmp where that is too long a path for Ray's sockets."""
+    parent = os.environ.get("RAY_TMPDIR") or tempfile.gettempdir()
+    if len(os.fsencode(parent)) + len("/tg-ray-12345678") + _RAY_SOCKET_TAIL > 107:
+        parent = "/tmp"
+    return Path(tempfile.mkdtemp(prefix="tg-ray-", dir=parent))
+
+
+@contextmanager
+def _ray_environ(env: Mapping[str, str | None]) -> Iterator[None]:
+    """`env` in os.environ meanwhile (None: unset), for this process's Ray and the processes it
+    starts, with Ray's cluster mode off; Ray's cached settings (its config, whose auth mode is read
+    from the environment, and its token) read again on entry and on exit."""
+    from ray._private import ray_constants
+
+    saved = {key: os.environ.get(key) for key in env}
+    cluster_mode = ray_constants.ENABLE_RAY_CLUSTER
+    _set_environ(env)
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    _reload_ray_settings()
+    try:
+        yield
+    finally:
+        _set_environ(saved)
+        ray_constants.ENABLE_RAY_CLUSTER = cluster_mode
+        _reload_ray_settings()
+
+
+def _set_environ(env: Mapping[str, str | None]) -> None:
+    for key, value in env.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def _reload_ray_settings() -> None:
+    from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
 
 
 # ---- actors (plain classes; `ray.remote` wraps them when a run starts) -------------------------
@@ -244,12 +351,15 @@ class RayExecutor:
     """Episodes over `actors` Ray actors (each `actor_cpus` CPUs; default: as many as the cluster
     has CPUs free when the run starts).
 
-    With no `address` and no Ray running, a local Ray instance is started for the run and shut
-    down after it; with an address (`auto`, `ray://host:10001`) the executor joins that cluster.
-    `tool_server` places a tool server actor (with its `num_gpus`) whose tools the rollout actors
-    use instead of their local ones. An actor not placed and started within `ready_timeout_s` is
-    given up (module docstring). `keep_actors_s` keeps the actors for the next run, on a cluster
-    the run joins (module docstring); a Ray instance the run starts ends with it."""
+    With an address (`auto`, `host:6379`, `ray://host:10001`), or else the one `RAY_ADDRESS`
+    names (`address_from_env`; `check_access` says so in one line), the executor joins that
+    cluster. With neither, and no Ray connected in this process, it starts a Ray instance of the
+    run's own (`private_instance`), whatever other Ray instance runs on the machine, and shuts it
+    down after the run; `allow_no_auth` lets `RAY_AUTH_MODE=disabled` turn its token
+    authentication off. `tool_server` places a tool server actor (with its `num_gpus`) whose tools
+    the rollout actors use instead of their local ones. An actor not placed and started within
+    `ready_timeout_s` is given up (module docstring). `keep_actors_s` keeps the actors for the next
+    run, on a cluster the run joins (module docstring); a Ray instance the run starts ends with it."""
 
     def __init__(
         self,
@@ -265,6 +375,7 @@ class RayExecutor:
         init_options: Mapping[str, Any] | None = None,
         ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
         keep_actors_s: float | None = None,
+        allow_no_auth: bool = False,
     ) -> None:
         if (actors is not None and actors < 1) or per_actor < 1 or max_attempts < 1:
             raise ValueError("actors, per_actor and max_attempts must be at least 1")
@@ -272,7 +383,12 @@ class RayExecutor:
             raise ValueError("ready_timeout_s and keep_actors_s must be more than 0")
         self.keep_actors_s = keep_actors_s
         self.actors = actors
-        self.address = address
+        # Ray's own rule: RAY_ADDRESS names the cluster to join; no cluster found on the machine does
+        self.address_from_env = address is None and bool(os.environ.get(RAY_ADDRESS_ENV))
+        if self.address_from_env:
+            address = os.environ[RAY_ADDRESS_ENV]
+        self.address = None if address == "local" else address  # None: an instance of the run's own
+        self.allow_no_auth = allow_no_auth
         self.actor_cpus = actor_cpus
         self.batch_size = batch_size
         self.per_actor = per_actor
@@ -296,17 +412,29 @@ class RayExecutor:
         cancel: Cancel | None = None,
     ) -> None:
         ray = import_ray()
-        started = False
-        if not ray.is_initialized():
-            options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-            if self.address is None:
-                options["_node_ip_address"] = "127.0.0.1"  # a local instance stays on loopback
-            options.update(self.init_options)
-            self.check_access()
-            ray.init(address=self.address, **options)
-            started = True
+        with ExitStack() as instance:  # a Ray instance or connection of this run's: shut down last
+            started = not ray.is_initialized()
+            if started:
+                self.check_access()
+                options = {"include_dashboard": False, "log_to_driver": False, **self.init_options}
+                if self.address is None:
+                    instance.enter_context(private_instance(ray, options, self.allow_no_auth))
+                else:
+                    ray.init(address=self.address, **options)
+                    instance.callback(ray.shutdown)
+            self._run_on(ray, started and self.address is None, specs, context, deliver, cancel)
+
+    def _run_on(
+        self,
+        ray: Any,
+        private: bool,
+        specs: Sequence[EpisodeSpec],
+        context: WorkerContext,
+        deliver: Deliver,
+        cancel: Cancel | None,
+    ) -> None:
+        """The run on the Ray this process is connected to (`private`: an instance of this run's)."""
         self.stats = RayStats()
-        private = started and self.address is None  # a local instance, started for this run alone
         keep = None if private else self.keep_actors_s  # kept actors outlive the driver, not the instance
         finished = False
         try:
@@ -343,15 +471,38 @@ class RayExecutor:
             if self.server is not None:
                 ray.kill(self.server)
                 self.server = None
-            if started:
-                ray.shutdown()
 
     def check_access(self) -> None:
-        """Connect once to the cluster at `address` (no-op without one, or for a `ray://` client
-        address) and raise RayAccessRefused if it refuses this client's token. `ray.init` would
-        retry a refused token for 20 s, with a warning each second, then fail without saying why."""
-        if self.address is None or self.address.startswith("ray://") or self._access_checked:
+        """Before a run: without an address, RayAuthRequired where `RAY_AUTH_MODE=disabled` would
+        start the run's own instance without token authentication (unless `allow_no_auth`); with
+        one, one line when it comes from `RAY_ADDRESS`, and a connection to the cluster (not for a
+        `ray://` client address) that raises RayAccessRefused if it refuses this client's token.
+        `ray.init` would retry a refused token for 20 s, with a warning each second, then fail
+        without saying why."""
+        if self._access_checked:
             return
+        if self.address is None:
+            if auth_disabled() and not self.allow_no_auth and not import_ray().is_initialized():
+                raise RayAuthRequired(
+                    f"{AUTH_MODE_ENV}=disabled would start this run's own Ray instance without token "
+                    "authentication, open to every process on this machine: unset it, or opt in with "
+                    "--ray-allow-no-auth (RayExecutor(allow_no_auth=True)); docs/scaling.md"
+                )
+            self._access_checked = True
+            return
+        if self.address_from_env:
+            log.warning(
+                "toolgym: joining the Ray cluster at %s, which %s names (unset it for a Ray instance of "
+                "this run's own)",
+                self.address,
+                RAY_ADDRESS_ENV,
+            )
+        if not self.address.startswith("ray://"):
+            self._check_token()
+        self._access_checked = True
+
+    def _check_token(self) -> None:
+        assert self.address is not None
         import_ray()
         from ray._private.authentication.authentication_token_setup import (
             ensure_token_if_auth_enabled,
@@ -377,7 +528,6 @@ class RayExecutor:
             except Exception:
                 said.seek(0)
                 sys.stderr.write(said.read().decode(errors="replace"))  # ray.init reports it
-        self._access_checked = True
 
     def _drive(
         self,

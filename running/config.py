@@ -72,6 +72,7 @@ class RayOptions(_Section):
     address: str | None = None
     ready_timeout: float | None = Field(None, ge=0.1)
     keep_actors: float | None = Field(None, gt=0)
+    allow_no_auth: bool = False  # RAY_AUTH_MODE=disabled may turn the run's own instance's token auth off
     tool_server_gpus: float | None = Field(None, ge=0)
     tool_server_tools: list[str] = Field(default_factory=list)
     tool_server_host: str = "127.0.0.1"

@@ -482,7 +482,7 @@ def make_executor(config: RunConfig, tool_server: ToolServerSpec | None) -> Exec
         from toolgym.envs.rollouts import ProcessExecutor
 
         return ProcessExecutor(config.workers or 1)
-    from toolgym.envs.ray_rollouts import RayAccessRefused, RayExecutor, import_ray
+    from toolgym.envs.ray_rollouts import RayAccessRefused, RayAuthRequired, RayExecutor, import_ray
     from toolgym.envs.rollouts import RolloutError
 
     try:
@@ -495,13 +495,16 @@ def make_executor(config: RunConfig, tool_server: ToolServerSpec | None) -> Exec
         address=config.ray.address,
         tool_server=tool_server,
         keep_actors_s=config.ray.keep_actors,
+        allow_no_auth=config.ray.allow_no_auth,
     )
     if config.ray.ready_timeout is not None:  # None: the executor's default
         executor.ready_timeout_s = config.ray.ready_timeout
-    try:
-        executor.check_access()  # a cluster that refuses our token: one line now, before any episode
+    try:  # one line now, before any episode: a cluster that refuses our token, an instance without one
+        executor.check_access()
     except RayAccessRefused as exc:
         raise RunConfigError(str(exc), "--ray-address") from None
+    except RayAuthRequired as exc:
+        raise RunConfigError(str(exc), "--ray") from None
     return executor
 
 

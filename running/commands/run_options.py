@@ -131,9 +131,21 @@ OPTIONS: Final[list[RunOption]] = [
     RunOption(
         "ray_address",
         _opt(
-            str | None, help="join this Ray cluster (auto, ray://head:10001); implies --ray; default: local"
+            str | None,
+            help="join this Ray cluster (auto, ray://head:10001; else the one RAY_ADDRESS names); implies "
+            "--ray; default: a Ray instance of the run's own, on loopback (docs/scaling.md)",
         ),
         "ray.address",
+    ),
+    RunOption(
+        "ray_allow_no_auth",
+        _opt(
+            bool,
+            "--ray-allow-no-auth",
+            help="let RAY_AUTH_MODE=disabled start the run's own Ray instance without token "
+            "authentication (every local user may then run code through it)",
+        ),
+        "ray.allow_no_auth",
     ),
     RunOption(
         "ray_ready_timeout",

@@ -92,7 +92,9 @@ def kill_self(targets: Sequence[str], marker_dir: str | None = None) -> AgentFac
 
 STALL_DIR_ENV = "TOOLGYM_TEST_STALL_DIR"
 WAIT_DIR_ENV = "TOOLGYM_TEST_WAIT_DIR"
+HOLD_DIR_ENV = "TOOLGYM_TEST_HOLD_DIR"
 WAIT_BOUND_S = 120.0
+RELEASE = "release"  # the file that lets held episodes go on
 
 
 def stall_where_told(protocol: ActionProtocol) -> OracleAgent:
@@ -102,10 +104,15 @@ def stall_where_told(protocol: ActionProtocol) -> OracleAgent:
     and process id it runs on, as JSON) and then waits for good, so a test can lose the node while
     it holds episodes. A worker whose environment sets `TOOLGYM_TEST_WAIT_DIR` instead holds its
     episodes until that folder has a stalled episode (at most two minutes), so the stalling node
-    gets an episode however slowly its actor starts."""
+    gets an episode however slowly its actor starts. One whose environment sets
+    `TOOLGYM_TEST_HOLD_DIR` holds each episode, once it has written a file there like a stalling
+    one, until that folder has a `release` file (at most two minutes): the run is up meanwhile."""
     stall_dir = os.environ.get(STALL_DIR_ENV)
     if stall_dir is not None:
         return StallingOracle(protocol, Path(stall_dir))
+    hold_dir = os.environ.get(HOLD_DIR_ENV)
+    if hold_dir is not None:
+        return StallingOracle(protocol, Path(hold_dir), until=Path(hold_dir) / RELEASE)
     wait_dir = os.environ.get(WAIT_DIR_ENV)
     return OracleAgent(protocol) if wait_dir is None else WaitingOracle(protocol, Path(wait_dir))
 
@@ -128,9 +135,12 @@ class WaitingOracle(OracleAgent):
 
 
 class StallingOracle(OracleAgent):
-    def __init__(self, protocol: ActionProtocol, stall_dir: Path) -> None:
+    """Stalls each episode for good, or until the file `until` exists (WAIT_BOUND_S at most)."""
+
+    def __init__(self, protocol: ActionProtocol, stall_dir: Path, until: Path | None = None) -> None:
         super().__init__(protocol)
         self.stall_dir = stall_dir
+        self.until = until
 
     def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
         import ray
@@ -139,5 +149,6 @@ class StallingOracle(OracleAgent):
         where = {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
         (self.stall_dir / f"{task.id}.tmp").write_text(json.dumps(where))
         (self.stall_dir / f"{task.id}.tmp").rename(self.stall_dir / task.id)  # whole when seen
-        while True:  # until the node, and this process with it, is gone
-            time.sleep(1)
+        deadline = time.monotonic() + WAIT_BOUND_S
+        while self.until is None or (not self.until.exists() and time.monotonic() < deadline):
+            time.sleep(0.2 if self.until else 1)  # for good: until the node, and this process, is gone

@@ -1,19 +1,26 @@
 """Rollouts on a real local Ray instance (started once for the module, with a fake GPU): byte-
 identical traces against one process, actors killed mid-episode, back-pressure, a GPU tool server
-actor, actors that cannot be placed, and the error when Ray is missing. A real cluster of two Ray
-nodes on this machine (`ray start`, each with its own ports and temp dir) loses a node mid-run, and
-a cluster with token authentication refuses a client's token."""
+actor, actors that cannot be placed, kept actors, and the error when Ray is missing. A real
+cluster of two Ray nodes on this machine (`ray start`, each with its own ports and temp dir) loses
+a node mid-run, a cluster with token authentication refuses a client's token, and `toolgym run
+--ray` starts an instance of its own beside a live or a stale one, with its ports on loopback
+(checked by its listening sockets and from a network namespace the test makes) and token
+authentication on."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shutil
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -23,11 +30,19 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.envs.rollout_agents import STALL_DIR_ENV, WAIT_DIR_ENV, Bug, stalled_episodes
+from tests.envs.rollout_agents import (
+    HOLD_DIR_ENV,
+    RELEASE,
+    STALL_DIR_ENV,
+    WAIT_DIR_ENV,
+    Bug,
+    stalled_episodes,
+)
 from tests.envs.test_rollouts import DRAWING, HOSTILE, bundled_sets, kept_files, traces_of, whole_folder
 from toolgym.cli import app
 from toolgym.envs.demo import default_task_paths, demo_tasks_path
 from toolgym.envs.ray_rollouts import (
+    CLUSTER_MODE_ENV,
     INSTALL_HINT,
     NoActorLeft,
     RayExecutor,
@@ -44,7 +59,7 @@ from toolgym.envs.rollouts import (
     episode_specs,
     rollout,
 )
-from toolgym.evaluation.runs import SUMMARY_FILE, RunSummary, run_trials
+from toolgym.running.trials import SUMMARY_FILE, RunSummary, run_trials
 from toolgym.tasks import TaskSet
 from toolgym.toolservers.hosting.process import free_ports
 from toolgym.trace import read_trace
@@ -273,8 +288,8 @@ def test_an_llm_user_on_ray_actors_writes_the_one_process_bytes(
 ) -> None:
     """`toolgym run --ray --user-base-url ... --user-model ...`: each actor builds its user LLM
     client from the EnvConfig's UserSpec, and the multi-turn traces match one process's."""
-    from tests.evaluation.fake_openai import FakeOpenAI, serve
-    from tests.evaluation.test_users import run_with_llm_user, tells_what_it_knows
+    from tests.models.fake_openai import FakeOpenAI, serve
+    from tests.models.test_users import run_with_llm_user, tells_what_it_knows
 
     monkeypatch.setenv("USER_KEY", "user-secret")
     fake = FakeOpenAI(tells_what_it_knows, api_key="user-secret")
@@ -513,3 +528,243 @@ def test_a_cluster_that_refuses_the_token_is_one_line_and_exit_2(tmp_path: Path)
     )
     assert "refused this client's token" in line and "RAY_AUTH_TOKEN" in line
     assert not out.exists()
+
+
+# ---- the Ray instance `toolgym run --ray` starts for itself --------------------------------------
+def driver_env(home: Path, **extra: str) -> dict[str, str]:
+    """A `toolgym run` process's environment: none of the user's Ray settings, a HOME of its own
+    (Ray reads and writes ~/.ray there), the test agents importable."""
+    ambient = {"RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_TMPDIR"}
+    env = {key: value for key, value in os.environ.items() if key not in ambient and key != CLUSTER_MODE_ENV}
+    return env | {"HOME": str(home), "PYTHONPATH": str(Path(__file__).parents[2]), **extra}
+
+
+def listening(pids: list[int]) -> list[tuple[str, str, int, int]]:
+    """(process name, address, port, pid) of every TCP socket these processes listen on."""
+    psutil = pytest.importorskip("psutil")
+    found = []
+    for pid in pids:
+        with suppress(psutil.Error):
+            process = psutil.Process(pid)
+            for conn in process.net_connections(kind="tcp"):
+                if conn.status == psutil.CONN_LISTEN:
+                    found.append((process.name(), conn.laddr.ip, conn.laddr.port, pid))
+    return found
+
+
+def on_loopback(ip: str) -> bool:
+    address = ipaddress.ip_address(ip.split("%")[0])
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped  # ::ffff:127.0.0.1, a dual-stack socket bound to loopback
+    return address.is_loopback
+
+
+PROBE = """
+import socket, sys
+host, ports = sys.argv[1], sys.argv[2:]
+for port in ports:
+    with socket.socket() as s:
+        s.settimeout(5)
+        print(port, "open" if s.connect_ex((host, int(port))) == 0 else "closed")
+"""
+
+
+@contextmanager
+def another_host() -> Iterator[tuple[str, Any]]:
+    """A network namespace joined to this one by a veth pair: what another host on a LAN reaches.
+    Yields this side's address on the pair and `probe(ports) -> {port: "open" | "closed"}`, which
+    connects from the namespace. Skips where the test may not make one (not root, no `ip`)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("a network namespace needs root and iproute2's `ip`")
+    tag = uuid.uuid4().hex[:8]
+    space, ours, theirs = f"tg{tag}", f"tgh{tag}", f"tgn{tag}"
+    base = 4 * (int(tag, 16) % 64)  # a /30 of TEST-NET-2 (RFC 5737), no real network's
+    here, there = f"198.51.100.{base + 1}", f"198.51.100.{base + 2}"
+    steps = [
+        ["ip", "netns", "add", space],
+        ["ip", "link", "add", ours, "type", "veth", "peer", "name", theirs],
+        ["ip", "link", "set", theirs, "netns", space],
+        ["ip", "addr", "add", f"{here}/30", "dev", ours],
+        ["ip", "link", "set", ours, "up"],
+        ["ip", "netns", "exec", space, "ip", "addr", "add", f"{there}/30", "dev", theirs],
+        ["ip", "netns", "exec", space, "ip", "link", "set", theirs, "up"],
+    ]
+
+    def probe(ports: list[int]) -> dict[int, str]:
+        command = ["ip", "netns", "exec", space, sys.executable, "-c", PROBE, here, *map(str, ports)]
+        answer = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+        return {int(port): said for port, said in (line.split() for line in answer.splitlines())}
+
+    try:
+        for step in steps:
+            made = subprocess.run(step, capture_output=True, text=True)
+            if made.returncode != 0:
+                pytest.skip(f"no network namespace here: {' '.join(step)}: {made.stderr.strip()}")
+        yield here, probe
+    finally:
+        subprocess.run(["ip", "link", "del", ours], capture_output=True)
+        subprocess.run(["ip", "netns", "del", space], capture_output=True)
+
+
+def test_toolgym_run_ray_starts_its_own_instance_on_loopback_with_token_auth(tmp_path: Path) -> None:
+    """`toolgym run --ray`, its episode held while the test looks: every port of the instance it
+    starts (GCS, raylet, agents, driver, actor) listens on loopback, and none answers from a
+    network namespace (another host) where a port this test opens on every interface does; token
+    authentication is on, with a token in a 0600 file of the instance's own (no ~/.ray written),
+    and a client without it is refused. Ray's temp folder names a cluster that is gone (a stale
+    `ray_current_cluster` of a closed loopback port): the run never waits for it. After the run,
+    no process of the instance and no file of it is left."""
+    hold, home, out = tmp_path / "hold", tmp_path / "home", tmp_path / "run"
+    hold.mkdir()
+    home.mkdir()
+    ray_tmp = Path(tempfile.mkdtemp(prefix="tg-rt-"))  # short: Ray's socket paths go below it
+    (ray_tmp / "ray").mkdir()
+    (ray_tmp / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{free_ports(1)[0]}")  # closed
+    env = driver_env(home, RAY_TMPDIR=str(ray_tmp), **{HOLD_DIR_ENV: str(hold)})
+    args = ["run", "--ray", "--workers", "1", "--agent", "tests.envs.rollout_agents:stall_where_told"]
+    args += ["--tasks", "teval", "--limit", "1", "--out", str(out)]
+    driver = subprocess.Popen(
+        [str(TOOLGYM), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    instance: list[int] = []
+    try:
+        deadline = time.monotonic() + 240  # generous: a loaded 2-core machine starts Ray slowly
+        while not stalled_episodes(hold):  # before the fix: it retried the stale cluster for minutes
+            assert driver.poll() is None and time.monotonic() < deadline, driver.communicate()[0].decode()
+            time.sleep(0.2)
+        instance = [driver.pid, *ray_descendants(driver.pid)]
+        sockets = listening(instance)
+        assert {"gcs_server", "raylet"} <= {name for name, *_ in sockets}, sockets
+        assert all(on_loopback(ip) for _, ip, *_ in sockets), sockets  # before the fix: * and the outward IP
+        with socket.create_server(("0.0.0.0", 0)) as everywhere, another_host() as (_, probe):
+            control = everywhere.getsockname()[1]
+            reached = probe([control, *(port for _, _, port, _ in sockets)])
+        assert reached.pop(control) == "open"  # the namespace does reach this host
+        assert set(reached.values()) == {"closed"}, reached
+        [(gcs_port, gcs_pid)] = [(port, pid) for name, _, port, pid in sockets if name == "gcs_server"]
+        token = Path(proc_environ(gcs_pid)["RAY_AUTH_TOKEN_PATH"])  # the instance's, set as it started
+        assert (
+            stat.S_IMODE(token.stat().st_mode) == 0o600 and stat.S_IMODE(token.parent.stat().st_mode) == 0o700
+        )
+        assert not (home / ".ray").exists()  # before the fix: ~/.ray/auth_token, mode 0644
+        assert_refused_without_token(f"127.0.0.1:{gcs_port}", tmp_path)
+        (hold / RELEASE).touch()
+        output, _ = driver.communicate(timeout=240)
+        assert driver.returncode == 0, output.decode(errors="replace")
+        assert wait_gone(instance)  # the instance ended with the run
+        assert not token.parent.exists()
+    finally:
+        for pid in [driver.pid, *ray_descendants(driver.pid), *instance]:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        driver.wait()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert [e.status for e in RunSummary.load(out).episodes] == ["terminated"]
+
+
+def ray_descendants(pid: int) -> list[int]:
+    """A process's descendants, those its threads started included (by their parent pid)."""
+    psutil = pytest.importorskip("psutil")
+    with suppress(psutil.Error):
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    return []
+
+
+def wait_gone(pids: list[int], bound_s: float = 60.0) -> bool:
+    deadline = time.monotonic() + bound_s
+    while any(proc_environ(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def assert_refused_without_token(address: str, tmp_path: Path) -> None:
+    """A client with token authentication off (`RAY_AUTH_MODE=disabled`, no token) is refused,
+    in one line, exit 2. (Its cluster mode is off so that it keeps the loopback address.)"""
+    home = tmp_path / "intruder"
+    home.mkdir()
+    env = driver_env(home, RAY_AUTH_MODE="disabled", **{CLUSTER_MODE_ENV: "0"})
+    args = ["run", "--ray-address", address, "--tasks", "teval", "--limit", "1", "--out", str(home / "run")]
+    result = subprocess.run([str(TOOLGYM), *args], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "refused this client's token" in result.stderr, result.stderr
+    assert not (home / "run").exists()
+
+
+def test_toolgym_run_ray_joins_a_cluster_only_when_told(tmp_path: Path) -> None:
+    """A live cluster started by `ray start` in Ray's temp folder (its `ray_current_cluster` names
+    it): `toolgym run --ray` starts an instance of its own beside it (before the fix it ran its
+    episodes there); with RAY_ADDRESS naming it, the run joins it and says so in one line."""
+    # Ray's cluster mode off, for the node and the drivers: the node stays on 127.0.0.1 and the
+    # drivers keep that address (with it on, Ray puts the machine's outward address in its place;
+    # a node of a cluster of several refuses it)
+    loopback = {CLUSTER_MODE_ENV: "0"}
+    with ray_nodes() as nodes:
+        nodes.start("ray", loopback)  # --temp-dir=<root>/ray: Ray's temp folder when RAY_TMPDIR is <root>
+        assert (nodes.root / "ray" / "ray_current_cluster").read_text().strip() == nodes.address
+        cluster_node = raylet_node_id(nodes.raylets[0])
+        env = driver_env(Path(nodes.env["HOME"]), RAY_TMPDIR=str(nodes.root), **loopback)
+        args = ["run", "--ray", "--workers", "1", "--tasks", "teval", "--limit", "2"]
+        alone = subprocess.run(
+            [str(TOOLGYM), *args, "--out", str(tmp_path / "alone")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        told_env = env | {"RAY_ADDRESS": nodes.address, "RAY_AUTH_MODE": "disabled"}
+        told = subprocess.run(
+            [str(TOOLGYM), *args, "--out", str(tmp_path / "told")],
+            env=told_env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert alone.returncode == 0, alone.stderr
+    assert {w["node"] for w in run_workers(tmp_path / "alone")} != {cluster_node}
+    assert "joining the Ray cluster" not in alone.stderr
+    assert told.returncode == 0, told.stderr
+    assert {w["node"] for w in run_workers(tmp_path / "told")} == {cluster_node}
+    [said] = [line for line in told.stderr.splitlines() if "joining the Ray cluster" in line]
+    assert said.startswith(f"toolgym: joining the Ray cluster at {nodes.address}, which RAY_ADDRESS names")
+
+
+def raylet_node_id(pid: int) -> str:
+    arguments = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    [node] = [a.removeprefix("--node_id=") for a in arguments if a.startswith("--node_id=")]
+    return node
+
+
+def run_workers(out: Path) -> list[dict[str, Any]]:
+    workers = [e.worker for e in RunSummary.load(out).episodes]
+    assert workers and all(w is not None for w in workers)
+    return [w for w in workers if w is not None]
+
+
+def test_an_own_instance_without_token_auth_needs_the_opt_in(tmp_path: Path) -> None:
+    """RAY_AUTH_MODE=disabled: `toolgym run --ray` stops in one line (exit 2, nothing started or
+    written) unless --ray-allow-no-auth says the instance may go without token authentication."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = driver_env(home, RAY_AUTH_MODE="disabled")
+    args = ["run", "--ray", "--workers", "1", "--tasks", "teval", "--limit", "1"]
+    refused = subprocess.run(
+        [str(TOOLGYM), *args, "--out", str(tmp_path / "refused")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode == 2 and refused.stdout == "", refused.stderr
+    [line] = refused.stderr.splitlines()
+    assert line.startswith("toolgym: error: Invalid value for --ray: RAY_AUTH_MODE=disabled would start")
+    assert "--ray-allow-no-auth" in line and not (tmp_path / "refused").exists()
+    allowed = subprocess.run(
+        [str(TOOLGYM), *args, "--ray-allow-no-auth", "--out", str(tmp_path / "allowed")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert allowed.returncode == 0, allowed.stderr
+    assert [e.status for e in RunSummary.load(tmp_path / "allowed").episodes] == ["terminated"]
