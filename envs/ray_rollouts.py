@@ -21,14 +21,16 @@ Actors return the bytes of each trace and of the files its observations carry, a
 writes them once (`rollout`), so a re-run never leaves a duplicate or a half-written file.
 
 Kept actors (`keep_actors_s`, on a cluster the run joins): instead of being killed at the end of a
-run, the actors stay (detached, named by the digest of toolgym's code, Ray's and Python's versions
-and their CPU request) for the next run on the cluster, which leases them with their imports done,
-and with their envs and worlds too when it runs the same context (task sets, env, agents). An
-actor serves one run at a time (its lease); one left unused `keep_actors_s` exits by itself, and a
-lease whose run went silent that long is taken over. Changed code has another digest, so it never
-runs on an actor of the old code; a run whose context names code outside toolgym (an agent,
-user, world or toolset builder of its own, which a kept process would keep as first imported)
-gets fresh actors, as does every actor of a cancelled or failed run at its end: those are killed.
+run, the actors stay (detached, named by the digest of the code they run: toolgym's files, those of
+every plug-in package that toolgym's entry points load, every installed distribution's name and
+version, Ray's and Python's versions and their CPU request; `code_digest`) for the next run on the
+cluster, which leases them with their imports done, and with their envs and worlds too when it runs
+the same context (task sets, env, agents). An actor serves one run at a time (its lease); one left
+unused `keep_actors_s` exits by itself, and a lease whose run went silent that long is taken over.
+Changed code, a plug-in's included, has another digest, so it never runs on an actor of the old
+code; a run whose context names code outside toolgym (an agent, user, world or toolset builder of
+its own, which a kept process would keep as first imported) gets fresh actors, as does every actor
+of a cancelled or failed run at its end: those are killed.
 
 Where the actors run: with no address (and no `RAY_ADDRESS`), a Ray instance of the run's own
 (`private_instance`: never a cluster found on the machine), on loopback and with token
@@ -38,6 +40,8 @@ authentication on; with one, the cluster it names.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
+import importlib.util
 import logging
 import os
 import secrets
@@ -54,6 +58,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from toolgym import plugins
 from toolgym.cache import hash_files
 from toolgym.envs.rollouts import (
     Cancel,
@@ -862,26 +867,64 @@ def context_key(context: WorkerContext) -> str:
     return digest.hexdigest()
 
 
-_DIGESTS: dict[float, str] = {}
-
-
 def code_digest(actor_cpus: float) -> str:
-    """sha256 of every Python file of the toolgym package (through its folder links), Ray's and
-    Python's versions and the actors' CPU request: what a kept actor's name says it runs."""
-    if actor_cpus not in _DIGESTS:
-        import ray
+    """sha256 of what a kept actor runs, which its name says: every Python file of the toolgym
+    package (through its folder links) and of the packages that each plug-in distribution's
+    `toolgym.*` entry points name (an editable install's source included: its edit changes the
+    digest), the name and version of every installed distribution, Ray's and Python's versions and
+    the actors' CPU request. Taken again for each run: a long-lived driver may see code change."""
+    import ray
 
-        import toolgym
+    import toolgym
 
-        root = Path(toolgym.__file__).parent
-        digest = hashlib.sha256(f"{sys.version}|{ray.__version__}|{actor_cpus!r}".encode())
-        sources: list[Path] = []
-        for folder, dirs, files in os.walk(root, followlinks=True):  # the package's folder links too
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            sources += (Path(folder, name) for name in sorted(files) if name.endswith(".py"))
-        hash_files(digest, root, sources)
-        _DIGESTS[actor_cpus] = digest.hexdigest()
-    return _DIGESTS[actor_cpus]
+    digest = hashlib.sha256(f"{sys.version}|{ray.__version__}|{actor_cpus!r}".encode())
+    root = Path(toolgym.__file__).parent
+    hash_files(digest, root, _python_files(root, follow_links=True))  # the package's folder links too
+    installed = {(d.metadata["Name"] or "?", d.version or "?") for d in importlib.metadata.distributions()}
+    digest.update(repr(sorted(installed)).encode())
+    for package, modules in sorted(_plugin_modules().items()):
+        digest.update(f"\0plug-in {package}\0".encode())
+        for module in modules:
+            for base, files in _module_sources(module):
+                hash_files(digest, base, files)
+    return digest.hexdigest()
+
+
+def _plugin_modules() -> dict[str, list[str]]:
+    """Each plug-in distribution (not toolgym) -> the top-level modules its entry points name."""
+    found: dict[str, set[str]] = {}
+    for kind in plugins.KINDS:
+        for plugin in plugins.entry_points(kind):
+            if plugin.package.lower() != plugins.OWN_PACKAGE:
+                top = plugin.value.split(":")[0].strip().split(".")[0]
+                found.setdefault(plugin.package, set()).add(top)
+    return {package: sorted(modules) for package, modules in found.items()}
+
+
+def _module_sources(module: str) -> list[tuple[Path, list[Path]]]:
+    """A top-level module's Python files, each list with the folder its paths are named from: a
+    package's folders (a namespace package has several), or a module's own file. Found without
+    importing it; none for a module that cannot be found (its plug-in is skipped where it loads)."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        folders = [Path(f) for f in spec.submodule_search_locations]
+        return [(folder.parent, _python_files(folder)) for folder in folders]
+    if spec.origin and Path(spec.origin).is_file():
+        return [(Path(spec.origin).parent, [Path(spec.origin)])]
+    return []
+
+
+def _python_files(root: Path, *, follow_links: bool = False) -> list[Path]:
+    sources: list[Path] = []
+    for folder, dirs, files in os.walk(root, followlinks=follow_links):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        sources += (Path(folder, name) for name in sorted(files) if name.endswith(".py"))
+    return sources
 
 
 def stop_kept_actors() -> int:

@@ -1,11 +1,11 @@
 """Rollouts on a real local Ray instance (started once for the module, with a fake GPU): byte-
 identical traces against one process, actors killed mid-episode, back-pressure, a GPU tool server
-actor, actors that cannot be placed, kept actors, and the error when Ray is missing. A real
-cluster of two Ray nodes on this machine (`ray start`, each with its own ports and temp dir) loses
-a node mid-run, a cluster with token authentication refuses a client's token, and `toolgym run
---ray` starts an instance of its own beside a live or a stale one, with its ports on loopback
-(checked by its listening sockets and from a network namespace the test makes) and token
-authentication on."""
+actor, actors that cannot be placed, kept actors (and a plug-in edited between two runs on them),
+and the error when Ray is missing. A real cluster of two Ray nodes on this machine (`ray start`,
+each with its own ports and temp dir) loses a node mid-run, a cluster with token authentication
+refuses a client's token, and `toolgym run --ray` starts an instance of its own beside a live or a
+stale one, with its ports on loopback (checked by its listening sockets and from a network
+namespace the test makes) and token authentication on."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ from tests.envs.rollout_agents import (
     stalled_episodes,
 )
 from tests.envs.test_rollouts import DRAWING, HOSTILE, bundled_sets, kept_files, traces_of, whole_folder
+from toolgym import plugins
 from toolgym.cli import app
 from toolgym.envs.demo import default_task_paths, demo_tasks_path
 from toolgym.envs.ray_rollouts import (
@@ -60,22 +61,38 @@ from toolgym.envs.rollouts import (
     rollout,
 )
 from toolgym.running.trials import SUMMARY_FILE, RunSummary, run_trials
-from toolgym.tasks import TaskSet
+from toolgym.tasks import Task, TaskSet
 from toolgym.toolservers.hosting.process import free_ports
 from toolgym.trace import read_trace
 
 ray = pytest.importorskip("ray", reason="Ray rollouts are tested where toolgym[ray] is installed")
 
 
+@pytest.fixture(scope="module")
+def plugin_site() -> Iterator[Path]:
+    """A folder on the module's actors' sys.path (PYTHONPATH when their instance starts) where a
+    test installs a plug-in package as a folder and its `*.dist-info`."""
+    site = Path(tempfile.mkdtemp(prefix="tg-site-"))
+    yield site
+    shutil.rmtree(site, ignore_errors=True)
+
+
 @pytest.fixture(scope="module", autouse=True)
-def local_ray() -> Iterator[None]:
-    ray.init(
-        num_cpus=2,
-        num_gpus=1,  # a fake GPU: Ray schedules by declared resources, so placement is testable here
-        include_dashboard=False,
-        log_to_driver=False,
-        _node_ip_address="127.0.0.1",
-    )
+def local_ray(plugin_site: Path) -> Iterator[None]:
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(plugin_site), saved) if p)
+    try:  # the instance's processes (and the workers they start) have it; this process keeps its own
+        ray.init(
+            num_cpus=2,
+            num_gpus=1,  # a fake GPU: Ray schedules by declared resources, so placement is testable here
+            include_dashboard=False,
+            log_to_driver=False,
+            _node_ip_address="127.0.0.1",
+        )
+    finally:
+        os.environ.pop("PYTHONPATH")
+        if saved is not None:
+            os.environ["PYTHONPATH"] = saved
     yield
     ray.shutdown()
 
@@ -215,6 +232,96 @@ def test_kept_actors_serve_the_next_run_with_their_worlds_and_the_same_bytes(
     assert keepable(WorkerContext(ray_sets())) and not keepable(
         WorkerContext(ray_sets(), agent=AgentSpec(HOSTILE))
     )
+
+
+LARDER_APP = """
+from typing import Any
+
+from toolgym.mocks import App, insert_rows, ok, read
+
+JARS = 12
+
+
+class LarderApp(App):
+    name = "tg_larder"
+    description = "A larder: how many jars it holds."
+    version = "1"
+    schema = "CREATE TABLE larder_shelves (shelf TEXT PRIMARY KEY, jars INTEGER NOT NULL);"
+
+    def seed(self, db: Any, rng: Any, clock: Any) -> None:
+        insert_rows(db, "larder_shelves", [{"shelf": "top", "jars": JARS}])
+
+    @read
+    def count_jars(self) -> dict[str, Any]:
+        \"\"\"How many jars the larder holds.\"\"\"
+        return ok(jars=self.rows("SELECT jars FROM larder_shelves")[0]["jars"])
+"""
+
+
+def install_larder(site: Path) -> Path:
+    """A plug-in distribution `tg-larder` (its package, and a `*.dist-info` naming its app in the
+    `toolgym.apps` entry points) in `site`, as an editable install leaves it: the package's source
+    is what runs. Returns its app module."""
+    package = site / "tg_larder"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "app.py").write_text(LARDER_APP, encoding="utf-8")
+    info = site / "tg_larder-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tg-larder\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(
+        "[toolgym.apps]\ntg_larder = tg_larder.app:LarderApp\n", encoding="utf-8"
+    )
+    return package / "app.py"
+
+
+def larder_tasks() -> list[tuple[str, TaskSet]]:
+    golden = [
+        {"action": {"type": "tool_call", "name": "count_jars", "arguments": {}}},
+        {"action": {"type": "final_answer", "text": "the jars"}},
+    ]
+    tasks = [
+        Task.model_validate(
+            {"id": f"larder-{i}", "query": "How many jars?", "apps": ["tg_larder"], "golden": golden}
+        )
+        for i in range(2)
+    ]
+    return [("larder", TaskSet(tasks))]
+
+
+def test_kept_actors_run_a_plugin_edited_since_the_last_run_with_its_new_code(
+    tmp_path: Path, plugin_site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plug-in app installed from its source folder (an editable install) is edited between two
+    runs on kept actors: the second run's traces are the new code's (those of a run in this
+    process after the edit), not the kept actors' old code's. The kept actors' name covers every
+    plug-in package the entry points load, so the second run retires them for fresh ones."""
+    app_file = install_larder(plugin_site)
+    monkeypatch.syspath_prepend(str(plugin_site))
+    plugins.refresh()
+    sets = larder_tasks()
+    specs = episode_specs(sets, trials=1, seed=0)
+    first, second = RayExecutor(1, keep_actors_s=60), RayExecutor(1, keep_actors_s=60)
+    try:
+        rollout(sets, specs, out=tmp_path / "first", executor=first)
+        # another length too: a same-size edit within the second would pass for the cached bytecode
+        app_file.write_text(LARDER_APP.replace("JARS = 12", "JARS = 1234"), encoding="utf-8")
+        rollout(sets, specs, out=tmp_path / "second", executor=second)
+        sys.modules.pop("tg_larder.app", None)  # this process runs the edited code from here on
+        sys.modules.pop("tg_larder", None)
+        plugins.refresh()
+        rollout(sets, specs, out=tmp_path / "here")
+    finally:
+        stop_kept_actors()  # their CPUs are the next tests'
+        for name in ("tg_larder.app", "tg_larder"):
+            sys.modules.pop(name, None)
+        monkeypatch.undo()
+        plugins.refresh()
+    here, on_kept = whole_folder(tmp_path / "here"), whole_folder(tmp_path / "second")
+    assert len(traces_of(here)) == 2 and b"1234" in here[traces_of(here)[0]]  # the edited seed
+    assert on_kept == here  # before the fix: the first run's bytes (the kept actor's old code)
+    assert whole_folder(tmp_path / "first") != here
+    assert second.stats.actors_reused == 0 and second.stats.actors_started == 1
 
 
 def test_a_bug_in_an_actor_stops_the_run(tmp_path: Path) -> None:
