@@ -601,6 +601,81 @@ def _report_step_metrics(
     count_error_kinds(counts.errors, "step", result.counts)
 
 
+@dataclass
+class _E2ETotals:
+    """What end-to-end mode sums and counts over the traces."""
+
+    tasks: int = 0
+    answer_tasks: int = 0  # tasks with a reference answer
+    answer: float = 0.0  # AnsAcc's numerator
+    answer_w_imggen: float = 0.0  # Ans+I's
+    tool_call: int = 0
+    tool_call_error: int = 0
+    infra_skipped: int = 0  # traces with an infra error (fixed)
+    errors: list[str | None] = field(default_factory=list)  # each step's GTA error kind
+    gold_n: Counter[str] = field(default_factory=Counter)  # gold calls per tool category
+    pred_n: Counter[str] = field(default_factory=Counter)  # predicted calls per category
+    hits: Counter[str] = field(default_factory=Counter)  # gold calls predicted, per category
+
+
+def _count_categories(task: Task, calls: Sequence[PredCall], mode: Mode, totals: _E2ETotals) -> None:
+    """The episode's gold and predicted calls per tool category, and the gold ones predicted."""
+    gold_names = [g.action.name for g in task.golden if g.action.type == "tool_call"]
+    counted = calls if mode == "compat" else [c for c in calls if c.error != "infra_error"]
+    pred_names = [c.name for c in counted]
+    for name in pred_names:
+        if name in CATEGORY_OF:
+            totals.pred_n[CATEGORY_OF[name]] += 1
+    if mode == "compat":
+        # a gold call is a hit when its tool appears anywhere among the predicted calls
+        for name in gold_names:
+            if name in CATEGORY_OF:
+                totals.gold_n[CATEGORY_OF[name]] += 1
+                totals.hits[CATEGORY_OF[name]] += name in pred_names
+    else:
+        common = Counter(gold_names) & Counter(pred_names)  # repeated calls as a multiset
+        for name in gold_names:
+            if name in CATEGORY_OF:
+                totals.gold_n[CATEGORY_OF[name]] += 1
+        for name, n in common.items():
+            if name in CATEGORY_OF:
+                totals.hits[CATEGORY_OF[name]] += n
+
+
+def _report_e2e_metrics(result: SuiteResult, mode: Mode, totals: _E2ETotals) -> None:
+    """AnsAcc, Ans+I, each category's tool F1 and the counts."""
+    result.metrics["AnsAcc"] = pct(totals.answer, totals.answer_tasks)
+    result.metrics["Ans+I"] = pct(totals.answer_w_imggen, totals.tasks)
+    gold_n, pred_n, hits = totals.gold_n, totals.pred_n, totals.hits
+    for cat, metric in F1_NAMES.items():
+        if mode == "compat":
+            precision = hits[cat] / (pred_n[cat] + 1e-5)
+            if gold_n[cat] == 0:
+                f1 = 0.0
+            else:
+                recall = hits[cat] / gold_n[cat]
+                f1 = 2 * precision * recall / (precision + recall + 1e-5)
+            result.metrics[metric] = 100 * f1
+        elif gold_n[cat] or pred_n[cat]:
+            precision = hits[cat] / pred_n[cat] if pred_n[cat] else 0.0
+            recall = hits[cat] / gold_n[cat] if gold_n[cat] else 0.0
+            f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+            result.metrics[metric] = 100 * f1
+        else:
+            result.notes.append(f"{metric}: no gold or predicted {cat} calls, left out")
+    result.counts.update(
+        {
+            "e2e/tasks": totals.tasks,
+            "e2e/answer_tasks": totals.answer_tasks,
+            "e2e/tool_call": totals.tool_call,
+            "e2e/tool_call_error": totals.tool_call_error,
+        }
+    )
+    count_error_kinds(totals.errors, "e2e", result.counts)
+    if totals.infra_skipped:
+        result.counts["e2e/infra_error_tasks"] = totals.infra_skipped
+
+
 class GTASuite(EmbedderUser):
     name = "gta"
 
@@ -776,105 +851,79 @@ class GTASuite(EmbedderUser):
         return score
 
     def _e2e_metrics(self, traces: Sequence[Trace], tasks: TaskSet, mode: Mode, result: SuiteResult) -> None:
-        total_all = total_answer = 0
-        ans = ans_img = 0.0
-        tool_call = tool_call_error = infra_skipped = 0
-        e2e_errors: list[str | None] = []
-        gold_n: Counter[str] = Counter()
-        pred_n: Counter[str] = Counter()
-        hits: Counter[str] = Counter()
+        totals = _E2ETotals()
         for trace in traces:
             task = tasks[trace.header.task_id]
             if mode == "fixed" and has_infra_error(trace):
-                infra_skipped += 1
+                totals.infra_skipped += 1
                 continue
             ref = gt_answer(task.answer)
             files = FileRefs(task, tasks.base_dir)
-            total_all += 1
-            score = 0.0
+            totals.tasks += 1
             if mode == "compat":
-                preds = gta_episode_predictions(trace, task, tasks.base_dir)
-                e2e_errors += [compat_error_kind(p) for p in preds]
-                # (name, error) of every tool step: NoAction and InvalidAction steps included
-                calls = [PredCall(str(p.name), {}, p.error) for p in preds if p.kind == "tool"]
-                if ref:
-                    total_answer += 1
-                    last = preds[-1] if preds else None
-                    # the last step must be an answer (a loop that hit max_turn ends on a tool)
-                    if last is not None and last.kind == "answer" and last.content:
-                        score = self._answer_score(last.content, ref, mode)
-                    ans += score
-                    img = score
-                else:
-                    img = self._compat_imggen_score(task, preds)
+                score, img, calls = self._compat_episode(trace, task, tasks.base_dir, ref, totals)
             else:
-                calls = episode_calls(trace)
-                # each call's own error, and each reply that held no action
-                e2e_errors += [fixed_error_kind([c.error]) for c in calls if c.error is not None]
-                e2e_errors += ["no_action" for step in trace.steps if "format_error" in step.error_kinds]
-                if ref:
-                    total_answer += 1
-                    answer = last_step_answer(trace)
-                    if answer:
-                        score = self._answer_score(answer, ref, mode)
-                    ans += score
-                    img = score
-                else:
-                    img = self._imggen_score(task, calls, files)
-            ans_img += img
+                score, img, calls = self._fixed_episode(trace, task, ref, files, totals)
+            totals.answer_w_imggen += img
             for call in calls:
-                tool_call += 1
-                tool_call_error += call.error is not None
-            gold_names = [g.action.name for g in task.golden if g.action.type == "tool_call"]
-            counted = calls if mode == "compat" else [c for c in calls if c.error != "infra_error"]
-            pred_names = [c.name for c in counted]
-            for name in pred_names:
-                if name in CATEGORY_OF:
-                    pred_n[CATEGORY_OF[name]] += 1
-            if mode == "compat":
-                # a gold call is a hit when its tool appears anywhere among the predicted calls
-                for name in gold_names:
-                    if name in CATEGORY_OF:
-                        gold_n[CATEGORY_OF[name]] += 1
-                        hits[CATEGORY_OF[name]] += name in pred_names
-            else:
-                common = Counter(gold_names) & Counter(pred_names)  # repeated calls as a multiset
-                for name in gold_names:
-                    if name in CATEGORY_OF:
-                        gold_n[CATEGORY_OF[name]] += 1
-                for name, n in common.items():
-                    if name in CATEGORY_OF:
-                        hits[CATEGORY_OF[name]] += n
+                totals.tool_call += 1
+                totals.tool_call_error += call.error is not None
+            _count_categories(task, calls, mode, totals)
             result.per_task.setdefault(task.id, {}).update({"answer": score, "answer_w_imggen": img})
-        result.metrics["AnsAcc"] = pct(ans, total_answer)
-        result.metrics["Ans+I"] = pct(ans_img, total_all)
-        for cat, metric in F1_NAMES.items():
-            if mode == "compat":
-                precision = hits[cat] / (pred_n[cat] + 1e-5)
-                if gold_n[cat] == 0:
-                    f1 = 0.0
-                else:
-                    recall = hits[cat] / gold_n[cat]
-                    f1 = 2 * precision * recall / (precision + recall + 1e-5)
-                result.metrics[metric] = 100 * f1
-            elif gold_n[cat] or pred_n[cat]:
-                precision = hits[cat] / pred_n[cat] if pred_n[cat] else 0.0
-                recall = hits[cat] / gold_n[cat] if gold_n[cat] else 0.0
-                f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-                result.metrics[metric] = 100 * f1
-            else:
-                result.notes.append(f"{metric}: no gold or predicted {cat} calls, left out")
-        result.counts.update(
-            {
-                "e2e/tasks": total_all,
-                "e2e/answer_tasks": total_answer,
-                "e2e/tool_call": tool_call,
-                "e2e/tool_call_error": tool_call_error,
-            }
-        )
-        count_error_kinds(e2e_errors, "e2e", result.counts)
-        if infra_skipped:
-            result.counts["e2e/infra_error_tasks"] = infra_skipped
+        _report_e2e_metrics(result, mode, totals)
+
+    def _compat_episode(
+        self,
+        trace: Trace,
+        task: Task,
+        base_dir: Path | None,
+        ref: dict[str, Any] | list[str] | None,
+        totals: _E2ETotals,
+    ) -> tuple[float, float, list[PredCall]]:
+        """One episode as GTA scores it, from its predictions as GTA's pipeline records them:
+        (answer score, answer or image-generation score, tool steps)."""
+        score = 0.0
+        preds = gta_episode_predictions(trace, task, base_dir)
+        totals.errors += [compat_error_kind(p) for p in preds]
+        # (name, error) of every tool step: NoAction and InvalidAction steps included
+        calls = [PredCall(str(p.name), {}, p.error) for p in preds if p.kind == "tool"]
+        if ref:
+            totals.answer_tasks += 1
+            last = preds[-1] if preds else None
+            # the last step must be an answer (a loop that hit max_turn ends on a tool)
+            if last is not None and last.kind == "answer" and last.content:
+                score = self._answer_score(last.content, ref, "compat")
+            totals.answer += score
+            img = score
+        else:
+            img = self._compat_imggen_score(task, preds)
+        return score, img, calls
+
+    def _fixed_episode(
+        self,
+        trace: Trace,
+        task: Task,
+        ref: dict[str, Any] | list[str] | None,
+        files: FileRefs,
+        totals: _E2ETotals,
+    ) -> tuple[float, float, list[PredCall]]:
+        """One episode as the fixed mode scores it, from the env's own calls: (answer score,
+        answer or image-generation score, calls)."""
+        score = 0.0
+        calls = episode_calls(trace)
+        # each call's own error, and each reply that held no action
+        totals.errors += [fixed_error_kind([c.error]) for c in calls if c.error is not None]
+        totals.errors += ["no_action" for step in trace.steps if "format_error" in step.error_kinds]
+        if ref:
+            totals.answer_tasks += 1
+            answer = last_step_answer(trace)
+            if answer:
+                score = self._answer_score(answer, ref, "fixed")
+            totals.answer += score
+            img = score
+        else:
+            img = self._imggen_score(task, calls, files)
+        return score, img, calls
 
 
 def _jsonable(value: Any) -> Any:
