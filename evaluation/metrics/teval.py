@@ -480,6 +480,16 @@ class SimilarityCheck:
     skipped: set[str] = field(default_factory=set)  # dimensions left unscored for it
 
 
+def _review_item(item: Item, mode: Mode) -> dict[str, float]:
+    """A review's choice against the gold class (JSON: is_finished; str: the option letter)."""
+    gt = item.ground_truth.get("answer") if isinstance(item.ground_truth, dict) else item.ground_truth
+    if item.prompt_type == "json":
+        choice: Any = review_json_choice(item.prediction, mode)
+    else:
+        choice = review_choice(item.prediction, mode)
+    return {"review": float(choice is not None and choice == gt), "review_parsed": float(choice is not None)}
+
+
 class TEvalSuite(EmbedderUser):
     """`plan_threshold`: the similarity a predicted and a gold plan step need to match (T-Eval's
     code: 0.8, its paper: 0.7)."""
@@ -533,74 +543,12 @@ class TEvalSuite(EmbedderUser):
                 for k, v in got.items():
                     scores.add(f"instruct/{k}", v)
             elif item.dimension == "plan":
-                gold = _plan_list(item.ground_truth)
-                if item.prompt_type == "str":
-                    api_names = [str(n) for n in item.meta.get("API_list", [])]
-                    pred = _str_plan(item.prediction, api_names)
-                else:
-                    pred = _plan_list(item.prediction)
-                if not self._can_embed(similarity, "plan"):
-                    per_task[item.key] = {}
-                    continue
-                result = plan_scores(pred, gold, self.embedder, mode, self.plan_threshold)
-                got = {"plan": result["f1"], "plan_parsed": float(bool(pred and gold))}
-                scores.add(f"plan/{item.prompt_type}", result["f1"])
+                got = self._plan_item(item, mode, similarity, scores)
             elif item.dimension == "review":
-                gt = (
-                    item.ground_truth.get("answer")
-                    if isinstance(item.ground_truth, dict)
-                    else item.ground_truth
-                )
-                if item.prompt_type == "json":
-                    choice: Any = review_json_choice(item.prediction, mode)
-                else:
-                    choice = review_choice(item.prediction, mode)
-                got = {
-                    "review": float(choice is not None and choice == gt),
-                    "review_parsed": float(choice is not None),
-                }
+                got = _review_item(item, mode)
                 scores.add(f"review/{item.prompt_type}", got["review"])
             else:  # rru (json) or reason / retrieve / understand (str)
-                gold_fields = _rru_fields(item.ground_truth, item.prompt_type)
-                if item.prompt_type == "json":
-                    pred_fields = _rru_fields(item.prediction, "json")
-                    if not pred_fields or not gold_fields:
-                        pred_fields = {}
-                    wanted: tuple[str, ...] = ("reason", "retrieve", "understand")
-                else:
-                    pred_fields = {
-                        {"reason": "thought", "retrieve": "name", "understand": "args"}[
-                            item.dimension
-                        ]: item.prediction
-                    }
-                    wanted = (item.dimension,)
-                if "reason" in wanted and self._can_embed(similarity, "reason"):
-                    if "thought" in pred_fields and "thought" in gold_fields:
-                        thoughts.append((item.key, str(pred_fields["thought"]), str(gold_fields["thought"])))
-                    else:
-                        got["reason"] = 0.0
-                if "retrieve" in wanted:
-                    if "name" in pred_fields and "name" in gold_fields:
-                        if item.prompt_type == "json":
-                            got["retrieve"] = float(pred_fields["name"] == gold_fields["name"])
-                        else:
-                            got["retrieve"] = retrieve_str_score(
-                                str(pred_fields["name"]), str(gold_fields["name"]), mode
-                            )
-                    else:
-                        got["retrieve"] = 0.0
-                if "understand" in wanted:
-                    if "args" in pred_fields and "args" in gold_fields:
-                        if isinstance(gold_fields["args"], dict):
-                            got["understand"] = args_score(
-                                gold_fields["args"], _dict(pred_fields["args"]), mode
-                            )
-                        else:
-                            got["understand"] = understand_str_score(
-                                str(pred_fields["args"]), gold_fields["args"], mode
-                            )
-                    else:
-                        got["understand"] = 0.0
+                got = self._rru_item(item, mode, similarity, thoughts)
                 for k in ("retrieve", "understand"):
                     if k in got:
                         scores.add(f"{k}/{item.prompt_type}", got[k])
@@ -608,12 +556,76 @@ class TEvalSuite(EmbedderUser):
                     scores.add(f"reason/{item.prompt_type}", got["reason"])
             per_task[item.key] = got
         if thoughts:
+            # the thoughts are embedded together, then each is scored where it was left out
             sims = pair_similarities(self.embedder, [t[1] for t in thoughts], [t[2] for t in thoughts])
             by_key = {i.key: i for i in items}
             for (key, _, _), sim in zip(thoughts, sims, strict=True):
                 per_task[key]["reason"] = sim
                 scores.add(f"reason/{by_key[key].prompt_type}", sim)
         return scores, per_task
+
+    def _plan_item(
+        self, item: Item, mode: Mode, similarity: SimilarityCheck, scores: _Scores
+    ) -> dict[str, float]:
+        """A plan's F1 against the gold plan (nothing when nothing can embed)."""
+        gold = _plan_list(item.ground_truth)
+        if item.prompt_type == "str":
+            api_names = [str(n) for n in item.meta.get("API_list", [])]
+            pred = _str_plan(item.prediction, api_names)
+        else:
+            pred = _plan_list(item.prediction)
+        if not self._can_embed(similarity, "plan"):
+            return {}
+        result = plan_scores(pred, gold, self.embedder, mode, self.plan_threshold)
+        scores.add(f"plan/{item.prompt_type}", result["f1"])
+        return {"plan": result["f1"], "plan_parsed": float(bool(pred and gold))}
+
+    def _rru_item(
+        self,
+        item: Item,
+        mode: Mode,
+        similarity: SimilarityCheck,
+        thoughts: list[tuple[str, str, str]],
+    ) -> dict[str, float]:
+        """An rru item (JSON: reason, retrieve and understand) or a str one (one of them). A
+        thought to compare goes to `thoughts`, embedded with the others once all are read."""
+        got: dict[str, float] = {}
+        gold_fields = _rru_fields(item.ground_truth, item.prompt_type)
+        if item.prompt_type == "json":
+            pred_fields = _rru_fields(item.prediction, "json")
+            if not pred_fields or not gold_fields:
+                pred_fields = {}
+            wanted: tuple[str, ...] = ("reason", "retrieve", "understand")
+        else:
+            field = {"reason": "thought", "retrieve": "name", "understand": "args"}[item.dimension]
+            pred_fields = {field: item.prediction}
+            wanted = (item.dimension,)
+        if "reason" in wanted and self._can_embed(similarity, "reason"):
+            if "thought" in pred_fields and "thought" in gold_fields:
+                thoughts.append((item.key, str(pred_fields["thought"]), str(gold_fields["thought"])))
+            else:
+                got["reason"] = 0.0
+        if "retrieve" in wanted:
+            if "name" in pred_fields and "name" in gold_fields:
+                if item.prompt_type == "json":
+                    got["retrieve"] = float(pred_fields["name"] == gold_fields["name"])
+                else:
+                    got["retrieve"] = retrieve_str_score(
+                        str(pred_fields["name"]), str(gold_fields["name"]), mode
+                    )
+            else:
+                got["retrieve"] = 0.0
+        if "understand" in wanted:
+            if "args" in pred_fields and "args" in gold_fields:
+                if isinstance(gold_fields["args"], dict):
+                    got["understand"] = args_score(gold_fields["args"], _dict(pred_fields["args"]), mode)
+                else:
+                    got["understand"] = understand_str_score(
+                        str(pred_fields["args"]), gold_fields["args"], mode
+                    )
+            else:
+                got["understand"] = 0.0
+        return got
 
     # ---- generic traces (golden chains) ----
     def _generic(
