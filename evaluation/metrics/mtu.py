@@ -591,36 +591,76 @@ def pair_responses(rows: Sequence[Mapping[str, Any]], responses: Sequence[Mappin
     same split only when that row's id has fewer responses than rows, the response's id more
     responses than rows, and at least one of its argument values is found in the row's dialog.
     Whatever is left is unpaired."""
-    row_ids = [str(r.get("id")) for r in rows]
-    resp_ids = [str(r.get("id")) for r in responses]
-    rows_by: dict[str, list[int]] = {}
-    for i, rid in enumerate(row_ids):
-        rows_by.setdefault(rid, []).append(i)
-    resps_by: dict[str, list[int]] = {}
-    for j, rid in enumerate(resp_ids):
-        resps_by.setdefault(rid, []).append(j)
-    response_of: list[int | None] = [None] * len(rows)
-    pool_rows: list[int] = []
-    for rid, idx in rows_by.items():
-        answers = resps_by.get(rid, [])
-        if len(idx) == 1 and len(answers) == 1:
-            response_of[idx[0]] = answers[0]
-        else:
-            pool_rows.extend(idx)
-    pool_resps = [
-        j for rid, js in resps_by.items() if not (len(js) == 1 and len(rows_by.get(rid, [])) == 1) for j in js
-    ]
-    short = {rid for rid, idx in rows_by.items() if len(resps_by.get(rid, [])) < len(idx)}
-    surplus = {rid for rid, js in resps_by.items() if len(js) > len(rows_by.get(rid, []))}
+    pairer = _Pairer(rows, responses)
+    pool_rows, pool_resps = pairer.pair_unique_ids()
+    row_ids, resp_ids = pairer.row_ids, pairer.resp_ids
+    for split in sorted({row_ids[i].split("_", 1)[0] for i in pool_rows}):
+        split_rows = sorted(i for i in pool_rows if row_ids[i].split("_", 1)[0] == split)
+        split_resps = sorted(j for j in pool_resps if resp_ids[j].split("_", 1)[0] == split)
+        if len(split_rows) <= PAIRING_POOL_LIMIT and len(split_resps) <= PAIRING_POOL_LIMIT:
+            if split_resps:
+                pairer.match(split_rows, split_resps, across=True)
+            continue
+        for rid in sorted({row_ids[i] for i in split_rows}):  # too many: each id on its own
+            same = [j for j in split_resps if resp_ids[j] == rid]
+            if same:
+                pairer.match([i for i in split_rows if row_ids[i] == rid], same, across=False)
+    return pairer.pairing()
 
-    def match(group_rows: list[int], group_resps: list[int], across: bool) -> None:
+
+class _Pairer:
+    """pair_responses' work: both sides' ids and the pairs made so far."""
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]], responses: Sequence[Mapping[str, Any]]) -> None:
+        self.rows, self.responses = rows, responses
+        self.row_ids = [str(r.get("id")) for r in rows]
+        self.resp_ids = [str(r.get("id")) for r in responses]
+        self.rows_by: dict[str, list[int]] = {}
+        for i, rid in enumerate(self.row_ids):
+            self.rows_by.setdefault(rid, []).append(i)
+        self.resps_by: dict[str, list[int]] = {}
+        for j, rid in enumerate(self.resp_ids):
+            self.resps_by.setdefault(rid, []).append(j)
+        # ids with fewer responses than rows, and ids with more
+        self.short = {rid for rid, idx in self.rows_by.items() if len(self.resps_by.get(rid, [])) < len(idx)}
+        self.surplus = {rid for rid, js in self.resps_by.items() if len(js) > len(self.rows_by.get(rid, []))}
+        self.response_of: list[int | None] = [None] * len(rows)
+        self.by_content: list[int] = []
+
+    def pair_unique_ids(self) -> tuple[list[int], list[int]]:
+        """Pairs each id held by exactly one row and one response; the rows and responses left."""
+        pool_rows: list[int] = []
+        for rid, idx in self.rows_by.items():
+            answers = self.resps_by.get(rid, [])
+            if len(idx) == 1 and len(answers) == 1:
+                self.response_of[idx[0]] = answers[0]
+            else:
+                pool_rows.extend(idx)
+        pool_resps = [
+            j
+            for rid, js in self.resps_by.items()
+            if not (len(js) == 1 and len(self.rows_by.get(rid, [])) == 1)
+            for j in js
+        ]
+        return pool_rows, pool_resps
+
+    def match(self, group_rows: list[int], group_resps: list[int], across: bool) -> None:
         """Pairs one group's left-over rows and responses (same split; same id unless `across`)."""
-        requests = [request_of(rows[i]) for i in group_rows]
-        calls = [response_calls(response_text(responses[j])) for j in group_resps]
+        for a, got in enumerate(best_assignment(self._weights(group_rows, group_resps, across))):
+            if got is not None:
+                self.response_of[group_rows[a]] = group_resps[got]
+                self.by_content.append(group_rows[a])
+
+    def _weights(self, group_rows: list[int], group_resps: list[int], across: bool) -> list[list[int]]:
+        """The matching's weights: an equal id above any content fit, a content fit above file order."""
+        row_ids, resp_ids = self.row_ids, self.resp_ids
+        requests = [request_of(self.rows[i]) for i in group_rows]
+        calls = [response_calls(response_text(self.responses[j])) for j in group_resps]
         fits = [
             [
                 content_fit(req, calls[b])
-                if row_ids[i] == resp_ids[j] or (across and row_ids[i] in short and resp_ids[j] in surplus)
+                if row_ids[i] == resp_ids[j]
+                or (across and row_ids[i] in self.short and resp_ids[j] in self.surplus)
                 else None
                 for b, j in enumerate(group_resps)
             ]
@@ -635,33 +675,21 @@ def pair_responses(rows: Sequence[Mapping[str, Any]], responses: Sequence[Mappin
             for b, j in enumerate(group_resps):
                 fit = fits[a][b]
                 if row_ids[i] == resp_ids[j]:
-                    in_order = rows_by[row_ids[i]].index(i) == resps_by[resp_ids[j]].index(j)
+                    in_order = self.rows_by[row_ids[i]].index(i) == self.resps_by[resp_ids[j]].index(j)
                     line.append(big + k * content[a][b] + int(in_order))
                 elif fit is not None and fit[1] > 0:  # another id: an argument value must fit
                     line.append(k * content[a][b])
                 else:
                     line.append(0)
             weights.append(line)
-        for a, got in enumerate(best_assignment(weights)):
-            if got is not None:
-                response_of[group_rows[a]] = group_resps[got]
-                by_content.append(group_rows[a])
+        return weights
 
-    by_content: list[int] = []
-    for split in sorted({row_ids[i].split("_", 1)[0] for i in pool_rows}):
-        split_rows = sorted(i for i in pool_rows if row_ids[i].split("_", 1)[0] == split)
-        split_resps = sorted(j for j in pool_resps if resp_ids[j].split("_", 1)[0] == split)
-        if len(split_rows) <= PAIRING_POOL_LIMIT and len(split_resps) <= PAIRING_POOL_LIMIT:
-            if split_resps:
-                match(split_rows, split_resps, across=True)
-            continue
-        for rid in sorted({row_ids[i] for i in split_rows}):  # too many: each id on its own
-            same = [j for j in split_resps if resp_ids[j] == rid]
-            if same:
-                match([i for i in split_rows if row_ids[i] == rid], same, across=False)
-    by_content.sort()
-    used = {j for j in response_of if j is not None}
-    return Pairing(response_of, by_content, [j for j in range(len(responses)) if j not in used])
+    def pairing(self) -> Pairing:
+        self.by_content.sort()
+        used = {j for j in self.response_of if j is not None}
+        return Pairing(
+            self.response_of, self.by_content, [j for j in range(len(self.responses)) if j not in used]
+        )
 
 
 def describe_row(item_id: str, index: int) -> str:
