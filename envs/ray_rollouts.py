@@ -151,6 +151,16 @@ def private_instance(ray: Any, options: Mapping[str, Any], allow_no_auth: bool =
             finally:
                 ray.shutdown()
     finally:
+        _remove(folder)
+
+
+def _remove(folder: Path, bound_s: float = 10.0) -> None:
+    """Remove a private instance's folder, again while its processes, exiting after
+    `ray.shutdown()`, still write their last logs into it (for `bound_s` at most)."""
+    deadline = time.monotonic() + bound_s
+    shutil.rmtree(folder, ignore_errors=True)
+    while folder.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -850,10 +850,12 @@ def run_workers(out: Path) -> list[dict[str, Any]]:
 
 def test_an_own_instance_without_token_auth_needs_the_opt_in(tmp_path: Path) -> None:
     """RAY_AUTH_MODE=disabled: `toolgym run --ray` stops in one line (exit 2, nothing started or
-    written) unless --ray-allow-no-auth says the instance may go without token authentication."""
+    written) unless --ray-allow-no-auth says the instance may go without token authentication.
+    The instance's folder is gone with it."""
     home = tmp_path / "home"
     home.mkdir()
-    env = driver_env(home, RAY_AUTH_MODE="disabled")
+    ray_tmp = Path(tempfile.mkdtemp(prefix="tg-rt-"))  # short: Ray's socket paths go below it
+    env = driver_env(home, RAY_AUTH_MODE="disabled", RAY_TMPDIR=str(ray_tmp))
     args = ["run", "--ray", "--workers", "1", "--tasks", "teval", "--limit", "1"]
     refused = subprocess.run(
         [str(TOOLGYM), *args, "--out", str(tmp_path / "refused")],
@@ -866,12 +868,17 @@ def test_an_own_instance_without_token_auth_needs_the_opt_in(tmp_path: Path) -> 
     [line] = refused.stderr.splitlines()
     assert line.startswith("toolgym: error: Invalid value for --ray: RAY_AUTH_MODE=disabled would start")
     assert "--ray-allow-no-auth" in line and not (tmp_path / "refused").exists()
-    allowed = subprocess.run(
-        [str(TOOLGYM), *args, "--ray-allow-no-auth", "--out", str(tmp_path / "allowed")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    try:
+        allowed = subprocess.run(
+            [str(TOOLGYM), *args, "--ray-allow-no-auth", "--out", str(tmp_path / "allowed")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        left = list(ray_tmp.iterdir())
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     assert allowed.returncode == 0, allowed.stderr
+    assert left == []  # the instance's folder (tg-ray-*) went with it
     assert [e.status for e in RunSummary.load(tmp_path / "allowed").episodes] == ["terminated"]
