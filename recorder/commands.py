@@ -23,8 +23,11 @@ from toolgym.envs.user_options import (
 from toolgym.tools import ToolSet
 
 if TYPE_CHECKING:
+    from toolgym.envs.faults import FaultPlan
     from toolgym.envs.users import UserLLM
-    from toolgym.recorder.golden import TaskIndex
+    from toolgym.recorder.cassette import Cassette
+    from toolgym.recorder.golden import RecordReport, TaskIndex
+    from toolgym.recorder.verify import VerifyResult
 
 console = Console(soft_wrap=True)  # a result line stays one line when piped (tables wrap: soft_wrap=False)
 
@@ -125,24 +128,12 @@ def record(
 ) -> None:
     """Run an agent over task sets and store golden traces and the cassette of every tool response
     (and of every user LLM call)."""
-    from toolgym.envs.agents import agent_factory
+    from toolgym.envs.faults import FaultPlanError
     from toolgym.recorder.golden import record_golden
 
-    if mode not in ("record", "record_missing", "live"):
-        raise typer.BadParameter("record, record_missing or live", param_hint="--mode")
-    try:
-        agent_factory(agent)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--agent") from None
+    _check_record_options(mode, agent)
     paths = task_set_paths(tasks)
-    from toolgym.envs.faults import FaultPlan, FaultPlanError
-
-    plan = None
-    if faults is not None:
-        try:
-            plan = FaultPlan.load(faults)
-        except FaultPlanError as exc:
-            raise typer.BadParameter(exc.message, param_hint="--faults") from None
+    plan = _fault_plan(faults)
     user_llm = _open_user_llm(user_base_url, user_model, user_api_key_env)
     try:
         report = record_golden(
@@ -163,6 +154,35 @@ def record(
         close = getattr(user_llm, "close", None)
         if callable(close):
             close()
+    _print_record_report(report, agent, protocol, out)
+
+
+def _check_record_options(mode: str, agent: str) -> None:
+    """--mode and --agent, checked before anything runs."""
+    from toolgym.envs.agents import agent_factory
+
+    if mode not in ("record", "record_missing", "live"):
+        raise typer.BadParameter("record, record_missing or live", param_hint="--mode")
+    try:
+        agent_factory(agent)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--agent") from None
+
+
+def _fault_plan(faults: Path | None) -> FaultPlan | None:
+    """The --faults plan (None without one); a bad plan is a bad --faults."""
+    from toolgym.envs.faults import FaultPlan, FaultPlanError
+
+    if faults is None:
+        return None
+    try:
+        return FaultPlan.load(faults)
+    except FaultPlanError as exc:
+        raise typer.BadParameter(exc.message, param_hint="--faults") from None
+
+
+def _print_record_report(report: RecordReport, agent: str, protocol: str, out: Path) -> None:
+    """Each episode's row, the cassette's counts and where the traces went."""
     table = Table(title=f"toolgym record: {len(report.results)} episodes, agent {agent}, {protocol} protocol")
     for column in ("set", "task", "steps", "errors", "reward"):
         table.add_column(column, no_wrap=True)
@@ -219,8 +239,7 @@ def verify(
     quiet: Annotated[bool, typer.Option(help="print drifting traces only")] = False,
 ) -> None:
     """Re-execute golden traces on a fresh env and report per step whether everything is identical."""
-    from toolgym.recorder.cassette import Cassette, CassetteError
-    from toolgym.recorder.golden import EnvPool, find_traces, golden_roots, resolve_cassette
+    from toolgym.recorder.golden import EnvPool, find_traces, golden_roots
     from toolgym.recorder.verify import Tolerance, verify_traces
 
     if mode not in ("replay", "record_missing"):
@@ -237,13 +256,7 @@ def verify(
         image=image_tolerance,
         tools=frozenset(tolerant_tool) if tolerant_tool else None,
     )
-    try:
-        answering = Cassette(cassette, mode=mode) if cassette is not None else None  # type: ignore[arg-type]
-        ref_path = resolve_cassette(root, reference)
-        ref = Cassette(ref_path, mode="replay") if ref_path is not None and ref_path.is_file() else None
-    except CassetteError as exc:
-        console.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(code=2) from None
+    answering, ref = _verify_cassettes(cassette, mode, root, reference)
     pool = EnvPool(_toolset(toolset), answering)
     try:
         results = verify_traces(traces, pool, index, tolerance=tolerance, reference=ref)
@@ -253,6 +266,32 @@ def verify(
             answering.close()
         if ref is not None:
             ref.close()
+    failed = _print_verify_results(results, quiet)
+    console.print(f"verified {len(results)} traces: {len(results) - failed} ok, {failed} drifted or failed")
+    if failed:
+        raise typer.Exit(code=1)
+
+
+def _verify_cassettes(
+    cassette: Path | None, mode: str, root: Path | None, reference: Path | None
+) -> tuple[Cassette | None, Cassette | None]:
+    """The cassette that answers tool calls (--cassette) and the one holding the golden images;
+    a cassette that cannot open exits with 2."""
+    from toolgym.recorder.cassette import Cassette, CassetteError
+    from toolgym.recorder.golden import resolve_cassette
+
+    try:
+        answering = Cassette(cassette, mode=mode) if cassette is not None else None  # type: ignore[arg-type]
+        ref_path = resolve_cassette(root, reference)
+        ref = Cassette(ref_path, mode="replay") if ref_path is not None and ref_path.is_file() else None
+    except CassetteError as exc:
+        console.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(code=2) from None
+    return answering, ref
+
+
+def _print_verify_results(results: Sequence[VerifyResult], quiet: bool) -> int:
+    """Each trace's verdict (a drift step by step); how many drifted or failed."""
     failed = 0
     for r in results:
         name = escape(str(r.path))
@@ -278,9 +317,7 @@ def verify(
             console.print(f"    step {check.index}: {state}")
         for drift in r.drifts:
             console.print("  " + escape(drift.describe()).replace("\n", "\n  "))
-    console.print(f"verified {len(results)} traces: {len(results) - failed} ok, {failed} drifted or failed")
-    if failed:
-        raise typer.Exit(code=1)
+    return failed
 
 
 def replay(
