@@ -253,21 +253,41 @@ def test_socket_to_localhost_is_denied_and_nothing_connects(ts: ToolSet) -> None
 
 
 # ---- attempts on the hook itself -----------------------------------------------------------------
-def test_hook_bypass_attempts_are_all_denied(ts: ToolSet, tmp_path: Path) -> None:
-    """One run, many tricks; each must end in the sandbox's PermissionError."""
-    secret = tmp_path / "secret.txt"
-    secret.write_text("s3cr3t")
-    obs = call(
-        ts,
-        code(f"""
-        import builtins, gc, importlib.machinery, importlib.util, json, os, socket, sqlite3, subprocess, sys
-        def attempt(fn):
-            try:
-                fn()
-            except BaseException as exc:
-                return "denied" if str(exc).startswith("sandbox:") else f"{{type(exc).__name__}}: {{exc}}"
-            return "ALLOWED"
+ATTEMPTS = """
+import json
 
+def attempt(fn):
+    try:
+        fn()
+    except BaseException as exc:
+        return "denied" if str(exc).startswith("sandbox:") else f"{type(exc).__name__}: {exc}"
+    return "ALLOWED"
+
+def solution():
+    return json.dumps({name: attempt(fn) for name, fn in tries().items()})
+"""
+
+
+def attempts(ts: ToolSet, body: str) -> dict[str, str]:
+    """The tricks of `body` (code whose `tries()` names a callable per trick), one sandbox run
+    for all: trick -> "denied" when the sandbox refused it, else what happened."""
+    obs = call(ts, code(body) + ATTEMPTS)
+    assert obs.error is None, obs.text
+    results: dict[str, str] = json.loads(obs.text)
+    assert results
+    return results
+
+
+def allowed(results: dict[str, str]) -> dict[str, str]:
+    return {name: r for name, r in results.items() if r != "denied"}
+
+
+def test_process_ctypes_and_interpreter_tricks_are_denied(ts: ToolSet) -> None:
+    """Each must end in the sandbox's PermissionError (or ImportError, AttributeError)."""
+    results = attempts(
+        ts,
+        """
+        import gc, os, subprocess, sys
         def ctypes_types_reachable():
             stack, seen = [object], set()
             while stack:
@@ -280,6 +300,42 @@ def test_hook_bypass_attempts_are_all_denied(ts: ToolSet, tmp_path: Path) -> Non
                 stack.extend(type.__subclasses__(cls))
             raise PermissionError("sandbox: no _ctypes type is reachable")
 
+        def reimport_posixsubprocess():
+            sys.modules.pop("_posixsubprocess", None)
+            import _posixsubprocess
+            _posixsubprocess.fork_exec
+
+        def tries():
+            return {
+                "fork_exec": lambda: __import__("_posixsubprocess").fork_exec(),
+                "subprocess_fork_exec": lambda: subprocess._fork_exec(),
+                "reimport_posixsubprocess": reimport_posixsubprocess,
+                "memfd_create": lambda: os.memfd_create("x"),
+                "posix_spawn": lambda: os.posix_spawn("/bin/true", ["true"], {}),
+                "execv": lambda: os.execv("/bin/true", ["true"]),
+                "kill": lambda: os.kill(1, 9),
+                "settrace": lambda: sys.settrace(lambda *a: None),
+                "gc_objects": lambda: gc.get_objects(),
+                "code_replace": lambda: (lambda: 0).__code__.replace(co_consts=(1,)),
+                "import_ctypes_util": lambda: __import__("ctypes.util"),
+                "ctypes_pythonapi": lambda: __import__("ctypes").pythonapi.Py_GetVersion(),
+                "ctypes_memmove": lambda: __import__("ctypes").memmove(0, 0, 1),
+                "import_ctypes_c": lambda: __import__("_ctypes"),
+                "ctypes_types_reachable": ctypes_types_reachable,
+            }
+    """,
+    )
+    assert allowed(results) == {}
+
+
+def test_file_and_network_tricks_are_denied(ts: ToolSet, tmp_path: Path) -> None:
+    """Each must end in the sandbox's PermissionError, whatever the code rebound first."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("s3cr3t")
+    results = attempts(
+        ts,
+        f"""
+        import builtins, importlib.machinery, importlib.util, os, socket, sqlite3
         def patched_builtins():
             real = builtins.isinstance
             builtins.isinstance = lambda *a: False
@@ -296,11 +352,6 @@ def test_hook_bypass_attempts_are_all_denied(ts: ToolSet, tmp_path: Path) -> Non
             finally:
                 os.lstat = real
 
-        def reimport_posixsubprocess():
-            sys.modules.pop("_posixsubprocess", None)
-            import _posixsubprocess
-            _posixsubprocess.fork_exec
-
         def native_from_workdir():
             with open("evil.bin", "wb") as fh:
                 fh.write(b"\\x7fELF" + b"\\0" * 64)
@@ -312,18 +363,8 @@ def test_hook_bypass_attempts_are_all_denied(ts: ToolSet, tmp_path: Path) -> Non
             open("lib.bin", "wb").close()
             os.rename("lib.bin", "lib.so")
 
-        def solution():
-            tries = {{
-                "fork_exec": lambda: __import__("_posixsubprocess").fork_exec(),
-                "subprocess_fork_exec": lambda: subprocess._fork_exec(),
-                "reimport_posixsubprocess": reimport_posixsubprocess,
-                "memfd_create": lambda: os.memfd_create("x"),
-                "posix_spawn": lambda: os.posix_spawn("/bin/true", ["true"], {{}}),
-                "execv": lambda: os.execv("/bin/true", ["true"]),
-                "kill": lambda: os.kill(1, 9),
-                "settrace": lambda: sys.settrace(lambda *a: None),
-                "gc_objects": lambda: gc.get_objects(),
-                "code_replace": lambda: (lambda: 0).__code__.replace(co_consts=(1,)),
+        def tries():
+            return {{
                 "symlink": lambda: os.symlink("/etc/passwd", "link"),
                 "hardlink": lambda: os.link({str(secret)!r}, "hard"),
                 "chdir": lambda: os.chdir("/"),
@@ -340,18 +381,10 @@ def test_hook_bypass_attempts_are_all_denied(ts: ToolSet, tmp_path: Path) -> Non
                 "udp": lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM),
                 "unix": lambda: socket.socket(socket.AF_UNIX).connect("/run/x.sock"),
                 "sqlite_outside": lambda: sqlite3.connect({str(tmp_path / "x.db")!r}),
-                "import_ctypes_util": lambda: __import__("ctypes.util"),
-                "ctypes_pythonapi": lambda: __import__("ctypes").pythonapi.Py_GetVersion(),
-                "ctypes_memmove": lambda: __import__("ctypes").memmove(0, 0, 1),
-                "import_ctypes_c": lambda: __import__("_ctypes"),
-                "ctypes_types_reachable": ctypes_types_reachable,
             }}
-            return json.dumps({{name: attempt(fn) for name, fn in tries.items()}})
-    """),
+    """,
     )
-    assert obs.error is None, obs.text
-    results = json.loads(obs.text)
-    assert {name: r for name, r in results.items() if r != "denied"} == {}
+    assert allowed(results) == {}
     assert not (tmp_path / "x.db").exists()
 
 
@@ -361,17 +394,10 @@ def test_the_hooks_helpers_cannot_be_rebound(ts: ToolSet, tmp_path: Path) -> Non
     module's names changes no verdict (the hook and its helpers hold their own references)."""
     secret = tmp_path / "secret.txt"
     secret.write_text("s3cr3t")
-    obs = call(
+    results = attempts(
         ts,
-        code(f"""
-        import __main__, json
-        def attempt(fn):
-            try:
-                fn()
-            except BaseException as exc:
-                return "denied" if str(exc).startswith("sandbox:") else f"{{type(exc).__name__}}: {{exc}}"
-            return "ALLOWED"
-
+        f"""
+        import __main__
         def allow_all(*args, **kwargs):
             return None
 
@@ -381,19 +407,17 @@ def test_the_hooks_helpers_cannot_be_rebound(ts: ToolSet, tmp_path: Path) -> Non
                     setattr(__main__, name, allow_all)
             open({str(secret)!r}).read()
 
-        def solution():
-            tries = {{"names": rebound_names}}
+        def tries():
+            found = {{"names": rebound_names}}
             for helper in __main__.HOOK_HELPERS:
                 for attr, value in (("__code__", allow_all.__code__), ("__defaults__", ()), ("__kwdefaults__", {{}})):
-                    tries[f"{{helper.__name__}}.{{attr}}"] = lambda h=helper, a=attr, v=value: setattr(h, a, v)
-                tries[f"{{helper.__name__}}.del"] = lambda h=helper: delattr(h, "__defaults__")
-            return json.dumps({{name: attempt(fn) for name, fn in tries.items()}})
-    """),
+                    found[f"{{helper.__name__}}.{{attr}}"] = lambda h=helper, a=attr, v=value: setattr(h, a, v)
+                found[f"{{helper.__name__}}.del"] = lambda h=helper: delattr(h, "__defaults__")
+            return found
+    """,
     )
-    assert obs.error is None, obs.text
-    results = json.loads(obs.text)
     assert len(results) == 1 + 4 * len(HOOK_HELPERS)  # the names, then each helper four ways
-    assert {name: r for name, r in results.items() if r != "denied"} == {}
+    assert allowed(results) == {}
 
 
 def test_the_hook_depends_on_nothing_the_code_can_rebind() -> None:
@@ -421,17 +445,10 @@ def test_the_hook_checks_what_the_operation_reads(ts: ToolSet) -> None:
     """A path or module name is checked as the operation reads it: a bytes path whatever
     `isinstance` or `os.fspath` the code rebound, a str subclass by its characters, not by the
     `==`, `startswith` or `split` it overrides."""
-    obs = call(
+    results = attempts(
         ts,
-        code("""
-        import builtins, importlib.machinery, importlib.util, json, os
-        def attempt(fn):
-            try:
-                fn()
-            except BaseException as exc:
-                return "denied" if str(exc).startswith("sandbox:") else f"{type(exc).__name__}: {exc}"
-            return "ALLOWED"
-
+        """
+        import builtins, importlib.machinery, importlib.util, os
         class Sly(str):
             __hash__ = str.__hash__
             def __eq__(self, other):
@@ -455,20 +472,18 @@ def test_the_hook_checks_what_the_operation_reads(ts: ToolSet) -> None:
             loader = importlib.machinery.ExtensionFileLoader("evil", Sly(os.path.abspath("evil.bin")))
             importlib.util.module_from_spec(importlib.util.spec_from_loader("evil", loader))
 
-        def solution():
+        def tries():
             read = lambda: open(b"/etc/passwd").read()
-            tries = {
+            return {
                 "bytes_path_isinstance": lambda: patched(builtins, "isinstance", lambda *a: False, read),
                 "bytes_path_fspath": lambda: patched(os, "fspath", lambda path: "inside.txt", read),
                 "import_ctypes": lambda: __import__(Sly("_ctypes")),
                 "import_posixsubprocess": lambda: __import__(Sly("_posixsubprocess")),
                 "native_from_workdir": native_from_workdir,
             }
-            return json.dumps({name: attempt(fn) for name, fn in tries.items()})
-    """),
+    """,
     )
-    assert obs.error is None, obs.text
-    assert json.loads(obs.text) == dict.fromkeys(
+    assert results == dict.fromkeys(
         [
             "bytes_path_isinstance",
             "bytes_path_fspath",
@@ -483,32 +498,21 @@ def test_the_hook_checks_what_the_operation_reads(ts: ToolSet) -> None:
 def test_sqlite_is_denied(ts: ToolSet) -> None:
     """SQLite opens files the audit hook never hears of (ATTACH and VACUUM INTO, from an
     in-memory database too; file: URIs), so the code gets no connection at all."""
-    obs = call(
+    results = attempts(
         ts,
-        code("""
-        import json, sqlite3
-        def attempt(fn):
-            try:
-                fn()
-            except BaseException as exc:
-                return "denied" if str(exc).startswith("sandbox:") else f"{type(exc).__name__}: {exc}"
-            return "ALLOWED"
-
-        def solution():
-            tries = {
+        """
+        import sqlite3
+        def tries():
+            return {
                 "attach": lambda: sqlite3.connect(":memory:").execute("ATTACH DATABASE '/etc/x.db' AS x"),
                 "vacuum_into": lambda: sqlite3.connect(":memory:").execute("VACUUM INTO '/etc/x.db'"),
                 "uri": lambda: sqlite3.connect("file:/etc/x.db?mode=rwc", uri=True),
                 "workdir": lambda: sqlite3.connect("x.db"),
                 "connection": lambda: sqlite3.Connection(":memory:"),
             }
-            return json.dumps({name: attempt(fn) for name, fn in tries.items()})
-    """),
+    """,
     )
-    assert obs.error is None, obs.text
-    assert json.loads(obs.text) == dict.fromkeys(
-        ["attach", "vacuum_into", "uri", "workdir", "connection"], "denied"
-    )
+    assert results == dict.fromkeys(["attach", "vacuum_into", "uri", "workdir", "connection"], "denied")
 
 
 def test_denial_reported_even_if_the_code_swallows_it(ts: ToolSet) -> None:
