@@ -107,66 +107,69 @@ def shipments(world: MockWorld) -> list[dict[str, Any]]:
 
 def express(world: MockWorld) -> list[Draft]:
     drafts: list[Draft] = []
-    picked = shipments(world)[:PER_TEMPLATE]
-    for s in picked:
+    for s in shipments(world)[:PER_TEMPLATE]:
         view = world.call("get_shipment", tracking_number=s["tracking_number"])["shipment"]
-        tn, rec = view["tracking_number"], view["recipient"]
-        drafts.append(
-            Draft(
-                "fixed",
-                f"快递{tn}的收件人是谁？寄的是什么东西？",
-                [call("get_shipment", tracking_number=tn)],
-                ["get_shipment", "track_shipment", "list_shipments"],
-                f"快递{tn}的收件人是{rec['name']}，寄的是{view['item_description']}。",
-                whitelist=[[rec["name"]], [view["item_description"]]],
-            )
-        )
-        drafts.append(
-            Draft(
-                "fixed",
-                f"帮我查一下快递{tn}花了多少运费，一共多少公斤？",
-                [call("get_shipment", tracking_number=tn)],
-                ["get_shipment", "estimate_shipping_fee", "track_shipment"],
-                f"快递{tn}的运费是{yuan(view['fee'])}元，重{view['weight_kg']}公斤。",
-                whitelist=[[yuan(view["fee"])], [str(view["weight_kg"])]],
-            )
-        )
-        track = world.call("track_shipment", tracking_number=tn)
-        status = track["shipment_status"]
-        drafts.append(
-            Draft(
-                "real_time",
-                f"我的快递{tn}现在到哪一步了？",
-                [call("track_shipment", tracking_number=tn)],
-                ["track_shipment", "get_shipment", "list_shipments"],
-                f"快递{tn}当前状态：{STATUS_ZH[status]}（{status}）。",
-                # the whitelist serves the reward (the clock is fixed); the suite checks the
-                # answer against the status the episode's own call returned
-                whitelist=[[STATUS_ZH[status], status]],
-                answer_fields=["shipment_status"],
-            )
-        )
-        summary = (
-            f"快递{tn}由{view['sender']['name']}从{CITY_ZH[view['sender']['city']]}寄往"
-            f"{CITY_ZH[rec['city']]}的{rec['name']}（{rec['address']}），物品是{view['item_description']}，"
-            f"重{view['weight_kg']}公斤，运费{yuan(view['fee'])}元，当前状态为{STATUS_ZH[view['shipment_status']]}。"
-        )
-        drafts.append(
-            Draft(
-                "open_ended",
-                f"请用一段话介绍一下快递{tn}的情况。",
-                [call("get_shipment", tracking_number=tn)],
-                ["get_shipment", "track_shipment", "get_customer_profile"],
-                summary,
-                references=[summary],
-            )
-        )
+        track = world.call("track_shipment", tracking_number=view["tracking_number"])
+        drafts += shipment_drafts(view, track["shipment_status"])
+    return drafts + cancel_shipment_drafts(world)
+
+
+def shipment_drafts(view: dict[str, Any], status: str) -> list[Draft]:
+    """A shipment's two fixed questions, its status (real time) and its summary (open ended)."""
+    tn, rec = view["tracking_number"], view["recipient"]
+    summary = (
+        f"快递{tn}由{view['sender']['name']}从{CITY_ZH[view['sender']['city']]}寄往"
+        f"{CITY_ZH[rec['city']]}的{rec['name']}（{rec['address']}），物品是{view['item_description']}，"
+        f"重{view['weight_kg']}公斤，运费{yuan(view['fee'])}元，当前状态为{STATUS_ZH[view['shipment_status']]}。"
+    )
+    return [
+        Draft(
+            "fixed",
+            f"快递{tn}的收件人是谁？寄的是什么东西？",
+            [call("get_shipment", tracking_number=tn)],
+            ["get_shipment", "track_shipment", "list_shipments"],
+            f"快递{tn}的收件人是{rec['name']}，寄的是{view['item_description']}。",
+            whitelist=[[rec["name"]], [view["item_description"]]],
+        ),
+        Draft(
+            "fixed",
+            f"帮我查一下快递{tn}花了多少运费，一共多少公斤？",
+            [call("get_shipment", tracking_number=tn)],
+            ["get_shipment", "estimate_shipping_fee", "track_shipment"],
+            f"快递{tn}的运费是{yuan(view['fee'])}元，重{view['weight_kg']}公斤。",
+            whitelist=[[yuan(view["fee"])], [str(view["weight_kg"])]],
+        ),
+        Draft(
+            "real_time",
+            f"我的快递{tn}现在到哪一步了？",
+            [call("track_shipment", tracking_number=tn)],
+            ["track_shipment", "get_shipment", "list_shipments"],
+            f"快递{tn}当前状态：{STATUS_ZH[status]}（{status}）。",
+            # the whitelist serves the reward (the clock is fixed); the suite checks the
+            # answer against the status the episode's own call returned
+            whitelist=[[STATUS_ZH[status], status]],
+            answer_fields=["shipment_status"],
+        ),
+        Draft(
+            "open_ended",
+            f"请用一段话介绍一下快递{tn}的情况。",
+            [call("get_shipment", tracking_number=tn)],
+            ["get_shipment", "track_shipment", "get_customer_profile"],
+            summary,
+            references=[summary],
+        ),
+    ]
+
+
+def cancel_shipment_drafts(world: MockWorld) -> list[Draft]:
+    """Cancelling shipments not picked up yet (operation)."""
     cancellable = [
         r["tracking_number"]
         for r in world.rows("express_shipments", {})
         if r["cancelled_at"] is None
         and world.call("track_shipment", tracking_number=r["tracking_number"])["shipment_status"] == "created"
     ][:PER_TEMPLATE]
+    drafts: list[Draft] = []
     for tn in cancellable:
         fee = world.rows("express_shipments", {"tracking_number": tn})[0]["fee_cents"] / 100
         drafts.append(
@@ -343,89 +346,99 @@ def maps(world: MockWorld) -> list[Draft]:
     places = world.rows("maps_places", {})
     for n, p in enumerate(places[7::97][:PER_TEMPLATE_2]):
         view = world.call("get_place_details", place_id=p["place_id"])["place"]
-        pid = view["place_id"]
-        drafts.append(
-            Draft(
-                "fixed",
-                f"地点{pid}叫什么名字？电话是多少？",
-                [call("get_place_details", place_id=pid)],
-                ["get_place_details", "search_places", "geocode"],
-                f"地点{pid}是{view['name']}，电话{view['phone']}。",
-                whitelist=[[view["name"]], [view["phone"]]],
-                apps=APPS_2,
-            )
-        )
-        summary = (
-            f"{view['name']}位于{view['address']}，评分{view['rating']}（{view['review_count']}条评价），"
-            f"营业时间{view['opening_hours']}，电话{view['phone']}。"
-        )
-        drafts.append(
-            Draft(
-                "open_ended",
-                f"给我介绍一下地点{pid}。",
-                [call("get_place_details", place_id=pid)],
-                ["get_place_details", "search_nearby_places", "search_places"],
-                summary,
-                references=[summary],
-                apps=APPS_2,
-            )
-        )
+        drafts += place_drafts(view)
         # a neighbour in the same city: a short drive
         other = next(q for q in places[places.index(p) + 1 :] if q["city"] == p["city"])
-        route = world.call(
-            "plan_route",
-            origin_lat=p["lat"],
-            origin_lon=p["lon"],
-            destination_lat=other["lat"],
-            destination_lon=other["lon"],
-            mode="driving",
-        )
-        drafts.append(
-            Draft(
-                "real_time",
-                f"现在从{view['name']}（{pid}）开车去{other['name']}（{other['place_id']}）要多少分钟？",
-                [
-                    call("get_place_details", place_id=pid),
-                    call("get_place_details", place_id=other["place_id"]),
-                    call(
-                        "plan_route",
-                        origin_lat=p["lat"],
-                        origin_lon=p["lon"],
-                        destination_lat=other["lat"],
-                        destination_lon=other["lon"],
-                        mode="driving",
-                    ),
-                ],
-                ["plan_route", "get_place_details", "geocode", "search_nearby_places"],
-                f"开车大约需要{route['duration_minutes']}分钟。",
-                whitelist=[[str(route["duration_minutes"])]],
-                answer_fields=["duration_minutes"],
-                apps=APPS_2,
-            )
-        )
-        uid = f"MU{n + 1:03d}"
-        saved = {r["place_id"] for r in world.rows("maps_saved_places", {"user_id": uid})}
-        target = next(q for q in places[5 + 31 * n :] if q["place_id"] not in saved)
-        drafts.append(
-            Draft(
-                "operation",
-                f"我是用户{uid}，请把{target['name']}（{target['place_id']}）加到我的收藏，标签写“想去”。",
-                [call("save_place", user_id=uid, place_id=target["place_id"], label="想去")],
-                ["save_place", "list_saved_places", "get_place_details"],
-                f"已把{target['name']}加入收藏。",
-                state=[
-                    {
-                        "kind": "field_equals",
-                        "table": "maps_saved_places",
-                        "where": {"user_id": uid, "place_id": target["place_id"]},
-                        "field": "label",
-                        "value": "想去",
-                    }
-                ],
-                apps=APPS_2,
-            )
-        )
+        drafts.append(route_draft(world, p, view, other))
+        drafts.append(save_place_draft(world, places, n))
     return drafts
+
+
+def place_drafts(view: dict[str, Any]) -> list[Draft]:
+    """A place's name and phone (fixed) and its description (open ended)."""
+    pid = view["place_id"]
+    summary = (
+        f"{view['name']}位于{view['address']}，评分{view['rating']}（{view['review_count']}条评价），"
+        f"营业时间{view['opening_hours']}，电话{view['phone']}。"
+    )
+    return [
+        Draft(
+            "fixed",
+            f"地点{pid}叫什么名字？电话是多少？",
+            [call("get_place_details", place_id=pid)],
+            ["get_place_details", "search_places", "geocode"],
+            f"地点{pid}是{view['name']}，电话{view['phone']}。",
+            whitelist=[[view["name"]], [view["phone"]]],
+            apps=APPS_2,
+        ),
+        Draft(
+            "open_ended",
+            f"给我介绍一下地点{pid}。",
+            [call("get_place_details", place_id=pid)],
+            ["get_place_details", "search_nearby_places", "search_places"],
+            summary,
+            references=[summary],
+            apps=APPS_2,
+        ),
+    ]
+
+
+def route_draft(world: MockWorld, p: dict[str, Any], view: dict[str, Any], other: dict[str, Any]) -> Draft:
+    """The drive from a place to `other` now, in minutes (real time)."""
+    pid = view["place_id"]
+    route = world.call(
+        "plan_route",
+        origin_lat=p["lat"],
+        origin_lon=p["lon"],
+        destination_lat=other["lat"],
+        destination_lon=other["lon"],
+        mode="driving",
+    )
+    return Draft(
+        "real_time",
+        f"现在从{view['name']}（{pid}）开车去{other['name']}（{other['place_id']}）要多少分钟？",
+        [
+            call("get_place_details", place_id=pid),
+            call("get_place_details", place_id=other["place_id"]),
+            call(
+                "plan_route",
+                origin_lat=p["lat"],
+                origin_lon=p["lon"],
+                destination_lat=other["lat"],
+                destination_lon=other["lon"],
+                mode="driving",
+            ),
+        ],
+        ["plan_route", "get_place_details", "geocode", "search_nearby_places"],
+        f"开车大约需要{route['duration_minutes']}分钟。",
+        whitelist=[[str(route["duration_minutes"])]],
+        answer_fields=["duration_minutes"],
+        apps=APPS_2,
+    )
+
+
+def save_place_draft(world: MockWorld, places: list[dict[str, Any]], n: int) -> Draft:
+    """User MU<n+1> saving a place they have not saved (operation)."""
+    uid = f"MU{n + 1:03d}"
+    saved = {r["place_id"] for r in world.rows("maps_saved_places", {"user_id": uid})}
+    target = next(q for q in places[5 + 31 * n :] if q["place_id"] not in saved)
+    return Draft(
+        "operation",
+        f"我是用户{uid}，请把{target['name']}（{target['place_id']}）加到我的收藏，标签写“想去”。",
+        [call("save_place", user_id=uid, place_id=target["place_id"], label="想去")],
+        ["save_place", "list_saved_places", "get_place_details"],
+        f"已把{target['name']}加入收藏。",
+        state=[
+            {
+                "kind": "field_equals",
+                "table": "maps_saved_places",
+                "where": {"user_id": uid, "place_id": target["place_id"]},
+                "field": "label",
+                "value": "想去",
+            }
+        ],
+        apps=APPS_2,
+    )
 
 
 def music(world: MockWorld) -> list[Draft]:
@@ -500,6 +513,21 @@ def music(world: MockWorld) -> list[Draft]:
 
 
 def takeout(world: MockWorld) -> list[Draft]:
+    drafts = restaurant_drafts(world)
+    orders = world.rows("takeout_orders", {})
+    drafts += order_summary_drafts(world, orders)
+    # the last orders are still on their way at the task clock
+    recent = [world.call("get_takeout_order", order_id=o["order_id"])["order"] for o in orders[-12:]]
+    drafts += order_status_drafts(recent)
+    cancellable = [v for v in recent if v["order_status"] in ("placed", "preparing")][:PER_TEMPLATE_2]
+    drafts += cancel_order_drafts(cancellable)
+    # few orders are still cancellable: rating a delivered order fills the operation template
+    unrated = [o["order_id"] for o in orders if o["rating"] is None and o["cancelled_at"] is None]
+    return drafts + rate_order_drafts(unrated[: PER_TEMPLATE_2 - len(cancellable)])
+
+
+def restaurant_drafts(world: MockWorld) -> list[Draft]:
+    """A restaurant's name and minimum order (fixed)."""
     drafts: list[Draft] = []
     for r in world.rows("takeout_restaurants", {})[2::11][:PER_TEMPLATE_2]:
         view = world.call("get_restaurant", restaurant_id=r["restaurant_id"])["restaurant"]
@@ -515,7 +543,12 @@ def takeout(world: MockWorld) -> list[Draft]:
                 apps=APPS_2,
             )
         )
-    orders = world.rows("takeout_orders", {})
+    return drafts
+
+
+def order_summary_drafts(world: MockWorld, orders: list[dict[str, Any]]) -> list[Draft]:
+    """An order's summary (open ended)."""
+    drafts: list[Draft] = []
     for o in orders[4::53][:PER_TEMPLATE_2]:
         view = world.call("get_takeout_order", order_id=o["order_id"])["order"]
         oid = view["order_id"]
@@ -536,8 +569,12 @@ def takeout(world: MockWorld) -> list[Draft]:
                 apps=APPS_2,
             )
         )
-    # the last orders are still on their way at the task clock
-    recent = [world.call("get_takeout_order", order_id=o["order_id"])["order"] for o in orders[-12:]]
+    return drafts
+
+
+def order_status_drafts(recent: list[dict[str, Any]]) -> list[Draft]:
+    """Where a recent order is now (real time)."""
+    drafts: list[Draft] = []
     for view in recent[:PER_TEMPLATE_2]:
         oid, status = view["order_id"], view["order_status"]
         drafts.append(
@@ -552,7 +589,12 @@ def takeout(world: MockWorld) -> list[Draft]:
                 apps=APPS_2,
             )
         )
-    cancellable = [v for v in recent if v["order_status"] in ("placed", "preparing")][:PER_TEMPLATE_2]
+    return drafts
+
+
+def cancel_order_drafts(cancellable: list[dict[str, Any]]) -> list[Draft]:
+    """Cancelling an order not on its way yet (operation)."""
+    drafts: list[Draft] = []
     for view in cancellable:
         oid = view["order_id"]
         drafts.append(
@@ -574,9 +616,13 @@ def takeout(world: MockWorld) -> list[Draft]:
                 apps=APPS_2,
             )
         )
-    # few orders are still cancellable: rating a delivered order fills the operation template
-    unrated = [o["order_id"] for o in orders if o["rating"] is None and o["cancelled_at"] is None]
-    for oid in unrated[: PER_TEMPLATE_2 - len(cancellable)]:
+    return drafts
+
+
+def rate_order_drafts(order_ids: list[str]) -> list[Draft]:
+    """Rating a delivered order five stars (operation)."""
+    drafts: list[Draft] = []
+    for oid in order_ids:
         drafts.append(
             Draft(
                 "operation",
