@@ -176,6 +176,24 @@ def bench_size(n_rows: int, reps: int) -> dict[str, Any]:
     world.state_hash()
     first_hash_s = time.perf_counter() - t0
     image = world.store.template.image
+    r: dict[str, Any] = {
+        "rows": n_rows,
+        "image_mb": len(image) / 2**20,
+        "seed_s": seed_s,
+        "first_hash_s": first_hash_s,
+    }
+    r.update(world_timings(world, cls, n_rows, reps))
+    r.update(naive_timings(image, max(3, reps // 10)))
+    world.close()
+    print_size(r)
+    ratio = r["naive_backup"]["median_us"] / r["reset"]["median_us"]
+    print(f"  ratio naive backup copy / reset: {ratio:.1f}x")
+    r["ratio_backup_over_reset"] = ratio
+    return r
+
+
+def world_timings(world: MockWorld, cls: type[App], n_rows: int, reps: int) -> dict[str, Any]:
+    """Reset and restore after an episode's changes, diff and hash after one, fork, a new world."""
     ctx = world.context
     bump = world.tools.get("bump")
     rng = random.Random(0)
@@ -187,13 +205,7 @@ def bench_size(n_rows: int, reps: int) -> dict[str, Any]:
     def reset() -> None:
         world.reset(seed=0, clock=CLOCK)
 
-    r: dict[str, Any] = {
-        "rows": n_rows,
-        "image_mb": len(image) / 2**20,
-        "seed_s": seed_s,
-        "first_hash_s": first_hash_s,
-    }
-    r["reset"] = stats(sample(reset, reps, setup=dirty))
+    r: dict[str, Any] = {"reset": stats(sample(reset, reps, setup=dirty))}
     world.checkpoint("cp")
 
     def restore() -> None:
@@ -217,8 +229,11 @@ def bench_size(n_rows: int, reps: int) -> dict[str, Any]:
     )
     for f in fresh:
         f.close()
+    return r
 
-    # naive baselines: throw the database away and copy the seeded one back in full
+
+def naive_timings(image: bytes, base_reps: int) -> dict[str, Any]:
+    """The naive baselines: throw the database away and copy the seeded one back in full."""
     src = connect()
     src.deserialize(image)
     copies: list[sqlite3.Connection] = []
@@ -233,9 +248,10 @@ def bench_size(n_rows: int, reps: int) -> dict[str, Any]:
         dst.deserialize(image)
         copies.append(dst)
 
-    base_reps = max(3, reps // 10)
-    r["naive_backup"] = stats(sample(backup_copy, base_reps))
-    r["naive_deserialize"] = stats(sample(deserialize_copy, base_reps))
+    r: dict[str, Any] = {
+        "naive_backup": stats(sample(backup_copy, base_reps)),
+        "naive_deserialize": stats(sample(deserialize_copy, base_reps)),
+    }
     for c in copies:
         c.close()
     with tempfile.TemporaryDirectory() as tmp:
@@ -245,10 +261,12 @@ def bench_size(n_rows: int, reps: int) -> dict[str, Any]:
         on_disk.close()
         r["naive_file_copy"] = stats(sample(lambda: shutil.copyfile(seeded, target), base_reps))
     src.close()
-    world.close()
+    return r
 
+
+def print_size(r: dict[str, Any]) -> None:
     print(
-        f"{n_rows:>9,} rows  (image {r['image_mb']:.1f} MiB; seeding {r['seed_s']:.2f} s once per template;"
+        f"{r['rows']:>9,} rows  (image {r['image_mb']:.1f} MiB; seeding {r['seed_s']:.2f} s once per template;"
         f" first hash {r['first_hash_s']:.2f} s once per template)"
     )
     line(f"reset after {CHANGES_PER_EPISODE} changes (rollback of the episode transaction)", r["reset"])
@@ -259,10 +277,6 @@ def bench_size(n_rows: int, reps: int) -> dict[str, Any]:
     line("naive: full copy with the backup API", r["naive_backup"])
     line("naive: deserialize a full image", r["naive_deserialize"])
     line("naive: file copy of the database", r["naive_file_copy"])
-    ratio = r["naive_backup"]["median_us"] / r["reset"]["median_us"]
-    print(f"  ratio naive backup copy / reset: {ratio:.1f}x")
-    r["ratio_backup_over_reset"] = ratio
-    return r
 
 
 def main(argv: list[str] | None = None) -> int:
