@@ -304,16 +304,25 @@ def _hermes_call(name: str, arguments: dict[str, object]) -> str:
     return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call><|im_end|>"
 
 
-def test_verl_tool_agent_loop_runs_rollouts_on_the_adapter(tmp_path: Path) -> None:
-    """verl's own pieces end to end on CPU: its tool config loader builds the adapters, its
-    ToolAgentLoop (built by its constructor: tool schemas dumped for the chat template, the hermes
-    tool parser) runs two rollouts, a scripted model server standing in for vLLM/SGLang."""
-    pytest.importorskip("verl.tools.base_tool")
-    agent_loop = pytest.importorskip("verl.experimental.agent_loop.agent_loop")
-    tool_loop = pytest.importorskip("verl.experimental.agent_loop.tool_agent_loop")
-    from omegaconf import OmegaConf
+# verl's rollout settings for the tool agent loop: hermes tool calls, a few turns, deterministic ids
+VERL_ROLLOUT = {
+    "multi_turn": {
+        "max_user_turns": 5,
+        "max_assistant_turns": 5,
+        "max_parallel_calls": 1,
+        "max_tool_response_length": 4000,
+        "tool_response_truncate_side": "middle",
+        "format": "hermes",
+    },
+    "prompt_length": 8192,
+    "response_length": 8192,
+    "full_determinism": True,
+}
+
+
+def _verl_tools(tmp_path: Path, names: tuple[str, ...]) -> list[Any]:
+    """The adapters of `names` on the mtu tasks, built by verl's own tool config loader."""
     from verl.tools.tool_registry import initialize_tools_from_config
-    from verl.workers.rollout.replica import TokenOutput
 
     config = tmp_path / "tools.yaml"
     entries = [
@@ -321,10 +330,50 @@ def test_verl_tool_agent_loop_runs_rollouts_on_the_adapter(tmp_path: Path) -> No
             "class_name": "toolgym.envs.trainers.VerlToolAdapter",
             "config": {"type": "native", "tool": name, "tasks": "mtu"},
         }
-        for name in ("transfer_funds", "get_account_balance")
+        for name in names
     ]
     config.write_text(json.dumps({"tools": entries}))  # YAML is a superset of JSON
-    tools = initialize_tools_from_config(str(config))
+    tools: list[Any] = initialize_tools_from_config(str(config))
+    return tools
+
+
+def _run_verl_rollouts(tools: list[Any], tokenizer: Any, server: Any, task_id: str, query: str) -> list[Any]:
+    """Two rollouts (priorities 1 and 2: request ids det-1 and det-2) of verl's ToolAgentLoop on
+    the task, `server` standing in for vLLM/SGLang."""
+    agent_loop = pytest.importorskip("verl.experimental.agent_loop.agent_loop")
+    tool_loop = pytest.importorskip("verl.experimental.agent_loop.tool_agent_loop")
+    from omegaconf import OmegaConf
+
+    async def main() -> list[Any]:
+        loop = tool_loop.ToolAgentLoop(  # built inside the event loop: it keeps the running loop
+            agent_loop.DictConfigWrap(OmegaConf.create({"actor_rollout_ref": {"rollout": VERL_ROLLOUT}})),
+            server_manager=server,
+            tokenizer=tokenizer,
+            processor=None,
+            dataset_cls=None,
+            data_config=agent_loop.DictConfigWrap(OmegaConf.create({})),
+            tools=agent_loop.ToolListWrap(tools),
+        )
+        prompt = [{"role": "user", "content": query}]
+        tools_kwargs = {t.name: {"create_kwargs": {"task_id": task_id}} for t in tools}
+        return [
+            await loop.run({}, priority=priority, raw_prompt=prompt, tools_kwargs=tools_kwargs)
+            for priority in (1, 2)
+        ]
+
+    results: list[Any] = anyio.run(main)
+    return results
+
+
+def test_verl_tool_agent_loop_runs_rollouts_on_the_adapter(tmp_path: Path) -> None:
+    """verl's own pieces end to end on CPU: its tool config loader builds the adapters, its
+    ToolAgentLoop (built by its constructor: tool schemas dumped for the chat template, the hermes
+    tool parser) runs two rollouts, a scripted model server standing in for vLLM/SGLang."""
+    pytest.importorskip("verl.tools.base_tool")
+    pytest.importorskip("verl.experimental.agent_loop.tool_agent_loop")
+    from verl.workers.rollout.replica import TokenOutput
+
+    tools = _verl_tools(tmp_path, ("transfer_funds", "get_account_balance"))
     assert [type(t) for t in tools] == [VerlToolAdapter, VerlToolAdapter]
     episodes = tools[0].episodes  # the task set's, shared by its tools (and other tests' adapters)
     live = set(episodes.instances)
@@ -346,39 +395,8 @@ def test_verl_tool_agent_loop_runs_rollouts_on_the_adapter(tmp_path: Path) -> No
             reply = scripts[request_id][len(seen[request_id]) - 1]
             return TokenOutput(token_ids=tokenizer.encode(reply, add_special_tokens=False))
 
-    multi_turn = {
-        "max_user_turns": 5,
-        "max_assistant_turns": 5,
-        "max_parallel_calls": 1,
-        "max_tool_response_length": 4000,
-        "tool_response_truncate_side": "middle",
-        "format": "hermes",
-    }
-    rollout = {
-        "multi_turn": multi_turn,
-        "prompt_length": 8192,
-        "response_length": 8192,
-        "full_determinism": True,
-    }
-
-    async def main() -> list[Any]:
-        loop = tool_loop.ToolAgentLoop(  # built inside the event loop: it keeps the running loop
-            agent_loop.DictConfigWrap(OmegaConf.create({"actor_rollout_ref": {"rollout": rollout}})),
-            server_manager=ScriptedServer(),
-            tokenizer=tokenizer,
-            processor=None,
-            dataset_cls=None,
-            data_config=agent_loop.DictConfigWrap(OmegaConf.create({})),
-            tools=agent_loop.ToolListWrap(tools),
-        )
-        prompt = [{"role": "user", "content": "Move $500 from checking to savings of account 123456."}]
-        tools_kwargs = {t.name: {"create_kwargs": {"task_id": "mtu-transfer-011"}} for t in tools}
-        return [
-            await loop.run({}, priority=priority, raw_prompt=prompt, tools_kwargs=tools_kwargs)
-            for priority in (1, 2)
-        ]
-
-    first, second = anyio.run(main)
+    query = "Move $500 from checking to savings of account 123456."
+    first, second = _run_verl_rollouts(tools, tokenizer, ScriptedServer(), "mtu-transfer-011", query)
     # the tools verl put in the prompt: the adapter's schemas, optional parameters typed
     system = seen["det-1"][0].split("<|im_end|>")[0].splitlines()[1:]
     rendered = {t["function"]["name"]: t["function"] for t in map(json.loads, system)}
