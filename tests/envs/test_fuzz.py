@@ -157,6 +157,35 @@ def _leaves(values: list[Any]) -> st.SearchStrategy[Any]:
 def _task_strategies(task: Task, tool_names: list[str], env: ToolEnv) -> st.SearchStrategy[Any]:
     """Raw outputs and actions for one task: its tools and parameter names, its golden argument
     values (so real calls, writes included, happen), random and malformed everything else."""
+    names, arguments, calls = _call_strategies(task, tool_names, env)
+    actions: st.SearchStrategy[Action] = st.one_of(
+        calls,
+        st.builds(FinalAnswer, text=st.text(max_size=20) | st.sampled_from(["\ud800", "done"])),
+        st.builds(NoCall, thought=st.text(max_size=10)),
+        st.builds(AskUser, text=st.text(max_size=10)),
+    )
+    junk = st.sampled_from([None, 0, 3.5, b"Final Answer: x", object(), [], ["x"], [1, ToolCall(name="x")]])
+
+    def render(action: Action) -> Any:
+        try:
+            return env.protocol.format_action(action)
+        except (ValueError, TypeError, RecursionError):  # arguments JSON cannot hold: sent as they are
+            return action
+
+    return st.one_of(
+        actions,
+        st.lists(calls, min_size=1, max_size=3),
+        actions.map(render),
+        *_written_outputs(names, arguments, tool_names),
+        junk,
+    )
+
+
+def _call_strategies(
+    task: Task, tool_names: list[str], env: ToolEnv
+) -> tuple[st.SearchStrategy[str], st.SearchStrategy[dict[str, Any]], st.SearchStrategy[ToolCall]]:
+    """Tool names, arguments (the task's parameter names and golden values among random ones)
+    and the calls made of them, the golden calls included where no task file is involved."""
     files = {f.name for f in task.files}  # never a task file: OCR on a real image is slow
     golden_values = [
         v
@@ -179,31 +208,33 @@ def _task_strategies(task: Task, tool_names: list[str], env: ToolEnv) -> st.Sear
     calls = st.builds(ToolCall, name=names, arguments=arguments) | (
         _pick(golden_calls) if golden_calls and not files else st.nothing()
     )
-    actions: st.SearchStrategy[Action] = st.one_of(
-        calls,
-        st.builds(FinalAnswer, text=st.text(max_size=20) | st.sampled_from(["\ud800", "done"])),
-        st.builds(NoCall, thought=st.text(max_size=10)),
-        st.builds(AskUser, text=st.text(max_size=10)),
-    )
+    return names, arguments, calls
 
-    def dumped(value: Any) -> str:
-        try:
-            return json.dumps(value, default=repr)
-        except (ValueError, RecursionError):
-            return "{"
 
+def _dumped(value: Any) -> str:
+    try:
+        return json.dumps(value, default=repr)
+    except (ValueError, RecursionError):
+        return "{"
+
+
+def _written_outputs(
+    names: st.SearchStrategy[str], arguments: st.SearchStrategy[dict[str, Any]], tool_names: list[str]
+) -> list[st.SearchStrategy[Any]]:
+    """Replies as a model writes them: ReAct text, JSON text and objects, assistant messages
+    (and their JSON), fragments of the protocols' labels."""
     react = st.builds(
-        lambda thought, name, args: f"Thought: {thought}\nAction: {name}\nAction Input: {dumped(args)}",
+        lambda thought, name, args: f"Thought: {thought}\nAction: {name}\nAction Input: {_dumped(args)}",
         st.text(max_size=10),
         names,
         arguments,
     )
-    json_text = st.builds(lambda name, args: dumped({"name": name, "args": args}), names, arguments)
+    json_text = st.builds(lambda name, args: _dumped({"name": name, "args": args}), names, arguments)
     json_object = st.builds(lambda name, args: {"name": name, "args": args}, names, arguments)
     tool_call = st.builds(
         lambda name, args, as_text: {
             "type": "function",
-            "function": {"name": name, "arguments": dumped(args) if as_text else args},
+            "function": {"name": name, "arguments": _dumped(args) if as_text else args},
         },
         names,
         arguments,
@@ -217,27 +248,7 @@ def _task_strategies(task: Task, tool_names: list[str], env: ToolEnv) -> st.Sear
     fragments = st.lists(
         st.sampled_from([*_LABELS, *tool_names]) | st.text(max_size=10) | _pick(_LONG_LABELS), max_size=12
     ).map("".join)
-    junk = st.sampled_from([None, 0, 3.5, b"Final Answer: x", object(), [], ["x"], [1, ToolCall(name="x")]])
-
-    def render(action: Action) -> Any:
-        try:
-            return env.protocol.format_action(action)
-        except (ValueError, TypeError, RecursionError):  # arguments JSON cannot hold: sent as they are
-            return action
-
-    rendered = actions.map(render)
-    return st.one_of(
-        actions,
-        st.lists(calls, min_size=1, max_size=3),
-        rendered,
-        react,
-        json_text,
-        json_object,
-        message,
-        message.map(dumped),
-        fragments,
-        junk,
-    )
+    return [react, json_text, json_object, message, message.map(_dumped), fragments]
 
 
 class Player:
