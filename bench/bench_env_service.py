@@ -368,21 +368,7 @@ def main() -> None:
         server(TOOLGYM_SERVER, "-", "loop") as loop_url,
         server(ECHO_SERVER) as echo_url,
     ):
-        slim = {"tasks": TASK_SET, "info": "slim"}
-        ours: dict[str, Any] = {
-            "raw WebSocket": RawWS(url),
-            "GenericEnvClient (sync, WebSocket)": Generic(url),
-            "RemoteToolEnv (WebSocket)": Remote(url, "ws"),
-            "raw HTTP (session routes)": RawHTTP(url),
-            "RemoteToolEnv (HTTP)": Remote(url, "http"),
-            "raw WebSocket, info slim": RawWS(url, config=slim),
-            "RemoteToolEnv (WebSocket), info slim": Remote(url, "ws", "slim"),
-            "RemoteToolEnv (HTTP), info slim": Remote(url, "http", "slim"),
-            "raw WebSocket, steps on the event loop": RawWS(loop_url),
-            "RemoteToolEnv (WebSocket), steps on the event loop": Remote(loop_url, "ws"),
-            "RemoteToolEnv (HTTP), steps on the event loop": Remote(loop_url, "http"),
-            "raw WebSocket, server-side traces on": RawWS(traced_url),
-        }
+        ours = our_clients(url, traced_url, loop_url)
         echo: dict[str, Any] = {
             "raw WebSocket": RawWS(echo_url, echo=True),
             "GenericEnvClient (sync, WebSocket)": Generic(echo_url, echo=True),
@@ -390,20 +376,55 @@ def main() -> None:
         }
         plan: list[tuple[str, str, Any, Any]] = [("ours", name, c, LocalTool()) for name, c in ours.items()]
         plan += [("echo", name, c, LocalEcho()) for name, c in echo.items()]
-        for _, _, client, local in plan:  # warm-up: imports, worlds built, connections open
-            lockstep(client, local, episodes)
-        results: dict[str, dict[str, list[Round]]] = {"ours": {}, "echo": {}}
-        for r in range(rounds):
-            turn = plan[r % len(plan) :] + plan[: r % len(plan)]  # a rotating order
-            for group, name, client, local in turn:
-                results[group].setdefault(name, []).append(lockstep(client, local, episodes))
-            loads.append(os.getloadavg()[0])
-            print(f"round {r + 1}/{rounds} done, load {loads[-1]:.1f}", file=sys.stderr)
-        for _, _, client, local in plan:
-            client.close()
-            local.close()
-    ours_rows = {name: results["ours"][name] for name in ours}
-    echo_rows = {name: results["echo"][name] for name in echo}
+        results = run_rounds(plan, episodes, rounds, loads)
+    report(
+        {name: results["ours"][name] for name in ours},
+        {name: results["echo"][name] for name in echo},
+        loads,
+    )
+
+
+def our_clients(url: str, traced_url: str, loop_url: str) -> dict[str, Any]:
+    """Every client of the env service measured, by name: raw and toolgym's, WebSocket and HTTP,
+    full and slim info, steps on threads or the event loop, server-side traces on."""
+    slim = {"tasks": TASK_SET, "info": "slim"}
+    return {
+        "raw WebSocket": RawWS(url),
+        "GenericEnvClient (sync, WebSocket)": Generic(url),
+        "RemoteToolEnv (WebSocket)": Remote(url, "ws"),
+        "raw HTTP (session routes)": RawHTTP(url),
+        "RemoteToolEnv (HTTP)": Remote(url, "http"),
+        "raw WebSocket, info slim": RawWS(url, config=slim),
+        "RemoteToolEnv (WebSocket), info slim": Remote(url, "ws", "slim"),
+        "RemoteToolEnv (HTTP), info slim": Remote(url, "http", "slim"),
+        "raw WebSocket, steps on the event loop": RawWS(loop_url),
+        "RemoteToolEnv (WebSocket), steps on the event loop": Remote(loop_url, "ws"),
+        "RemoteToolEnv (HTTP), steps on the event loop": Remote(loop_url, "http"),
+        "raw WebSocket, server-side traces on": RawWS(traced_url),
+    }
+
+
+def run_rounds(
+    plan: list[tuple[str, str, Any, Any]], episodes: list[Episode], rounds: int, loads: list[float]
+) -> dict[str, dict[str, list[Round]]]:
+    """A warm-up, then `rounds` rounds of every client in a rotating order; the clients closed."""
+    for _, _, client, local in plan:  # warm-up: imports, worlds built, connections open
+        lockstep(client, local, episodes)
+    results: dict[str, dict[str, list[Round]]] = {"ours": {}, "echo": {}}
+    for r in range(rounds):
+        turn = plan[r % len(plan) :] + plan[: r % len(plan)]  # a rotating order
+        for group, name, client, local in turn:
+            results[group].setdefault(name, []).append(lockstep(client, local, episodes))
+        loads.append(os.getloadavg()[0])
+        print(f"round {r + 1}/{rounds} done, load {loads[-1]:.1f}", file=sys.stderr)
+    for _, _, client, local in plan:
+        client.close()
+        local.close()
+    return results
+
+
+def report(ours_rows: dict[str, list[Round]], echo_rows: dict[str, list[Round]], loads: list[float]) -> None:
+    """Both tables, the load, and each protocol's verdict on the per-step target."""
     print()
     print("\n".join(table("toolgym env service, ctool mock-app episodes", ours_rows)))
     print()
