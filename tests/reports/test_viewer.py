@@ -156,88 +156,10 @@ def test_served_viewer_lists_filters_and_shows_episodes_step_by_step(runs: Runs)
             "receipt-total",
         ]
         assert no_stray_text(page)
-        # filters: passed, error kind (model vs infra, one kind), category, task, run
-        pick(page, "passed", "false")
-        assert sorted(shown_tasks(page)) == ["fish-oil-days", "receipt-total"]
-        pick(page, "passed", "")
-        pick(page, "kind", "infra")
-        assert shown_tasks(page) == ["receipt-total"]
-        pick(page, "kind", "unknown_tool")
-        assert shown_tasks(page) == ["fish-oil-days"]
-        pick(page, "kind", "none")
-        assert sorted(shown_tasks(page)) == [CANCEL, "fish-oil-days", "mark-total"]
-        pick(page, "kind", "")
-        pick(page, "category", "perception+operation")
-        assert shown_tasks(page) == ["mark-total"]
-        pick(page, "category", "")
-        pick(page, "source", "llm")
-        assert sorted(shown_tasks(page)) == ["fish-oil-days", "receipt-total"]
-        pick(page, "source", "")
-        page.fill("#filter-task", "receipt")
-        page.press("#filter-task", "Enter")
-        assert shown_tasks(page) == ["receipt-total"]
-        assert "passed=" not in page.url and "task=receipt" in page.url  # filters live in the link
-        page.fill("#filter-task", "")
-        page.press("#filter-task", "Enter")
-
-        # the oracle's mark-total: DrawBox's image inline, the very bytes the tool produced in its
-        # worker process
-        page.click(f"#episodes tr.row[data-id='{episode_id(page, 'oracle', 'mark-total')}'] td.task")
-        page.wait_for_selector(".summary")
-        image = page.locator("section.step[data-step='2'] img.obs")
-        assert image.count() == 1
-        assert page.eval_on_selector(
-            "section.step[data-step='2'] img.obs", "i => i.complete && i.naturalWidth > 0"
-        )
-        src = image.get_attribute("src")
-        assert src is not None and src.startswith("data:image/png;base64,")
-        trace_line = (runs.oracle / "trial-0/demo/mark-total.seed0.jsonl").read_text().splitlines()[2]
-        sha = json.loads(trace_line)["observations"][0]["files"][0]["sha256"]
-        assert hashlib.sha256(base64.b64decode(src.split(",", 1)[1])).hexdigest() == sha
-        assert "reward: 1.0" in page.locator(".outcome").inner_text()
-        assert page.locator(".latency").first.inner_text() == "step – ms"  # the oracle's traces keep none
-        assert page.locator(".request").count() == 0  # and no request: the oracle asks no model
-        assert no_stray_text(page)
-
-        # a mock app's state change: the diff, between the state hashes
-        page.goto(url)
-        page.click(f"#episodes tr.row[data-id='{episode_id(page, 'oracle', CANCEL)}'] td.task")
-        page.wait_for_selector(".summary")
-        diffs = page.locator("pre.diff")
-        assert diffs.count() >= 1
-        changed = json.loads(diffs.first.inner_text())
-        assert changed["express_shipments"]["changed"][0]["after"]["cancel_reason"]
-
-        # the LLM's fish-oil-days: the requests it sent, raw output with latency, errors by kind
-        page.goto(url)
-        page.click(f"#episodes tr.row[data-id='{episode_id(page, 'llm', 'fish-oil-days')}'] td.task")
-        page.wait_for_selector(".summary")
-        steps = page.locator("section.step")
-        assert steps.count() == 3
-        first = page.locator("section.step[data-step='1'] details.request")
-        assert first.get_attribute("open") is not None
-        request_text = first.inner_text()
-        assert runs.sent[0]["messages"][0]["content"].splitlines()[0] in request_text  # the system prompt
-        assert {t["function"]["name"] for t in runs.sent[0]["tools"]} == {
-            "OCR",
-            "Calculator",
-            "ask_user",
-            "no_call",
-        }
-        assert '"name": "Calculator"' in request_text  # the tool schemas sent
-        third = page.locator("section.step[data-step='3'] details.request")
-        assert (
-            third.locator("summary").inner_text().endswith("6 messages, 4 tools (2 new)")
-        )  # reply, tool result
-        third.locator("summary").click()
-        assert third.locator(".msg").count() == len(runs.sent[2]["messages"])
-        assert re.fullmatch(r"model \d+(\.\d)? ms", page.locator(".model-latency").first.inner_text())
-        assert re.fullmatch(r"step \d+(\.\d)? ms", page.locator(".latency").first.inner_text())
-        assert "model: unknown_tool" in page.locator("section.step[data-step='1'] h3").inner_text()
-        assert json.loads(page.locator("pre.raw").nth(2).inner_text())["content"] == WRONG_ANSWER
-        assert page.locator("main b", has_text="It lasts 60 days").count() == 0  # not rendered as markup
-        assert '"name": "OCR"' in page.locator("section.step[data-step='2'] pre.actions").inner_text()
-
+        check_filters(page)
+        check_produced_image(page, runs)
+        check_state_diff(page, url)
+        check_llm_episode(page, url, runs)
         # the aborted episode: an infra error, with why it stopped
         page.goto(url)
         page.click(f"#episodes tr.row[data-id='{episode_id(page, 'llm', 'receipt-total')}'] td.task")
@@ -245,6 +167,95 @@ def test_served_viewer_lists_filters_and_shows_episodes_step_by_step(runs: Runs)
         assert "infra: aborted" in page.locator(".outcome").inner_text()
         assert "503" in page.locator(".summary").inner_text()
         assert errors == []
+
+
+def check_filters(page: Page) -> None:
+    """Each filter (passed, error kind: model vs infra and one kind, category, run, task) narrows
+    the list, and lives in the page's link."""
+    pick(page, "passed", "false")
+    assert sorted(shown_tasks(page)) == ["fish-oil-days", "receipt-total"]
+    pick(page, "passed", "")
+    pick(page, "kind", "infra")
+    assert shown_tasks(page) == ["receipt-total"]
+    pick(page, "kind", "unknown_tool")
+    assert shown_tasks(page) == ["fish-oil-days"]
+    pick(page, "kind", "none")
+    assert sorted(shown_tasks(page)) == [CANCEL, "fish-oil-days", "mark-total"]
+    pick(page, "kind", "")
+    pick(page, "category", "perception+operation")
+    assert shown_tasks(page) == ["mark-total"]
+    pick(page, "category", "")
+    pick(page, "source", "llm")
+    assert sorted(shown_tasks(page)) == ["fish-oil-days", "receipt-total"]
+    pick(page, "source", "")
+    page.fill("#filter-task", "receipt")
+    page.press("#filter-task", "Enter")
+    assert shown_tasks(page) == ["receipt-total"]
+    assert "passed=" not in page.url and "task=receipt" in page.url  # filters live in the link
+    page.fill("#filter-task", "")
+    page.press("#filter-task", "Enter")
+
+
+def check_produced_image(page: Page, runs: Runs) -> None:
+    """The oracle's mark-total: DrawBox's image inline, the very bytes the tool produced in its
+    worker process."""
+    page.click(f"#episodes tr.row[data-id='{episode_id(page, 'oracle', 'mark-total')}'] td.task")
+    page.wait_for_selector(".summary")
+    image = page.locator("section.step[data-step='2'] img.obs")
+    assert image.count() == 1
+    assert page.eval_on_selector(
+        "section.step[data-step='2'] img.obs", "i => i.complete && i.naturalWidth > 0"
+    )
+    src = image.get_attribute("src")
+    assert src is not None and src.startswith("data:image/png;base64,")
+    trace_line = (runs.oracle / "trial-0/demo/mark-total.seed0.jsonl").read_text().splitlines()[2]
+    sha = json.loads(trace_line)["observations"][0]["files"][0]["sha256"]
+    assert hashlib.sha256(base64.b64decode(src.split(",", 1)[1])).hexdigest() == sha
+    assert "reward: 1.0" in page.locator(".outcome").inner_text()
+    assert page.locator(".latency").first.inner_text() == "step – ms"  # the oracle's traces keep none
+    assert page.locator(".request").count() == 0  # and no request: the oracle asks no model
+    assert no_stray_text(page)
+
+
+def check_state_diff(page: Page, url: str) -> None:
+    """A mock app's state change: the diff, between the state hashes."""
+    page.goto(url)
+    page.click(f"#episodes tr.row[data-id='{episode_id(page, 'oracle', CANCEL)}'] td.task")
+    page.wait_for_selector(".summary")
+    diffs = page.locator("pre.diff")
+    assert diffs.count() >= 1
+    changed = json.loads(diffs.first.inner_text())
+    assert changed["express_shipments"]["changed"][0]["after"]["cancel_reason"]
+
+
+def check_llm_episode(page: Page, url: str, runs: Runs) -> None:
+    """The LLM's fish-oil-days: the requests it sent, raw output with latency, errors by kind."""
+    page.goto(url)
+    page.click(f"#episodes tr.row[data-id='{episode_id(page, 'llm', 'fish-oil-days')}'] td.task")
+    page.wait_for_selector(".summary")
+    steps = page.locator("section.step")
+    assert steps.count() == 3
+    first = page.locator("section.step[data-step='1'] details.request")
+    assert first.get_attribute("open") is not None
+    request_text = first.inner_text()
+    assert runs.sent[0]["messages"][0]["content"].splitlines()[0] in request_text  # the system prompt
+    assert {t["function"]["name"] for t in runs.sent[0]["tools"]} == {
+        "OCR",
+        "Calculator",
+        "ask_user",
+        "no_call",
+    }
+    assert '"name": "Calculator"' in request_text  # the tool schemas sent
+    third = page.locator("section.step[data-step='3'] details.request")
+    assert third.locator("summary").inner_text().endswith("6 messages, 4 tools (2 new)")  # reply, tool result
+    third.locator("summary").click()
+    assert third.locator(".msg").count() == len(runs.sent[2]["messages"])
+    assert re.fullmatch(r"model \d+(\.\d)? ms", page.locator(".model-latency").first.inner_text())
+    assert re.fullmatch(r"step \d+(\.\d)? ms", page.locator(".latency").first.inner_text())
+    assert "model: unknown_tool" in page.locator("section.step[data-step='1'] h3").inner_text()
+    assert json.loads(page.locator("pre.raw").nth(2).inner_text())["content"] == WRONG_ANSWER
+    assert page.locator("main b", has_text="It lasts 60 days").count() == 0  # not rendered as markup
+    assert '"name": "OCR"' in page.locator("section.step[data-step='2'] pre.actions").inner_text()
 
 
 @needs_chromium
