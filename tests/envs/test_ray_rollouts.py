@@ -2,10 +2,11 @@
 identical traces against one process, actors killed mid-episode, back-pressure, a GPU tool server
 actor, actors that cannot be placed, kept actors (and a plug-in edited between two runs on them),
 and the error when Ray is missing. A real cluster of two Ray nodes on this machine (`ray start`,
-each with its own ports and temp dir) loses a node mid-run, a cluster with token authentication
-refuses a client's token, and `toolgym run --ray` starts an instance of its own beside a live or a
-stale one, with its ports on loopback (checked by its listening sockets and from a network
-namespace the test makes) and token authentication on."""
+each with its own ports and temp dir) loses a node mid-run and a cluster with token authentication
+refuses a client's token, each with its drivers in a network namespace the test makes (Ray's
+cluster mode puts them on every interface). `toolgym run --ray` starts an instance of its own
+beside a live or a stale one, with its ports on loopback (checked by its listening sockets and
+from a network namespace the test makes) and token authentication on."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,9 +80,18 @@ def plugin_site() -> Iterator[Path]:
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray(plugin_site: Path) -> Iterator[None]:
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(plugin_site), saved) if p)
-    try:  # the instance's processes (and the workers they start) have it; this process keeps its own
+    """The module's instance, on loopback: Ray's cluster mode is off for it (in its processes'
+    environment, and in this process's Ray, which read it at import, while it starts), else Ray
+    puts the machine's outward address in place of 127.0.0.1, listens on every interface and is
+    reached at that address."""
+    from ray._private import ray_constants
+
+    saved = {key: os.environ.get(key) for key in ("PYTHONPATH", CLUSTER_MODE_ENV)}
+    cluster_mode = ray_constants.ENABLE_RAY_CLUSTER
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(plugin_site), saved["PYTHONPATH"]) if p)
+    os.environ[CLUSTER_MODE_ENV] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:  # the instance's processes (and the workers they start) have them; this process keeps its own
         ray.init(
             num_cpus=2,
             num_gpus=1,  # a fake GPU: Ray schedules by declared resources, so placement is testable here
@@ -90,9 +100,11 @@ def local_ray(plugin_site: Path) -> Iterator[None]:
             _node_ip_address="127.0.0.1",
         )
     finally:
-        os.environ.pop("PYTHONPATH")
-        if saved is not None:
-            os.environ["PYTHONPATH"] = saved
+        ray_constants.ENABLE_RAY_CLUSTER = cluster_mode
+        for key, value in saved.items():
+            os.environ.pop(key, None)
+            if value is not None:
+                os.environ[key] = value
     yield
     ray.shutdown()
 
@@ -436,6 +448,68 @@ def test_a_tool_server_actor_that_cannot_be_placed_stops_the_run_at_once(tmp_pat
 # ---- a real cluster of Ray nodes on this machine ----------------------------------------------
 CLUSTER_ENV = "TOOLGYM_TEST_RAY_CLUSTER"  # in the environment of every process a test cluster starts
 TOOLGYM = Path(sys.executable).with_name("toolgym")
+NAMESPACE_OUTWARD = "198.51.100.7"  # TEST-NET-2 (RFC 5737): a namespace's outward address, no network's
+
+
+def require_network_namespaces() -> None:
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("a network namespace needs root and iproute2's `ip`")
+
+
+def set_up_network(steps: list[list[str]]) -> None:
+    """Runs iproute2's `steps` in order; at the first one this machine refuses, skips the test
+    and says which and why."""
+    for step in steps:
+        made = subprocess.run(step, capture_output=True, text=True)
+        if made.returncode != 0:
+            pytest.skip(f"no network namespace here: {' '.join(step)}: {made.stderr.strip()}")
+
+
+@dataclass(frozen=True)
+class NetworkNamespace:
+    name: str
+    outward: str  # its only address besides loopback's, on a link the test made inside it
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """`argv` run inside the namespace (`ip netns exec` execs it: the pid stays the same)."""
+        return ["ip", "netns", "exec", self.name, *argv]
+
+    def pids(self) -> list[int]:
+        listed = subprocess.run(["ip", "netns", "pids", self.name], capture_output=True, text=True)
+        return [int(pid) for pid in listed.stdout.split()]
+
+
+@contextmanager
+def network_namespace() -> Iterator[NetworkNamespace]:
+    """A network namespace of the test's own, for Ray's cluster mode: its nodes listen on every
+    interface and their clients connect through the outward address (Ray's, for a loopback
+    address), which inside is `NAMESPACE_OUTWARD`, the test's, never this machine's. Its outward
+    link is a veth pair with both ends inside (a kernel may lack `dummy` links), the default route
+    on it so that Ray's lookup of that address (a UDP socket's route, no packet) finds it; nothing
+    routes out of the namespace. Its processes are killed, by pid, and it is deleted on exit.
+    Skips where the test may not make one (not root, no `ip`, no namespaces)."""
+    require_network_namespaces()
+    space = NetworkNamespace(f"tg-ray-{uuid.uuid4().hex[:8]}", NAMESPACE_OUTWARD)
+    steps = [
+        ["ip", "netns", "add", space.name],
+        space.command(["ip", "link", "set", "lo", "up"]),
+        space.command(["ip", "link", "add", "out0", "type", "veth", "peer", "name", "out1"]),
+        space.command(["ip", "addr", "add", f"{space.outward}/24", "dev", "out0"]),
+        space.command(["ip", "link", "set", "out1", "up"]),
+        space.command(["ip", "link", "set", "out0", "up"]),
+        space.command(["ip", "route", "add", "default", "dev", "out0"]),
+    ]
+    try:
+        set_up_network(steps)
+        yield space
+    finally:
+        deadline = time.monotonic() + 10
+        while (left := space.pids()) and time.monotonic() < deadline:
+            for pid in left:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.1)
+        subprocess.run(["ip", "netns", "del", space.name], capture_output=True)
 
 
 def proc_environ(pid: int) -> dict[str, str]:
@@ -467,13 +541,19 @@ def proc_name(pid: int) -> str:
 class RayNodes:
     """Ray nodes started by `ray start --block` (one CLI process each, the parent of the node's
     daemons), each with its own ports and temp dir under `root`, and a HOME of their own (Ray
-    reads its token from ~/.ray). `stop` kills, by pid, every process they started."""
+    reads its token from ~/.ray), in `namespace` where they have one. `stop` kills, by pid, every
+    process they started."""
 
     root: Path
     env: dict[str, str]  # the nodes' environment, and that of a driver that joins them
+    namespace: NetworkNamespace | None = None
     address: str = ""
     starters: list[subprocess.Popen[bytes]] = field(default_factory=list)
     raylets: list[int] = field(default_factory=list)
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """`argv` run where the nodes are, as a node or a driver that joins them."""
+        return self.namespace.command(argv) if self.namespace else list(argv)
 
     def start(self, name: str, extra_env: Mapping[str, str] | None = None) -> None:
         ports = free_ports(8)
@@ -505,7 +585,7 @@ class RayNodes:
         log = self.root / f"{name}.log"
         with log.open("wb") as sink:
             starter = subprocess.Popen(
-                [str(TOOLGYM.with_name("ray")), "start", *args],
+                self.command([str(TOOLGYM.with_name("ray")), "start", *args]),
                 env={**self.env, **(extra_env or {})},
                 stdout=sink,
                 stderr=subprocess.STDOUT,
@@ -550,30 +630,35 @@ class RayNodes:
 
 
 @contextmanager
-def ray_nodes(*, auth_mode: str = "disabled") -> Iterator[RayNodes]:
-    """Nodes to `start`, on loopback, and stopped whatever happens. Their folder is short (Ray's
-    socket paths under it must fit in 107 bytes) and goes with them."""
-    root = Path(tempfile.mkdtemp(prefix="tg-ray-"))
-    home = root / "home"
-    home.mkdir()
-    ambient = {"RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"}  # the user's cluster, not ours
-    env = {key: value for key, value in os.environ.items() if key not in ambient}
-    env |= {
-        CLUSTER_ENV: str(root),
-        "HOME": str(home),
-        "RAY_AUTH_MODE": auth_mode,
-        "PYTHONPATH": str(Path(__file__).parents[2]),  # the actors import the test agents
-        # a lost node's checks fail at once (nothing listens): the head knows in 2.5 s, not 15 s;
-        # a slow one still has Ray's 10 s to answer each check
-        "RAY_health_check_period_ms": "500",
-        "RAY_health_check_failure_threshold": "5",
-    }
-    nodes = RayNodes(root, env)
-    try:
-        yield nodes
-    finally:
-        nodes.stop()
-        shutil.rmtree(root, ignore_errors=True)
+def ray_nodes(*, auth_mode: str = "disabled", namespace: bool = True) -> Iterator[RayNodes]:
+    """Nodes to `start`, given 127.0.0.1, and stopped whatever happens. With Ray's cluster mode on
+    (a cluster of several nodes needs it) they listen on every interface and are reached at the
+    outward address, so they and their drivers run in a `network_namespace` of their own, unless
+    `namespace` is False (for a node with the cluster mode off, which stays on loopback). Their
+    folder is short (Ray's socket paths under it must fit in 107 bytes) and goes with them."""
+    with ExitStack() as stack:
+        space = stack.enter_context(network_namespace()) if namespace else None  # deleted after they stop
+        root = Path(tempfile.mkdtemp(prefix="tg-ray-"))
+        home = root / "home"
+        home.mkdir()
+        ambient = {"RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"}  # the user's cluster, not ours
+        env = {key: value for key, value in os.environ.items() if key not in ambient}
+        env |= {
+            CLUSTER_ENV: str(root),
+            "HOME": str(home),
+            "RAY_AUTH_MODE": auth_mode,
+            "PYTHONPATH": str(Path(__file__).parents[2]),  # the actors import the test agents
+            # a lost node's checks fail at once (nothing listens): the head knows in 2.5 s, not 15 s;
+            # a slow one still has Ray's 10 s to answer each check
+            "RAY_health_check_period_ms": "500",
+            "RAY_health_check_failure_threshold": "5",
+        }
+        nodes = RayNodes(root, env, space)
+        try:
+            yield nodes
+        finally:
+            nodes.stop()
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def test_a_lost_node_hangs_no_run(tmp_path: Path) -> None:
@@ -591,7 +676,7 @@ def test_a_lost_node_hangs_no_run(tmp_path: Path) -> None:
         args = ["run", "--ray-address", nodes.address, "--workers", "2", "--ray-ready-timeout", "30"]
         args += ["--agent", "tests.envs.rollout_agents:stall_where_told", "--tasks", "teval", "--limit", "6"]
         driver = subprocess.Popen(
-            [str(TOOLGYM), *args, "--out", str(out)],
+            nodes.command([str(TOOLGYM), *args, "--out", str(out)]),
             env=nodes.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -627,7 +712,9 @@ def test_a_cluster_that_refuses_the_token_is_one_line_and_exit_2(tmp_path: Path)
         out = tmp_path / "run"
         args = ["run", "--ray-address", nodes.address, "--tasks", "teval", "--limit", "1", "--out", str(out)]
         env = {**nodes.env, "HOME": str(home)}
-        result = subprocess.run([str(TOOLGYM), *args], env=env, capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            nodes.command([str(TOOLGYM), *args]), env=env, capture_output=True, text=True, timeout=120
+        )
     assert result.returncode == 2 and result.stdout == ""
     [line] = result.stderr.splitlines()
     assert line.startswith(
@@ -681,8 +768,7 @@ def another_host() -> Iterator[tuple[str, Any]]:
     """A network namespace joined to this one by a veth pair: what another host on a LAN reaches.
     Yields this side's address on the pair and `probe(ports) -> {port: "open" | "closed"}`, which
     connects from the namespace. Skips where the test may not make one (not root, no `ip`)."""
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("a network namespace needs root and iproute2's `ip`")
+    require_network_namespaces()
     tag = uuid.uuid4().hex[:8]
     space, ours, theirs = f"tg{tag}", f"tgh{tag}", f"tgn{tag}"
     base = 4 * (int(tag, 16) % 64)  # a /30 of TEST-NET-2 (RFC 5737), no real network's
@@ -703,10 +789,7 @@ def another_host() -> Iterator[tuple[str, Any]]:
         return {int(port): said for port, said in (line.split() for line in answer.splitlines())}
 
     try:
-        for step in steps:
-            made = subprocess.run(step, capture_output=True, text=True)
-            if made.returncode != 0:
-                pytest.skip(f"no network namespace here: {' '.join(step)}: {made.stderr.strip()}")
+        set_up_network(steps)
         yield here, probe
     finally:
         subprocess.run(["ip", "link", "del", ours], capture_output=True)
@@ -806,7 +889,7 @@ def test_toolgym_run_ray_joins_a_cluster_only_when_told(tmp_path: Path) -> None:
     # drivers keep that address (with it on, Ray puts the machine's outward address in its place;
     # a node of a cluster of several refuses it)
     loopback = {CLUSTER_MODE_ENV: "0"}
-    with ray_nodes() as nodes:
+    with ray_nodes(namespace=False) as nodes:
         nodes.start("ray", loopback)  # --temp-dir=<root>/ray: Ray's temp folder when RAY_TMPDIR is <root>
         assert (nodes.root / "ray" / "ray_current_cluster").read_text().strip() == nodes.address
         cluster_node = raylet_node_id(nodes.raylets[0])
