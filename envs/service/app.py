@@ -1,10 +1,11 @@
 """The env service's ASGI app: openenv-core's `HTTPEnvServer` plus stateful HTTP sessions.
 
 What comes from openenv-core unchanged: `/health`, `/metadata`, the session table with its
-capacity limit, per-session executor threads and idle reaper, the `/ws` protocol (a session per
-connection: reset, step, state, close messages; its message and error types). `/ws` itself is
-served here (`_Sessions.serve_websocket`) so that each answer is encoded once. openenv's own HTTP `/reset`, `/step` and `/state`
-are stateless (each request builds and closes a fresh env), which cannot hold a multi-step
+capacity limit and idle reaper, the `/ws` protocol (a session per connection: reset, step,
+state, close messages; its message and error types). `/ws` itself is served here
+(`_Sessions.serve_websocket`) so that each answer is encoded once, and each session's calls run
+on the service's own worker threads (workers.py: none on the event loop, no thread held by an
+idle session). openenv's own HTTP `/reset`, `/step` and `/state` are stateless (each request builds and closes a fresh env), which cannot hold a multi-step
 toolgym episode, so the server registers openenv's routes in its "production" mode (which leaves
 those three out) and serves them here with the same bodies and responses plus a `session_id`:
 
@@ -23,19 +24,18 @@ count both kinds. Errors are typed: `{"ok": false, "error": {"kind", "message"}}
 `unknown_session`, `unknown_trace`, `not_found` (404), `not_reset`, `episode_over`,
 `session_busy` (409), `session_closed` (410), `argument_error` (422; 413 for a body over the
 limit), `session_memory` (413: a step past the session's memory bound), `capacity` (503),
-`infra_error` (500). Over the WebSocket, openenv's error message starts
-with `[kind]`.
+`infra_error` (500; a server out of file descriptors answers 503 `capacity`). Over the WebSocket,
+openenv's error message starts with `[kind]`, and the connection goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
@@ -47,8 +47,6 @@ from toolgym.envs.service import OPENENV_MISSING
 from toolgym.envs.service.catalog import Catalog, ServiceError
 from toolgym.envs.service.environment import (
     DEFAULT_MAX_SESSION_BYTES,
-    SESSION_ID,
-    TRACE_FILE,
     Answer,
     ToolgymAction,
     ToolgymEnvironment,
@@ -56,7 +54,15 @@ from toolgym.envs.service.environment import (
     ToolgymState,
 )
 from toolgym.envs.service.leases import LeaseError, Leases
-from toolgym.envs.service.traces import DEFAULT_MAX_TRACE_BYTES, TraceRetention
+from toolgym.envs.service.traces import (
+    DEFAULT_MAX_TRACE_BYTES,
+    OUT_OF_DESCRIPTORS,
+    SESSION_ID,
+    TRACE_FILE,
+    TraceRetention,
+    out_of_descriptors,
+)
+from toolgym.envs.service.workers import WORKER_IDLE_S, Lane, Workers
 from toolgym.errors import redact_paths
 from toolgym.http import (
     DEFAULT_BODY_TIMEOUT_S,
@@ -96,22 +102,34 @@ MAX_RENEW = 4096  # session ids one heartbeat may renew
 # default; compressing and inflating each ~1.4 kB answer cost more per step than the bytes it
 # saves on loopback or a LAN)
 UVICORN_SETTINGS: dict[str, Any] = {"ws_per_message_deflate": False}
-# a call run on the event loop (a loop-safe session's, environment.py `loop_safe`) that takes
-# longer sends its episode's task back to the session's thread: other sessions waited meanwhile
-INLINE_MAX_S = 0.025
+# an HTTP body up to this size is parsed on the event loop (at most ~2 ms, nested lists included,
+# on a loaded 2-core VM); a larger one on a worker, as the strict parser's depth walk of a 1 MiB
+# body takes up to a second
+LOOP_PARSE_MAX_BYTES = 4096
+
+T = TypeVar("T")
 
 
 class _Sessions:
     """toolgym's HTTP and WebSocket sessions in openenv's session table (private API of
-    HTTPEnvServer)."""
+    HTTPEnvServer), their calls on the worker threads (workers.py), one lane per session."""
 
     def __init__(
-        self, server: HTTPEnvServer, steps_on_loop: bool = False, leases: Leases | None = None
+        self,
+        server: HTTPEnvServer,
+        steps_on_loop: bool = False,
+        leases: Leases | None = None,
+        workers: Workers | None = None,
     ) -> None:
         self.server = server
         self.leases = leases or Leases()  # HTTP sessions whose clients must renew them
         self.leases.bind(self._expire)
         self.steps_on_loop = steps_on_loop  # run env calls inline (see create_app)
+        self.workers = workers or Workers()
+        # openenv's table builds each session on this executor, where it would start a thread per
+        # session kept for the session's life; `create` gives each session a lane of it (openenv
+        # types these ThreadPoolExecutor; it calls only `submit` and `shutdown`)
+        server._shared_session_executor = self.workers  # type: ignore[assignment]
         self.http: set[str] = set()  # sessions opened over HTTP: a WebSocket's are its own
         self.busy: set[str] = set()
         # the client that opened each session (kept after it closes: its traces are that client's)
@@ -120,14 +138,21 @@ class _Sessions:
     def owned(self, session_id: str, client: str) -> bool:
         return self.owners.get(session_id) == client
 
+    async def create(self) -> tuple[str, ToolgymEnvironment]:
+        """A new session in openenv's table, with its own lane (its calls, and openenv's close,
+        one at a time in order). Raises openenv's SessionCapacityError, EnvironmentFactoryError."""
+        session_id, env = await self.server._create_session()
+        assert isinstance(env, ToolgymEnvironment)
+        self.server._session_executors[session_id] = self.workers.lane()  # type: ignore[assignment]
+        return session_id, env
+
     async def open(self, client: str) -> ToolgymEnvironment:
         try:
-            session_id, env = await self.server._create_session()
+            session_id, env = await self.create()
         except SessionCapacityError as exc:
             raise ServiceError("capacity", str(exc), 503) from None
         except EnvironmentFactoryError as exc:
             raise ServiceError("infra_error", str(exc), 500) from None
-        assert isinstance(env, ToolgymEnvironment)
         env.rename(session_id)  # one id for the session table, the traces and the client
         self.http.add(session_id)
         self.owners[session_id] = client
@@ -166,17 +191,17 @@ class _Sessions:
         else:
             await self.close(session_id)
 
-    async def run(self, env: ToolgymEnvironment, method: str, *args: Any, inline: bool, **kwargs: Any) -> Any:
-        """Run `env.method` in the session's own thread (on the event loop when `inline`), one
-        call at a time: a second concurrent call is refused (409) rather than queued, so a client
-        learns it raced itself."""
+    async def run(self, env: ToolgymEnvironment, fn: Callable[..., T], *args: Any, step: bool = False) -> T:
+        """`fn(*args)` on the session's lane, one call at a time: a second concurrent call is
+        refused (409) rather than queued, so a client learns it raced itself. `step`: the call
+        counts as a step of the session (openenv's session info)."""
         sid = env.session_id
         if sid in self.busy:
             raise ServiceError("session_busy", f"session {sid} is running another request", 409)
         self.busy.add(sid)
         try:
-            result = await self._in_session(sid, env, inline, getattr(env, method), *args, **kwargs)
-            self.server._update_session_activity(sid, increment_step=method == "step_answer")
+            result = await self._in_session(sid, fn, *args)
+            self.server._update_session_activity(sid, increment_step=step)
             return result
         finally:
             self.busy.discard(sid)
@@ -187,21 +212,29 @@ class _Sessions:
         self.leases.drop(session_id)
         await self.server._destroy_session(session_id)
 
+    async def off_loop(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on a worker of no session: work whose size a client chooses (parsing a
+        large body, reading a trace) stays off the event loop."""
+        if self.steps_on_loop:
+            return fn(*args)
+        return await self.workers.run(fn, *args)
+
     async def serve_websocket(self, websocket: WebSocket) -> None:
         """openenv's `/ws` protocol, message for message (a session per connection; reset, step,
-        state and close; the same answers and error codes), with each reset and step answer
-        encoded once, in the session's thread, from the env's wire dict: openenv's own handler
-        builds an Observation, dumps it, validates the dump into a response model and encodes
-        that, which costs a step about as much as the rest of the frame path."""
+        state and close; the same answers and error codes). Each message is parsed, run and
+        answered on the session's lane, its answer encoded once from the env's wire dict:
+        openenv's own handler builds an Observation, dumps it, validates the dump into a response
+        model and encodes that, which costs a step about as much as the rest of the frame path.
+        A message the session refuses, malformed ones included, gets its error frame and the
+        connection goes on."""
         await websocket.accept()
         session_id: str | None = None
         try:
-            session_id, env = await self.server._create_session()
-            assert isinstance(env, ToolgymEnvironment)
+            session_id, env = await self.create()
             # the table's id, and the env's own, which names its trace folder
             self.owners[session_id] = self.owners[env.session_id] = client_of(websocket.scope)
             while True:
-                frame = await self._ws_answer(session_id, env, await websocket.receive_text())
+                frame = await self._ws_answer(session_id, env, await _receive(websocket))
                 if frame is None:
                     break
                 await websocket.send_text(frame)
@@ -222,86 +255,86 @@ class _Sessions:
                 websocket, _ws_error(str(exc), WSErrorCode.FACTORY_ERROR, factory_name=exc.factory_name)
             )
         except Exception as exc:
-            await _send_quietly(websocket, _ws_error(str(exc), WSErrorCode.SESSION_ERROR))
+            await _send_quietly(websocket, _ws_error(str(typed(exc)), WSErrorCode.SESSION_ERROR))
         finally:
             if session_id is not None:
                 await self.server._destroy_session(session_id)
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):  # the client may be gone
                 await websocket.close()
 
-    async def _framed(
-        self,
-        session_id: str,
-        env: ToolgymEnvironment,
-        inline: bool,
-        answer: Callable[..., Answer],
-        *args: Any,
-        **kwargs: Any,
-    ) -> str:
-        """openenv's observation frame around `answer(...)`, run and encoded once where the
-        session's calls run (`_in_session`)."""
-
-        def frame() -> str:
-            return json_bytes({"type": "observation", "data": answer(*args, **kwargs)}).decode()
-
-        framed: str = await self._in_session(session_id, env, inline, frame)
-        return framed
-
-    async def _in_session(
-        self,
-        session_id: str,
-        env: ToolgymEnvironment,
-        inline: bool,
-        fn: Callable[..., Any],
-        *args: Any,
-        **kwargs: Any,
-    ) -> Any:
-        """`fn(...)` in the session's own thread (each session's calls one at a time, so its
-        world's SQLite connection is used by one thread at a time), or on the event loop: with
-        `steps_on_loop`, or when `inline` (a loop-safe session's call: no thread hop there and
-        back, which costs a mock-app step more CPU than the session layer itself). An inline call
-        that runs past INLINE_MAX_S sends the session's task back to its thread."""
+    async def _in_session(self, session_id: str, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on the session's lane (after its earlier calls), or on the event loop with
+        `steps_on_loop`. A session the table no longer has (reaped, closed) is refused."""
         if self.steps_on_loop:
-            return fn(*args, **kwargs)
-        if inline:
-            started = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                if time.perf_counter() - started > INLINE_MAX_S:
-                    env.off_loop()
-        return await self.server._run_in_session_executor(session_id, fn, *args, **kwargs)
+            return fn(*args)
+        lane = self.server._session_executors.get(session_id)
+        if not isinstance(lane, Lane):
+            raise ServiceError("session_closed", f"session {session_id} is closed", 410)
+        return await lane.run(fn, *args)
 
-    async def _ws_answer(self, session_id: str, env: ToolgymEnvironment, raw: str) -> str | None:
+    async def _ws_answer(self, session_id: str, env: ToolgymEnvironment, raw: str | bytes) -> str | None:
         """The frame answering one client message (None: the client closes the session)."""
         try:
-            message = json.loads(raw)
-        except ValueError as exc:
-            return _ws_error(f"Invalid JSON: {exc}", WSErrorCode.INVALID_JSON)
-        kind = message.get("type", "") if isinstance(message, dict) else ""
-        try:
-            if kind == "step":
-                action = ToolgymAction.model_validate(WSStepMessage(**message).data)
-                frame = await self._framed(session_id, env, env.inline_step(action), env.step_answer, action)
-                self.server._update_session_activity(session_id, increment_step=True)
-                return frame
-            if kind == "reset":
-                data = WSResetMessage(**message).data
-                frame = await self._framed(session_id, env, env.inline_reset(data), env.reset_answer, **data)
-                self.server._update_session_activity(session_id)
-                return frame
-            if kind == "state":
-                WSStateMessage(**message)
-                return WSStateResponse(data=env.state.model_dump()).model_dump_json()
-            if kind == "close":
-                WSCloseMessage(**message)
-                return None
-            return _ws_error(f"Unknown message type: {kind}", WSErrorCode.UNKNOWN_TYPE)
-        except ValidationError as exc:  # without context: a validator's exception object is no JSON
-            errors = exc.errors(include_url=False, include_context=False)
-            return _ws_error("Invalid message", WSErrorCode.VALIDATION_ERROR, errors=errors)
-        except Exception as exc:  # a ServiceError's message starts with its [kind]
-            return _ws_error(str(exc), WSErrorCode.EXECUTION_ERROR)
+            frame, kind = await self._in_session(session_id, _ws_reply, env, raw)
+        except Exception as exc:  # a session gone, a server out of threads
+            return _ws_error(str(typed(exc)), WSErrorCode.EXECUTION_ERROR)
+        if kind in ("step", "reset"):
+            self.server._update_session_activity(session_id, increment_step=kind == "step")
+        return frame
+
+
+def _ws_reply(env: ToolgymEnvironment, raw: str | bytes) -> tuple[str | None, str]:
+    """One WebSocket message's answer frame and its type, on the session's lane: parsed as
+    strictly as an HTTP body (the same typed errors), run, encoded."""
+    try:
+        message = parse_json(raw)
+    except BodyError as exc:
+        return _ws_error(f"[argument_error] {exc}", WSErrorCode.INVALID_JSON), ""
+    kind = message.get("type", "") if isinstance(message, dict) else ""
+    try:
+        if kind == "step":
+            action = ToolgymAction.model_validate(WSStepMessage(**message).data)
+            return _observation_frame(env.step_answer(action)), kind
+        if kind == "reset":
+            return _observation_frame(env.reset_answer(**WSResetMessage(**message).data)), kind
+        if kind == "state":
+            WSStateMessage(**message)
+            return WSStateResponse(data=env.state.model_dump()).model_dump_json(), kind
+        if kind == "close":
+            WSCloseMessage(**message)
+            return None, kind
+        return _ws_error(f"Unknown message type: {kind}", WSErrorCode.UNKNOWN_TYPE), ""
+    except ValidationError as exc:  # without context: a validator's exception object is no JSON
+        errors = exc.errors(include_url=False, include_context=False)
+        return _ws_error("Invalid message", WSErrorCode.VALIDATION_ERROR, errors=errors), ""
+    except Exception as exc:  # a ServiceError's message starts with its [kind]
+        return _ws_error(str(typed(exc)), WSErrorCode.EXECUTION_ERROR), ""
+
+
+def _observation_frame(answer: Answer) -> str:
+    return json_bytes({"type": "observation", "data": answer}).decode()
+
+
+async def _receive(websocket: WebSocket) -> str | bytes:
+    """A client message: a text frame's text or a binary frame's bytes (parsed as UTF-8 JSON)."""
+    message = await websocket.receive()
+    if message["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(message.get("code", 1000), message.get("reason"))
+    text: str | None = message.get("text")
+    if text is not None:
+        return text
+    data: bytes = message.get("bytes") or b""
+    return data
+
+
+def typed(exc: BaseException) -> ServiceError:
+    """Any error of a call as the typed error a client gets: a ServiceError as it is, a server out
+    of file descriptors 503 `capacity`, anything else 500 `infra_error` (paths redacted)."""
+    if isinstance(exc, ServiceError):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in OUT_OF_DESCRIPTORS:
+        return out_of_descriptors(exc)
+    return ServiceError("infra_error", redact_paths(f"{type(exc).__name__}: {exc}"), 500)
 
 
 def _ws_error(message: str, code: WSErrorCode, **extra: Any) -> str:
@@ -313,10 +346,7 @@ async def _send_quietly(websocket: WebSocket, frame: str) -> None:
         await websocket.send_text(frame)
 
 
-async def _json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if not raw:
-        return {}
+def _parse_body(raw: bytes) -> dict[str, Any]:
     try:  # strictly, as every toolgym server: deep nesting is a 422, never a RecursionError
         body = parse_json(raw)
     except BodyError as exc:
@@ -324,6 +354,37 @@ async def _json_body(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ServiceError("argument_error", "the body must be a JSON object", 422)
     return body
+
+
+async def _json_body(request: Request, sessions: _Sessions) -> dict[str, Any]:
+    """The request's JSON object; a body over LOOP_PARSE_MAX_BYTES is parsed off the loop."""
+    raw = await request.body()
+    if not raw:
+        return {}
+    if len(raw) <= LOOP_PARSE_MAX_BYTES:
+        return _parse_body(raw)
+    return await sessions.off_loop(_parse_body, raw)
+
+
+def _json_answer(raw: bytes) -> Response:
+    return Response(raw, media_type="application/json")
+
+
+def _http_reset(env: ToolgymEnvironment, body: dict[str, Any], granted: float | None) -> bytes:
+    answer = env.reset_answer(**body)
+    return json_bytes(answer if granted is None else {**answer, "lease_s": granted})
+
+
+def _http_step(env: ToolgymEnvironment, data: dict[str, Any]) -> bytes:
+    try:
+        action = ToolgymAction.model_validate(data)
+    except ValueError as exc:
+        raise ServiceError("argument_error", f"bad action: {exc}", 422) from None
+    return json_bytes(env.step_answer(action))
+
+
+def _http_state(env: ToolgymEnvironment) -> bytes:
+    return json_bytes(env.state.model_dump(mode="json"))
 
 
 def _traces_of(trace_dir: Path | None, session_id: str, owned: bool) -> Path:
@@ -336,41 +397,40 @@ def _traces_of(trace_dir: Path | None, session_id: str, owned: bool) -> Path:
 
 def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, trace_dir: Path | None) -> None:
     # the per-step routes are plain Starlette routes: FastAPI's dependency solving around an
-    # endpoint that reads its body itself costs a step tens of µs for nothing
+    # endpoint that reads its body itself costs a step tens of µs for nothing. Each call runs,
+    # and its answer is encoded, on the session's lane; the loop reads, hands over and sends.
     async def reset(request: Request) -> Response:
-        body = await _json_body(request)
+        body = await _json_body(request, sessions)
         session_id = body.pop("session_id", None)
         lease_s = body.pop("lease_s", None)
         client = client_of(request.scope)
         env = sessions.get(session_id, client) if session_id is not None else await sessions.open(client)
         try:
             granted = sessions.grant(env.session_id, lease_s)
-            answer = await sessions.run(env, "reset_answer", inline=env.inline_reset(body), **body)
+            answer = await sessions.run(env, _http_reset, env, body, granted)
         except BaseException:
             if session_id is None:  # a session opened for a failed reset is not left behind
                 await sessions.close(env.session_id)
             raise
-        return json_response(answer if granted is None else {**answer, "lease_s": granted})
+        return _json_answer(answer)
 
     async def step(request: Request) -> Response:
-        body = await _json_body(request)
+        body = await _json_body(request, sessions)
         env = sessions.get(body.pop("session_id", None), client_of(request.scope))
         for key in ("timeout_s", "request_id"):  # openenv's StepRequest fields, unused here
             body.pop(key, None)
         if set(body) != {"action"} or not isinstance(body["action"], dict):
             raise ServiceError("argument_error", "the body is {session_id, action: {...}}", 422)
-        try:
-            action = ToolgymAction.model_validate(body["action"])
-        except ValueError as exc:
-            raise ServiceError("argument_error", f"bad action: {exc}", 422) from None
-        return json_response(await sessions.run(env, "step_answer", action, inline=env.inline_step(action)))
+        return _json_answer(await sessions.run(env, _http_step, env, body["action"], step=True))
 
     async def state(request: Request) -> Response:
         env = sessions.get(request.query_params.get("session_id"), client_of(request.scope))
-        return json_response(env.state.model_dump(mode="json"))
+        # off the loop, beside a step that may be running: the state is read whole (a dict
+        # swapped per step), and its last diff may be large
+        return _json_answer(await sessions.off_loop(_http_state, env))
 
     async def close(request: Request) -> Response:
-        body = await _json_body(request)
+        body = await _json_body(request, sessions)
         env = sessions.get(body.get("session_id"), client_of(request.scope))
         await sessions.close(env.session_id)
         return json_response({"ok": True, "session_id": env.session_id, "closed": True})
@@ -384,7 +444,7 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
     async def renew_leases(request: Request) -> Response:
         """The heartbeat of a client holding leased sessions: renews those that are still its
         open sessions, names the others `lost`."""
-        ids = (await _json_body(request)).get("session_ids")
+        ids = (await _json_body(request, sessions)).get("session_ids")
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) or len(ids) > MAX_RENEW:
             raise ServiceError(
                 "argument_error", f"the body is {{session_ids: [at most {MAX_RENEW} ids]}}", 422
@@ -441,7 +501,8 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
         files = {p.name: p for p in folder.iterdir()} if TRACE_FILE.match(name) else {}
         if name not in files:
             raise ServiceError("unknown_trace", f"session {session_id} has no trace {name!r}", 404)
-        return Response(files[name].read_bytes(), media_type="application/x-ndjson")
+        content = await sessions.off_loop(files[name].read_bytes)  # a trace may be megabytes
+        return Response(content, media_type="application/x-ndjson")
 
 
 class _QuietDisconnect:
@@ -476,6 +537,7 @@ def create_app(
     default_lease_s: float | None = None,
     max_session_bytes: int | None = DEFAULT_MAX_SESSION_BYTES,
     clock: Callable[[], float] = time.monotonic,
+    worker_idle_s: float = WORKER_IDLE_S,
 ) -> ASGIApp:
     """The service: sessions built from `catalog`, traces under `trace_dir/<session id>/`,
     at most `max_sessions` open (HTTP and WebSocket together), sessions idle for
@@ -486,8 +548,9 @@ def create_app(
     each client sees and drives only the sessions it opened. `host` is where the server is bound:
     requests naming another `Host` (DNS rebinding), requests from web pages and bodies that are
     not JSON are refused (`toolgym.http.BrowserGuard`).
-    `steps_on_loop`: sessions' resets and steps run on the event loop, not in each session's
-    thread (two thread hops less per step; a slow tool stalls the other sessions meanwhile).
+    Sessions' calls run on worker threads, one call of a session at a time; a worker idle for
+    `worker_idle_s` ends (workers.py). `steps_on_loop`: sessions' calls run on the event loop
+    instead (a thread hop less per call, but one slow or expensive step stalls every session).
     `max_trace_bytes`: the finished traces under `trace_dir` add up to at most this, the oldest
     deleted first (None: no bound; see traces.py). An HTTP session whose client asks for a lease
     (`lease_s` in a reset; `default_lease_s` for those that ask for none) is closed when its
@@ -521,10 +584,11 @@ def create_app(
 
     @app.exception_handler(Exception)
     async def server_fault(request: Request, exc: Exception) -> Response:
-        return json_response(error_body("infra_error", redact_paths(f"{type(exc).__name__}: {exc}")), 500)
+        error = typed(exc)
+        return json_response(error_body(error.kind, error.message), error.status)
 
     leases = Leases(default_s=default_lease_s, max_s=idle_timeout_s, clock=clock)
-    sessions = _Sessions(server, steps_on_loop, leases)
+    sessions = _Sessions(server, steps_on_loop, leases, Workers(worker_idle_s))
     app.router.on_shutdown.append(leases.stop)
     _add_session_routes(app, sessions, catalog, trace_dir)
     app.add_api_websocket_route("/ws", sessions.serve_websocket)  # before openenv's: this one serves

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -104,9 +105,10 @@ def env_server(
     steps_on_loop: Annotated[
         bool,
         typer.Option(
-            help="run every session's reset and step on the server's event loop instead of the "
-            "session's own thread: two thread hops less per step, but a slow tool (a remote tool "
-            "server, an LLM user) stalls every other session meanwhile; for local, fast tools"
+            help="run every session's reset and step on the server's event loop instead of a "
+            "worker thread: a thread hop less per call, but a slow tool (a remote tool server, an "
+            "LLM user) or an expensive step of any client stalls every other session meanwhile; "
+            "for trusted clients and fast tools"
         ),
     ] = False,
     user_base_url: Annotated[
@@ -163,6 +165,8 @@ def env_server(
 
     from toolgym.http import uvicorn_config
 
+    raise_file_limit()
+
     app = create_app(
         catalog,
         trace_dir=trace_dir if traces else None,
@@ -195,6 +199,24 @@ def env_server(
         uvicorn.Server(config).run()
     finally:
         _close(user_llm)
+
+
+def raise_file_limit() -> int | None:
+    """The process's soft limit on open files raised to its hard limit, where the OS lets it (a
+    session's connection and, while a call writes it, its trace each take a descriptor; a shell's
+    `ulimit -n 1024` would refuse the server's 1000th connection). Returns the soft limit now
+    (None where there is no such limit to read)."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # an unlimited hard limit: as many as macOS takes for the soft one (Linux's hard is finite)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 16)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        with contextlib.suppress(ValueError, OSError):  # the OS refuses: keep what there is
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def _open_user_llm(base_url: str | None, model: str | None, api_key_env: str | None) -> UserLLM | None:

@@ -1,19 +1,19 @@
-"""One env-service session as an openenv-core `Environment`: a ToolEnv, its trace writer and the
+"""One env-service session as an openenv-core `Environment`: a ToolEnv, its trace file and the
 wire types (`ToolgymAction`, `ToolgymObservation`, `ToolgymState`).
 
-openenv-core's `HTTPEnvServer` drives this class unchanged over `/ws` (one session per
-connection, each in its own executor thread); the service's stateful HTTP routes (app.py) drive
-it the same way. The session writes one trace per episode with the runner's pieces, so a
-session's trace is byte-identical to `run_episode`'s for the same task, seed and actions.
+openenv-core's `HTTPEnvServer` drives this class unchanged; the service's `/ws` and stateful
+HTTP routes (app.py) call it on worker threads, one call of a session at a time (workers.py). The
+session writes one trace per episode with the runner's pieces, so a session's trace is
+byte-identical to `run_episode`'s for the same task, seed and actions.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import re
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, SupportsFloat
+from typing import Any, SupportsFloat
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -23,12 +23,13 @@ from toolgym.envs.faults import FaultLayer
 from toolgym.envs.runner import step_fields, trace_end, trace_header, trace_name
 from toolgym.envs.service import OPENENV_MISSING
 from toolgym.envs.service.catalog import REWARDS, Catalog, ResolvedConfig, ServiceError, SessionConfig
+from toolgym.envs.service.traces import TraceFile, TraceRetention, spare_descriptor
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.mocks.app import strict_arguments
 from toolgym.mocks.world import MockWorld
 from toolgym.protocols.base import RawOutput
 from toolgym.tasks import Task
-from toolgym.trace import TraceEnd, TraceWriter
+from toolgym.trace import TraceEnd
 from toolgym.world import World
 
 try:
@@ -39,17 +40,9 @@ try:
 except ImportError as exc:  # the default install has no openenv-core
     raise ImportError(OPENENV_MISSING) from exc
 
-if TYPE_CHECKING:
-    from toolgym.envs.service.traces import TraceRetention
-
-SESSION_ID = re.compile(r"^[A-Za-z0-9-]{8,64}$")
 # a session's memory bound (--max-session-bytes): its worlds' databases and its episode's inputs
 # and observations; half of it for the worlds it keeps between episodes
 DEFAULT_MAX_SESSION_BYTES = 64 << 20
-TRACE_FILE = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
-# a step runs on the server's event loop (see `inline_step`) only with an input up to this size:
-# its tool calls, which a longer input may hold many of, would stall every other session meanwhile
-INLINE_MAX_INPUT_CHARS = 8192
 
 
 class ToolgymAction(OpenEnvAction):
@@ -184,21 +177,6 @@ def observation_of(answer: Answer) -> ToolgymObservation:
     )
 
 
-def loop_safe(env: ToolEnv, config: ResolvedConfig) -> bool:
-    """Whether an episode's calls may run on the server's event loop: every tool it offers is a
-    mock-app tool of its in-process world (SQLite in memory: no network, no subprocess, no
-    sleep), it loads no task files, no LLM plays its user and no fault plan delays its calls."""
-    world, task = env.world, env.task
-    if not isinstance(world, MockWorld) or task is None or task.files:
-        return False
-    if task.user is not None and config.user == "llm":
-        return False
-    if config.faults is not None and any(rule.delay_s > 0 for rule in config.faults.rules):
-        return False
-    app_tools = {id(tool) for tool in world.tools}
-    return all(id(tool) in app_tools for tool in env.offered)
-
-
 class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymState]):
     """A session: builds its ToolEnv from the catalog at the first reset (and again when a reset
     changes the config), writes each episode's trace under `trace_dir/<session id>/`."""
@@ -223,7 +201,7 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         self.session_id = session_id or uuid.uuid4().hex
         self._env: ToolEnv | None = None
         self._config: ResolvedConfig | None = None
-        self._writer: TraceWriter | None = None
+        self._writer: TraceFile | None = None
         self._episodes = 0
         self._closed = False
         self._done = False
@@ -233,9 +211,8 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         # the state's fields (`state` builds the model when asked): a fresh dict per step, swapped
         # in whole, so a reader on another thread never sees half a step
         self._status: dict[str, Any] = {"session_id": self.session_id}
-        self._inline = False  # whether this episode's steps may run on the event loop
-        self._inline_tasks: dict[str, bool] = {}  # the same, by task, for this config's episodes
         self._held = 0  # characters of the episode's inputs and observations the env keeps
+        self._refused = False  # a step went past the memory bound: the episode takes no more
         self._idle_bytes: dict[int, int] = {}  # database bytes of the worlds other than the current
 
     # ---- openenv's Environment (the service's routes call the `*_answer` methods) ----------
@@ -271,47 +248,31 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
             raise ServiceError(
                 "argument_error", f"no task {options.task_id!r} in the task set {config.tasks!r}", 422
             )
-        if self._config is not None and config != self._config:
+        # the new trace's descriptor, taken before anything changes (503 when none is free)
+        with spare_descriptor(self.trace_dir is not None) as spare:
             self._abort_episode()
-            assert self._env is not None
-            self._env.close()
-            self._env = None
-            self._idle_bytes.clear()
-            self._inline_tasks.clear()
-        if self._env is None:
-            self._env = ToolEnv(
-                self.catalog.tools.subset(config.tools) if config.tools is not None else self.catalog.tools,
-                self.catalog.task_set(config.tasks),
-                protocol=config.protocol,
-                reward_fn=REWARDS[config.reward],
-                max_steps=config.max_steps,
-                tool_layers=[FaultLayer(config.faults, known_tools=config.tool_names(self.catalog))]
-                if config.faults is not None
-                else (),
-                user=config.simulator(self.catalog),
-            )
-        self._config = config
-        env = self._env
-        self._abort_episode()
-        self._fit_worlds(env)
-        seed = config.seed if seed is None else seed
-        obs, info = env.reset(seed=seed, options={"task": options.task_id} if options.task_id else None)
-        self._cap_world(env)
-        self._held = len(obs)
-        assert env.task is not None
-        self._episodes += 1
-        self._seed, self._done = seed, False
+            self._done = True  # until the new episode's trace has started
+            env = self._env_for(config)
+            self._fit_worlds(env)
+            seed = config.seed if seed is None else seed
+            obs, info = env.reset(seed=seed, options={"task": options.task_id} if options.task_id else None)
+            self._cap_world(env)
+            assert env.task is not None
+            self._held, self._refused = len(obs), False
+            self._episodes += 1
+            self._seed = seed
+            trace: str | None = None
+            if self.trace_dir is not None:
+                agent: Agent = _NamedAgent(options.agent)
+                header = trace_header(
+                    env, agent, env.task, seed, {"max_steps": env.task.max_steps or env.max_steps}
+                )
+                trace = f"ep{self._episodes}.{trace_name(env.task.id, seed)}"
+                spare.release()
+                self._writer = TraceFile(self._trace_folder() / trace, header)
+        self._done = False
         self._hash_before = info.get("state_hash")
-        trace: str | None = None
-        if self.trace_dir is not None:
-            agent: Agent = _NamedAgent(options.agent)
-            header = trace_header(
-                env, agent, env.task, seed, {"max_steps": env.task.max_steps or env.max_steps}
-            )
-            trace = f"ep{self._episodes}.{trace_name(env.task.id, seed)}"
-            self._writer = TraceWriter(self._trace_folder() / trace, header)
         self._last = info
-        self._inline = self._inline_tasks[env.task.id] = loop_safe(env, config)
         self._status = {
             "session_id": self.session_id,
             "episode_id": episode_id or f"{self.session_id}:{self._episodes}",
@@ -326,31 +287,28 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         }
         return self._answer(obs, info, None, False, False)
 
-    # ---- which calls may run on the event loop (app.py runs the others in the session's thread)
-    def inline_reset(self, kwargs: dict[str, Any]) -> bool:
-        """Whether a reset with these options may run on the server's event loop: it names a
-        task whose episodes this session ran loop-safe (`loop_safe`) under the config it has now
-        (so the task's tools, world template and world are built), and changes no config."""
-        if self._env is None or self._config is None or self._closed:
-            return False
-        raw_config = kwargs.get("config")
-        if raw_config is not None and self.catalog.cached(raw_config) is not self._config:
-            return False
-        task_id = kwargs.get("task_id")
-        return isinstance(task_id, str) and self._inline_tasks.get(task_id, False)
-
-    def inline_step(self, action: ToolgymAction) -> bool:
-        """Whether a step may run on the server's event loop: its episode is loop-safe
-        (`loop_safe`) and its input is small (INLINE_MAX_INPUT_CHARS)."""
-        return self._inline and action.size() <= INLINE_MAX_INPUT_CHARS
-
-    def off_loop(self) -> None:
-        """A call of this episode ran too long on the event loop: its task's calls run in the
-        session's thread from now on."""
-        self._inline = False
-        task = self._env.task if self._env is not None else None
-        if task is not None:
-            self._inline_tasks[task.id] = False
+    def _env_for(self, config: ResolvedConfig) -> ToolEnv:
+        """The session's ToolEnv for `config`: the one it has, or one built afresh (a new config
+        closes the old env and its worlds)."""
+        if self._config is not None and config != self._config:
+            assert self._env is not None
+            self._env.close()
+            self._env = None
+            self._idle_bytes.clear()
+        if self._env is None:
+            self._env = ToolEnv(
+                self.catalog.tools.subset(config.tools) if config.tools is not None else self.catalog.tools,
+                self.catalog.task_set(config.tasks),
+                protocol=config.protocol,
+                reward_fn=REWARDS[config.reward],
+                max_steps=config.max_steps,
+                tool_layers=[FaultLayer(config.faults, known_tools=config.tool_names(self.catalog))]
+                if config.faults is not None
+                else (),
+                user=config.simulator(self.catalog),
+            )
+        self._config = config
+        return self._env
 
     def rename(self, session_id: str) -> None:
         """The session's id becomes `session_id` (the session table's)."""
@@ -368,10 +326,12 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         size = self._check_bound(action)
         raw = action.payload()
         assert self._config is not None
-        with strict_arguments(self._config.strict_arguments):
-            obs, reward, terminated, truncated, info = env.step(raw)
-        self._held += size + len(obs)
-        self._record(raw, reward, terminated, truncated, info)
+        # the trace's descriptor first: a server out of them refuses the step before it runs
+        with self._writer.held() if self._writer is not None else contextlib.nullcontext():
+            with strict_arguments(self._config.strict_arguments):
+                obs, reward, terminated, truncated, info = env.step(raw)
+            self._held += size + len(obs)
+            self._record(raw, reward, terminated, truncated, info)
         return self._answer(obs, info, float(reward), terminated, truncated)
 
     def _answer(
@@ -407,13 +367,14 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
             return
         self._closed = True
         try:
-            self._abort_episode()
+            with contextlib.suppress(ServiceError):  # no descriptor free: the trace stays .partial
+                self._abort_episode()
         finally:
             if self.retention is not None and self._folder is not None:
                 self.retention.closed(self._folder)
-        if self._env is not None:
-            self._env.close()
-            self._env = None
+            if self._env is not None:
+                self._env.close()
+                self._env = None
 
     # ---- the memory bound ----------------------------------------------------------------
     def _fit_worlds(self, env: ToolEnv) -> None:
@@ -439,17 +400,20 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
     def _check_bound(self, action: ToolgymAction) -> int:
         """The step's input size; a step whose input would take the episode's inputs and
         observations past the other half of the bound is refused (413 `session_memory`, nothing
-        run). A reset starts the episode's count afresh."""
+        run), and so is every later step of the episode, however small, until a reset starts
+        the episode's count afresh."""
         size = action.size()
-        if self.max_bytes is not None and self._held + size > self.max_bytes // 2:
-            raise ServiceError(
-                "session_memory",
-                f"the episode's inputs and observations would reach {self._held + size} characters, "
-                f"over half the session's bound of {self.max_bytes} bytes (the server's "
-                "--max-session-bytes): reset to start a new episode",
-                413,
-            )
-        return size
+        bound = self.max_bytes
+        if not self._refused and (bound is None or self._held + size <= bound // 2):
+            return size
+        went = "went past" if self._refused else f"would reach {self._held + size} characters, over"
+        self._refused = True
+        raise ServiceError(
+            "session_memory",
+            f"the episode's inputs and observations {went} half the session's bound of {bound} "
+            "bytes (the server's --max-session-bytes): reset to start a new episode",
+            413,
+        )
 
     # ---- plumbing ------------------------------------------------------------------------
     def _trace_folder(self) -> Path:
@@ -499,22 +463,20 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         }
 
     def _abort_episode(self) -> None:
-        """An unfinished episode (reset again, session closed or reaped) ends `aborted`."""
+        """An unfinished episode (reset again, session closed or reaped) ends `aborted`; a server
+        out of descriptors refuses the call (503) with the episode as it was."""
         if self._writer is None or self._env is None:
             return
-        env = self._env
-        try:
-            finished = self._writer.finish(
-                TraceEnd(
-                    status="aborted",
-                    steps=self._status.get("step_count", 0),
-                    final_answer=None,
-                    reward=0.0,
-                    error_counts=dict(env.error_counts),
-                    scores={},
-                )
-            )
-        finally:
-            self._writer.close()
-            self._writer = None
+        writer, env = self._writer, self._env
+        end = TraceEnd(
+            status="aborted",
+            steps=self._status.get("step_count", 0),
+            final_answer=None,
+            reward=0.0,
+            error_counts=dict(env.error_counts),
+            scores={},
+        )
+        with writer.held():
+            self._writer = None  # whatever happens now, the trace is done with (a torn one stays .partial)
+            finished = writer.finish(end)
         self._finished(finished)

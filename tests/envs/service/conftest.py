@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from toolgym.envs.service.catalog import Catalog
-from toolgym.toolservers.hosting.base import wait_healthy
 
-from .support import Served, free_port, serve
+from .support import Served, env_server, serve
 
 
 @pytest.fixture(scope="session")
@@ -38,35 +35,5 @@ def served(catalog: Catalog, tmp_path: Path) -> Iterator[Served]:
 def server_process(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
     """`toolgym env-server` in its own process, to be killed by the test."""
     pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
-    port = free_port()
-    trace_dir = tmp_path / "traces"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "toolgym.cli",
-            "env-server",
-            "--port",
-            str(port),
-            "--trace-dir",
-            str(trace_dir),
-            "--max-sessions",
-            "128",  # room for the idle-sessions test
-        ],
-        env={
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(Path.cwd()), os.environ.get("PYTHONPATH", "")]),
-        },
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(
-            url, timeout_s=120, alive=lambda: proc.poll() is None, logs=lambda: "", what="env-server"
-        )
-        yield url, proc, trace_dir
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(30)
+    with env_server(tmp_path / "traces", "--max-sessions", "128") as started:  # room for 100 idle sessions
+        yield started

@@ -3,7 +3,12 @@ task set, an in-process ToolEnv on the same tools as the reference, a tool that 
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
+import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +18,7 @@ from toolgym.envs.tool_env import ToolEnv
 from toolgym.mocks.service.server import ThreadedServer
 from toolgym.tasks import Task
 from toolgym.tools import ToolSet, tool
+from toolgym.toolservers.hosting.base import wait_healthy
 from toolgym.toolservers.hosting.process import free_port as free_port
 
 TASK_SET = "ctool"
@@ -32,6 +38,58 @@ def serve(app: Any, ws_max_size: int | None = None) -> ThreadedServer:
         server.server.config.ws_max_size = ws_max_size  # read when uvicorn starts
     server.start()
     return server
+
+
+@contextlib.contextmanager
+def env_server(
+    trace_dir: Path, *options: str, env: dict[str, str] | None = None, soft_file_limit: int | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+    """`toolgym env-server` in its own process (with `options`, extra `env` variables, and a
+    lower soft limit on open files to start with): its URL, process and trace folder."""
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "toolgym.cli",
+        "env-server",
+        "--port",
+        str(port),
+        "--trace-dir",
+        str(trace_dir),
+    ]
+    if soft_file_limit is not None:  # as a shell's `ulimit -Sn N` would leave it
+        command = ["sh", "-c", f'ulimit -Sn {soft_file_limit} && exec "$@"', "sh", *command]
+    proc = subprocess.Popen(
+        [*command, *options],
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(Path.cwd()), os.environ.get("PYTHONPATH", "")]),
+            **(env or {}),
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(
+            url, timeout_s=120, alive=lambda: proc.poll() is None, logs=lambda: "", what="env-server"
+        )
+        yield url, proc, trace_dir
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
+
+
+def files_open_under(folder: Path) -> list[str]:
+    """The files this process has open under `folder` (/proc/self/fd)."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor is gone by now
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith(str(folder)):
+                found.append(target)
+    return found
 
 
 def local_env(catalog: Catalog, protocol: str = "react") -> ToolEnv:

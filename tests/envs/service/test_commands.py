@@ -11,9 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from toolgym.cli import app
+from toolgym.envs.agents import OracleAgent
+from toolgym.envs.runner import run_episode
 from toolgym.envs.service.catalog import Catalog
 
-from .support import TASK_ID, TASK_SET, golden_outputs, local_env, without_timing
+from .support import TASK_ID, TASK_SET, env_server, golden_outputs, local_env, without_timing
 
 
 def test_generic_env_client_against_the_command(
@@ -221,12 +223,19 @@ def _rss(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
-def test_idle_sessions_stay_within_their_share_of_memory(
+def _count(pid: int, what: str) -> int:
+    """Entries of /proc/<pid>/<what>: `task` (its threads), `fd` (its open files)."""
+    return len(os.listdir(f"/proc/{pid}/{what}"))
+
+
+def test_idle_sessions_stay_within_their_share_of_memory_and_hold_no_thread_or_file(
     server_process: tuple[str, subprocess.Popen[bytes], Path], catalog: Catalog
 ) -> None:
-    """100 idle HTTP sessions, each reset into a ctool episode (its world built, its trace open):
-    the server's resident memory grows by less than 2 MiB a session, the share that puts 1000
-    sessions in 2 GiB (about 0.8 MiB measured; bench/bench_env_sessions.py)."""
+    """100 idle HTTP sessions, each reset into a ctool episode (its world built, its trace
+    started): the server's resident memory grows by less than 2 MiB a session, the share that
+    puts 1000 sessions in 2 GiB (about 0.8 MiB measured; bench/bench_env_sessions.py), and it
+    holds no thread and no open file per session (issue 34: one of each ran a server at ~1000
+    sessions into `ulimit -n 1024`)."""
     import httpx
 
     if not Path("/proc/self/status").exists():
@@ -236,9 +245,75 @@ def test_idle_sessions_stay_within_their_share_of_memory(
     with httpx.Client(base_url=url, timeout=60) as client:
         client.post("/reset", json={"task_id": task_ids[0], "config": {"tasks": TASK_SET}}).raise_for_status()
         before = _rss(proc.pid)  # one session open: imports done, the first template built
+        threads, files = _count(proc.pid, "task"), _count(proc.pid, "fd")
         for i in range(100):
             body = {"task_id": task_ids[i % len(task_ids)], "seed": 0, "config": {"tasks": TASK_SET}}
             client.post("/reset", json=body).raise_for_status()
         grown = _rss(proc.pid) - before
+        more_threads, more_files = _count(proc.pid, "task") - threads, _count(proc.pid, "fd") - files
         assert len(client.get("/sessions").json()["sessions"]) == 101
     assert grown / 100 < 2 << 20, f"{grown / 100 / 1024:.0f} kB a session"
+    # a worker or two may start while the requests come in; a session holds none of either
+    assert more_threads < 10 and more_files < 10, (more_threads, more_files)
+
+
+def _lowest_free_descriptor(pid: int) -> int:
+    used = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
+    return next(n for n in range(len(used) + 1) if n not in used)
+
+
+def test_the_command_raises_its_file_limit_and_answers_503_when_out_of_descriptors(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """Started under `ulimit -Sn 256`, the server raises its soft limit on open files to the
+    hard one. With every descriptor taken (the test lowers the running server's limit to the
+    ones it has open), a step and resets answer 503 `capacity`, never 500, with nothing run
+    (the state as it was); with descriptors free again the episode goes on to the runner's trace."""
+    import resource
+
+    import httpx
+
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("reads the server's descriptors from /proc")
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard <= 256:
+        pytest.skip("the hard limit leaves no room to raise the soft one")
+    local = local_env(catalog)
+    raws = golden_outputs(local)
+    reset = {"task_id": TASK_ID, "seed": 0, "config": {"tasks": TASK_SET}, "agent": "oracle"}
+    with (
+        env_server(tmp_path / "traces", soft_file_limit=256) as (url, proc, trace_dir),
+        httpx.Client(base_url=url, timeout=60) as http,
+    ):
+        soft, hard = resource.prlimit(proc.pid, resource.RLIMIT_NOFILE)
+        assert soft == hard or (hard == resource.RLIM_INFINITY and soft >= 1 << 16), (soft, hard)
+        session_id = http.post("/reset", json=reset).json()["observation"]["session_id"]
+        assert (
+            http.post("/step", json={"session_id": session_id, "action": {"text": raws[0]}}).status_code
+            == 200
+        )
+        state = http.get("/state", params={"session_id": session_id}).json()
+        resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (_lowest_free_descriptor(proc.pid), hard))
+        try:
+            step = {"session_id": session_id, "action": {"text": raws[1]}}
+            for path, body in (
+                ("/step", step),
+                ("/reset", {**reset, "session_id": session_id}),
+                ("/reset", reset),
+            ):
+                refused = http.post(path, json=body)
+                assert refused.status_code == 503, (path, refused.text)
+                assert refused.json()["error"]["kind"] == "capacity", refused.text
+            assert http.get("/state", params={"session_id": session_id}).json() == state
+        finally:
+            resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (soft, hard))
+        for raw in raws[1:]:
+            answer = http.post("/step", json={"session_id": session_id, "action": {"text": raw}}).json()
+        assert answer["done"] and answer["reward"] == 1.0
+        assert len(http.get("/sessions").json()["sessions"]) == 1  # the refused reset left none behind
+        trace = (trace_dir / session_id / state["trace"]).read_bytes()
+    result = run_episode(
+        local, OracleAgent(local.protocol), local.tasks[TASK_ID], seed=0, trace_dir=tmp_path / "a"
+    )
+    local.close()
+    assert result.trace_path is not None and trace == result.trace_path.read_bytes()

@@ -18,15 +18,13 @@ from toolgym.envs.runner import run_episode
 from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig
 from toolgym.envs.service.client import RemoteEnvError, RemoteToolEnv
 from toolgym.envs.service.environment import (
-    INLINE_MAX_INPUT_CHARS,
     ToolgymAction,
     ToolgymEnvironment,
     world_bytes,
 )
-from toolgym.tasks import TaskSet
 from toolgym.trace import read_trace
 
-from .support import GATE_TASKS, TASK_ID, TASK_SET, Gate, golden_outputs, local_env, serve
+from .support import TASK_ID, TASK_SET, files_open_under, golden_outputs, local_env, serve
 
 
 @pytest.mark.parametrize(
@@ -100,6 +98,60 @@ def test_refusals_change_nothing(catalog: Catalog, tmp_path: Path) -> None:
     assert end is not None and end.status == "aborted"  # closed mid-episode: ended, not torn
 
 
+def test_a_session_holds_its_trace_file_only_while_a_call_writes_it(catalog: Catalog, tmp_path: Path) -> None:
+    """Sessions mid-episode, between calls, hold no descriptor of their traces (at ~1000 sessions
+    one each ran a server into `ulimit -n 1024`), and the traces are the runner's all the same."""
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("lists the open files in /proc")
+    local = local_env(catalog)
+    raws = golden_outputs(local)
+    sessions = [ToolgymEnvironment(catalog, tmp_path / "traces") for _ in range(20)]
+    for session in sessions:
+        session.reset(seed=0, task_id=TASK_ID, config={"tasks": TASK_SET}, agent="oracle")
+        session.step(ToolgymAction(text=raws[0]))
+    assert files_open_under(tmp_path) == []
+    for session in sessions:
+        for raw in raws[1:]:
+            session.step(ToolgymAction(text=raw))
+    assert files_open_under(tmp_path) == []
+    result = run_episode(
+        local, OracleAgent(local.protocol), local.tasks[TASK_ID], seed=0, trace_dir=tmp_path / "local"
+    )
+    assert result.trace_path is not None
+    for session in sessions:
+        assert session.state.trace is not None
+        trace = tmp_path / "traces" / session.session_id / session.state.trace
+        assert trace.read_bytes() == result.trace_path.read_bytes()
+        session.close()
+    local.close()
+
+
+def test_a_step_past_the_memory_bound_holds_the_episode_until_a_reset(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """Once a step is refused for the session's memory bound (413 `session_memory`), every later
+    step of the episode is refused too, however small, with nothing run, until a reset."""
+    local = local_env(catalog)
+    raws = golden_outputs(local)
+    local.close()
+    session = ToolgymEnvironment(catalog, tmp_path, max_bytes=1 << 20)
+    session.reset(seed=0, task_id=TASK_ID, config={"tasks": TASK_SET}, agent="oracle")
+    with pytest.raises(ServiceError) as refused:
+        session.step(ToolgymAction(text="x" * 600_000))  # over half of 1 MiB
+    assert (refused.value.kind, refused.value.status) == ("session_memory", 413)
+    before = session.state
+    for small in (raws[0], "Thought: hi"):
+        with pytest.raises(ServiceError) as again:
+            session.step(ToolgymAction(text=small))
+        assert (again.value.kind, again.value.status) == ("session_memory", 413)
+    assert session.state == before  # nothing ran
+    session.reset(seed=0, task_id=TASK_ID)  # a new episode takes steps again
+    for raw in raws:
+        obs = session.step(ToolgymAction(text=raw))
+    assert obs.done and obs.reward == 1.0
+    session.close()
+
+
 def test_a_new_config_rebuilds_the_env_and_ends_the_open_episode(catalog: Catalog, tmp_path: Path) -> None:
     session = ToolgymEnvironment(catalog, tmp_path)
     session.reset(seed=0, task_id=TASK_ID, config={"tasks": TASK_SET})
@@ -110,43 +162,6 @@ def test_a_new_config_rebuilds_the_env_and_ends_the_open_episode(catalog: Catalo
     assert [t.name.split(".")[0] for t in traces] == ["ep1", "ep2"]
     first_end = read_trace(traces[0]).end
     assert first_end is not None and first_end.status == "aborted"
-    session.close()
-
-
-def test_which_calls_may_run_on_the_event_loop(catalog: Catalog) -> None:
-    """Steps and repeated resets of mock-app episodes: yes; a task not run yet, a new config,
-    a long input, a task sent back to the thread, fault delays, tools that are not apps': no."""
-    config = {"tasks": TASK_SET}
-    session = ToolgymEnvironment(catalog)
-    assert not session.inline_reset({"task_id": TASK_ID, "config": config})  # nothing built yet
-    session.reset(seed=0, task_id=TASK_ID, config=config)
-    assert session.inline_step(ToolgymAction(text="Thought: go"))
-    assert not session.inline_step(ToolgymAction(text="x" * (INLINE_MAX_INPUT_CHARS + 1)))
-    assert session.inline_reset({"task_id": TASK_ID, "config": dict(config)})
-    assert session.inline_reset({"task_id": TASK_ID, "seed": 3})  # the session keeps its config
-    other = next(t.id for t in catalog.task_set(TASK_SET) if t.id != TASK_ID)
-    assert not session.inline_reset({"task_id": other})  # its world may not be built yet
-    assert not session.inline_reset({"seed": 1})  # a seeded pick: any task
-    assert not session.inline_reset({"task_id": TASK_ID, "config": {**config, "protocol": "json"}})
-    session.off_loop()  # one of its calls ran too long on the loop
-    assert not session.inline_step(ToolgymAction(text="Thought: go"))
-    assert not session.inline_reset({"task_id": TASK_ID})
-    session.close()
-
-    slow = {"name": "slow", "rules": [{"tools": "*", "kind": "latency", "delay_s": 0.01}]}
-    delayed = ToolgymEnvironment(catalog)
-    delayed.reset(seed=0, task_id=TASK_ID, config={**config, "faults": slow})
-    assert not delayed.inline_step(ToolgymAction(text="Thought: go"))
-    delayed.close()
-
-
-def test_a_session_whose_task_offers_other_tools_steps_in_its_thread(tmp_path: Path) -> None:
-    tasks = tmp_path / "gate.jsonl"
-    tasks.write_text(GATE_TASKS)
-    session = ToolgymEnvironment(Catalog.build(task_files=[tasks], tools=Gate().tools))
-    session.reset(seed=0, task_id=TaskSet.load(tasks)[0].id, config={"tasks": "gate"})
-    assert not session.inline_step(ToolgymAction(text="Thought: go"))
-    assert not session.inline_reset({"task_id": "wait-1"})
     session.close()
 
 

@@ -1,5 +1,6 @@
-"""The env service's trace folder stays within its bound: the oldest finished traces go first,
-an open session's folder and its running episode stay, earlier runs' traces count at start."""
+"""The env service's trace files: written as the runner writes them, open only while a call
+writes them. The trace folder stays within its bound: the oldest finished traces go first, an
+open session's folder and its running episode stay, earlier runs' traces count at start."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import pytest
 
 pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
 
+from toolgym.envs.agents import OracleAgent
+from toolgym.envs.runner import run_episode
 from toolgym.envs.service.app import create_app
-from toolgym.envs.service.catalog import Catalog
-from toolgym.envs.service.traces import TraceRetention
+from toolgym.envs.service.catalog import Catalog, ServiceError
+from toolgym.envs.service.traces import TraceFile, TraceRetention
 from toolgym.trace import read_trace
 
-from .support import TASK_ID, TASK_SET, serve
+from .support import TASK_ID, TASK_SET, files_open_under, local_env, serve
 
 RESET = {"task_id": TASK_ID, "config": {"tasks": TASK_SET}, "seed": 0}
 
@@ -28,6 +31,57 @@ def traces_under(root: Path) -> list[Path]:
 def finished_bytes(root: Path) -> int:
     """What the bound counts: the finished traces (a running episode's `.partial` counts once it ends)."""
     return sum(p.stat().st_size for p in traces_under(root) if not p.name.endswith(".partial"))
+
+
+def _lowest_free_descriptor() -> int:
+    n = 0
+    while True:
+        try:
+            os.fstat(n)
+        except OSError:
+            return n
+        n += 1
+
+
+def test_a_trace_file_writes_the_runners_bytes_and_holds_no_descriptor_between_calls(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """The runner's records written through a TraceFile give the runner's bytes; the file is open
+    inside `held()` only, and with no descriptor free `held()` is a 503 `capacity` that writes
+    nothing."""
+    import resource
+
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("lists the open files in /proc")
+    local = local_env(catalog)
+    result = run_episode(
+        local, OracleAgent(local.protocol), local.tasks[TASK_ID], seed=0, trace_dir=tmp_path / "a"
+    )
+    local.close()
+    assert result.trace_path is not None
+    trace = read_trace(result.trace_path)
+    assert trace.end is not None
+    out = TraceFile(tmp_path / "b" / result.trace_path.name, trace.header)
+    assert files_open_under(tmp_path) == []
+    for step in trace.steps:
+        with out.held():
+            assert files_open_under(tmp_path) == [str(out.partial_path)]
+            out.step(step.model_dump(exclude={"record"}))
+        assert files_open_under(tmp_path) == []
+    written = out.partial_path.read_bytes()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (_lowest_free_descriptor(), hard))  # none free now
+    try:
+        with pytest.raises(ServiceError) as refused, out.held():
+            out.step(trace.steps[0].model_dump(exclude={"record"}))
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert (refused.value.kind, refused.value.status) == ("capacity", 503)
+    assert out.partial_path.read_bytes() == written
+    with out.held():
+        path = out.finish(trace.end)
+    assert path.read_bytes() == result.trace_path.read_bytes() and not out.partial_path.exists()
+    assert files_open_under(tmp_path) == []
 
 
 def test_the_trace_folder_stays_within_its_bound_over_many_sessions(catalog: Catalog, tmp_path: Path) -> None:
