@@ -16,7 +16,12 @@ Every figure is read from the server process itself, each server its own process
   threads), episode by episode; the ratio server CPU / in-process CPU per round, the median over
   rounds reported with its range;
 - **active**: 50 clients at once (asyncio WebSocket clients; and 50 threads on HTTP keep-alive
-  connections) run golden episodes for a while; errors (must be 0), episodes/s, the server's RSS.
+  connections) run golden episodes for a while; errors (must be 0), episodes/s, the server's RSS;
+- **stall**: one client (a WebSocket session running golden episodes) alone, then while an
+  attacker process opens a fresh session for each expensive step (issue 34: 100 `search_tracks`
+  calls paging 50 tracks, an input of 8098 characters, a ~3 MB answer), on a default server and
+  on one with `steps_on_loop`: the victim's step latency (p50, p99, max) and steps/s during the
+  attack steps, and the attack step's own time.
 
 The load average is printed with every figure: the machine is shared, and CPU seconds move with it
 less than wall seconds do, but they still move.
@@ -35,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -469,6 +474,105 @@ def _remote_runner(url: str, transport: str) -> Any:
     return run_ws
 
 
+# ---- stall ---------------------------------------------------------------------------------------
+ATTACK_TASK = "ctool-music-playlist-012"
+ATTACK_CALLS = 100  # search_tracks(page_size=50) calls in one step: 8098 characters of input
+ATTACKER = """
+import json, sys, time
+from websockets.sync.client import connect
+url, rounds, task, calls = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+call = {"type": "tool_call", "name": "search_tracks", "arguments": {"page_size": 50}}
+step = json.dumps({"type": "step", "data": {"action": [call] * calls}})
+windows = []
+for _ in range(rounds):  # a fresh session for each expensive step
+    with connect(url, max_size=None, compression=None) as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"task_id": task, "seed": 0, "config": {"tasks": "ctool"}}}))
+        ws.recv(timeout=300)
+        started = time.monotonic()
+        ws.send(step)
+        reply = ws.recv(timeout=600)
+        windows.append([started, time.monotonic(), len(reply)])
+print(json.dumps(windows))
+"""
+
+
+def stall(episodes: list[Episode], rounds: int, baseline_s: float) -> list[str]:
+    lines = [
+        "| server | phase | victim steps | victim steps/s | victim p50 (ms) | p99 (ms) | max (ms) "
+        "| attack step (s) | load |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    from websockets.sync.client import connect
+
+    for label, loop_mode in (("default", False), ("steps_on_loop", True)):
+        with server(loop=loop_mode) as srv:
+            ws_url = srv.url.replace("http://", "ws://") + "/ws"
+            with connect(ws_url, max_size=None, compression=None) as ws:
+                lines += _stall_rows(label, _Victim(ws, episodes), ws_url, rounds, baseline_s)
+    return lines
+
+
+def _stall_rows(label: str, victim: _Victim, ws_url: str, rounds: int, baseline_s: float) -> list[str]:
+    victim.run_for(1.0)  # warm-up: worlds built, imports done
+    victim.steps.clear()
+    victim.run_for(baseline_s)
+    rows = [victim.row(label, "alone", [(0.0, float("inf"))], None)]
+    victim.steps.clear()
+    attacker = subprocess.Popen(
+        [sys.executable, "-c", ATTACKER, ws_url, str(rounds), ATTACK_TASK, str(ATTACK_CALLS)],
+        stdout=subprocess.PIPE,
+    )
+    victim.run_while(attacker.poll, None)
+    out, _ = attacker.communicate(timeout=60)
+    windows = [(a, b) for a, b, _ in json.loads(out)]
+    attack_s = statistics.median(b - a for a, b in windows)
+    rows.append(victim.row(label, f"attacked ({len(windows)} attack steps)", windows, attack_s))
+    return rows
+
+
+class _Victim:
+    """A WebSocket session running golden episodes, each step's (start, seconds) kept."""
+
+    def __init__(self, ws: Any, episodes: list[Episode]) -> None:
+        self.ws = ws
+        self.episodes = episodes
+        self.steps: list[tuple[float, float]] = []
+
+    def _call(self, kind: str, data: dict[str, Any]) -> None:
+        self.ws.send(json.dumps({"type": kind, "data": data}))
+        if json.loads(self.ws.recv(timeout=600))["type"] == "error":
+            raise RuntimeError(f"the victim's {kind} failed")
+
+    def run_while(self, check: Callable[[], object], value: object) -> None:
+        """Episodes, one after another, while `check()` returns `value`."""
+        i = 0
+        while check() == value:
+            task_id, texts = self.episodes[i % len(self.episodes)]
+            self._call("reset", {"task_id": task_id, "seed": 0, "config": RESET_CONFIG})
+            for text in texts:
+                started = time.monotonic()
+                self._call("step", {"text": text})
+                self.steps.append((started, time.monotonic() - started))
+            i += 1
+
+    def run_for(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        self.run_while(lambda: time.monotonic() < end, True)
+
+    def row(self, label: str, phase: str, windows: list[tuple[float, float]], attack_s: float | None) -> str:
+        """The victim's steps that started inside `windows`: count, rate, latency quantiles."""
+        inside = sorted(s for t, s in self.steps if any(a <= t < b for a, b in windows))
+        span = sum(min(b, time.monotonic()) - max(a, self.steps[0][0]) for a, b in windows)
+        if not inside:
+            return f"| {label} | {phase} | 0 | | | | | | {load()} |"
+        p50, p99 = inside[len(inside) // 2], inside[min(len(inside) - 1, int(len(inside) * 0.99))]
+        shown = f"{attack_s:.2f}" if attack_s is not None else ""
+        return (
+            f"| {label} | {phase} | {len(inside)} | {len(inside) / span:.1f} | {p50 * 1e3:.1f} "
+            f"| {p99 * 1e3:.1f} | {inside[-1] * 1e3:.1f} | {shown} | {load()} |"
+        )
+
+
 # ---- active --------------------------------------------------------------------------------------
 def active(episodes: list[Episode], clients: int, seconds: float) -> list[str]:
     lines = [
@@ -566,7 +670,9 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="fewer rounds, a shorter active phase")
     parser.add_argument(
-        "--only", default="memory,cpu,active", help="comma-separated: memory, cpu, active, overhead"
+        "--only",
+        default="memory,cpu,active,stall",
+        help="comma-separated: memory, cpu, active, overhead, stall",
     )
     parser.add_argument("--sessions", type=int, default=1000, help="idle sessions at most (memory)")
     parser.add_argument("--rounds", type=int, default=None, help="cpu rounds (default 9; --quick 3)")
@@ -604,6 +710,10 @@ def main() -> None:
     if "overhead" in only:
         print("\n## the fixed cost of a call\n")
         print("\n".join(overhead(episodes, 200 if args.quick else 2000)), flush=True)
+    if "stall" in only:
+        print("\n## one client's expensive steps against another session\n")
+        rounds = 2 if args.quick else 5
+        print("\n".join(stall(episodes, rounds, 3.0 if args.quick else 10.0)), flush=True)
     if "active" in only:
         print(f"\n## {args.clients} active sessions\n")
         seconds = args.seconds or (5.0 if args.quick else 30.0)
