@@ -713,6 +713,8 @@ def _http_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
 
             def expire() -> None:
                 self._header_timer = None
+                if self.transport.get_protocol() is not self:
+                    return  # upgraded to a WebSocket, whose protocol owns the connection now
                 # a new cycle means the headers completed in time
                 if self.cycle is waiting_after and not self.transport.is_closing():
                     self.transport.close()

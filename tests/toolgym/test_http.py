@@ -370,3 +370,33 @@ def test_a_page_on_another_origin_in_a_real_browser_changes_nothing() -> None:
         assert not any("ws read" in o or '"sessions"' in o for o in outcomes), outcomes
         assert httpx.head(f"{tools}/v1/files/{PLANTED}", timeout=30).status_code == 404, outcomes
         assert httpx.get(f"{env}/sessions", timeout=30).json()["sessions"] == [], outcomes
+
+
+def test_the_header_deadline_never_closes_an_upgraded_websocket() -> None:
+    """The deadline armed when a connection opens is for its request headers: once the connection
+    became a WebSocket it is the WebSocket's, which lives past the deadline (it closed every
+    WebSocket of every server `header_timeout_s` after its handshake, a RemoteToolEnv episode too)."""
+    from starlette.applications import Starlette
+    from starlette.routing import WebSocketRoute
+    from starlette.websockets import WebSocket
+    from websockets.sync.client import connect
+
+    async def echo(websocket: WebSocket) -> None:
+        await websocket.accept()
+        while True:
+            await websocket.send_text(await websocket.receive_text())
+
+    deadline_s = 0.5
+    app = Starlette(routes=[WebSocketRoute("/ws", echo)])
+    with (
+        http.ServerThread(app, header_timeout_s=deadline_s) as url,
+        connect(url.replace("http", "ws") + "/ws") as ws,
+    ):
+        ws.send("before the deadline")
+        assert ws.recv(timeout=30) == "before the deadline"
+        time.sleep(4 * deadline_s)
+        ws.send("after it")
+        assert ws.recv(timeout=30) == "after it"
+    with http.ServerThread(app, header_timeout_s=deadline_s) as url:  # a half-sent request still is closed
+        closed, answer = trickle_headers(url, "/ws")
+        assert closed and answer == b""
