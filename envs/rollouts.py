@@ -430,7 +430,7 @@ class EpisodeWorker:
         (those not run are left out)."""
         results = []
         for spec in specs:
-            if self._cancelled.is_set():
+            if self._cancelled.is_set() or run_stopped_by_driver():
                 break
             results.append(self.run(spec))
         return results
@@ -789,16 +789,26 @@ def batches(specs: Sequence[EpisodeSpec], workers: int, size: int | None = None)
 
 
 _PROCESS_WORKER: EpisodeWorker | None = None
+_PROCESS_STOP: Any = None  # in a worker process: the driver's stop event (a multiprocessing Event)
+
+
+def run_stopped_by_driver() -> bool:
+    """In a rollout worker process: whether the driver has cancelled the run. The shared event is
+    read at once, where the worker's own cancel (EpisodeWorker.cancel) follows a thread's wake-up
+    later; a model client asks it before it sends a request or takes an answer, so none is sent
+    or taken once the driver has said the run stops. False outside worker processes."""
+    return _PROCESS_STOP is not None and bool(_PROCESS_STOP.is_set())
 
 
 EXIT_DRIVER_GONE = 70  # a worker process's exit status when its driver is gone
 
 
 def _process_init(context: WorkerContext, stop: Any, lifeline: Connection) -> None:
-    global _PROCESS_WORKER
+    global _PROCESS_WORKER, _PROCESS_STOP
     # Ctrl-C reaches the whole process group: the driver decides what stops, and stops workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     worker = _PROCESS_WORKER = EpisodeWorker(context)
+    _PROCESS_STOP = stop
 
     def cancel_when_stopped() -> None:  # the driver's cancel, the moment it is set
         stop.wait()

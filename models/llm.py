@@ -59,6 +59,7 @@ from openai.types.responses import Response, ResponseFunctionToolCall, ResponseO
 
 from toolgym.actions import Observation
 from toolgym.canonical import escape_surrogates
+from toolgym.envs.rollouts import run_stopped_by_driver
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.models.setups import system_prompt, tools_in_prompt_refusal
 from toolgym.protocols.json_protocol import content_of_message
@@ -439,8 +440,13 @@ class BaseChatClient(typing.Generic[ConfigT]):
         """What a turn raises once the client is cancelled (`spent`: what it had spent, where known)."""
         return LLMCancelled(f"{self._label()}: not sent, the run was cancelled", usage=spent)
 
+    def _is_cancelled(self) -> bool:
+        """`cancel()` was called, or this is a worker process whose driver stopped the run (read
+        at once: the worker's own cancel comes a thread's wake-up later)."""
+        return self._cancelled.is_set() or run_stopped_by_driver()
+
     def _refuse_if_cancelled(self) -> None:
-        if self._cancelled.is_set():
+        if self._is_cancelled():
             raise self._cancelled_error()
 
     def _spend(self, usage: Usage) -> None:
@@ -530,7 +536,7 @@ class ThreadedChatClient(BaseChatClient[ConfigT]):
             except BaseException as exc:  # handed to the waiting thread
                 outcome = (False, exc)
             with self._waiting_lock:  # cancel() sets the flag before it takes the lock
-                if not self._cancelled.is_set():
+                if not self._is_cancelled():
                     box.append(outcome)
             done.set()
 
