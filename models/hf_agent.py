@@ -13,9 +13,15 @@ model call differs. Each turn renders the messages with the model's own chat tem
 temperature is given, and keeps the real prompt ids, generated ids and the logprob of each
 generated token (log-softmax of the model's raw logits) as the turn's `TurnTokens`, which the
 trace and `toolgym export --format tokens` carry. Stop strings (ReAct's `\\nObservation:`) end the
-generation and are cut from the text, as servers do; the ids keep every token generated. A cancel
-(`HFChatClient.cancel`: the run stopped) ends the generation before its next token; the turn then
-raises LLMCancelled with the tokens it spent.
+generation and are cut from the text, as servers do; the ids keep every token generated.
+
+A cancel (`HFChatClient.cancel`: the run stopped) ends the turn at once: it is generated on a
+helper thread that the cancel abandons, and raises LLMCancelled with what it had spent (its prompt
+and the tokens made so far). The generation itself stops before the next module of the model's
+forward pass (a hook on each while it generates: a long prompt's forward takes seconds on a busy
+CPU, one module a fraction), and the interpreter's exit waits for it to leave the model: a thread
+still inside torch when Python finalizes takes the process down (`terminate called without an
+active exception`).
 
 Its text protocols only (react, json): a chat template's tool rendering is the model's own affair,
 and SmolLM2's has none. Rollout workers build it from its `HFConfig` (`rollout_agents.HFAgents`):
@@ -24,11 +30,14 @@ the model is loaded once per process, never pickled.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import math
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -50,6 +59,9 @@ from toolgym.models.llm import ChatResult, LLMAgent, LLMCancelled, ThreadedChatC
 from toolgym.trace import TurnTokens
 
 HF_PROTOCOLS = ("react", "json")  # the text protocols: the instructions carry the tools
+# the most the interpreter's exit waits for a stopped generation to leave the model: one module's
+# forward, seconds at worst on a loaded CPU
+EXIT_WAIT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,25 @@ class Generation:
     logprobs: list[float]
     finish_reason: Literal["stop", "length"]
     cancelled: bool = False  # stopped early because the run was cancelled
+
+
+@dataclass
+class Progress:
+    """How far a generation got, for a caller that abandons it (another thread reads it)."""
+
+    started: bool = False  # it has the model: its prompt is spent
+    completion_tokens: int = 0  # the tokens made so far
+
+
+class _Stopped(Exception):
+    """Raised by the stop hook inside a forward pass: the generation ends there."""
+
+
+def _never() -> bool:
+    return False
+
+
+_exiting = threading.Event()  # the interpreter is exiting: every generation stops
 
 
 class HFModel:
@@ -84,7 +115,26 @@ class HFModel:
         except (OSError, ValueError, ImportError) as exc:
             reason = " ".join(str(exc).split())[:500]
             raise HFModelError(f"cannot load the model in {config.folder}: {reason}") from None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held while a generation is under way (the exit waits on it)
+        _loaded.add(self)
+
+    @contextlib.contextmanager
+    def _stoppable(self, cancelled: Callable[[], bool]) -> Iterator[None]:
+        """While the model generates, a hook before each of its leaf modules: once `cancelled()`
+        (or the interpreter is exiting) the forward pass ends there, raising _Stopped. Only then:
+        the model itself keeps no hooks (a copy of it, a training run, pay nothing)."""
+
+        def check(module: Any, args: Any) -> None:
+            if cancelled() or _exiting.is_set():
+                raise _Stopped
+
+        leaves = [m for m in self.model.modules() if next(m.children(), None) is None]
+        handles = [leaf.register_forward_pre_hook(check) for leaf in leaves]
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
 
     def render(self, messages: Sequence[Mapping[str, Any]]) -> list[int]:
         """The prompt's token ids: the messages through the model's own chat template, with the
@@ -101,53 +151,60 @@ class HFModel:
         *,
         stop: Sequence[str] = (),
         cancelled: Callable[[], bool] | None = None,
+        progress: Progress | None = None,
     ) -> Generation:
-        """One turn; `cancelled()` is asked before each token, and True ends the generation there
-        (the Generation says so, with the tokens made until then)."""
+        """One turn. `cancelled()` is asked before every module of every forward pass, and True
+        ends the generation there: the Generation says so, with the ids made until then (no text,
+        no logprobs). `progress` follows it as it goes."""
         import torch
         from transformers import StoppingCriteria, StoppingCriteriaList
 
         tokenizer, start = self.tokenizer, len(prompt_ids)
-        stopped: list[bool] = []
+        made_so_far = progress if progress is not None else Progress()
+        latest: list[torch.LongTensor] = []
+
+        class Follow(StoppingCriteria):  # the tokens made so far; it never stops a generation
+            def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kw: Any) -> bool:
+                latest[:] = [input_ids]
+                made_so_far.completion_tokens = int(input_ids.shape[-1]) - start
+                return False
 
         class StopAtText(StoppingCriteria):  # a cheap tail check, not transformers' vocabulary scan
             def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kw: Any) -> bool:
                 tail = tokenizer.decode(input_ids[0, start:], skip_special_tokens=True)
                 return any(s in tail for s in stop)
 
-        class StopWhenCancelled(StoppingCriteria):  # the run stopped: not one token more
-            def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kw: Any) -> bool:
-                if cancelled is not None and cancelled():
-                    stopped.append(True)
-                return bool(stopped)
-
-        criteria = ([StopAtText()] if stop else []) + ([StopWhenCancelled()] if cancelled else [])
-
         sampling: dict[str, Any] = {"do_sample": False}
         if not config.greedy:
             sampling = {"do_sample": True, "temperature": config.temperature, "top_p": config.top_p or 1.0}
-        with self._lock, torch.inference_mode():
-            if not config.greedy and config.seed is not None:
-                torch.manual_seed(config.seed)
-            out = self.model.generate(
-                input_ids=torch.tensor([prompt_ids]),
-                attention_mask=torch.ones(1, start, dtype=torch.long),
-                max_new_tokens=config.max_new_tokens,
-                stopping_criteria=StoppingCriteriaList(criteria),
-                output_logits=True,
-                return_dict_in_generate=True,
-                pad_token_id=tokenizer.eos_token_id
-                if tokenizer.pad_token_id is None
-                else tokenizer.pad_token_id,
-                **sampling,
-            )
-        ids = [int(i) for i in out.sequences[0, start:]]
-        # the raw logits' log-softmax, not the sampler's warped scores: the model's own logprobs
-        logprobs = [
-            float(torch.log_softmax(step[0].float(), dim=-1)[token])
-            for step, token in zip(out.logits, ids, strict=True)
-        ]
-        text = tokenizer.decode(ids, skip_special_tokens=True)
+        # everything of torch and the tokenizer under the lock: once it is free, no thread is inside
+        with self._lock, torch.inference_mode(), self._stoppable(cancelled or _never):
+            made_so_far.started = True
+            try:
+                if not config.greedy and config.seed is not None:
+                    torch.manual_seed(config.seed)
+                out = self.model.generate(
+                    input_ids=torch.tensor([prompt_ids]),
+                    attention_mask=torch.ones(1, start, dtype=torch.long),
+                    max_new_tokens=config.max_new_tokens,
+                    stopping_criteria=StoppingCriteriaList([Follow()] + ([StopAtText()] if stop else [])),
+                    output_logits=True,
+                    return_dict_in_generate=True,
+                    pad_token_id=tokenizer.eos_token_id
+                    if tokenizer.pad_token_id is None
+                    else tokenizer.pad_token_id,
+                    **sampling,
+                )
+            except _Stopped:
+                made = [int(i) for i in latest[0][0, start:]] if latest else []
+                return Generation("", list(prompt_ids), made, [], "length", cancelled=True)
+            ids = [int(i) for i in out.sequences[0, start:]]
+            # the raw logits' log-softmax, not the sampler's warped scores: the model's own logprobs
+            logprobs = [
+                float(torch.log_softmax(step[0].float(), dim=-1)[token])
+                for step, token in zip(out.logits, ids, strict=True)
+            ]
+            text = tokenizer.decode(ids, skip_special_tokens=True)
         cut = min((text.index(s) for s in stop if s in text), default=None)
         ended = cut is not None or (bool(ids) and ids[-1] == tokenizer.eos_token_id)
         return Generation(
@@ -156,8 +213,22 @@ class HFModel:
             completion_ids=ids,
             logprobs=[v if math.isfinite(v) else -1e9 for v in logprobs],
             finish_reason="stop" if ended else "length",
-            cancelled=bool(stopped),
         )
+
+
+_loaded: weakref.WeakSet[HFModel] = weakref.WeakSet()  # every model of this process
+
+
+def _stop_generations() -> None:
+    """At the interpreter's exit: the generations still under way (on threads a cancelled run left
+    behind) stop before their next module, and none starts after; the exit waits until they have
+    left the model (EXIT_WAIT_S at most). The locks stay held: the process is ending."""
+    _exiting.set()
+    for model in list(_loaded):
+        model._lock.acquire(timeout=EXIT_WAIT_S)
+
+
+atexit.register(_stop_generations)
 
 
 _models: dict[tuple[str, str | None], HFModel] = {}
@@ -193,11 +264,25 @@ class HFChatClient(ThreadedChatClient[HFConfig]):
         )
 
     def _answer(self, turn: Turn) -> ChatResult:
-        """One turn of the model on these messages (tools are the instructions' business)."""
+        """One turn of the model on these messages (tools are the instructions' business),
+        generated on a helper thread that a cancel abandons at once: LLMCancelled, with what the
+        turn had spent once it had the model (its prompt, the tokens made)."""
         started = time.perf_counter()
         config = self.config if turn.seed is None else replace(self.config, seed=turn.seed)
         prompt = self.model.render(turn.messages)
-        gen = self.model.generate(prompt, config, stop=turn.stop or (), cancelled=self._cancelled.is_set)
+        progress = Progress()
+        try:
+            gen = self._abandonable(
+                lambda: self.model.generate(
+                    prompt, config, stop=turn.stop or (), cancelled=self._is_cancelled, progress=progress
+                )
+            )
+        except LLMCancelled:
+            if not progress.started:
+                raise  # not generated: nothing spent
+            elapsed = time.perf_counter() - started
+            spent = Usage.of_request(len(prompt), progress.completion_tokens, latency_s=elapsed)
+            raise self._cancelled_error(spent) from None
         usage = Usage.of_request(
             len(gen.prompt_ids), len(gen.completion_ids), latency_s=time.perf_counter() - started
         )

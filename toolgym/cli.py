@@ -9,6 +9,7 @@ also keeps tables wide (full headers in CI logs) and silences other libraries' p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -87,6 +88,23 @@ def one_line(exc: BaseException) -> str:
 
 def _fail(message: str, code: int) -> NoReturn:
     print(f"toolgym: error: {message}", file=sys.stderr)
+    _exit(code)
+
+
+def _exit(code: int) -> NoReturn:
+    """The process's end. A command a signal stopped (Ctrl-C: 130, SIGTERM: 143) has written what
+    it writes (run.json says why it stopped) and ends at once: with torch loaded (a model in this
+    process) the interpreter's teardown alone takes a second or more, so the exit handlers run (a
+    generation left behind stops and leaves the model, Ray shuts down), the output is flushed and
+    the process ends without that teardown."""
+    if code > 128 and "torch" in sys.modules:
+        import atexit
+
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe, a closed stream
+                stream.flush()
+        os._exit(code)
     sys.exit(code)
 
 
@@ -124,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
         if _debug:
             raise
         _fail(f"{type(exc).__name__}: {one_line(exc)} (rerun with toolgym --debug for the traceback)", 1)
-    sys.exit(code if isinstance(code, int) else 0)
+    _exit(code if isinstance(code, int) else 0)
 
 
 @app.command()
