@@ -17,7 +17,9 @@ A run directory is resumable: run.json is rewritten (indented, atomically) after
 a killed run loses only the episodes in flight, and running into a directory that holds a run
 keeps its finished episodes (same task hash, seed, trial and run config) and runs the rest. A run
 stopped early (Ctrl-C, SIGTERM, the circuit breaker) says why in `stopped`, lists the episodes it
-left unfinished in `cancelled`, and `resume` holds the command that finishes it.
+left unfinished in `cancelled` (with what they had spent), and `resume` holds the command that
+finishes it; the resumed run's `usage` goes on counting what those first attempts spent
+(`earlier_attempts`).
 
 pass@k and pass^k follow tau-bench: from n trials of a task with c successes, pass^k = C(c,k)/C(n,k)
 (the chance that k i.i.d. trials all succeed) and pass@k = 1 - C(n-c,k)/C(n,k) (at least one does);
@@ -97,6 +99,9 @@ class RunSummary:
     settings: dict[str, Any] = field(default_factory=dict)
     stopped: str | None = None  # why the run stopped before its last episode (None: it finished)
     cancelled: list[dict[str, Any]] = field(default_factory=list)  # episodes in flight then
+    # what earlier attempts spent that no episode or cancelled entry here counts (a resumed run's
+    # first attempts of episodes cancelled in flight, of aborted ones run again); None: nothing
+    earlier_attempts: dict[str, int | float] | None = None
     resume: str | None = None  # the command that finishes a stopped run
     # the whole resolved configuration (RunConfig) when the run came from one (toolgym run, the
     # Python API `run_plan.run`), and where each task set came from (TaskSource: name, digest)
@@ -115,12 +120,13 @@ class RunSummary:
 
     @property
     def usage(self) -> dict[str, int | float]:
-        """Tokens spent: the episodes', and what episodes cancelled in flight had spent."""
-        total = Usage()
-        for usage in [e.usage for e in self.episodes] + [c.get("usage") for c in self.cancelled]:
-            if usage:
-                total.add(Usage.from_dict(usage))
-        return total.as_dict()
+        """Tokens spent: the episodes', what episodes cancelled in flight had spent, and what
+        earlier attempts spent (every attempt counts)."""
+        return _total(
+            [e.usage for e in self.episodes]
+            + [c.get("usage") for c in self.cancelled]
+            + [self.earlier_attempts]
+        ).as_dict()
 
     @property
     def aborted(self) -> list[EpisodeRecord]:
@@ -129,6 +135,8 @@ class RunSummary:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["usage"] = self.usage
+        if self.earlier_attempts is None:
+            del data["earlier_attempts"]  # a run without earlier attempts: run.json as it always was
         return data
 
     def write(self, out: Path) -> Path:
@@ -149,6 +157,14 @@ class RunSummary:
     def load(cls, path: Path) -> RunSummary:
         file = path / SUMMARY_FILE if path.is_dir() else path
         return cls.from_json(json.loads(file.read_text(encoding="utf-8")))
+
+
+def _total(usages: Iterable[Mapping[str, int | float] | None]) -> Usage:
+    total = Usage()
+    for usage in usages:
+        if usage:
+            total.add(Usage.from_dict(usage))
+    return total
 
 
 def read_run_summary(directory: Path) -> tuple[RunSummary | None, str | None]:
@@ -268,15 +284,17 @@ def _key(trial: int, task_set: str, task_id: str) -> tuple[int, str, str]:
 
 def resumable(
     out: Path, config: Mapping[str, Any], hashes: Mapping[tuple[str, str], str], *, retry_aborted: bool
-) -> dict[tuple[int, str, str], EpisodeRecord]:
+) -> tuple[dict[tuple[int, str, str], EpisodeRecord], dict[str, int | float] | None]:
     """The episodes of the run in `out` that a run with `config` keeps: finished ones (and aborted
-    ones unless `retry_aborted`) whose task is unchanged. RunDirError when `out` holds a run
+    ones unless `retry_aborted`) whose task is unchanged; and what that run spent beyond them
+    (its episodes cancelled in flight, those not kept, its own earlier attempts), which the
+    resumed run's usage goes on counting (None: nothing). RunDirError when `out` holds a run
     with another config, or a run.json that cannot be read."""
     summary, problem = read_run_summary(out)
     if problem is not None:
         raise RunDirError(f"{out / SUMMARY_FILE}: {problem}; use --overwrite to replace the run")
     if summary is None:
-        return {}
+        return {}, None
     theirs = summary.config()
     differ = sorted(k for k in set(theirs) | set(config) if theirs.get(k) != config.get(k))
     if differ:
@@ -290,7 +308,9 @@ def resumable(
             continue
         if e.task_hash is not None and hashes.get((e.task_set, e.task_id)) == e.task_hash:
             kept[_key(e.trial, e.task_set, e.task_id)] = e
-    return kept
+    dropped = [e.usage for e in summary.episodes if _key(e.trial, e.task_set, e.task_id) not in kept]
+    earlier = _total([summary.earlier_attempts, *(c.get("usage") for c in summary.cancelled), *dropped])
+    return kept, earlier.as_dict() if earlier != Usage() else None
 
 
 def _short(value: Any) -> str:
@@ -447,7 +467,10 @@ class _RunBook:
         if overwrite:
             clear_run(self.out)
         remove_stale_temps(self.out, recursive=True)  # run.json, traces, files
-        self.records.update(resumable(self.out, self.summary.config(), hashes, retry_aborted=retry_aborted))
+        kept, self.summary.earlier_attempts = resumable(
+            self.out, self.summary.config(), hashes, retry_aborted=retry_aborted
+        )
+        self.records.update(kept)
         todo = [s for s in (self.specs[limit] if limit is not None else self.specs) if not self.has(s)]
         try:
             self.checkpoint()

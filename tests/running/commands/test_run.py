@@ -166,6 +166,53 @@ def test_ctrl_c_sends_no_model_request_after_the_signal_and_counts_what_was_spen
     )
 
 
+def test_a_resumed_run_counts_what_its_cancelled_first_attempt_spent(tmp_path: Path) -> None:
+    """Ctrl-C while the episode waits for its second answer: run.json lists it as cancelled with the
+    first answer's tokens. The resume runs it again from the start, and the run's usage counts
+    both attempts: every answer the run took, once."""
+    import signal
+    import threading
+
+    from tests.models.fake_openai import FakeOpenAI, Reply, calls, serve, text
+    from tests.running.test_commands import WAIT_S, llm_args, start, toolgym, wait_for
+
+    holding, release = threading.Event(), threading.Event()
+    held = 0
+
+    def script(body: Mapping[str, Any]) -> Reply:
+        nonlocal held
+        if not any(m["role"] == "assistant" for m in body["messages"]):
+            return calls(("get_weather", {"city": "Paris"}))
+        if holding.is_set():  # the first attempt: its second answer never comes in time
+            held += 1
+            release.wait(WAIT_S)
+        return text("It is sunny in Paris.")
+
+    out = tmp_path / "run"
+    holding.set()
+    with serve(FakeOpenAI(script, models=("fake-model",))) as fake:
+        proc = start(*llm_args(fake, out, "--tasks", "mtu", "--task-id", "mtu-weather-001"), cwd=tmp_path)
+        wait_for(lambda: held == 1, "the episode's second request held")
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=WAIT_S)
+        assert proc.returncode == 130, stdout + stderr
+        [cut] = RunSummary.load(out).cancelled
+        assert cut["usage"]["requests"] == 1 and cut["usage"]["prompt_tokens"] > 0
+        holding.clear()
+        release.set()
+        [line] = [line for line in stdout.splitlines() if line.startswith("resume with: ")]
+        resumed = toolgym(*shlex.split(line.removeprefix("resume with: "))[1:], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    run = RunSummary.load(out)
+    [again] = run.episodes
+    assert run.cancelled == [] and again.usage is not None and again.usage["requests"] == 2
+    for count in ("requests", "prompt_tokens", "completion_tokens", "total_tokens"):
+        assert run.usage[count] == again.usage[count] + cut["usage"][count]
+    assert run.earlier_attempts == cut["usage"]  # the first attempt, kept across the resume
+    stored = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert stored["usage"] == run.usage and stored["usage"]["requests"] == 3
+
+
 IMPATIENT = """
 import os, signal, time
 from toolgym.actions import FinalAnswer
