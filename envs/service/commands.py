@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -17,6 +17,10 @@ from toolgym.envs.user_options import (
 from toolgym.toolservers.commands import AllowedHostOption, TokenOption, TokensFileOption
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from starlette.types import ASGIApp
+
+    from toolgym.envs.service.catalog import Catalog, SessionConfig
     from toolgym.envs.users import UserLLM
 
 # (base URL, model, API key environment variable) -> a live user LLM with a `close()`; raises
@@ -25,111 +29,123 @@ if TYPE_CHECKING:
 _user_llm_opener: UserLLMOpener | None = None
 
 
+# `toolgym env-server`'s own options
+_HostOption = Annotated[str, typer.Option(help="address to bind; beyond loopback a --token is required")]
+_PortOption = Annotated[int, typer.Option(help="port to bind")]
+_TasksOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--tasks",
+        exists=True,
+        dir_okay=False,
+        help="task set files clients may pick (by file stem), besides the bundled demo, ctool, mtu and teval",
+    ),
+]
+_ToolsOption = Annotated[
+    list[str] | None, typer.Option("--tools", help="local tools offered (comma-separated); default: all")
+]
+_ToolServerOption = Annotated[
+    list[str] | None,
+    typer.Option("--tool-server", help="URL of a toolgym tool server whose tools to add"),
+]
+_DefaultTasksOption = Annotated[str, typer.Option(help="task set of a session that names none")]
+_StrictArgumentsOption = Annotated[
+    bool,
+    typer.Option(
+        "--strict-arguments",
+        help="sessions' app tools take arguments of their declared types only: no coercion of a "
+        "JSON number or boolean into a string parameter (MTU's apps coerce by default); a "
+        "session's config.strict_arguments chooses for itself",
+    ),
+]
+_ProtocolOption = Annotated[str, typer.Option(help="default action protocol: react, json, openai")]
+_RewardOption = Annotated[str, typer.Option(help="default reward: task, answer, state")]
+_TraceDirOption = Annotated[Path, typer.Option(help="where each session's traces are written")]
+_TracesOption = Annotated[
+    bool, typer.Option("--traces/--no-traces", help="write each episode's trace (--no-traces: keep none)")
+]
+_MaxTraceBytesOption = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="the finished traces in --trace-dir add up to at most this many bytes: the oldest "
+        "are deleted first (earlier runs' included)",
+    ),
+]
+_MaxSessionsOption = Annotated[int, typer.Option(min=1, help="open sessions at most (HTTP and WebSocket)")]
+_IdleTimeoutOption = Annotated[float, typer.Option(min=1, help="seconds before an idle session is closed")]
+_DefaultLeaseOption = Annotated[
+    float | None,
+    typer.Option(
+        min=1,
+        help="lease every HTTP session whose client asks for none (RemoteToolEnv asks for its "
+        "own): one its client has not renewed (any request naming it, or POST /leases) for this "
+        "many seconds is closed; default: such sessions wait for --idle-timeout",
+    ),
+]
+_MaxBodyBytesOption = Annotated[int, typer.Option(min=1024, help="largest request body or WebSocket message")]
+_MaxSessionBytesOption = Annotated[
+    int,
+    typer.Option(
+        min=1 << 20,
+        help="each session's memory bound: half for the mock-app databases it keeps (a write "
+        "past it is a tool_error), half for its episode's inputs and observations (a step past "
+        "it is refused, 413 session_memory, until a reset)",
+    ),
+]
+_LogLevelOption = Annotated[str, typer.Option(help="uvicorn log level")]
+_StepsOnLoopOption = Annotated[
+    bool,
+    typer.Option(
+        help="run every session's reset and step on the server's event loop instead of a "
+        "worker thread: a thread hop less per call, but a slow tool (a remote tool server, an "
+        "LLM user) or an expensive step of any client stalls every other session meanwhile; "
+        "for trusted clients and fast tools"
+    ),
+]
+_UserBaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        help="OpenAI-compatible base URL of a user LLM that sessions may choose (config user: "
+        "llm) to play the user of tasks with a user scenario; needs --user-model"
+    ),
+]
+
+
 def env_server(
-    host: Annotated[
-        str, typer.Option(help="address to bind; beyond loopback a --token is required")
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="port to bind")] = 8100,
+    host: _HostOption = "127.0.0.1",
+    port: _PortOption = 8100,
     token: TokenOption = None,
     tokens_file: TokensFileOption = None,
     allowed_host: AllowedHostOption = None,
-    tasks: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--tasks",
-            exists=True,
-            dir_okay=False,
-            help="task set files clients may pick (by file stem), "
-            "besides the bundled demo, ctool, mtu and teval",
-        ),
-    ] = None,
-    tools: Annotated[
-        list[str] | None, typer.Option("--tools", help="local tools offered (comma-separated); default: all")
-    ] = None,
-    tool_server: Annotated[
-        list[str] | None,
-        typer.Option("--tool-server", help="URL of a toolgym tool server whose tools to add"),
-    ] = None,
-    default_tasks: Annotated[str, typer.Option(help="task set of a session that names none")] = "demo",
-    strict_arguments: Annotated[
-        bool,
-        typer.Option(
-            "--strict-arguments",
-            help="sessions' app tools take arguments of their declared types only: no coercion of a "
-            "JSON number or boolean into a string parameter (MTU's apps coerce by default); a "
-            "session's config.strict_arguments chooses for itself",
-        ),
-    ] = False,
-    protocol: Annotated[str, typer.Option(help="default action protocol: react, json, openai")] = "react",
-    reward: Annotated[str, typer.Option(help="default reward: task, answer, state")] = "task",
-    trace_dir: Annotated[Path, typer.Option(help="where each session's traces are written")] = Path(
-        "runs/env-service"
-    ),
-    traces: Annotated[
-        bool, typer.Option("--traces/--no-traces", help="write each episode's trace (--no-traces: keep none)")
-    ] = True,
-    max_trace_bytes: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            help="the finished traces in --trace-dir add up to at most this many bytes: the oldest "
-            "are deleted first (earlier runs' included)",
-        ),
-    ] = 1 << 30,
-    max_sessions: Annotated[int, typer.Option(min=1, help="open sessions at most (HTTP and WebSocket)")] = 64,
-    idle_timeout: Annotated[
-        float, typer.Option(min=1, help="seconds before an idle session is closed")
-    ] = 600.0,
-    default_lease: Annotated[
-        float | None,
-        typer.Option(
-            min=1,
-            help="lease every HTTP session whose client asks for none (RemoteToolEnv asks for its "
-            "own): one its client has not renewed (any request naming it, or POST /leases) for this "
-            "many seconds is closed; default: such sessions wait for --idle-timeout",
-        ),
-    ] = None,
-    max_body_bytes: Annotated[
-        int, typer.Option(min=1024, help="largest request body or WebSocket message")
-    ] = 1 << 20,
-    max_session_bytes: Annotated[
-        int,
-        typer.Option(
-            min=1 << 20,
-            help="each session's memory bound: half for the mock-app databases it keeps (a write "
-            "past it is a tool_error), half for its episode's inputs and observations (a step past "
-            "it is refused, 413 session_memory, until a reset)",
-        ),
-    ] = 64 << 20,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
-    steps_on_loop: Annotated[
-        bool,
-        typer.Option(
-            help="run every session's reset and step on the server's event loop instead of a "
-            "worker thread: a thread hop less per call, but a slow tool (a remote tool server, an "
-            "LLM user) or an expensive step of any client stalls every other session meanwhile; "
-            "for trusted clients and fast tools"
-        ),
-    ] = False,
-    user_base_url: Annotated[
-        str | None,
-        typer.Option(
-            help="OpenAI-compatible base URL of a user LLM that sessions may choose (config user: "
-            "llm) to play the user of tasks with a user scenario; needs --user-model"
-        ),
-    ] = None,
+    tasks: _TasksOption = None,
+    tools: _ToolsOption = None,
+    tool_server: _ToolServerOption = None,
+    default_tasks: _DefaultTasksOption = "demo",
+    strict_arguments: _StrictArgumentsOption = False,
+    protocol: _ProtocolOption = "react",
+    reward: _RewardOption = "task",
+    trace_dir: _TraceDirOption = Path("runs/env-service"),
+    traces: _TracesOption = True,
+    max_trace_bytes: _MaxTraceBytesOption = 1 << 30,
+    max_sessions: _MaxSessionsOption = 64,
+    idle_timeout: _IdleTimeoutOption = 600.0,
+    default_lease: _DefaultLeaseOption = None,
+    max_body_bytes: _MaxBodyBytesOption = 1 << 20,
+    max_session_bytes: _MaxSessionBytesOption = 64 << 20,
+    log_level: _LogLevelOption = "info",
+    steps_on_loop: _StepsOnLoopOption = False,
+    user_base_url: _UserBaseUrlOption = None,
     user_model: UserModelOption = None,
     user_api_key_env: UserApiKeyEnvOption = None,
 ) -> None:
     """Serve ToolEnv sessions: OpenEnv's /reset, /step, /state, /schema and /ws (GenericEnvClient works
     unchanged), server-side traces; needs toolgym's `service` extra (openenv-core)."""
     from rich.console import Console
-    from rich.markup import escape
 
-    from toolgym.envs.service.catalog import Catalog, ServiceError, SessionConfig
+    from toolgym.envs.service.catalog import ServiceError, SessionConfig
     from toolgym.errors import ToolgymError
     from toolgym.http import Credentials, InsecureBindError, bind_socket, check_bind
-    from toolgym.toolservers.commands import names_option
 
     console = Console(stderr=True, soft_wrap=True)  # an error is one line, also when piped
     user_llm = None
@@ -137,36 +153,19 @@ def env_server(
         credentials = Credentials.of(token, tokens_file)
         check_bind(host, credentials)
         user_llm = _open_user_llm(user_base_url, user_model, user_api_key_env)
-
-        catalog = Catalog.build(
-            task_files=tasks or (),
-            tool_names=names_option(tools),
-            tool_servers=tool_server or (),
-            token=token,
-            defaults=SessionConfig(
-                tasks=default_tasks,
-                protocol=protocol,
-                reward=reward,
-                strict_arguments=strict_arguments or None,  # None: a session's default, coercion
-            ),
-            user_llm=user_llm,
+        defaults = SessionConfig(
+            tasks=default_tasks,
+            protocol=protocol,
+            reward=reward,
+            strict_arguments=strict_arguments or None,  # None: a session's default, coercion
         )
-        from toolgym.envs.service.app import (
-            UVICORN_SETTINGS,
-            create_app,
-        )  # openenv-core: an ImportError names the extra
+        catalog = _catalog(tasks, tools, tool_server, token, defaults, user_llm)
+        from toolgym.envs.service.app import create_app  # openenv-core: an ImportError names the extra
 
         bind_socket(host, port).close()  # a port in use: one line now, not uvicorn's log after start-up
     except (InsecureBindError, ImportError, ServiceError, ToolgymError, ValueError, OSError) as exc:
-        console.print(f"[red]cannot start the env service:[/red] {escape(str(exc))}")
-        _close(user_llm)
-        raise typer.Exit(code=2) from None
-    import uvicorn
-
-    from toolgym.http import uvicorn_config
-
+        _refuse_start(console, exc, user_llm)
     raise_file_limit()
-
     app = create_app(
         catalog,
         trace_dir=trace_dir if traces else None,
@@ -181,11 +180,63 @@ def env_server(
         host=host,
         allowed_hosts=tuple(allowed_host or ()),
     )
+    _announce(console, host, port, catalog, trace_dir if traces else None, max_trace_bytes)
+    _serve(app, host, port, log_level, max_body_bytes, user_llm)
+
+
+def _catalog(
+    tasks: list[Path] | None,
+    tools: list[str] | None,
+    tool_server: list[str] | None,
+    token: str | None,
+    defaults: SessionConfig,
+    user_llm: UserLLM | None,
+) -> Catalog:
+    """The sessions' catalog: the bundled task sets and `--tasks`, local and remote tools."""
+    from toolgym.envs.service.catalog import Catalog
+    from toolgym.toolservers.commands import names_option
+
+    return Catalog.build(
+        task_files=tasks or (),
+        tool_names=names_option(tools),
+        tool_servers=tool_server or (),
+        token=token,
+        defaults=defaults,
+        user_llm=user_llm,
+    )
+
+
+def _refuse_start(console: Console, exc: BaseException, user_llm: object) -> NoReturn:
+    """The one line that says why the service does not start; exit code 2."""
+    from rich.markup import escape
+
+    console.print(f"[red]cannot start the env service:[/red] {escape(str(exc))}")
+    _close(user_llm)
+    raise typer.Exit(code=2) from None
+
+
+def _announce(
+    console: Console, host: str, port: int, catalog: Catalog, trace_dir: Path | None, max_trace_bytes: int
+) -> None:
+    """The banner: where the service listens, its task sets, where its traces go."""
     shown = f"[{host}]" if ":" in host else host
     console.print(
         f"toolgym env service on http://{shown}:{port}  task sets: {', '.join(sorted(catalog.task_paths))}; "
-        + (f"traces in {trace_dir}/ (at most {max_trace_bytes} bytes)" if traces else "no traces")
+        + (
+            f"traces in {trace_dir}/ (at most {max_trace_bytes} bytes)"
+            if trace_dir is not None
+            else "no traces"
+        )
     )
+
+
+def _serve(app: ASGIApp, host: str, port: int, log_level: str, max_body_bytes: int, user_llm: object) -> None:
+    """Run the app until stopped, under the service's uvicorn settings; the user LLM is closed after."""
+    import uvicorn
+
+    from toolgym.envs.service.app import UVICORN_SETTINGS
+    from toolgym.http import uvicorn_config
+
     try:  # the toolkit's uvicorn settings: a connection whose headers trickle in is closed
         config = uvicorn_config(
             app,
