@@ -396,9 +396,20 @@ def _traces_of(trace_dir: Path | None, session_id: str, owned: bool) -> Path:
 
 
 def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, trace_dir: Path | None) -> None:
-    # the per-step routes are plain Starlette routes: FastAPI's dependency solving around an
-    # endpoint that reads its body itself costs a step tens of µs for nothing. Each call runs,
-    # and its answer is encoded, on the session's lane; the loop reads, hands over and sends.
+    """The stateful session routes, in the order they are matched: the episode's calls, the
+    leases' heartbeat, the listings, then a session's traces."""
+    _add_episode_routes(app, sessions)
+    _add_lease_route(app, sessions)
+    _add_listing_routes(app, sessions, catalog)
+    _add_trace_routes(app, sessions, trace_dir)
+
+
+def _add_episode_routes(app: FastAPI, sessions: _Sessions) -> None:
+    """/reset, /step, /state and /close. They are plain Starlette routes: FastAPI's dependency
+    solving around an endpoint that reads its body itself costs a step tens of µs for nothing.
+    Each call runs, and its answer is encoded, on the session's lane; the loop reads, hands over
+    and sends."""
+
     async def reset(request: Request) -> Response:
         body = await _json_body(request, sessions)
         session_id = body.pop("session_id", None)
@@ -440,6 +451,10 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
     app.add_route("/state", state, methods=["GET"])
     app.add_route("/close", close, methods=["POST"])
 
+
+def _add_lease_route(app: FastAPI, sessions: _Sessions) -> None:
+    """POST /leases, the heartbeat of a leasing client (leases.py)."""
+
     @app.post("/leases")
     async def renew_leases(request: Request) -> Response:
         """The heartbeat of a client holding leased sessions: renews those that are still its
@@ -458,6 +473,10 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
             except ServiceError:
                 lost.append(sid)
         return json_response({"ok": True, "renewed": renewed, "lost": lost})
+
+
+def _add_listing_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog) -> None:
+    """GET /sessions (a client's own), /schema and /catalog."""
 
     @app.get("/sessions")
     async def list_sessions(request: Request) -> Response:
@@ -488,6 +507,11 @@ def _add_session_routes(app: FastAPI, sessions: _Sessions, catalog: Catalog, tra
     @app.get("/catalog")
     async def get_catalog() -> Response:
         return json_response(catalog.describe())
+
+
+def _add_trace_routes(app: FastAPI, sessions: _Sessions, trace_dir: Path | None) -> None:
+    """A session's traces: their list, and each file (WebSocket sessions' too, also after the
+    session closed)."""
 
     @app.get("/sessions/{session_id}/traces")
     async def list_traces(request: Request, session_id: str) -> Response:
@@ -556,37 +580,11 @@ def create_app(
     (`lease_s` in a reset; `default_lease_s` for those that ask for none) is closed when its
     client stops renewing it, on `clock` (see leases.py). `max_session_bytes`: each session's
     memory bound (None: none; environment.py, `_check_bound`)."""
-    retention = (
-        TraceRetention(trace_dir, max_trace_bytes)
-        if trace_dir is not None and max_trace_bytes is not None
-        else None
-    )
-    server = HTTPEnvServer(
-        functools.partial(
-            ToolgymEnvironment, catalog, trace_dir, retention=retention, max_bytes=max_session_bytes
-        ),
-        ToolgymAction,
-        ToolgymObservation,
-        concurrency_config=ConcurrencyConfig(
-            max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s
-        ),
+    server = _openenv_server(
+        catalog, trace_dir, max_trace_bytes, max_session_bytes, max_sessions, idle_timeout_s
     )
     app = FastAPI(title="toolgym env service", docs_url=None, redoc_url=None)
-
-    @app.exception_handler(ServiceError)
-    async def typed_error(request: Request, exc: ServiceError) -> Response:
-        return json_response(error_body(exc.kind, exc.message), exc.status)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        kind = "not_found" if exc.status_code == 404 else "argument_error"
-        return json_response(error_body(kind, str(exc.detail)), exc.status_code, dict(exc.headers or {}))
-
-    @app.exception_handler(Exception)
-    async def server_fault(request: Request, exc: Exception) -> Response:
-        error = typed(exc)
-        return json_response(error_body(error.kind, error.message), error.status)
-
+    _add_error_handlers(app)
     leases = Leases(default_s=default_lease_s, max_s=idle_timeout_s, clock=clock)
     sessions = _Sessions(server, steps_on_loop, leases, Workers(worker_idle_s))
     app.router.on_shutdown.append(leases.stop)
@@ -604,3 +602,48 @@ def create_app(
     )
     secure(app, exposure, render_error)
     return _QuietDisconnect(app)
+
+
+def _openenv_server(
+    catalog: Catalog,
+    trace_dir: Path | None,
+    max_trace_bytes: int | None,
+    max_session_bytes: int | None,
+    max_sessions: int,
+    idle_timeout_s: float | None,
+) -> HTTPEnvServer:
+    """openenv's server, whose session table holds every session (HTTP and WebSocket): each a
+    ToolgymEnvironment on `catalog`, its traces under `trace_dir` kept within `max_trace_bytes`."""
+    retention = (
+        TraceRetention(trace_dir, max_trace_bytes)
+        if trace_dir is not None and max_trace_bytes is not None
+        else None
+    )
+    return HTTPEnvServer(
+        functools.partial(
+            ToolgymEnvironment, catalog, trace_dir, retention=retention, max_bytes=max_session_bytes
+        ),
+        ToolgymAction,
+        ToolgymObservation,
+        concurrency_config=ConcurrencyConfig(
+            max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s
+        ),
+    )
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Every error answers the typed body `{"ok": false, "error": {"kind", "message"}}`."""
+
+    @app.exception_handler(ServiceError)
+    async def typed_error(request: Request, exc: ServiceError) -> Response:
+        return json_response(error_body(exc.kind, exc.message), exc.status)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        kind = "not_found" if exc.status_code == 404 else "argument_error"
+        return json_response(error_body(kind, str(exc.detail)), exc.status_code, dict(exc.headers or {}))
+
+    @app.exception_handler(Exception)
+    async def server_fault(request: Request, exc: Exception) -> Response:
+        error = typed(exc)
+        return json_response(error_body(error.kind, error.message), error.status)
