@@ -320,51 +320,26 @@ def _open_ws(url: str, episodes: list[Episode], counts: list[int], srv: Server, 
 
 
 # ---- cpu -----------------------------------------------------------------------------------------
+# the servers of the cpu figure: (label, steps on the event loop, transport)
+CPU_SERVERS = (
+    ("WebSocket", False, "ws"),
+    ("HTTP", False, "http"),
+    ("WebSocket, steps on the event loop", True, "ws"),
+)
+CpuRound = tuple[float, float, float]  # in-process, server and client CPU seconds of one round
+
+
 def cpu(
     episodes: list[Episode], rounds: int, profile: Path | None = None, baseline_core: str = "client"
 ) -> list[str]:
-    from toolgym.envs.service.catalog import Catalog
-    from toolgym.envs.tool_env import ToolEnv
-
     cores = sorted(os.sched_getaffinity(0))
     server_core, client_core = cores[0], cores[-1]
     os.sched_setaffinity(0, {client_core})
-    catalog = Catalog.build()
-    local = ToolEnv(catalog.tools, catalog.task_set(TASK_SET), protocol="react")
-    n_steps = sum(len(t) for _, t in episodes)
-
     local_core = server_core if baseline_core == "server" else client_core
-
-    def in_process(batch: list[Episode]) -> float:
-        os.sched_setaffinity(0, {local_core})  # the server idles meanwhile
-        t0 = time.thread_time()
-        for task_id, texts in batch:
-            local.reset(seed=0, options={"task": task_id})
-            for text in texts:
-                local.step(text)
-        spent = time.thread_time() - t0
-        os.sched_setaffinity(0, {client_core})
-        return spent
-
-    def interleaved(remote: Any, srv: Server) -> tuple[float, float, float]:
-        """One round, episode by episode: in-process, then over the wire (the load moves within
-        a round; a slow patch then falls on both sides rather than on one)."""
-        local_s = server_s = client_s = 0.0
-        for episode in episodes:
-            local_s += in_process([episode])
-            before, client_t0 = srv.cpu_s(), time.thread_time()
-            remote([episode])
-            client_s += time.thread_time() - client_t0
-            server_s += srv.cpu_s() - before
-        return local_s, server_s, client_s
-
-    results: dict[str, list[tuple[float, float, float]]] = {}
+    in_process = _InProcess(local_core, client_core)
+    results: dict[str, list[CpuRound]] = {}
     loads = []
-    for label, loop_mode, transport in (
-        ("WebSocket", False, "ws"),
-        ("HTTP", False, "http"),
-        ("WebSocket, steps on the event loop", True, "ws"),
-    ):
+    for label, loop_mode, transport in CPU_SERVERS:
         prof = profile / f"{transport}-{'loop' if loop_mode else 'thread'}.prof" if profile else None
         with server(cpu=server_core, loop=loop_mode, profile=prof) as srv:
             remote = _remote_runner(srv.url, transport)
@@ -373,16 +348,62 @@ def cpu(
             if prof is not None:
                 srv.proc.send_signal(signal.SIGUSR1)
             for _ in range(rounds):
-                results.setdefault(label, []).append(interleaved(remote, srv))
+                results.setdefault(label, []).append(_interleaved(episodes, in_process, remote, srv))
                 loads.append(os.getloadavg()[0])
             remote.close()
     os.sched_setaffinity(0, set(cores))
-    lines = [
+    n_steps = sum(len(t) for _, t in episodes)
+    return [
         f"server on core {server_core}, client on core {client_core}, in-process env on core {local_core}; "
         f"{len(episodes)} ctool episodes, {n_steps} steps a round (resets included in both; in-process and "
         f"over the wire interleaved episode by episode), {rounds} rounds; "
         f"load {min(loads):.1f} .. {max(loads):.1f}",
         "",
+        *_cpu_table(results, n_steps),
+    ]
+
+
+class _InProcess:
+    """The baseline: episodes run by a `ToolEnv` in this thread, on `local_core` (the server
+    idles meanwhile), timed by this thread's CPU clock; the thread goes back to `client_core`."""
+
+    def __init__(self, local_core: int, client_core: int) -> None:
+        from toolgym.envs.service.catalog import Catalog
+        from toolgym.envs.tool_env import ToolEnv
+
+        catalog = Catalog.build()
+        self.env = ToolEnv(catalog.tools, catalog.task_set(TASK_SET), protocol="react")
+        self.local_core, self.client_core = local_core, client_core
+
+    def __call__(self, batch: list[Episode]) -> float:
+        os.sched_setaffinity(0, {self.local_core})  # the server idles meanwhile
+        t0 = time.thread_time()
+        for task_id, texts in batch:
+            self.env.reset(seed=0, options={"task": task_id})
+            for text in texts:
+                self.env.step(text)
+        spent = time.thread_time() - t0
+        os.sched_setaffinity(0, {self.client_core})
+        return spent
+
+
+def _interleaved(episodes: list[Episode], in_process: _InProcess, remote: Any, srv: Server) -> CpuRound:
+    """One round, episode by episode: in-process, then over the wire (the load moves within
+    a round; a slow patch then falls on both sides rather than on one)."""
+    local_s = server_s = client_s = 0.0
+    for episode in episodes:
+        local_s += in_process([episode])
+        before, client_t0 = srv.cpu_s(), time.thread_time()
+        remote([episode])
+        client_s += time.thread_time() - client_t0
+        server_s += srv.cpu_s() - before
+    return local_s, server_s, client_s
+
+
+def _cpu_table(results: dict[str, list[CpuRound]], n_steps: int) -> list[str]:
+    """Per server: the median ratio of server CPU to in-process CPU and its range over rounds,
+    each side's CPU per step; then the verdict on the default servers' worst median."""
+    lines = [
         "| transport | server CPU / in-process CPU: median | range over rounds | in-process CPU per step (µs) "
         "| server CPU per step (µs) | client CPU per step (µs) |",
         "|---|---|---|---|---|---|",
