@@ -181,6 +181,16 @@ def _form_model(t: BaseTool) -> type[BaseModel]:
     return create_model(f"Body_{path_name(t.name)}", __config__=ConfigDict(extra="ignore"), **fields)
 
 
+def _echoable(value: Any) -> Any:
+    """An invalid input as the error may echo it: as it came when JSON can hold it, else its repr
+    (a form field's `Json[...]` parse gives NaN for "NaN", which strict JSON cannot write)."""
+    try:
+        json_bytes(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
 def _detail(errors: list[dict[str, Any]]) -> Response:
     return json_response({"detail": errors}, 422)
 
@@ -305,7 +315,12 @@ async def _call(runtime: ToolRuntime, entry: ToolEntry, model: type[BaseModel], 
         arguments.update({k: v for k, v in validated.model_dump().items() if k in raw or v is not None})
     except ValidationError as exc:
         errors.extend(
-            {"type": e["type"], "loc": ["body", *e["loc"]], "msg": e["msg"], "input": e.get("input")}
+            {
+                "type": e["type"],
+                "loc": ["body", *e["loc"]],
+                "msg": e["msg"],
+                "input": _echoable(e.get("input")),
+            }
             for e in exc.errors(include_url=False)
         )
     for pname, kind in t.file_params.items():

@@ -130,6 +130,15 @@ def test_native_calls_with_malformed_bodies_get_typed_4xx(
         _typed_native_error(r)
 
 
+def test_an_agentlego_field_that_parses_to_nan_is_a_422_that_echoes_it(fuzzed: str) -> None:
+    """A list field's JSON parse of "NaN" is a float NaN; the error echoes it as text (it was a 500:
+    strict JSON cannot write NaN). Found by the fuzzer below."""
+    for body, content_type in ((b'{"text":"a","tags":"NaN"}', "application/json"), (b"text=a&tags=NaN", "")):
+        r = httpx.post(f"{fuzzed}/Echo", content=body, headers={"content-type": content_type}, timeout=30)
+        assert r.status_code == 422, r.text
+        assert r.json()["detail"][0]["loc"] == ["body", "tags"] and r.json()["detail"][0]["input"] == "nan"
+
+
 @FUZZ
 @given(
     body=bodies(json_objects(FORM_FIELDS))
