@@ -26,23 +26,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.toolgym.test_layout import BUILD_INPUTS
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pantry"
-# what a source tree of toolgym needs to build its wheel (as tests/toolgym/test_layout.py)
-TOOLGYM_INPUTS = (
-    "pyproject.toml",
-    "README.md",
-    "toolgym",
-    "envs",
-    "evaluation",
-    "fixtures",
-    "mocks",
-    "models",
-    "recorder",
-    "reports",
-    "running",
-    "toolservers",
-)
+# what a source tree of toolgym needs to build its wheel
+TOOLGYM_INPUTS = BUILD_INPUTS
 # the public API: these packages' __all__ (a name from anywhere else is a private import)
 PUBLIC = ("toolgym", "toolgym.mocks", "toolgym.evaluation")
 TASK_IDS = ["pantry-convert-003", "pantry-read-001", "pantry-restock-004", "pantry-write-002"]

@@ -120,48 +120,25 @@ def test_the_command_offers_the_operators_user_llm(tmp_path: Path) -> None:
     pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
     from tests.models.fake_openai import FakeOpenAI, text
     from tests.models.fake_openai import serve as serve_openai
-    from toolgym.toolservers.hosting.base import wait_healthy
 
-    from .support import free_port
+    from .support import env_server
 
-    port = free_port()
     fake = FakeOpenAI(lambda _body: text("It's account 123456."), api_key="k3y")
-    with serve_openai(fake):
-        args = ["env-server", "--port", str(port), "--trace-dir", str(tmp_path / "traces")]
-        args += [
-            "--user-base-url",
-            fake.base_url,
-            "--user-model",
-            "user-model",
-            "--user-api-key-env",
-            "USER_KEY",
-        ]
-        env = {**os.environ, "USER_KEY": "k3y"}
-        env["PYTHONPATH"] = os.pathsep.join([str(Path.cwd()), env.get("PYTHONPATH", "")])
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "toolgym.cli", *args],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_healthy(
-                url, timeout_s=120, alive=lambda: proc.poll() is None, logs=lambda: "", what="env-server"
-            )
-            with httpx.Client(base_url=url) as http:
-                assert http.get("/catalog").json()["users"] == ["rule", "scripted", "llm"]
-                config = {"tasks": "multiturn", "user": "llm"}
-                reset = http.post(
-                    "/reset", json={"task_id": "multiturn-transfer-022", "seed": 0, "config": config}
-                )
-                session_id = reset.json()["observation"]["session_id"]
-                ask = {"action": {"type": "ask_user", "text": "What is your account number?"}}
-                step = http.post("/step", json={"session_id": session_id, "action": ask}).json()
-                state = http.get("/state", params={"session_id": session_id}).text
-        finally:
-            proc.kill()
-            proc.wait(30)
+    user_options = ["--user-model", "user-model", "--user-api-key-env", "USER_KEY"]
+    with (
+        serve_openai(fake),  # gives the fake its address
+        env_server(
+            tmp_path / "traces", "--user-base-url", fake.base_url, *user_options, env={"USER_KEY": "k3y"}
+        ) as (url, _, _),
+        httpx.Client(base_url=url, timeout=60) as http,
+    ):
+        assert http.get("/catalog").json()["users"] == ["rule", "scripted", "llm"]
+        config = {"tasks": "multiturn", "user": "llm"}
+        reset = http.post("/reset", json={"task_id": "multiturn-transfer-022", "seed": 0, "config": config})
+        session_id = reset.json()["observation"]["session_id"]
+        ask = {"action": {"type": "ask_user", "text": "What is your account number?"}}
+        step = http.post("/step", json={"session_id": session_id, "action": ask}).json()
+        state = http.get("/state", params={"session_id": session_id}).text
     assert step["observation"]["text"] == "Observation: It's account 123456."
     assert len(fake.requests) == 1 and "k3y" not in state
 
