@@ -191,6 +191,16 @@ def _echoable(value: Any) -> Any:
     return value
 
 
+def _body_error(error: Any) -> dict[str, Any]:
+    """A field's validation error as FastAPI words it, under `body`."""
+    return {
+        "type": error["type"],
+        "loc": ["body", *error["loc"]],
+        "msg": error["msg"],
+        "input": _echoable(error.get("input")),
+    }
+
+
 def _detail(errors: list[dict[str, Any]]) -> Response:
     return json_response({"detail": errors}, 422)
 
@@ -314,15 +324,7 @@ async def _call(runtime: ToolRuntime, entry: ToolEntry, model: type[BaseModel], 
         validated = model.model_validate(raw)
         arguments.update({k: v for k, v in validated.model_dump().items() if k in raw or v is not None})
     except ValidationError as exc:
-        errors.extend(
-            {
-                "type": e["type"],
-                "loc": ["body", *e["loc"]],
-                "msg": e["msg"],
-                "input": _echoable(e.get("input")),
-            }
-            for e in exc.errors(include_url=False)
-        )
+        errors.extend(_body_error(e) for e in exc.errors(include_url=False))
     for pname, kind in t.file_params.items():
         upload = uploads.get(pname)
         if upload is None:
