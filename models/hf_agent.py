@@ -116,6 +116,9 @@ class HFModel:
             reason = " ".join(str(exc).split())[:500]
             raise HFModelError(f"cannot load the model in {config.folder}: {reason}") from None
         self._lock = threading.Lock()  # held while a generation is under way (the exit waits on it)
+        # True from the moment a generation has the model and its prompt counts as spent
+        # (Progress.started) until it ends: what a caller that watches for "generating" reads
+        self.generating = False
         _loaded.add(self)
 
     @contextlib.contextmanager
@@ -180,6 +183,7 @@ class HFModel:
         # everything of torch and the tokenizer under the lock: once it is free, no thread is inside
         with self._lock, torch.inference_mode(), self._stoppable(cancelled or _never):
             made_so_far.started = True
+            self.generating = True
             try:
                 if not config.greedy and config.seed is not None:
                     torch.manual_seed(config.seed)
@@ -198,6 +202,8 @@ class HFModel:
             except _Stopped:
                 made = [int(i) for i in latest[0][0, start:]] if latest else []
                 return Generation("", list(prompt_ids), made, [], "length", cancelled=True)
+            finally:
+                self.generating = False
             ids = [int(i) for i in out.sequences[0, start:]]
             # the raw logits' log-softmax, not the sampler's warped scores: the model's own logprobs
             logprobs = [

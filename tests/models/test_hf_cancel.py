@@ -42,11 +42,16 @@ def smollm2() -> HFModel:
 
 
 def when_generating(model: HFModel, then: Callable[[], None]) -> threading.Thread:
-    """A thread that calls `then` once the model is generating (it holds its lock meanwhile)."""
+    """A thread that calls `then` once the model is generating: its prompt is spent (holding the
+    model's lock is not enough: a cancel between the lock and the start spends nothing)."""
+    # a generation an earlier test abandoned ends first (its stop hook sees that test's cancel):
+    # it would look like this test's generation
+    if model._lock.acquire(timeout=WAIT_S):
+        model._lock.release()
     event = threading.Event()
 
     def watch() -> None:
-        while not model._lock.locked():  # the one sign that a turn is under way
+        while not model.generating:
             if event.wait(0.005):
                 return
         then()
@@ -100,7 +105,7 @@ def test_a_cancelled_run_lists_the_episode_cut_short_with_its_tokens(
 
 
 # `toolgym run` as the command runs it, and a watcher that says on stderr when the model is
-# generating (it holds its lock): the test's cue to press Ctrl-C
+# generating (its prompt spent): the test's cue to press Ctrl-C
 GENERATING = "model generating"
 LAUNCH = f"""
 import sys, threading, time
@@ -109,7 +114,7 @@ def watch():
     while True:
         agent = sys.modules.get("toolgym.models.hf_agent")
         models = list(getattr(agent, "_models", dict()).values())
-        if any(m._lock.locked() for m in models):
+        if any(m.generating for m in models):
             print({GENERATING!r}, file=sys.stderr, flush=True)
             return
         time.sleep(0.005)
