@@ -315,8 +315,9 @@ def _open_user_llm(base_url: str, model: str, api_key_env: str | None) -> ChatUs
 
 register_recorder(app, user_llm=_open_user_llm)
 # in the order `toolgym --help` lists them
+_RUNS_AND_REPORTS = RUN_COMMANDS | REPORT_COMMANDS
 for _name in ("run", "eval", "report", "teval-subsets", "teval-answer", "winrate", "export", "view"):
-    app.command(_name)({**RUN_COMMANDS, **REPORT_COMMANDS}[_name])
+    app.command(_name)(_RUNS_AND_REPORTS[_name])
 # a local model behind transformers serve (serve-model)  -- models/serve_model.py
 from toolgym.models.serve_model import serve_model_command  # noqa: E402
 

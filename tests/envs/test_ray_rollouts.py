@@ -725,6 +725,11 @@ def test_a_cluster_that_refuses_the_token_is_one_line_and_exit_2(tmp_path: Path)
 
 
 # ---- the Ray instance `toolgym run --ray` starts for itself --------------------------------------
+def run_toolgym(args: list[str], env: dict[str, str], timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    """The real command in a subprocess, its output in pipes."""
+    return subprocess.run([str(TOOLGYM), *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
 def driver_env(home: Path, **extra: str) -> dict[str, str]:
     """A `toolgym run` process's environment: none of the user's Ray settings, a HOME of its own
     (Ray reads and writes ~/.ray there), the test agents importable."""
@@ -876,7 +881,7 @@ def assert_refused_without_token(address: str, tmp_path: Path) -> None:
     home.mkdir()
     env = driver_env(home, RAY_AUTH_MODE="disabled", **{CLUSTER_MODE_ENV: "0"})
     args = ["run", "--ray-address", address, "--tasks", "teval", "--limit", "1", "--out", str(home / "run")]
-    result = subprocess.run([str(TOOLGYM), *args], env=env, capture_output=True, text=True, timeout=120)
+    result = run_toolgym(args, env, timeout=120)
     assert result.returncode == 2 and "refused this client's token" in result.stderr, result.stderr
     assert not (home / "run").exists()
 
@@ -895,21 +900,9 @@ def test_toolgym_run_ray_joins_a_cluster_only_when_told(tmp_path: Path) -> None:
         cluster_node = raylet_node_id(nodes.raylets[0])
         env = driver_env(Path(nodes.env["HOME"]), RAY_TMPDIR=str(nodes.root), **loopback)
         args = ["run", "--ray", "--workers", "1", "--tasks", "teval", "--limit", "2"]
-        alone = subprocess.run(
-            [str(TOOLGYM), *args, "--out", str(tmp_path / "alone")],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        alone = run_toolgym([*args, "--out", str(tmp_path / "alone")], env)
         told_env = env | {"RAY_ADDRESS": nodes.address, "RAY_AUTH_MODE": "disabled"}
-        told = subprocess.run(
-            [str(TOOLGYM), *args, "--out", str(tmp_path / "told")],
-            env=told_env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        told = run_toolgym([*args, "--out", str(tmp_path / "told")], told_env)
     assert alone.returncode == 0, alone.stderr
     assert {w["node"] for w in run_workers(tmp_path / "alone")} != {cluster_node}
     assert "joining the Ray cluster" not in alone.stderr
@@ -940,25 +933,13 @@ def test_an_own_instance_without_token_auth_needs_the_opt_in(tmp_path: Path) -> 
     ray_tmp = Path(tempfile.mkdtemp(prefix="tg-rt-"))  # short: Ray's socket paths go below it
     env = driver_env(home, RAY_AUTH_MODE="disabled", RAY_TMPDIR=str(ray_tmp))
     args = ["run", "--ray", "--workers", "1", "--tasks", "teval", "--limit", "1"]
-    refused = subprocess.run(
-        [str(TOOLGYM), *args, "--out", str(tmp_path / "refused")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    refused = run_toolgym([*args, "--out", str(tmp_path / "refused")], env, timeout=120)
     assert refused.returncode == 2 and refused.stdout == "", refused.stderr
     [line] = refused.stderr.splitlines()
     assert line.startswith("toolgym: error: Invalid value for --ray: RAY_AUTH_MODE=disabled would start")
     assert "--ray-allow-no-auth" in line and not (tmp_path / "refused").exists()
     try:
-        allowed = subprocess.run(
-            [str(TOOLGYM), *args, "--ray-allow-no-auth", "--out", str(tmp_path / "allowed")],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        allowed = run_toolgym([*args, "--ray-allow-no-auth", "--out", str(tmp_path / "allowed")], env)
         left = list(ray_tmp.iterdir())
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
