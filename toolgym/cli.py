@@ -318,6 +318,11 @@ register_recorder(app, user_llm=_open_user_llm)
 _RUNS_AND_REPORTS = RUN_COMMANDS | REPORT_COMMANDS
 for _name in ("run", "eval", "report", "teval-subsets", "teval-answer", "winrate", "export", "view"):
     app.command(_name)(_RUNS_AND_REPORTS[_name])
+# task authoring (schema, check, generate)  -- authoring/commands/
+from toolgym.authoring.commands import COMMANDS as AUTHORING_COMMANDS  # noqa: E402
+
+for _name, _command in AUTHORING_COMMANDS.items():
+    app.command(_name)(_command)
 # a local model behind transformers serve (serve-model)  -- models/serve_model.py
 from toolgym.models.serve_model import serve_model_command  # noqa: E402
 

@@ -54,6 +54,7 @@ _SOURCE_DIRS = (
     "models",
     "running",
     "reports",
+    "authoring",
     "fixtures",
 )
 _SKIP_PARTS = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}

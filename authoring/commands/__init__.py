@@ -1,0 +1,9 @@
+"""The commands of task authoring, one module each (`schema`, `check`, `generate`). `toolgym/cli.py`
+registers them by name from `COMMANDS`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+COMMANDS: dict[str, Callable[..., Any]] = {}
