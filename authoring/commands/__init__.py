@@ -6,4 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-COMMANDS: dict[str, Callable[..., Any]] = {}
+from toolgym.authoring.commands.check import check_command
+
+COMMANDS: dict[str, Callable[..., Any]] = {
+    "check": check_command,
+}
