@@ -15,43 +15,72 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict
 
 from toolgym.actions import Observation, ToolCall
 from toolgym.canonical import canonical_json
+from toolgym.errors import ErrorKind
 from toolgym.mocks.store import BASE_POS, TableInfo, Values, jsonable, quote_ident
 from toolgym.mocks.world import AppLike, MockWorld
+from toolgym.tasks import STATE_ASSERTIONS as STATE_ASSERTIONS
+from toolgym.tasks import FieldEquals as FieldEquals
 from toolgym.tasks import GoldenStep
+from toolgym.tasks import RowAbsent as RowAbsent
+from toolgym.tasks import RowCount as RowCount
+from toolgym.tasks import RowExists as RowExists
+from toolgym.tasks import StateAssertion as StateAssertion
 from toolgym.tools import DEFAULT_CLOCK
 
 GoldenCall = ToolCall | GoldenStep | Mapping[str, Any]
 
 
 class GoldenReplayError(RuntimeError):
-    """A golden call failed on the fresh world: the task or the app is wrong, not the agent."""
+    """A golden call that did not do what the task says on the fresh world: it failed and was not
+    meant to, failed with another kind than `expected`, or was meant to fail (`expect_error`) and
+    did not. The task or the app is wrong, not the agent. `index` is the step's place in the chain."""
 
-    def __init__(self, index: int, call: ToolCall, obs: Observation) -> None:
+    def __init__(
+        self, index: int, call: ToolCall, obs: Observation, expected: ErrorKind | None = None
+    ) -> None:
         super().__init__(
-            f"golden call #{index} {call.name}({canonical_json(call.arguments)}) failed: {obs.text}"
+            f"golden call #{index} {call.name}({canonical_json(call.arguments)}) {_outcome(obs, expected)}"
         )
-        self.index, self.call, self.observation = index, call, obs
+        self.index, self.call, self.observation, self.expected = index, call, obs, expected
+
+
+def _outcome(obs: Observation, expected: ErrorKind | None) -> str:
+    """What went wrong with a golden call, in words."""
+    if obs.error is None:
+        return f"was expected to fail with {expected} (expect_error) but succeeded: {obs.text}"
+    if expected is None:
+        return f"failed ({obs.error.kind}): {obs.text}"
+    return f"failed with {obs.error.kind}, expected {expected} (expect_error): {obs.text}"
+
+
+def golden_expectations(calls: Iterable[GoldenCall]) -> list[tuple[int, ToolCall, ErrorKind | None]]:
+    """The tool calls of a golden chain with their places in it and the error kind each must fail
+    with (None: it must succeed): ToolCalls, GoldenSteps (other actions skipped; `expect_error`) or
+    {"name": ..., "arguments": {...}, "expect_error"?: ...} dicts."""
+    out: list[tuple[int, ToolCall, ErrorKind | None]] = []
+    for i, c in enumerate(calls):
+        if isinstance(c, ToolCall):
+            out.append((i, c, None))
+        elif isinstance(c, GoldenStep):
+            if isinstance(c.action, ToolCall):
+                out.append((i, c.action, c.expect_error))
+        else:
+            expected = c.get("expect_error")
+            call = ToolCall(name=str(c["name"]), arguments=dict(c.get("arguments", {})))
+            out.append((i, call, None if expected is None else ErrorKind(expected)))
+    return out
 
 
 def golden_tool_calls(calls: Iterable[GoldenCall]) -> list[ToolCall]:
     """The tool calls of a golden chain: ToolCalls, GoldenSteps (other actions skipped) or
     {"name": ..., "arguments": {...}} dicts."""
-    out: list[ToolCall] = []
-    for c in calls:
-        if isinstance(c, ToolCall):
-            out.append(c)
-        elif isinstance(c, GoldenStep):
-            if isinstance(c.action, ToolCall):
-                out.append(c.action)
-        else:
-            out.append(ToolCall(name=str(c["name"]), arguments=dict(c.get("arguments", {}))))
-    return out
+    return [call for _, call, _ in golden_expectations(calls)]
 
 
 def replay_golden(
@@ -63,14 +92,16 @@ def replay_golden(
     prefixes: Mapping[str, str] | None = None,
     strict: bool = True,
 ) -> MockWorld:
-    """A fresh world with the golden calls applied. With strict, a failing call raises
-    GoldenReplayError; otherwise failures are skipped (they changed nothing: calls are atomic)."""
+    """A fresh world with the golden calls applied. With strict, a call that does not do what the
+    chain says raises GoldenReplayError: a call that fails unless it is expected to fail with that
+    kind (a GoldenStep's `expect_error`), and a call expected to fail that succeeds. Without strict,
+    failures are skipped (they changed nothing: calls are atomic)."""
     world = MockWorld(apps, seed=seed, clock=clock, prefixes=prefixes)
-    for i, call in enumerate(golden_tool_calls(golden_calls)):
+    for i, call, expected in golden_expectations(golden_calls):
         obs = world.step(call)
-        if strict and obs.error is not None:
+        if strict and (obs.error.kind if obs.error is not None else None) != expected:
             world.close()
-            raise GoldenReplayError(i, call, obs)
+            raise GoldenReplayError(i, call, obs, expected)
     return world
 
 
@@ -92,42 +123,8 @@ def replay_golden_state_hash(
 
 
 # ---- state assertions ---------------------------------------------------------------------------
-class _Assertion(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    table: str
-    where: dict[str, Any] = Field(default_factory=dict)
-
-
-class RowExists(_Assertion):
-    """At least one row of `table` matches `where`."""
-
-    kind: Literal["row_exists"] = "row_exists"
-
-
-class RowAbsent(_Assertion):
-    """No row of `table` matches `where`."""
-
-    kind: Literal["row_absent"] = "row_absent"
-
-
-class FieldEquals(_Assertion):
-    """Rows match `where`, and in every one of them `field` equals `value`."""
-
-    kind: Literal["field_equals"] = "field_equals"
-    field: str
-    value: Any
-
-
-class RowCount(_Assertion):
-    """Exactly `n` rows of `table` match `where`."""
-
-    kind: Literal["count"] = "count"
-    n: int
-
-
-StateAssertion = Annotated[RowExists | RowAbsent | FieldEquals | RowCount, Field(discriminator="kind")]
-STATE_ASSERTIONS: TypeAdapter[list[StateAssertion]] = TypeAdapter(list[StateAssertion])
+# The assertion models are part of the task format (toolgym.tasks checks a task's expected_state
+# when it is read): imported above from there and re-exported, evaluated here.
 
 
 class AssertionResult(BaseModel):

@@ -1,33 +1,164 @@
 """Tasks: what an episode asks, which files and tools it has, its golden chain and answer spec.
 
-The native format is JSONL, one Task per line; file paths are relative to the JSONL file.
+The native format is JSONL, one Task per line; file paths are relative to the JSONL file. The
+format is strict (docs/tasks.md, docs/task-schema.json): an unknown key anywhere in a task is an
+error, and every problem found with a task is one `TaskProblem` line naming the file, the line and
+the task id (`read_task_file`, `TaskFileError`; `task_problem` for problems found when a task is
+used), never a raw pydantic dump.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
+    TypeAdapter,
     ValidationError,
+    field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 from toolgym.actions import AskUser, FinalAnswer, NoCall, ToolCall
+from toolgym.errors import ErrorKind
 from toolgym.files import FileKind
 from toolgym.tools import DEFAULT_CLOCK
 
 
+# ---- problems ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TaskProblem:
+    """One problem with a task, as one line: `file:line: task_id: message` (parts that are not
+    known are left out)."""
+
+    file: str | None
+    line: int | None
+    task_id: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file if self.file is not None else None
+        if self.line is not None:
+            where = f"{where}:{self.line}" if where is not None else f"line {self.line}"
+        return ": ".join(part for part in (where, self.task_id, self.message) if part is not None)
+
+
+class TaskFileError(ValueError):
+    """Problems with tasks (a task file's, all of them; or a task's, found when it is used): one
+    `TaskProblem` per line of the message."""
+
+    def __init__(self, problems: Sequence[TaskProblem]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def suggestion(name: str, known: Iterable[str]) -> str:
+    """A mistyped name's " (did you mean 'x'?)": the closest of `known`, or "" for none close."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _maybe(name: str, known: Iterable[str]) -> str:
+    """The same, said inside a parenthesis that lists `known`: "; did you mean 'x'?", or ""."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+# ---- state assertions (Task.expected_state; evaluated by toolgym.mocks.rewards) -------------------
+class _Assertion(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    table: str
+    where: dict[str, Any] = Field(default_factory=dict)
+
+
+class RowExists(_Assertion):
+    """At least one row of `table` matches `where`."""
+
+    kind: Literal["row_exists"] = "row_exists"
+
+
+class RowAbsent(_Assertion):
+    """No row of `table` matches `where`."""
+
+    kind: Literal["row_absent"] = "row_absent"
+
+
+class FieldEquals(_Assertion):
+    """Rows match `where`, and in every one of them `field` equals `value`."""
+
+    kind: Literal["field_equals"] = "field_equals"
+    field: str
+    value: Any
+
+
+class RowCount(_Assertion):
+    """Exactly `n` rows of `table` match `where`."""
+
+    kind: Literal["count"] = "count"
+    n: int
+
+
+StateAssertion = Annotated[RowExists | RowAbsent | FieldEquals | RowCount, Field(discriminator="kind")]
+STATE_ASSERTIONS: TypeAdapter[list[StateAssertion]] = TypeAdapter(list[StateAssertion])
+ASSERTION_KINDS: dict[str, type[_Assertion]] = {
+    "row_exists": RowExists,
+    "row_absent": RowAbsent,
+    "field_equals": FieldEquals,
+    "count": RowCount,
+}
+
+
+# ---- golden actions, checked strictly -------------------------------------------------------------
+# The action models of toolgym.actions take what agents and protocols send and ignore keys they do
+# not know; a golden step is written by hand, so its action is checked with these strict copies
+# first (an unknown key is an error) and then built as the ordinary action.
+class _StrictToolCall(ToolCall):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _StrictFinalAnswer(FinalAnswer):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _StrictNoCall(NoCall):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _StrictAskUser(AskUser):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+ACTION_TYPES: dict[str, type[BaseModel]] = {
+    "tool_call": ToolCall,
+    "final_answer": FinalAnswer,
+    "no_call": NoCall,
+    "ask_user": AskUser,
+}
+_STRICT_ACTION: TypeAdapter[Any] = TypeAdapter(
+    Annotated[
+        _StrictToolCall | _StrictFinalAnswer | _StrictNoCall | _StrictAskUser, Field(discriminator="type")
+    ]
+)
+
+
 class TaskFile(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    """A file the task gives the agent."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str  # how the task and the agent refer to it, e.g. "image/receipt.png"
     path: str  # where the bytes are, relative to the task set file
@@ -35,19 +166,41 @@ class TaskFile(BaseModel):
 
 
 class GoldenStep(BaseModel):
-    """One step of the reference chain: an action and, for tool calls, the expected result."""
+    """One step of the reference chain: an action and, for tool calls, the expected result and
+    whether the call is meant to fail (`expect_error`: the error kind it must fail with)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     action: ToolCall | FinalAnswer | NoCall | AskUser = Field(discriminator="type")
     expected: Any = None  # expected observation content (JSON); None when not checked
+    # the kind of error this tool call must fail with ("try, get the 409, explain"); a golden call
+    # without it must not fail. Left out of dumps when absent, so older tasks dump and hash as before
+    expect_error: ErrorKind | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="the error kind (toolgym.errors.ErrorKind) this tool call must fail with; "
+        "absent: the call must succeed",
+    )
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _no_unknown_action_keys(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            _STRICT_ACTION.validate_python(value)  # its errors are this field's (loc: action.<type>...)
+        return value
+
+    @model_validator(mode="after")
+    def _errors_only_for_calls(self) -> GoldenStep:
+        if self.expect_error is not None and not isinstance(self.action, ToolCall):
+            raise ValueError(f"expect_error is for tool calls only, not a {self.action.type} step")
+        return self
 
 
 class AnswerSpec(BaseModel):
     """GTA semantics: every whitelist group must match (any alias, case-insensitive, whole word
     or phrase) and no blacklist alias may match; `references` are scored by similarity."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     whitelist: list[list[str]] | None = None
     blacklist: list[list[str]] | None = None
@@ -146,16 +299,21 @@ class UserScenario(BaseModel):
 
 
 class ScenarioError(ValueError):
-    """A task whose user scenario is missing fields or contradicts itself; names the task."""
+    """A task whose user scenario is missing fields or contradicts itself; names the task.
+    `lines`: the same problems as short lines (`validation_lines`), one per problem."""
 
-    def __init__(self, task_id: str, problem: str) -> None:
+    def __init__(self, task_id: str, problem: str, lines: Sequence[str] = ()) -> None:
         super().__init__(f"task {task_id!r}: invalid user scenario: {problem}")
         self.task_id = task_id
         self.problem = problem
+        self.lines = list(lines) or [f"user: {problem}"]
 
 
 class Task(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    """One task: see docs/tasks.md for every field. `origin` (file, line) is where it was read
+    from, when it was read from a file; it is no part of the task's dumps, hash or equality."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     query: str
@@ -173,11 +331,31 @@ class Task(BaseModel):
     # out of dumps when absent, so older tasks dump and hash (trace headers' task_hash) as before
     user: UserScenario | None = Field(default=None, exclude_if=lambda v: v is None)
     # mock apps the task's world needs (names in toolgym.mocks.apps), and the expected final
-    # state: state assertions as JSON (toolgym.mocks.rewards.StateAssertion); the golden chain
-    # replayed on a fresh world gives the expected state hash
+    # state: state assertions as JSON (StateAssertion, checked when the task is read, kept as the
+    # dicts they were written as so dumps and hashes do not change); the golden chain replayed on
+    # a fresh world gives the expected state hash
     apps: list[str] | None = None
-    expected_state: list[dict[str, Any]] = Field(default_factory=list)
+    expected_state: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="state assertions on the final state: row_exists, row_absent, field_equals, count",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    _origin: tuple[str, int] | None = PrivateAttr(default=None)
+
+    @property
+    def origin(self) -> tuple[str, int] | None:
+        """(file, line) the task was read from (`TaskSet.load`, `read_task_file`), else None."""
+        return self._origin
+
+    def __eq__(self, other: object) -> bool:
+        # pydantic's equality compares private attributes too: where a task was read from is no
+        # part of what it is
+        if not isinstance(other, BaseModel):
+            return NotImplemented
+        return type(other) is type(self) and self.__dict__ == other.__dict__
+
+    __hash__ = BaseModel.__hash__
 
     @model_validator(mode="before")
     @classmethod
@@ -190,8 +368,15 @@ class Task(BaseModel):
                 problems = "; ".join(
                     f"{'.'.join(str(p) for p in e['loc']) or 'scenario'}: {e['msg']}" for e in exc.errors()
                 )
-                raise ScenarioError(str(data.get("id", "?")), problems) from None
+                lines = validation_lines(exc.errors(), within=("user",))
+                raise ScenarioError(str(data.get("id", "?")), problems, lines) from None
         return data
+
+    @field_validator("expected_state", mode="after")
+    @classmethod
+    def _assertions_are_valid(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        STATE_ASSERTIONS.validate_python(value)  # checked, not kept: the dicts are the stored form
+        return value
 
 
 def scenario_error(exc: ValidationError) -> ScenarioError | None:
@@ -201,6 +386,188 @@ def scenario_error(exc: ValidationError) -> ScenarioError | None:
         if isinstance(cause, ScenarioError):
             return cause
     return None
+
+
+# ---- pydantic's errors as short lines ---------------------------------------------------------------
+# Which model holds the keys at a place in a task (list indexes written "*"), for "did you mean";
+# after the places in _TAGGED, pydantic's error paths name the union member (the action's type, the
+# assertion's kind), which the lines leave out.
+_MODELS_AT: dict[tuple[str, ...], type[BaseModel]] = {
+    (): Task,
+    ("files", "*"): TaskFile,
+    ("golden", "*"): GoldenStep,
+    ("answer",): AnswerSpec,
+    ("user",): UserScenario,
+    **{("golden", "*", "action", tag): model for tag, model in ACTION_TYPES.items()},
+    **{("expected_state", "*", kind): model for kind, model in ASSERTION_KINDS.items()},
+}
+_TAGGED: dict[tuple[str, ...], list[str]] = {
+    ("golden", "*", "action"): list(ACTION_TYPES),
+    ("expected_state", "*"): list(ASSERTION_KINDS),
+}
+
+
+def _place(loc: Sequence[int | str]) -> tuple[str, tuple[str, ...]]:
+    """A pydantic error path as written in a line ("golden[0].action.name") and its shape."""
+    text, shape = "", ()  # type: tuple[str, tuple[str, ...]]
+    for part in loc:
+        if shape in _TAGGED:  # the union member's tag: the shape has it, the text does not
+            shape = (*shape, str(part))
+        elif isinstance(part, int):
+            text, shape = f"{text}[{part}]", (*shape, "*")
+        else:
+            text, shape = f"{text}.{part}" if text else str(part), (*shape, part)
+    return text, shape
+
+
+def _error_line(error: ErrorDetails) -> str | None:
+    """One pydantic error as a short line (None: a ScenarioError, whose own lines stand for it)."""
+    ctx = error.get("ctx") or {}
+    if isinstance(ctx.get("error"), ScenarioError):
+        return None
+    kind, loc = error["type"], error["loc"]
+    if kind == "extra_forbidden":
+        where, shape = _place(loc[:-1])
+        model = _MODELS_AT.get(shape)
+        known = list(model.model_fields) if model is not None else []
+        text = f"unknown field {str(loc[-1])!r}{suggestion(str(loc[-1]), known)}"
+    elif kind in ("union_tag_invalid", "union_tag_not_found"):
+        where, shape = _place(loc)
+        name = str(ctx.get("discriminator", "")).strip("'")
+        tags = _TAGGED.get(shape, [])
+        listed = f"{name}s: {', '.join(tags)}"
+        if kind == "union_tag_not_found":
+            text = f"missing field {name!r} ({listed})"
+        else:
+            text = f"unknown {name} {ctx.get('tag')!r} ({listed}{_maybe(str(ctx.get('tag')), tags)})"
+    elif kind == "enum":
+        where, _ = _place(loc)
+        values = [
+            v.strip().strip("'") for v in re.split(r",| or ", str(ctx.get("expected", ""))) if v.strip()
+        ]
+        value = str(error.get("input"))
+        text = f"unknown value {value!r} (values: {', '.join(values)}{_maybe(value, values)})"
+    elif kind == "missing":
+        where, _ = _place(loc[:-1])
+        text = f"missing field {str(loc[-1])!r}"
+    else:
+        where, _ = _place(loc)
+        message = error["msg"]
+        text = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    return f"{where}: {text}" if where else text
+
+
+def validation_lines(errors: Iterable[ErrorDetails], within: Sequence[str] = ()) -> list[str]:
+    """A task's ValidationError.errors() as short lines, one per problem: the path in the task and
+    what is wrong, with "did you mean" for a mistyped key, tag or kind; `within` is the path of the
+    model the errors are of (("user",) for a UserScenario's)."""
+    lines: list[str] = []
+    for error in errors:
+        cause = (error.get("ctx") or {}).get("error")
+        if isinstance(cause, ScenarioError):
+            lines.extend(cause.lines)
+            continue
+        located: ErrorDetails = {**error, "loc": (*within, *error["loc"])}
+        line = _error_line(located)
+        if line is not None and line not in lines:
+            lines.append(line)
+    return lines
+
+
+def task_json_schema() -> dict[str, Any]:
+    """The task format as a JSON Schema (`toolgym schema task`, docs/task-schema.json): Task's own,
+    with what its models check beyond their types written in: a golden action takes no unknown key
+    either, and expected_state's entries are the assertion kinds (stored as plain objects)."""
+    schema = Task.model_json_schema()
+    defs = schema.setdefault("$defs", {})
+    for name in ("ToolCall", "FinalAnswer", "NoCall", "AskUser"):
+        defs[name]["additionalProperties"] = False
+    assertion = TypeAdapter(StateAssertion).json_schema(ref_template="#/$defs/{model}")
+    defs.update(assertion.pop("$defs"))
+    # the tag that picks a union's member must be written, default or not
+    for names, tag in ((ACTION_TYPES, "type"), (ASSERTION_KINDS, "kind")):
+        for model in names.values():
+            required = defs[model.__name__].setdefault("required", [])
+            defs[model.__name__]["required"] = [tag, *(r for r in required if r != tag)]
+    defs["StateAssertion"] = assertion
+    expected_state = schema["properties"]["expected_state"]
+    expected_state["items"] = {"$ref": "#/$defs/StateAssertion"}
+    return schema
+
+
+def task_problem(task: Task, message: str) -> TaskProblem:
+    """A problem found with `task` when it is used, placed at the file and line it came from."""
+    file, line = task.origin if task.origin is not None else (None, None)
+    return TaskProblem(file=file, line=line, task_id=task.id, message=message)
+
+
+def _line_id(row: Any) -> str | None:
+    task_id = row.get("id") if isinstance(row, dict) else None
+    return task_id if isinstance(task_id, str) and task_id else None
+
+
+def read_task_file(path: Path | str) -> tuple[list[Task], list[TaskProblem]]:
+    """Every valid task of a JSONL task file and every problem found in it (a line that is not a
+    JSON object, a task that does not validate, a duplicate id), reading on past bad lines."""
+    tasks, problems, _ = _read_tasks(Path(path))
+    return tasks, problems
+
+
+def _read_tasks(path: Path) -> tuple[list[Task], list[TaskProblem], ScenarioError | None]:
+    """`read_task_file`, and the first user scenario's error among the problems (TaskSet.load
+    raises it as a ScenarioError too)."""
+    name = str(path)
+    tasks: list[Task] = []
+    problems: list[TaskProblem] = []
+    first_line: dict[str, int] = {}
+    scenario: ScenarioError | None = None
+    try:
+        raw_lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        return [], [TaskProblem(name, None, None, f"cannot read: {exc.strerror or exc}")], None
+    for lineno, raw in enumerate(raw_lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            problems.append(TaskProblem(name, lineno, None, f"not UTF-8 text: {exc}"))
+            continue
+        except ValueError as exc:
+            problems.append(TaskProblem(name, lineno, None, f"not JSON: {exc}"))
+            continue
+        task_id = _line_id(row)
+        if not isinstance(row, dict):
+            problems.append(
+                TaskProblem(name, lineno, None, f"a task must be a JSON object, got {type(row).__name__}")
+            )
+            continue
+        try:
+            task = Task.model_validate(row)
+        except ValidationError as exc:
+            problems.extend(
+                TaskProblem(name, lineno, task_id, line) for line in validation_lines(exc.errors())
+            )
+            scenario = scenario or scenario_error(exc)
+            continue
+        if task.id in first_line:
+            message = f"duplicate task id (first on line {first_line[task.id]})"
+            problems.append(TaskProblem(name, lineno, task.id, message))
+            continue
+        first_line[task.id] = lineno
+        task._origin = (name, lineno)
+        tasks.append(task)
+    return tasks, problems, scenario
+
+
+class _ScenarioFileError(TaskFileError, ScenarioError):
+    """A task file whose problems include a user scenario's: both errors, so callers that catch
+    ScenarioError (and read its task_id and problem) keep working."""
+
+    def __init__(self, problems: Sequence[TaskProblem], scenario: ScenarioError) -> None:
+        self.task_id, self.problem, self.lines = scenario.task_id, scenario.problem, scenario.lines
+        self.problems = list(problems)
+        ValueError.__init__(self, "\n".join(str(p) for p in self.problems))
 
 
 class TaskSet:
@@ -215,21 +582,13 @@ class TaskSet:
 
     @classmethod
     def load(cls, path: Path | str) -> TaskSet:
+        """The tasks of a JSONL file; a TaskFileError with every problem found in it, if any."""
         path = Path(path)
-        tasks = []
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    tasks.append(Task.model_validate_json(line))
-                except ValidationError as exc:
-                    bad = scenario_error(exc)
-                    if bad is not None:
-                        raise ScenarioError(bad.task_id, f"{bad.problem} ({path}:{lineno})") from exc
-                    raise ValueError(f"{path}:{lineno}: invalid task: {exc}") from exc
-                except ValueError as exc:
-                    raise ValueError(f"{path}:{lineno}: invalid task: {exc}") from exc
+        tasks, problems, scenario = _read_tasks(path)
+        if scenario is not None:
+            raise _ScenarioFileError(problems, scenario)
+        if problems:
+            raise TaskFileError(problems)
         return cls(tasks, base_dir=path.parent)
 
     def dump(self, path: Path | str) -> None:
