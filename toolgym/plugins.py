@@ -13,6 +13,7 @@ set, suite, simulated library or protocol appears wherever a built-in one does:
 | `toolgym.suites` | a `MetricSuite`, or its class | `evaluation.suites.SUITES`, `eval --suite` |
 | `toolgym.simulated` | a doc file's path, a list of `ToolDoc`s, a `{library: loader}` mapping, or a callable returning one of them | `simulated:<library>` |
 | `toolgym.protocols` | an `ActionProtocol` class | `protocols.PROTOCOLS`, `--protocol` |
+| `toolgym.templates` | a task `Template`, a list of them, or a callable returning either | `authoring.templates.TEMPLATES`, `toolgym generate` |
 
 A callable is called with no arguments, or with `config=` where the registry has a configuration
 to give (tools and models get the `ModelConfig`) and the callable takes a `config` parameter.
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 
 GROUP_PREFIX = "toolgym."
 OWN_PACKAGE = "toolgym"
-KINDS = ("apps", "tools", "models", "tasks", "suites", "simulated", "protocols")
+KINDS = ("apps", "tools", "models", "tasks", "suites", "simulated", "protocols", "templates")
 
 T = TypeVar("T")
 

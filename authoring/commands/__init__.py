@@ -7,7 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from toolgym.authoring.commands.check import check_command
+from toolgym.authoring.commands.generate import generate_command
 
 COMMANDS: dict[str, Callable[..., Any]] = {
     "check": check_command,
+    "generate": generate_command,
 }

@@ -1,0 +1,692 @@
+"""The generator of verified tasks (`toolgym generate`): templates draft tasks on seeded worlds.
+
+A template (`Template`, written as in `toolgym.authoring.templates`) is a small function over a
+`Draft`: it reads rows of the world's tables (`draft.rows`, `draft.pick`) with the draft's seeded
+`rng`, makes tool calls (`draft.call`, each run on the live world, so later calls use what earlier
+ones returned), phrases the query (`draft.query`) and gives the final answer (`draft.answer`), or
+asks the user for a value the query leaves out (`draft.ask`), or says the task cannot be done
+(`draft.refuse`). The engine turns the draft into a `Task`: the calls are the golden chain, a write
+chain's `expected_state` is what replaying it changed (assertions that already hold on the initial
+world left out), the metadata says template, apps, chain length, difficulty and shape.
+
+`generate(...)` samples N tasks over the templates of some apps: one stream of drafts per template
+(attempt j on world seed `world_seeds[j % len]`, rng seeded by (seed, template, j)), worlds reused
+(one per (apps, seed) and process, reset between drafts: O(changes)), streams run on a process pool
+and merged in template order, so the same arguments give the same tasks whatever the pool does.
+Every task is then verified (`verify`) and one that fails is dropped and counted with its reason.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final, Literal
+
+from toolgym.actions import AskUser, FinalAnswer, ToolCall
+from toolgym.mocks.world import MockWorld
+from toolgym.tasks import AnswerSpec, GoldenStep, Task, UserScenario, alias_found
+from toolgym.tools import DEFAULT_CLOCK
+
+Shape = Literal["read", "write", "ask", "refuse"]
+SHAPES: Final[tuple[Shape, ...]] = ("read", "write", "ask", "refuse")
+
+# what a refusal says, by language: the answer whitelist of a task that cannot be done
+REFUSAL_WORDS: Final[dict[str, list[str]]] = {
+    "en": ["cannot", "can't", "can not", "unable", "not able"],
+    "zh": ["无法", "不能", "没有办法", "做不到"],
+}
+
+# an id a system made (ACC-10001, ORD-000123, EXP-00000590, U0007, A-301): a query may name one only
+# where the template says the user knows it (`Draft.knows`); letters glued to a number, not a date
+_ID: Final = re.compile(r"(?<![A-Za-z0-9_-])[A-Z]{1,6}-?\d{3,}(?![0-9])")
+
+
+class Skip(Exception):
+    """This draft does not fit the world (no row to pick, a call failed, nothing to assert): the
+    engine discards it and tries the template's next attempt."""
+
+
+@dataclass(frozen=True)
+class Template:
+    """One kind of task: `draft(d)` fills a `Draft` on a world of `apps`. `name` is unique
+    ("banking.transfer_to_savings"); it names the tasks, their metadata and the holdout split."""
+
+    name: str
+    apps: tuple[str, ...]
+    draft: Callable[[Draft], None]
+    lang: str = "en"
+    # how many times a user scenario lets the user answer; the engine adds the ask steps' count
+    max_user_turns: int = 4
+
+    def __post_init__(self) -> None:
+        if not self.name or not re.fullmatch(r"[A-Za-z0-9_.:-]+", self.name):
+            raise ValueError(f"template name {self.name!r}: use letters, digits and _.:-")
+        if not self.apps:
+            raise ValueError(f"template {self.name!r} names no app")
+        if self.lang not in REFUSAL_WORDS:
+            raise ValueError(
+                f"template {self.name!r}: lang {self.lang!r} is not one of {sorted(REFUSAL_WORDS)}"
+            )
+
+
+@dataclass
+class _Ask:
+    slot: str
+    value: str
+    keywords: list[str]
+
+
+class Draft:
+    """What a template writes a task on: a live seeded world, a seeded rng, and the task's parts
+    as the template gives them."""
+
+    def __init__(self, template: Template, world: MockWorld, rng: random.Random) -> None:
+        self.template = template
+        self.rng = rng
+        self.lang = template.lang
+        self._world = world
+        self.steps: list[ToolCall | AskUser] = []
+        self.asks: list[_Ask] = []
+        self.known_ids: set[str] = set()
+        self.withheld: list[str] = []
+        self.refused = False
+        self.persona: str | None = None
+        self.query_text: str | None = None
+        self.final_text: str | None = None
+        self.groups: list[list[str]] = []
+
+    # ---- reading the world --------------------------------------------------------------------
+    @property
+    def world(self) -> MockWorld:
+        """The live world: read it (its tools, tables); change it only through `call`."""
+        return self._world
+
+    def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        """Rows of a SELECT over the world's tables, as it stands now (reads only)."""
+        if not sql.lstrip().lower().startswith(("select", "with")):
+            raise ValueError(f"Draft.rows reads with SELECT only, not {sql.split()[0]!r}")
+        cursor = self._world.store.conn.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, r, strict=True)) for r in cursor]
+
+    def pick(self, sql: str, *params: Any) -> dict[str, Any]:
+        """One row of the SELECT, chosen with the draft's rng (Skip when there is none); give the
+        SELECT an ORDER BY so the choice is reproducible."""
+        row: dict[str, Any] = self.choice(self.rows(sql, *params))
+        return row
+
+    def choice(self, items: Sequence[Any]) -> Any:
+        if not items:
+            raise Skip("nothing to choose from")
+        return items[self.rng.randrange(len(items))]
+
+    # ---- the golden chain ---------------------------------------------------------------------
+    def call(self, name: str, /, **arguments: Any) -> dict[str, Any]:
+        """Run a tool call on the world and record it as the chain's next golden step; its result
+        (the observation's content) is returned for the next calls. A failing call is a Skip."""
+        call = ToolCall(name=name, arguments=arguments)
+        obs = self._world.step(call)
+        if obs.error is not None:
+            raise Skip(f"{name} failed: {obs.text[:120]}")
+        self.steps.append(call)
+        content = obs.content
+        return content if isinstance(content, dict) else {"result": content}
+
+    def ask(self, slot: str, value: Any, question: str, *, keywords: Sequence[str] = ()) -> str:
+        """A value the query leaves out: the golden chain asks the user `question`, whom the task's
+        user scenario lets answer `value` for `slot` when asked (and never unprompted). The rule
+        user answers a question that names the slot (underscores as spaces) or one of `keywords`."""
+        text = str(value)
+        self.asks.append(_Ask(slot, text, list(keywords)))
+        self.steps.append(AskUser(text=question))
+        return text
+
+    def knows(self, *values: Any) -> None:
+        """Ids the user knows (their own account, order or tracking number): the query may name them."""
+        self.known_ids.update(str(v) for v in values)
+
+    # ---- what the user says and gets --------------------------------------------------------
+    def query(self, phrasings: Sequence[str], /, **slots: Any) -> str:
+        """The user's request: one of `phrasings` (str.format over `slots`), chosen by the rng."""
+        self.query_text = self.choice(phrasings).format(**slots)
+        return self.query_text
+
+    def answer(self, text: str, *groups: str | Sequence[str]) -> None:
+        """The final answer, and what a right answer must contain: each group is a value (or its
+        aliases) read from the world; every group must be found in `text`."""
+        self.final_text = text
+        self.groups = [[g] if isinstance(g, str) else [str(a) for a in g] for g in groups]
+
+    def refuse(self, tools: Sequence[str], text: str) -> None:
+        """The task cannot be done: `tools` (what it needs) are not offered (or none is: no tool of
+        the apps does it, `tools=()`), and the golden chain is only the final answer `text`, which
+        must say so in the words of REFUSAL_WORDS[lang]."""
+        self.withheld = list(tools)
+        self.refused = True
+        self.final_text = text
+        self.groups = [list(REFUSAL_WORDS[self.lang])]
+
+
+# ---- from a draft to a task ------------------------------------------------------------------------
+@dataclass
+class WorldInfo:
+    """What the engine reads of a world once: each tool's app and whether it writes, volatile columns."""
+
+    owner: dict[str, str]
+    writes: frozenset[str]
+    volatile: dict[str, frozenset[str] | Literal["*"]]
+
+    @classmethod
+    def of(cls, world: MockWorld) -> WorldInfo:
+        owner = {t.name: name for name, app in world.apps.items() for t in app.bound_tools("")}
+        writes = frozenset(t.name for t in world.tools if t.mutates_state)
+        volatile: dict[str, frozenset[str] | Literal["*"]] = {}
+        for cls_ in world.app_classes:
+            for table, cols in cls_.volatile.items():
+                volatile[table] = "*" if cols == "*" else frozenset([cols] if isinstance(cols, str) else cols)
+        return cls(owner, writes, volatile)
+
+
+def expected_state_of(world: MockWorld, info: WorldInfo, diff: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """State assertions for what a chain changed (`diff`: MockWorld.take_diff after it): an added
+    row must exist (its non-volatile columns), a removed one be absent (by primary key), a changed
+    column have its new value (by primary key)."""
+    out: list[dict[str, Any]] = []
+    for table in sorted(diff):
+        volatile = info.volatile.get(table, frozenset())
+        if volatile == "*":
+            continue
+        table_info = world.store.tables[table]
+        pk, keep = table_info.pk, [c for c in table_info.columns if c not in volatile]
+        entry = diff[table]
+        for row in entry["added"]:
+            out.append({"kind": "row_exists", "table": table, "where": {c: row[c] for c in keep}})
+        for row in entry["removed"]:
+            out.append({"kind": "row_absent", "table": table, "where": {c: row[c] for c in pk}})
+        for change in entry["changed"]:
+            before, after = change["before"], change["after"]
+            for col in keep:
+                if col not in pk and before[col] != after[col]:
+                    where = {c: after[c] for c in pk}
+                    out.append(
+                        {
+                            "kind": "field_equals",
+                            "table": table,
+                            "where": where,
+                            "field": col,
+                            "value": after[col],
+                        }
+                    )
+    return out
+
+
+def _fails_initially(world: MockWorld, assertions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The assertions that do not hold on `world` (the initial state): one that does is no check."""
+    from toolgym.mocks.rewards import check_assertions
+
+    report = check_assertions(world, assertions)
+    return [a for a, r in zip(assertions, report.results, strict=True) if not r.passed]
+
+
+def _leaks(draft: Draft, query: str) -> str | None:
+    """Why the query tells what the user could not know, or None."""
+    for found in _ID.findall(query):
+        if found not in draft.known_ids:
+            return f"the query names {found}, which the user could not know"
+    for ask in draft.asks:
+        if ask.value and alias_found(query, ask.value):
+            return f"the query says {ask.slot}, which the user is to be asked for"
+    return None
+
+
+def _difficulty(chain_length: int, apps: int, asks: int, shape: Shape) -> str:
+    if shape == "refuse":
+        return "medium"
+    weight = chain_length + (apps - 1) + asks
+    return "easy" if weight <= 1 else "medium" if weight <= 3 else "hard"
+
+
+def _shape(draft: Draft, calls: list[ToolCall], info: WorldInfo) -> Shape:
+    if draft.refused:
+        return "refuse"
+    if draft.asks:
+        return "ask"
+    return "write" if any(c.name in info.writes for c in calls) else "read"
+
+
+def _scenario(template: Template, draft: Draft, query: str, answer: AnswerSpec | None) -> UserScenario:
+    persona = draft.persona or (
+        "一位使用这个应用的用户。" if template.lang == "zh" else "A customer of the app."
+    )
+    return UserScenario(
+        persona=persona,
+        goal=query,
+        known={a.slot: a.value for a in draft.asks},
+        must_not_volunteer=[a.slot for a in draft.asks],
+        satisfied_when=draft.final_text or query,
+        satisfied_phrases=answer.whitelist if answer is not None and answer.whitelist else [],
+        slot_keywords={a.slot: a.keywords for a in draft.asks if a.keywords},
+        max_turns=template.max_user_turns + len(draft.asks),
+    )
+
+
+def finish(template: Template, draft: Draft, world: MockWorld, info: WorldInfo, task_id: str) -> Task:
+    """The task a finished draft describes; raises Skip when it is not a task one can trust. The
+    world is still in the state the chain left it in, and is reset here."""
+    query, final = draft.query_text, draft.final_text
+    if not query or not final:
+        raise Skip(f"template {template.name} gave no query or no answer")
+    leak = _leaks(draft, query)
+    if leak is not None:
+        raise Skip(leak)
+    calls = [s for s in draft.steps if isinstance(s, ToolCall)]
+    if draft.refused and draft.steps:
+        raise Skip("a refusal's golden chain is its answer alone")
+    answer = AnswerSpec(whitelist=draft.groups) if draft.groups else None
+    if answer is not None and not all(any(alias_found(final, a) for a in g) for g in draft.groups):
+        raise Skip("the final answer does not contain what the answer spec asks for")
+    shape = _shape(draft, calls, info)
+    expected: list[dict[str, Any]] = []
+    if any(c.name in info.writes for c in calls):
+        expected = expected_state_of(world, info, world.take_diff())
+        world.reset(seed=world.seed, clock=world.start)
+        expected = _fails_initially(world, expected)
+        if not expected:
+            raise Skip("the chain changes nothing an assertion can see")
+    world.reset(seed=world.seed, clock=world.start)
+    offered = sorted(n for n in info.owner if info.owner[n] in template.apps and n not in draft.withheld)
+    if draft.withheld and any(w not in info.owner for w in draft.withheld):
+        raise Skip(f"withheld tools not in the apps: {draft.withheld}")
+    used = list(dict.fromkeys(info.owner[c.name] for c in calls)) or list(template.apps)
+    golden = [GoldenStep(action=s) for s in draft.steps] + [GoldenStep(action=FinalAnswer(text=final))]
+    return Task(
+        id=task_id,
+        query=query,
+        tools=offered,
+        golden=golden,
+        answer=answer,
+        clock=world.start,
+        seed=world.seed,
+        category=shape,
+        max_steps=len(golden) + 4,
+        user=_scenario(template, draft, query, answer) if draft.asks else None,
+        apps=list(template.apps),
+        expected_state=expected,
+        metadata={
+            "generator": "toolgym generate",
+            "template": template.name,
+            "shape": shape,
+            "apps": used,
+            "chain_length": len(calls),
+            "difficulty": _difficulty(len(calls), len(used), len(draft.asks), shape),
+            "lang": template.lang,
+        },
+    )
+
+
+# ---- the templates of some apps ----------------------------------------------------------------------
+def templates_for(apps: Iterable[str]) -> list[Template]:
+    """The templates whose apps are all among `apps`, by name, and for each of `apps` that no
+    registered template covers, the generic read templates built from its own APIs."""
+    from toolgym.authoring.templates import TEMPLATES, fallback_templates
+
+    chosen = set(apps)
+    found = [t for name, t in TEMPLATES.items() if set(t.apps) <= chosen]
+    covered = {a for t in TEMPLATES.values() for a in t.apps}
+    for app in sorted(chosen - covered):
+        found.extend(fallback_templates(app))
+    return sorted(found, key=lambda t: t.name)
+
+
+def resolve_apps(names: Iterable[str]) -> list[str]:
+    """App names for `--apps`: each an app's name or a group's (an entry point of `toolgym.apps`
+    that registers a list: banking, shopping, mtu, ctool, ctool_zh, teval, or a plug-in's)."""
+    from toolgym.mocks.apps import ALL_APPS
+    from toolgym.plugins import entry_points
+
+    groups: dict[str, list[str]] = {}
+    for plugin in entry_points("apps"):
+        if plugin.name not in groups:
+            loaded = plugin.load()
+            classes = list(loaded) if isinstance(loaded, Sequence) else [loaded]
+            groups[plugin.name] = [c.name for c in classes if c.name in ALL_APPS]
+    out: list[str] = []
+    for name in names:
+        if name in ALL_APPS:
+            out.append(name)
+        elif name in groups:
+            out.extend(groups[name])
+        else:
+            known = sorted(set(ALL_APPS) | set(groups))
+            raise ValueError(f"no app or app group {name!r}; known: {', '.join(known)}")
+    return list(dict.fromkeys(out))
+
+
+# ---- one template's stream of drafts --------------------------------------------------------------
+@dataclass(frozen=True)
+class Request:
+    """Draft up to `want` new tasks of `template`, from attempt `start` on."""
+
+    template: Template
+    seed: int
+    world_seeds: tuple[int, ...]
+    start: int
+    want: int
+    max_attempts: int
+    clock: datetime = DEFAULT_CLOCK
+
+
+@dataclass
+class Batch:
+    """What one request gave: its tasks in stream order and where the stream stands."""
+
+    template: str
+    tasks: list[Task]
+    next_attempt: int
+    exhausted: bool
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+# worlds of this process: one per (apps, seed, clock), reset between drafts
+_WORLDS: dict[tuple[tuple[str, ...], int, str], tuple[MockWorld, WorldInfo]] = {}
+# a stream that gives nothing new this many attempts in a row is exhausted
+STALE_ATTEMPTS: Final = 80
+
+
+def _world(apps: tuple[str, ...], seed: int, clock: datetime) -> tuple[MockWorld, WorldInfo]:
+    key = (apps, seed, clock.isoformat())
+    if key not in _WORLDS:
+        world = MockWorld(list(apps), seed=seed, clock=clock)
+        _WORLDS[key] = (world, WorldInfo.of(world))
+    return _WORLDS[key]
+
+
+def draft_one(
+    template: Template, seed: int, world_seed: int, attempt: int, clock: datetime = DEFAULT_CLOCK
+) -> Task:
+    """Attempt `attempt` of a template's stream: a task, or Skip."""
+    world, info = _world(template.apps, world_seed, clock)
+    world.reset(seed=world_seed, clock=clock)
+    world.take_diff()
+    rng = random.Random(f"{seed}:{template.name}:{attempt}")
+    draft = Draft(template, world, rng)
+    try:
+        template.draft(draft)
+        return finish(template, draft, world, info, f"gen-{template.name}-{seed}-{attempt}")
+    finally:
+        world.reset(seed=world_seed, clock=clock)
+
+
+def run_request(request: Request) -> Batch:
+    """Draft a template's tasks (in a worker process or here)."""
+    template = request.template
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    skipped: Counter[str] = Counter()
+    attempt, stale = request.start, 0
+    while len(tasks) < request.want and attempt < request.max_attempts and stale < STALE_ATTEMPTS:
+        world_seed = request.world_seeds[attempt % len(request.world_seeds)]
+        try:
+            task = draft_one(template, request.seed, world_seed, attempt, request.clock)
+        except Skip as exc:
+            skipped[_reason(str(exc))] += 1
+            stale += 1
+        else:
+            if task.query in seen:
+                skipped["duplicate query"] += 1
+                stale += 1
+            else:
+                seen.add(task.query)
+                tasks.append(task)
+                stale = 0
+        attempt += 1
+    exhausted = attempt >= request.max_attempts or stale >= STALE_ATTEMPTS
+    return Batch(template.name, tasks, attempt, exhausted, skipped)
+
+
+def _reason(text: str) -> str:
+    # a skip's kind, without the values that make every message different
+    return re.sub(r"\d+(?:\.\d+)?", "N", _ID.sub("ID", text))[:100]
+
+
+# ---- verification --------------------------------------------------------------------------------
+Verifier = Callable[[list[Task]], list[tuple[str, str]]]
+
+
+def replay_problems(tasks: list[Task]) -> list[tuple[str, str]]:
+    """(task id, problem) for tasks whose golden chain does not replay cleanly on a fresh world,
+    whose expected_state does not hold after it or holds before it, or whose answer spec is not
+    met by the golden final answer."""
+    from toolgym.envs.rewards import answer_matches
+    from toolgym.mocks.rewards import GoldenReplayError, check_assertions, replay_golden
+
+    problems: list[tuple[str, str]] = []
+    for task in tasks:
+        final = next((s.action.text for s in reversed(task.golden) if isinstance(s.action, FinalAnswer)), "")
+        if task.answer is not None and not answer_matches(final, task.answer):
+            problems.append((task.id, "the golden final answer does not meet the answer spec"))
+            continue
+        try:
+            world = replay_golden(task.apps or (), task.seed, task.clock, task.golden)
+        except GoldenReplayError as exc:
+            problems.append((task.id, f"golden replay: {exc}"))
+            continue
+        try:
+            if not check_assertions(world, task.expected_state).passed:
+                problems.append((task.id, "expected_state does not hold after the golden chain"))
+                continue
+            world.reset(seed=task.seed, clock=task.clock)
+            initial = check_assertions(world, task.expected_state)
+            if task.expected_state and any(r.passed for r in initial.results):
+                problems.append((task.id, "an expected_state assertion holds on the initial world"))
+        finally:
+            world.close()
+    return problems
+
+
+# ---- the whole run -------------------------------------------------------------------------------
+@dataclass
+class Generated:
+    """A generation's tasks (training part and held-out part) and what it did to get them."""
+
+    tasks: list[Task]
+    holdout: list[Task]
+    templates: list[str]
+    held_out_templates: list[str]
+    skipped: Counter[str]
+    dropped: Counter[str]
+    requested: int
+
+    @property
+    def all_tasks(self) -> list[Task]:
+        return self.tasks + self.holdout
+
+
+WORLD_SEEDS_PER_RUN: Final = 4
+
+
+def world_seeds(seed: int) -> tuple[int, ...]:
+    """The world seeds a run's drafts use: a few, so rows differ, and few, so worlds are reused."""
+    return tuple(seed * WORLD_SEEDS_PER_RUN + i for i in range(WORLD_SEEDS_PER_RUN))
+
+
+def _quotas(n: int, count: int) -> list[int]:
+    return [n // count + (1 if i < n % count else 0) for i in range(count)]
+
+
+def _run_all(requests: list[Request], jobs: int) -> list[Batch]:
+    if jobs <= 1 or len(requests) <= 1:
+        return [run_request(r) for r in requests]
+    import multiprocessing
+
+    context = multiprocessing.get_context(
+        "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    )
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        # map keeps the requests' order, whatever order the workers finish in
+        return list(pool.map(run_request, requests, chunksize=max(1, len(requests) // (jobs * 8))))
+
+
+def _sample(
+    templates: list[Template], n: int, seed: int, jobs: int, clock: datetime
+) -> tuple[dict[str, list[Task]], Counter[str]]:
+    """Up to n tasks of distinct queries, spread over the templates as evenly as they allow."""
+    seeds = world_seeds(seed)
+    got: dict[str, list[Task]] = {t.name: [] for t in templates}
+    state = {t.name: (0, False) for t in templates}  # next attempt, exhausted
+    seen: set[str] = set()
+    skipped: Counter[str] = Counter()
+    for _round in range(8):
+        total = sum(len(v) for v in got.values())
+        open_ = [t for t in templates if not state[t.name][1]]
+        if total >= n or not open_:
+            break
+        # the first round asks each template for its share; later ones share what is missing
+        shares = _quotas(n - total, len(open_))
+        requests = [
+            Request(t, seed, seeds, state[t.name][0], want, state[t.name][0] + 40 + 6 * want, clock)
+            for t, want in zip(open_, shares, strict=True)
+            if want > 0
+        ]
+        for batch in _run_all(requests, jobs):
+            state[batch.template] = (batch.next_attempt, batch.exhausted)
+            skipped.update(batch.skipped)
+            for task in batch.tasks:
+                if task.query in seen:
+                    skipped["duplicate query"] += 1
+                    continue
+                seen.add(task.query)
+                got[batch.template].append(task)
+    return got, skipped
+
+
+def _round_robin(got: dict[str, list[Task]], n: int) -> list[Task]:
+    out: list[Task] = []
+    depth = 0
+    while len(out) < n and any(depth < len(v) for v in got.values()):
+        for tasks in got.values():
+            if depth < len(tasks) and len(out) < n:
+                out.append(tasks[depth])
+        depth += 1
+    return out
+
+
+def held_out(templates: Sequence[str], fraction: float, seed: int) -> list[str]:
+    """The templates a holdout keeps apart: round(fraction * count) of them (at least one and at
+    most all but one when fraction > 0), drawn with the run's seed."""
+    if not 0 <= fraction < 1:
+        raise ValueError(f"--holdout is a fraction in [0, 1), not {fraction}")
+    if fraction == 0 or len(templates) < 2:
+        return []
+    k = min(len(templates) - 1, max(1, round(fraction * len(templates))))
+    return sorted(random.Random(f"{seed}:holdout").sample(sorted(templates), k))
+
+
+def generate(
+    apps: Sequence[str],
+    n: int,
+    seed: int = 0,
+    *,
+    holdout: float = 0.0,
+    jobs: int | None = None,
+    templates: Sequence[Template] | None = None,
+    verifier: Verifier | None = None,
+    clock: datetime = DEFAULT_CLOCK,
+) -> Generated:
+    """N verified tasks over the templates of `apps` (app or group names), deterministic in its
+    arguments (not in `jobs`). `templates` replaces the registered ones; `verifier` the check."""
+    if n < 1:
+        raise ValueError(f"--n must be at least 1, not {n}")
+    chosen = list(templates) if templates is not None else templates_for(resolve_apps(apps))
+    if not chosen:
+        raise ValueError(f"no templates for apps {', '.join(apps)}")
+    names = [t.name for t in chosen]
+    if len(set(names)) != len(names):
+        raise ValueError(f"templates named twice: {sorted(n_ for n_ in set(names) if names.count(n_) > 1)}")
+    jobs = jobs or os.cpu_count() or 1
+    got, skipped = _sample(chosen, n, seed, jobs, clock)
+    tasks = _round_robin(got, n)
+    problems = (verifier or replay_problems)(tasks)
+    dropped: Counter[str] = Counter(_reason(p) for _, p in problems)
+    bad = {task_id for task_id, _ in problems}
+    tasks = [t for t in tasks if t.id not in bad]
+    random.Random(f"{seed}:order").shuffle(tasks)
+    held = set(held_out(names, holdout, seed))
+    return Generated(
+        tasks=[t for t in tasks if t.metadata["template"] not in held],
+        holdout=[t for t in tasks if t.metadata["template"] in held],
+        templates=names,
+        held_out_templates=sorted(held),
+        skipped=skipped,
+        dropped=dropped,
+        requested=n,
+    )
+
+
+def summary(result: Generated) -> list[str]:
+    """What `toolgym generate` prints: counts, distributions, what was dropped and why."""
+    tasks = result.all_tasks
+    lines = [
+        f"tasks: {len(tasks)} of {result.requested} asked"
+        + (
+            f" ({len(result.tasks)} training, {len(result.holdout)} held out)"
+            if result.held_out_templates
+            else ""
+        ),
+        f"templates: {len(result.templates)}"
+        + (
+            f" ({len(result.held_out_templates)} held out: {', '.join(result.held_out_templates)})"
+            if result.held_out_templates
+            else ""
+        ),
+        f"distinct queries: {len({t.query for t in tasks})}",
+    ]
+    for label, key in (("shapes", "shape"), ("chain lengths", "chain_length"), ("difficulty", "difficulty")):
+        counts = Counter(t.metadata[key] for t in tasks)
+        lines.append(
+            f"{label}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: str(kv[0])))
+        )
+    apps = Counter(a for t in tasks for a in t.metadata["apps"])
+    lines.append("apps: " + ", ".join(f"{k} {v}" for k, v in sorted(apps.items())))
+    spans = Counter(len(t.metadata["apps"]) for t in tasks)
+    lines.append("apps per task: " + ", ".join(f"{k} {v}" for k, v in sorted(spans.items())))
+    dropped = sum(result.dropped.values())
+    lines.append(
+        f"dropped by the check: {dropped}"
+        + (": " + "; ".join(f"{r} ({c})" for r, c in result.dropped.most_common()) if dropped else "")
+    )
+    if len(tasks) < result.requested:
+        top = "; ".join(f"{r} ({c})" for r, c in result.skipped.most_common(5))
+        lines.append(
+            f"short of {result.requested}: the templates gave no more distinct tasks (drafts skipped: {top})"
+        )
+    return lines
+
+
+def dump(tasks: Iterable[Task]) -> str:
+    """The JSONL text of tasks, as TaskSet.dump writes it."""
+    return "".join(t.model_dump_json(exclude_none=True) + "\n" for t in tasks)
+
+
+__all__ = [
+    "REFUSAL_WORDS",
+    "SHAPES",
+    "Draft",
+    "Generated",
+    "Skip",
+    "Template",
+    "dump",
+    "expected_state_of",
+    "generate",
+    "held_out",
+    "replay_problems",
+    "resolve_apps",
+    "summary",
+    "templates_for",
+]
