@@ -1,8 +1,9 @@
 """Task templates for `toolgym generate`: one module per app or app group, each a `TEMPLATES` list.
 
-Who writes which (issue 36): `banking`, `shopping`, `cross` (tasks across banking, shopping and
-the ctool apps), `ctool` (en), `ctool_zh` and the mtu apps `mtu_*` named in `mtu.py` belong to the
-engine's author; a module for another group (teval, the other mtu apps) may be added beside them.
+Who writes which (issue 36): `banking.py`, `shopping.py`, `cross.py` (tasks across banking,
+shopping and the ctool apps), `ctool.py` (the English ctool apps) and `ctool_zh.py` (the Chinese
+ones) belong to the engine's author; the `mtu` and `teval` groups are another author's (a module
+per group or per app: `mtu_flights.py`, `teval.py`, ...), each registered in pyproject.toml.
 `generic.py` builds plain read templates for an app that no template covers (plug-in apps).
 
 ## Writing a template
