@@ -26,7 +26,7 @@ from toolgym.actions import (
 )
 from toolgym.canonical import canonical_hash, rendered_json
 from toolgym.protocols.base import ActionProtocol
-from toolgym.tasks import AnswerSpec, Task, alias_found
+from toolgym.tasks import AnswerSpec, Task, alias_found, task_use_error
 from toolgym.world import World
 
 
@@ -345,35 +345,62 @@ def _writes_state(task: Task, episode: Episode) -> bool:
     )
 
 
-MAX_GOLDEN_HASHES = 4096  # golden end states a process remembers (64 bytes each, with the key)
-_golden_hashes: OrderedDict[str, str | None] = OrderedDict()
+MAX_GOLDEN_HASHES = 4096  # golden end states a process remembers (about 100 bytes each, with the key)
+# (end state hash, None) or (None, the problem) per (apps, seed, clock, golden calls and expectations)
+_golden_hashes: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
 _golden_lock = threading.Lock()
 
 
-def golden_state_hash(task: Task) -> str | None:
-    """The state hash the task's golden chain ends with on a fresh world, or None when the chain
-    itself fails there. The replay is deterministic (seeded template, fixed clock), so it runs once
-    per (apps, seed, clock, golden calls) in a process, not once per episode: scoring a trial of a
-    task it has seen costs a dictionary lookup instead of a world build and the replay."""
-    from toolgym.mocks.rewards import GoldenReplayError, golden_tool_calls, replay_golden_state_hash
+def _golden_replay(task: Task) -> tuple[str | None, str | None]:
+    """The golden chain's end state hash, or None and why it does not replay as the task says.
+    The replay is deterministic (seeded template, fixed clock), so it runs once per (apps, seed,
+    clock, golden calls and their expected errors) in a process, not once per episode: scoring a
+    trial of a task it has seen costs a dictionary lookup instead of a world build and the replay."""
+    from toolgym.mocks.rewards import GoldenReplayError, golden_expectations, replay_golden_state_hash
 
-    calls = golden_tool_calls(task.golden)
+    chain = golden_expectations(task.golden)
     key = canonical_hash(
-        [list(task.apps or ()), task.seed, task.clock.isoformat(), [c.model_dump(mode="json") for c in calls]]
+        [
+            list(task.apps or ()),
+            task.seed,
+            task.clock.isoformat(),
+            [[call.model_dump(mode="json"), expected] for _, call, expected in chain],
+        ]
     )
     with _golden_lock:
         if key in _golden_hashes:
             _golden_hashes.move_to_end(key)
             return _golden_hashes[key]
+    found: tuple[str | None, str | None]
     try:
-        found: str | None = replay_golden_state_hash(task.apps or (), task.seed, task.clock, calls)
-    except GoldenReplayError:
-        found = None
+        found = (replay_golden_state_hash(task.apps or (), task.seed, task.clock, task.golden), None)
+    except GoldenReplayError as exc:
+        found = (None, str(exc))
     with _golden_lock:
         _golden_hashes[key] = found
         while len(_golden_hashes) > MAX_GOLDEN_HASHES:
             _golden_hashes.popitem(last=False)
     return found
+
+
+def golden_state_hash(task: Task) -> str | None:
+    """The state hash the task's golden chain ends with on a fresh world, or None when the chain
+    does not replay as the task says there (a call fails that has no `expect_error`, or one that
+    has it does not fail with that kind): `golden_chain_problem` says why. Cached per process."""
+    return _golden_replay(task)[0]
+
+
+def golden_chain_problem(task: Task) -> str | None:
+    """None when the task's golden chain replays on a fresh world as the task says (every call
+    succeeds but those with `expect_error`, which fail with that kind), else what went wrong, in
+    one line (`toolgym.tasks.task_problem(task, ...)` places it at the task's file and line). A
+    task without apps has no world to replay on: None. Cached with `golden_state_hash`."""
+    if not task.apps:
+        return None
+    try:
+        return _golden_replay(task)[1]
+    except (KeyError, ValueError) as exc:  # the world cannot be built: an unknown app
+        return task_use_error(task, exc).problems[0].message
 
 
 def state_scores(task: Task, episode: Episode) -> dict[str, float]:
@@ -394,7 +421,10 @@ def state_scores(task: Task, episode: Episode) -> dict[str, float]:
         # the task's own chain fails on a fresh world: a task bug, never a reward for the agent
         return {"golden_error": 1.0, "state_match": 0.0, "assertions": 0.0, "state": 0.0}
     same_state = expected == world.state_hash()
-    report = check_assertions(world, STATE_ASSERTIONS.validate_python(task.expected_state))
+    try:
+        report = check_assertions(world, STATE_ASSERTIONS.validate_python(task.expected_state))
+    except ValueError as exc:  # a table or column the world does not have: the task's mistake
+        raise task_use_error(task, exc) from None
     return {
         "state_match": float(same_state),
         "assertions": report.score,

@@ -65,7 +65,7 @@ from toolgym.protocols.json_protocol import check_arguments
 from toolgym.protocols.openai import OpenAIProtocol
 from toolgym.protocols.react import ReActProtocol
 from toolgym.protocols.responses import ResponsesProtocol
-from toolgym.tasks import Task, TaskSet
+from toolgym.tasks import Task, TaskFileError, TaskSet, task_use_error
 from toolgym.tools import BaseTool, ToolContext, ToolSet, to_json_value
 from toolgym.world import World
 
@@ -443,11 +443,18 @@ class ToolEnv(gym.Env[str, Any]):
         """Put `layer` outermost around the tools, from the next reset on."""
         self.tool_layers.append(layer)
 
-    def _offered_tools(self, task: Task) -> ToolSet:
-        base = self.tools
-        if self.world is not None:
-            base = base.merged(self.world.tools)
-        return base.subset(task.tools)
+    def _world_and_tools(self, task: Task) -> tuple[World | None, ToolSet]:
+        """The task's world and the tools it offers. What the task names that this env does not
+        have (an app, a tool) is a TaskUseError at the task's file and line, raised before the
+        env changes."""
+        try:
+            world = self._world_for(task)
+            base = self.tools if world is None else self.tools.merged(world.tools)
+            return world, base.subset(task.tools)
+        except TaskFileError:
+            raise
+        except (KeyError, ValueError) as exc:
+            raise task_use_error(task, exc) from None
 
     def instructions(self) -> str:
         """The protocol's instructions for the tools offered this episode, rendered once per
@@ -480,15 +487,16 @@ class ToolEnv(gym.Env[str, Any]):
     ) -> tuple[str, dict[str, Any]]:
         self._seed(seed)
         task = self._pick_task(options)
+        world, offered = self._world_and_tools(task)
         if self._owns_files and self.episode is not None:
             # each episode starts with the files of a fresh env: a file an earlier task announced
             # must neither resolve nor be listed in an error message now (the trace would depend on
             # which episodes this env ran before)
             self.files.forget_all()
         self.task = task
-        self.world = self._world_for(task)
+        self.world = world
         self.episode = Episode(task=task, world=self.world)
-        self.offered = self._offered_tools(task)
+        self.offered = offered
         for layer in self.tool_layers:
             self.offered = layer.wrap(self.offered, world=self.world)
             layer.start_episode()

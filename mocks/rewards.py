@@ -51,12 +51,13 @@ class GoldenReplayError(RuntimeError):
 
 
 def _outcome(obs: Observation, expected: ErrorKind | None) -> str:
-    """What went wrong with a golden call, in words."""
+    """What went wrong with a golden call, in words, on one line."""
+    text = " ".join(obs.text.split())
     if obs.error is None:
-        return f"was expected to fail with {expected} (expect_error) but succeeded: {obs.text}"
+        return f"was expected to fail with {expected} (expect_error) but succeeded: {text}"
     if expected is None:
-        return f"failed ({obs.error.kind}): {obs.text}"
-    return f"failed with {obs.error.kind}, expected {expected} (expect_error): {obs.text}"
+        return f"failed ({obs.error.kind}): {text}"
+    return f"failed with {obs.error.kind}, expected {expected} (expect_error): {text}"
 
 
 def golden_expectations(calls: Iterable[GoldenCall]) -> list[tuple[int, ToolCall, ErrorKind | None]]:

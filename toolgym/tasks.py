@@ -65,6 +65,15 @@ class TaskFileError(ValueError):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+class TaskUseError(TaskFileError, KeyError):
+    """A problem found when a task is used (an unknown app, a tool the env does not have, a table
+    or column its expected_state names that the world does not have), placed at the task's file
+    and line (`task_problem`). A KeyError too, as the unknown app's and tool's errors were."""
+
+    def __str__(self) -> str:  # KeyError's own would quote the message
+        return ValueError.__str__(self)
+
+
 def suggestion(name: str, known: Iterable[str]) -> str:
     """A mistyped name's " (did you mean 'x'?)": the closest of `known`, or "" for none close."""
     close = difflib.get_close_matches(name, list(known), n=1)
@@ -499,6 +508,16 @@ def task_problem(task: Task, message: str) -> TaskProblem:
     """A problem found with `task` when it is used, placed at the file and line it came from."""
     file, line = task.origin if task.origin is not None else (None, None)
     return TaskProblem(file=file, line=line, task_id=task.id, message=message)
+
+
+def task_use_error(task: Task, exc: Exception) -> TaskUseError:
+    """`exc`, raised where `task` was used, as a TaskUseError at the task's file and line (its
+    message on one line; a ValidationError of the task's expected_state as short lines)."""
+    if isinstance(exc, ValidationError):
+        lines = validation_lines(exc.errors(), within=("expected_state",))
+        return TaskUseError([task_problem(task, line) for line in lines])
+    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+    return TaskUseError([task_problem(task, " ".join(str(text).split()))])
 
 
 def _line_id(row: Any) -> str | None:
