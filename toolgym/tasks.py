@@ -504,6 +504,11 @@ def task_json_schema() -> dict[str, Any]:
     return schema
 
 
+def task_schema_text() -> str:
+    """docs/task-schema.json as it should read (`toolgym schema task`; python -m toolgym.tasks)."""
+    return json.dumps(task_json_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def task_problem(task: Task, message: str) -> TaskProblem:
     """A problem found with `task` when it is used, placed at the file and line it came from."""
     file, line = task.origin if task.origin is not None else (None, None)
@@ -629,3 +634,7 @@ class TaskSet:
 
     def __len__(self) -> int:
         return len(self.tasks)
+
+
+if __name__ == "__main__":
+    print(task_schema_text(), end="")

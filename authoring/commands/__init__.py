@@ -8,8 +8,10 @@ from typing import Any
 
 from toolgym.authoring.commands.check import check_command
 from toolgym.authoring.commands.generate import generate_command
+from toolgym.authoring.commands.schema import schema_command
 
 COMMANDS: dict[str, Callable[..., Any]] = {
+    "schema": schema_command,
     "check": check_command,
     "generate": generate_command,
 }
