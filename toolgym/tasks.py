@@ -466,7 +466,7 @@ def _error_line(error: ErrorDetails) -> str | None:
     return f"{where}: {text}" if where else text
 
 
-def validation_lines(errors: Iterable[ErrorDetails], within: Sequence[str] = ()) -> list[str]:
+def validation_lines(errors: Iterable[ErrorDetails], within: Sequence[str | int] = ()) -> list[str]:
     """A task's ValidationError.errors() as short lines, one per problem: the path in the task and
     what is wrong, with "did you mean" for a mistyped key, tag or kind; `within` is the path of the
     model the errors are of (("user",) for a UserScenario's)."""
