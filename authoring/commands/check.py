@@ -14,7 +14,7 @@ def check_command(
         typer.Argument(
             help="task files (JSONL), registered set names (`toolgym tasks`), or installed packages' "
             "names (every set the package registers)",
-            metavar="TASKS...",
+            metavar="TASKS",
             show_default=False,
         ),
     ],
