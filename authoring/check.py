@@ -199,7 +199,7 @@ class TaskChecker:
             try:
                 assertion = self._assertion.validate_python(raw)
             except ValidationError as exc:  # read from a file it would not be: a task built in memory
-                yield f"expected_state[{index}]: " + "; ".join(validation_lines(exc.errors()))
+                yield "; ".join(validation_lines(exc.errors(), within=("expected_state", index)))
                 continue
             assert world is not None
             info = world.store.tables.get(assertion.table)
