@@ -13,7 +13,9 @@ world left out), the metadata says template, apps, chain length, difficulty and 
 (attempt j on world seed `world_seeds[j % len]`, rng seeded by (seed, template, j)), worlds reused
 (one per (apps, seed) and process, reset between drafts: O(changes)), streams run on a process pool
 and merged in template order, so the same arguments give the same tasks whatever the pool does.
-Every task is then verified (`verify`) and one that fails is dropped and counted with its reason.
+Every task is checked where it is drafted, as `toolgym check` checks a task file
+(`toolgym.authoring.check`: names, answer, the golden chain replayed twice, assertions before and
+after it, the oracle's episode, check_app of its apps); one that fails is dropped, its reason counted.
 """
 
 from __future__ import annotations
@@ -26,12 +28,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from toolgym.actions import AskUser, FinalAnswer, ToolCall
 from toolgym.mocks.world import MockWorld
 from toolgym.tasks import AnswerSpec, GoldenStep, Task, UserScenario, alias_found
 from toolgym.tools import DEFAULT_CLOCK
+
+if TYPE_CHECKING:
+    from toolgym.authoring.check import TaskChecker
+    from toolgym.tasks import TaskProblem
 
 Shape = Literal["read", "write", "ask", "refuse"]
 SHAPES: Final[tuple[Shape, ...]] = ("read", "write", "ask", "refuse")
@@ -380,6 +386,7 @@ class Request:
     want: int
     max_attempts: int
     clock: datetime = DEFAULT_CLOCK
+    check: bool = True
 
 
 @dataclass
@@ -391,6 +398,7 @@ class Batch:
     next_attempt: int
     exhausted: bool
     skipped: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
 
 
 # worlds of this process: one per (apps, seed, clock), reset between drafts
@@ -424,70 +432,55 @@ def draft_one(
 
 
 def run_request(request: Request) -> Batch:
-    """Draft a template's tasks (in a worker process or here)."""
+    """Draft a template's tasks (in a worker process or here), each checked as `toolgym check`
+    checks a task file (`toolgym.authoring.check`): one that fails is dropped, its reason counted."""
     template = request.template
     tasks: list[Task] = []
     seen: set[str] = set()
     skipped: Counter[str] = Counter()
+    dropped: Counter[str] = Counter()
     attempt, stale = request.start, 0
     while len(tasks) < request.want and attempt < request.max_attempts and stale < STALE_ATTEMPTS:
         world_seed = request.world_seeds[attempt % len(request.world_seeds)]
+        attempt += 1
+        stale += 1
         try:
-            task = draft_one(template, request.seed, world_seed, attempt, request.clock)
+            task = draft_one(template, request.seed, world_seed, attempt - 1, request.clock)
         except Skip as exc:
             skipped[_reason(str(exc))] += 1
-            stale += 1
-        else:
-            if task.query in seen:
-                skipped["duplicate query"] += 1
-                stale += 1
-            else:
-                seen.add(task.query)
-                tasks.append(task)
-                stale = 0
-        attempt += 1
+            continue
+        if task.query in seen:
+            skipped["duplicate query"] += 1
+            continue
+        seen.add(task.query)
+        problems = _check(task) if request.check else []
+        if problems:
+            dropped.update(_reason(p.message) for p in problems)
+            continue
+        tasks.append(task)
+        stale = 0
     exhausted = attempt >= request.max_attempts or stale >= STALE_ATTEMPTS
-    return Batch(template.name, tasks, attempt, exhausted, skipped)
+    return Batch(template.name, tasks, attempt, exhausted, skipped, dropped)
+
+
+# the checker of this process: its worlds, envs and app verdicts serve every task it checks
+_CHECKER: list[TaskChecker] = []
+
+
+def _check(task: Task) -> list[TaskProblem]:
+    """`toolgym check`'s problems with one task: its apps (check_app, once per process), its names,
+    answer, golden chain replayed twice, assertions before and after, and the oracle's episode."""
+    if not _CHECKER:
+        from toolgym.authoring.check import TaskChecker
+
+        _CHECKER.append(TaskChecker(oracle=True))
+    checker = _CHECKER[0]
+    return [*checker.check_apps([task]), *checker.check_task(task)]
 
 
 def _reason(text: str) -> str:
     # a skip's kind, without the values that make every message different
     return re.sub(r"\d+(?:\.\d+)?", "N", _ID.sub("ID", text))[:100]
-
-
-# ---- verification --------------------------------------------------------------------------------
-Verifier = Callable[[list[Task]], list[tuple[str, str]]]
-
-
-def replay_problems(tasks: list[Task]) -> list[tuple[str, str]]:
-    """(task id, problem) for tasks whose golden chain does not replay cleanly on a fresh world,
-    whose expected_state does not hold after it or holds before it, or whose answer spec is not
-    met by the golden final answer."""
-    from toolgym.envs.rewards import answer_matches
-    from toolgym.mocks.rewards import GoldenReplayError, check_assertions, replay_golden
-
-    problems: list[tuple[str, str]] = []
-    for task in tasks:
-        final = next((s.action.text for s in reversed(task.golden) if isinstance(s.action, FinalAnswer)), "")
-        if task.answer is not None and not answer_matches(final, task.answer):
-            problems.append((task.id, "the golden final answer does not meet the answer spec"))
-            continue
-        try:
-            world = replay_golden(task.apps or (), task.seed, task.clock, task.golden)
-        except GoldenReplayError as exc:
-            problems.append((task.id, f"golden replay: {exc}"))
-            continue
-        try:
-            if not check_assertions(world, task.expected_state).passed:
-                problems.append((task.id, "expected_state does not hold after the golden chain"))
-                continue
-            world.reset(seed=task.seed, clock=task.clock)
-            initial = check_assertions(world, task.expected_state)
-            if task.expected_state and any(r.passed for r in initial.results):
-                problems.append((task.id, "an expected_state assertion holds on the initial world"))
-        finally:
-            world.close()
-    return problems
 
 
 # ---- the whole run -------------------------------------------------------------------------------
@@ -534,14 +527,15 @@ def _run_all(requests: list[Request], jobs: int) -> list[Batch]:
 
 
 def _sample(
-    templates: list[Template], n: int, seed: int, jobs: int, clock: datetime
-) -> tuple[dict[str, list[Task]], Counter[str]]:
-    """Up to n tasks of distinct queries, spread over the templates as evenly as they allow."""
+    templates: list[Template], n: int, seed: int, jobs: int, clock: datetime, check: bool
+) -> tuple[dict[str, list[Task]], Counter[str], Counter[str]]:
+    """Up to n checked tasks of distinct queries, spread over the templates as evenly as they allow."""
     seeds = world_seeds(seed)
     got: dict[str, list[Task]] = {t.name: [] for t in templates}
     state = {t.name: (0, False) for t in templates}  # next attempt, exhausted
     seen: set[str] = set()
     skipped: Counter[str] = Counter()
+    dropped: Counter[str] = Counter()
     for _round in range(8):
         total = sum(len(v) for v in got.values())
         open_ = [t for t in templates if not state[t.name][1]]
@@ -550,20 +544,21 @@ def _sample(
         # the first round asks each template for its share; later ones share what is missing
         shares = _quotas(n - total, len(open_))
         requests = [
-            Request(t, seed, seeds, state[t.name][0], want, state[t.name][0] + 40 + 6 * want, clock)
+            Request(t, seed, seeds, state[t.name][0], want, state[t.name][0] + 40 + 6 * want, clock, check)
             for t, want in zip(open_, shares, strict=True)
             if want > 0
         ]
         for batch in _run_all(requests, jobs):
             state[batch.template] = (batch.next_attempt, batch.exhausted)
             skipped.update(batch.skipped)
+            dropped.update(batch.dropped)
             for task in batch.tasks:
                 if task.query in seen:
                     skipped["duplicate query"] += 1
                     continue
                 seen.add(task.query)
                 got[batch.template].append(task)
-    return got, skipped
+    return got, skipped, dropped
 
 
 def _round_robin(got: dict[str, list[Task]], n: int) -> list[Task]:
@@ -596,11 +591,12 @@ def generate(
     holdout: float = 0.0,
     jobs: int | None = None,
     templates: Sequence[Template] | None = None,
-    verifier: Verifier | None = None,
+    check: bool = True,
     clock: datetime = DEFAULT_CLOCK,
 ) -> Generated:
-    """N verified tasks over the templates of `apps` (app or group names), deterministic in its
-    arguments (not in `jobs`). `templates` replaces the registered ones; `verifier` the check."""
+    """N tasks over the templates of `apps` (app or group names), each passing `toolgym check`
+    (`check=False`: not checked), deterministic in its arguments (not in `jobs`); `templates`
+    replaces the registered ones."""
     if n < 1:
         raise ValueError(f"--n must be at least 1, not {n}")
     chosen = list(templates) if templates is not None else templates_for(resolve_apps(apps))
@@ -610,12 +606,8 @@ def generate(
     if len(set(names)) != len(names):
         raise ValueError(f"templates named twice: {sorted(n_ for n_ in set(names) if names.count(n_) > 1)}")
     jobs = jobs or os.cpu_count() or 1
-    got, skipped = _sample(chosen, n, seed, jobs, clock)
+    got, skipped, dropped = _sample(chosen, n, seed, jobs, clock, check)
     tasks = _round_robin(got, n)
-    problems = (verifier or replay_problems)(tasks)
-    dropped: Counter[str] = Counter(_reason(p) for _, p in problems)
-    bad = {task_id for task_id, _ in problems}
-    tasks = [t for t in tasks if t.id not in bad]
     random.Random(f"{seed}:order").shuffle(tasks)
     held = set(held_out(names, holdout, seed))
     return Generated(
@@ -685,7 +677,6 @@ __all__ = [
     "expected_state_of",
     "generate",
     "held_out",
-    "replay_problems",
     "resolve_apps",
     "summary",
     "templates_for",

@@ -307,9 +307,8 @@ NOTES = {
 def _friend(d: Draft) -> tuple[str, str]:
     row = d.pick(
         "SELECT f.user_id, u.display_name FROM messaging_friendships f JOIN messaging_users u"
-        " ON u.user_id = f.friend_id WHERE (SELECT count(*) FROM messaging_friendships g JOIN messaging_users v"
-        " ON v.user_id = g.friend_id WHERE g.user_id = f.user_id AND v.display_name = u.display_name) = 1"
-        " ORDER BY f.user_id, f.friend_id"
+        " ON u.user_id = f.friend_id GROUP BY f.user_id, u.display_name HAVING count(*) = 1"
+        " ORDER BY f.user_id, u.display_name"
     )
     return row["user_id"], row["display_name"]
 
@@ -433,8 +432,7 @@ TOP_TRACK = {
 
 def top_track(d: Draft) -> None:
     artist = d.pick(
-        "SELECT a.name FROM music_artists a WHERE (SELECT count(*) FROM music_artists b WHERE b.name = a.name) = 1"
-        " AND EXISTS (SELECT 1 FROM music_tracks t WHERE t.artist_id = a.artist_id) ORDER BY a.artist_id"
+        "SELECT name FROM music_artists GROUP BY name HAVING count(*) = 1 ORDER BY min(artist_id)"
     )["name"]
     p = _say(d, TOP_TRACK, a=artist)
     found = d.call("search_artists", query=artist)["artists"]
@@ -442,6 +440,8 @@ def top_track(d: Draft) -> None:
     if match is None:
         raise Skip("artist not found by name")
     tracks = d.call("get_artist", artist_id=match["artist_id"])["top_tracks"]
+    if not tracks:
+        raise Skip("no tracks")
     if len(tracks) > 1 and tracks[0].get("play_count") == tracks[1].get("play_count"):
         raise Skip("a tie")
     d.answer(p.answer.format(a=artist, t=tracks[0]["title"]), tracks[0]["title"])
@@ -465,8 +465,7 @@ LIKE = {
 def like_track(d: Draft) -> None:
     row = d.pick(
         "SELECT t.title, a.name, t.artist_id FROM music_tracks t JOIN music_artists a USING (artist_id)"
-        " WHERE (SELECT count(*) FROM music_tracks u WHERE u.title = t.title AND u.artist_id = t.artist_id) = 1"
-        " ORDER BY t.track_id LIMIT 400"
+        " GROUP BY t.title, t.artist_id HAVING count(*) = 1 ORDER BY min(t.track_id)"
     )
     user = d.pick("SELECT user_id FROM music_users ORDER BY user_id")["user_id"]
     d.knows(user)
@@ -491,8 +490,8 @@ PHONE = {
 
 def place_phone(d: Draft) -> None:
     place = d.pick(
-        "SELECT name, city FROM maps_places p WHERE phone IS NOT NULL AND (SELECT count(*) FROM maps_places q"
-        " WHERE q.name = p.name AND q.city = p.city) = 1 ORDER BY place_id"
+        "SELECT name, city FROM maps_places GROUP BY name, city"
+        " HAVING count(*) = 1 AND max(phone) IS NOT NULL ORDER BY min(place_id)"
     )
     p = _say(d, PHONE, p=place["name"], c=_city(d, place["city"]))
     found = d.call("search_places", query=place["name"], city=place["city"])["places"]
