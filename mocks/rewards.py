@@ -26,7 +26,7 @@ from toolgym.mocks.store import BASE_POS, TableInfo, Values, jsonable, quote_ide
 from toolgym.mocks.world import AppLike, MockWorld
 from toolgym.tasks import STATE_ASSERTIONS as STATE_ASSERTIONS
 from toolgym.tasks import FieldEquals as FieldEquals
-from toolgym.tasks import GoldenStep
+from toolgym.tasks import GoldenStep, suggestion
 from toolgym.tasks import RowAbsent as RowAbsent
 from toolgym.tasks import RowCount as RowCount
 from toolgym.tasks import RowExists as RowExists
@@ -152,7 +152,10 @@ class AssertionReport(BaseModel):
 def _table(world: MockWorld, name: str) -> TableInfo:
     info = world.store.tables.get(name)
     if info is None or info.internal:
-        raise ValueError(f"state assertion names unknown table {name!r}; tables: {world.table_names}")
+        raise ValueError(
+            f"state assertion names unknown table {name!r}{suggestion(name, world.table_names)}; "
+            f"tables: {world.table_names}"
+        )
     return info
 
 
@@ -160,7 +163,9 @@ def _where_sql(info: TableInfo, where: Mapping[str, Any]) -> tuple[str, list[Any
     clauses, params = [], []
     for col, value in where.items():
         if col not in info.columns:
-            raise ValueError(f"state assertion: table {info.name!r} has no column {col!r}")
+            raise ValueError(
+                f"state assertion: table {info.name!r} has no column {col!r}{suggestion(col, info.columns)}"
+            )
         clauses.append(f"{quote_ident(col)} IS ?")  # IS: a None in `where` matches NULL
         params.append(value)
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
@@ -172,7 +177,9 @@ def _check(world: MockWorld, a: StateAssertion) -> AssertionResult:
     conn, table = world.store.conn, quote_ident(a.table)
     if isinstance(a, FieldEquals):
         if a.field not in info.columns:
-            raise ValueError(f"state assertion: table {a.table!r} has no column {a.field!r}")
+            raise ValueError(
+                f"state assertion: table {a.table!r} has no column {a.field!r}{suggestion(a.field, info.columns)}"
+            )
         values = [r[0] for r in conn.execute(f"SELECT {quote_ident(a.field)} FROM {table}{where}", params)]
         if not values:
             return AssertionResult(assertion=a, passed=False, detail="no row matches", actual=[])

@@ -429,6 +429,13 @@ def _place(loc: Sequence[int | str]) -> tuple[str, tuple[str, ...]]:
     return text, shape
 
 
+def _meant_field(loc: Sequence[int | str]) -> str | None:
+    """The field an unknown key at `loc` most likely meant: the closest of its model's fields."""
+    model = _MODELS_AT.get(_place(loc[:-1])[1])
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields) if model else [], n=1)
+    return close[0] if close else None
+
+
 def _error_line(error: ErrorDetails) -> str | None:
     """One pydantic error as a short line (None: a ScenarioError, whose own lines stand for it)."""
     ctx = error.get("ctx") or {}
@@ -436,10 +443,9 @@ def _error_line(error: ErrorDetails) -> str | None:
         return None
     kind, loc = error["type"], error["loc"]
     if kind == "extra_forbidden":
-        where, shape = _place(loc[:-1])
-        model = _MODELS_AT.get(shape)
-        known = list(model.model_fields) if model is not None else []
-        text = f"unknown field {str(loc[-1])!r}{suggestion(str(loc[-1]), known)}"
+        where, _ = _place(loc[:-1])
+        meant = _meant_field(loc)
+        text = f"unknown field {str(loc[-1])!r}" + (f" (did you mean {meant!r}?)" if meant else "")
     elif kind in ("union_tag_invalid", "union_tag_not_found"):
         where, shape = _place(loc)
         name = str(ctx.get("discriminator", "")).strip("'")
@@ -470,14 +476,19 @@ def validation_lines(errors: Iterable[ErrorDetails], within: Sequence[str | int]
     """A task's ValidationError.errors() as short lines, one per problem: the path in the task and
     what is wrong, with "did you mean" for a mistyped key, tag or kind; `within` is the path of the
     model the errors are of (("user",) for a UserScenario's)."""
+    located: list[ErrorDetails] = [{**e, "loc": (*within, *e["loc"])} for e in errors]
+    # a misspelled required field is one problem: "unknown field 'pth' (did you mean 'path'?)"
+    # says it, without "missing field 'path'" beside it
+    meant = {(*e["loc"][:-1], _meant_field(e["loc"])) for e in located if e["type"] == "extra_forbidden"}
     lines: list[str] = []
-    for error in errors:
+    for error in located:
         cause = (error.get("ctx") or {}).get("error")
         if isinstance(cause, ScenarioError):
             lines.extend(cause.lines)
             continue
-        located: ErrorDetails = {**error, "loc": (*within, *error["loc"])}
-        line = _error_line(located)
+        if error["type"] == "missing" and tuple(error["loc"]) in meant:
+            continue
+        line = _error_line(error)
         if line is not None and line not in lines:
             lines.append(line)
     return lines

@@ -191,3 +191,67 @@ def test_a_diff_a_trace_line_encoded_is_kept_as_that_text() -> None:
     empty.state_diff = {}
     empty.pack()
     assert empty.state_diff == {} and empty.state_diff is not diff
+
+
+# ---- golden chains that replay as the task says -------------------------------------------------
+PAY_ARGS = {"from_account_id": "ACC-10001", "to_account_id": "ACC-10002", "amount": 3.5}
+
+
+def _banking_task(*steps: dict[str, Any]) -> Any:
+    from toolgym.tasks import Task
+
+    golden = [
+        {
+            "action": {"type": "tool_call", "name": "transfer", "arguments": step["arguments"]},
+            **({"expect_error": step["expect_error"]} if "expect_error" in step else {}),
+        }
+        for step in steps
+    ]
+    return Task.model_validate({"id": "chain", "query": "q", "apps": ["banking"], "golden": golden})
+
+
+def test_an_unexpected_golden_failure_is_one_line_naming_the_step() -> None:
+    from toolgym.envs.rewards import golden_chain_problem, golden_state_hash
+
+    broken = _banking_task(
+        {"arguments": PAY_ARGS}, {"arguments": {**PAY_ARGS, "from_account_id": "ACC-NOPE"}}
+    )
+    problem = golden_chain_problem(broken)
+    assert problem is not None and len(problem.splitlines()) == 1
+    assert problem.startswith("golden call #1 transfer(") and "failed (tool_error)" in problem
+    assert "ACC-NOPE" in problem and golden_state_hash(broken) is None
+
+
+def test_a_golden_argument_of_the_wrong_type_is_reported_as_an_argument_error() -> None:
+    from toolgym.envs.rewards import golden_chain_problem
+
+    problem = golden_chain_problem(_banking_task({"arguments": {**PAY_ARGS, "amount": "lots"}}))
+    assert problem is not None and problem.startswith("golden call #0 transfer(")
+    assert "failed (argument_error)" in problem and "amount" in problem
+
+
+def test_a_failure_the_chain_expects_is_allowed_and_one_that_did_not_happen_is_reported() -> None:
+    from toolgym.envs.rewards import golden_chain_problem, golden_state_hash
+
+    tried = _banking_task(
+        {"arguments": {**PAY_ARGS, "from_account_id": "ACC-NOPE"}, "expect_error": "tool_error"},
+        {"arguments": PAY_ARGS},
+    )
+    assert golden_chain_problem(tried) is None
+    assert golden_state_hash(tried) == golden_state_hash(_banking_task({"arguments": PAY_ARGS}))
+    # the same calls, the first one expected to fail: the expectations are part of the cache's key
+    not_failing = _banking_task({"arguments": PAY_ARGS, "expect_error": "tool_error"})
+    assert golden_state_hash(not_failing) is None
+    problem = golden_chain_problem(not_failing)
+    assert (
+        problem is not None and "was expected to fail with tool_error (expect_error) but succeeded" in problem
+    )
+
+
+def test_a_chain_on_an_unknown_app_cannot_replay_and_says_so() -> None:
+    from toolgym.envs.rewards import golden_chain_problem
+    from toolgym.tasks import Task
+
+    assert golden_chain_problem(Task(id="no-apps", query="q")) is None
+    problem = golden_chain_problem(Task(id="typo", query="q", apps=["bankng"]))
+    assert problem is not None and problem.startswith("no mock app 'bankng'")

@@ -670,3 +670,64 @@ def test_timing_compares_equal_whatever_its_figures() -> None:
     assert (timing.latency_s, timing.tool_latency_s) != (1.0, 0.5)
     with pytest.raises(AttributeError):
         timing.latency_s = 1.0
+
+
+# ---- what a task names that the env does not have: one line at the task's file and line ----------
+def _loaded(tmp_path: Any, **fields: Any) -> Task:
+    from toolgym.tasks import TaskSet
+
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps({"id": "named", "query": "q", **fields}) + "\n", encoding="utf-8")
+    return TaskSet.load(path)["named"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"apps": ["bankng"]}, "no mock app 'bankng'; known: "),
+        (
+            {"apps": ["banking"], "tools": ["get_balance", "wire_money"]},
+            "tools not in this registry: ['wire_money']",
+        ),
+    ],
+)
+def test_an_app_or_tool_the_env_lacks_is_named_with_the_task_s_file_line_and_id(
+    tmp_path: Any, fields: dict[str, Any], problem: str
+) -> None:
+    from toolgym.tasks import TaskUseError
+
+    good = Task(id="good", query="q", apps=["banking"])
+    env = ToolEnv(ToolSet(), [good])
+    env.reset(options={"task": good})
+    bad = _loaded(tmp_path, **fields)
+    with pytest.raises(TaskUseError) as caught:
+        env.reset(options={"task": bad})
+    assert str(caught.value).startswith(f"{tmp_path / 'tasks.jsonl'}:1: named: {problem}")
+    assert len(str(caught.value).splitlines()) == 1
+    assert isinstance(caught.value, KeyError)  # what callers caught before
+    assert env.task is good  # the env is as it was: the next reset works
+    env.reset(options={"task": good})
+
+
+def test_a_table_the_world_lacks_is_named_with_the_task_s_file_line_and_id_when_scored(tmp_path: Any) -> None:
+    from toolgym.tasks import TaskUseError
+
+    pay = {"from_account_id": "ACC-10001", "to_account_id": "ACC-10002", "amount": 3.5}
+    task = _loaded(
+        tmp_path,
+        apps=["banking"],
+        golden=[{"action": {"type": "tool_call", "name": "transfer", "arguments": pay}}],
+        expected_state=[
+            {"kind": "row_exists", "table": "bank_acounts", "where": {"account_id": "ACC-10001"}}
+        ],
+    )
+    env = ToolEnv(ToolSet(), [task])
+    env.reset(options={"task": task})
+    env.step([ToolCall(name="transfer", arguments=pay)])
+    with pytest.raises(TaskUseError) as caught:
+        env.step([FinalAnswer(text="done")])
+    message = str(caught.value)
+    assert message.startswith(
+        f"{tmp_path / 'tasks.jsonl'}:1: named: state assertion names unknown table 'bank_acounts'"
+    )
+    assert len(message.splitlines()) == 1

@@ -213,6 +213,30 @@ def test_score_matches_in_process_scoring(client: MockServiceClient) -> None:
 
 
 # ---- limits, auth ----------------------------------------------------------------------------------
+def test_score_holds_the_golden_chain_to_its_expected_errors(client: MockServiceClient) -> None:
+    from toolgym.errors import ErrorKind
+    from toolgym.tasks import GoldenStep, Task
+
+    missing = ToolCall(name="transfer", arguments={**TRANSFER, "from_account_id": "ACC-NOPE"})
+    pay = ToolCall(name="transfer", arguments=TRANSFER)
+    tried = Task(
+        id="t",
+        query="q",
+        apps=["banking"],
+        golden=[GoldenStep(action=missing, expect_error=ErrorKind.TOOL_ERROR), GoldenStep(action=pay)],
+    )
+    world = client.world(["banking"])
+    world.call("transfer", **TRANSFER)
+    # the failure the chain expects is allowed: the chain's end state is the transfer's
+    assert world.state_scores(tried)["state_match"] == 1.0
+    # the same call expected to fail but succeeding: the chain is broken
+    meant_to_fail = tried.model_copy(
+        update={"golden": [GoldenStep(action=pay, expect_error=ErrorKind.TOOL_ERROR)]}
+    )
+    assert world.state_scores(meant_to_fail)["golden_error"] == 1.0
+    world.close()
+
+
 @pytest.fixture
 def small_service() -> Iterator[str]:
     config = ServiceConfig(max_sessions=2, max_checkpoints=2, max_body_bytes=2048, token=TOKEN)
