@@ -339,20 +339,12 @@ class TaskChecker:
 
 
 def _replay(world: MockWorld, task: Task) -> list[Any]:
-    """The golden chain's calls of the world's tools on `world`, as `replay_golden` runs them (GoldenReplayError
-    for a call that fails unexpectedly, or succeeds where `expect_error` says it fails); their
-    results, to hold two replays against each other."""
-    from toolgym.mocks.rewards import GoldenReplayError, golden_expectations
+    """The golden chain on `world` (`replay_calls`: GoldenReplayError for a call that fails
+    unexpectedly, or succeeds where `expect_error` says it fails), and what its calls answered,
+    to hold two replays against each other (a result's text renders its content)."""
+    from toolgym.mocks.rewards import replay_calls
 
-    results: list[Any] = []
-    for index, call, expected in golden_expectations(task.golden):
-        if call.name not in world.tools:
-            continue  # a registered tool beside the apps: no part of the world (the oracle runs it)
-        obs = world.step(call)
-        if (obs.error.kind if obs.error is not None else None) != expected:
-            raise GoldenReplayError(index, call, obs, expected)
-        results.append((obs.text, obs.error_kind))  # the text renders the content
-    return results
+    return [(obs.text, obs.error_kind) for obs in replay_calls(world, task.golden)]
 
 
 def _describe(assertion: StateAssertion) -> str:

@@ -12,6 +12,7 @@ from toolgym.errors import ErrorKind
 from toolgym.mocks.rewards import (
     GoldenReplayError,
     golden_expectations,
+    replay_calls,
     replay_golden,
     replay_golden_state_hash,
 )
@@ -82,3 +83,18 @@ def test_the_chain_s_places_skip_other_actions_and_dicts_may_expect_errors() -> 
         (2, PAY, ErrorKind.TOOL_ERROR),
         (3, PAY, None),
     ]
+
+
+def test_a_call_of_a_tool_beside_the_apps_is_no_part_of_the_replay() -> None:
+    """A task may call a registered tool (a converter, OCR) beside its apps: the world has no such
+    tool and the call cannot touch its state, so the replay leaves it to the episode (before:
+    unknown_tool, and the chain of pantry-convert-003 read as failing)."""
+    convert = ToolCall(name="ConvertUnits", arguments={"value": 3.5, "source": "usd", "target": "eur"})
+    assert replay_golden_state_hash(["banking"], 0, golden_calls=steps((PAY, None), (convert, None))) == (
+        replay_golden_state_hash(["banking"], 0, golden_calls=steps((PAY, None)))
+    )
+    world = replay_golden(["banking"], 0)
+    try:
+        assert [o.tool for o in replay_calls(world, steps((convert, None), (PAY, None)))] == ["transfer"]
+    finally:
+        world.close()
