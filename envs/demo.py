@@ -11,17 +11,18 @@ import queue
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files as package_files
 from pathlib import Path
 from typing import Any
 
+from toolgym.actions import ToolCall
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.runner import EpisodeResult, run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.plugins import Plugin, PluginError, Registry, call_factory
-from toolgym.tasks import TaskSet
+from toolgym.tasks import Task, TaskSet, task_problem
 
 log = logging.getLogger(__name__)
 
@@ -73,24 +74,11 @@ def bundled_task_sets() -> dict[str, Path]:
 
 
 def resolve_task_sets(given: list[str] | None) -> list[Path]:
-    """Task set files from `--tasks` values: a bundled set's name or a file path (default: every
-    bundled set). ValueError names what is neither, and the bundled names."""
-    if not given:
-        return default_task_paths()
-    bundled = bundled_task_sets()
-    paths: list[Path] = []
-    for value in given:
-        path = Path(value)
-        if value in bundled and not path.exists():
-            paths.append(bundled[value])
-        elif path.is_file():
-            paths.append(path)
-        else:
-            raise ValueError(
-                f"no such task set file or bundled set: {value} (bundled: {', '.join(bundled)}; "
-                "`toolgym tasks` lists them)"
-            )
-    return paths
+    """Task set files from `--tasks` values: a bundled set's name or a file path (default:
+    toolgym's default sets); `envs/task_sets.py` names them. ValueError names what is neither."""
+    from toolgym.envs.task_sets import named_task_files  # it reads this module's registry
+
+    return [named.path for named in named_task_files(given)]
 
 
 def resolve_task_set(name_or_path: str | Path) -> TaskSet:
@@ -105,6 +93,31 @@ def make_demo_env(**kwargs: Any) -> ToolEnv:
     return ToolEnv(default_toolset(), TaskSet.load(demo_tasks_path()), **kwargs)
 
 
+class BrokenGoldenChain(ValueError):
+    """A task whose golden chain does not replay as it says: no agent could score on it."""
+
+
+def refuse_broken_golden(tasks: Iterable[Task]) -> None:
+    """Before any episode of `run`, `record` and `demo`: a task whose golden chain fails
+    unexpectedly on a fresh world (`golden_chain_problem`) would score every agent 0, so it is
+    refused, one line naming its file:line, its id and the failing call (BrokenGoldenChain)."""
+    from toolgym.envs.rewards import golden_chain_problem
+
+    broken = [
+        (task, problem)
+        for task in tasks
+        if any(isinstance(step.action, ToolCall) for step in task.golden)  # else nothing to replay
+        and (problem := golden_chain_problem(task)) is not None
+    ]
+    if broken:
+        task, problem = broken[0]
+        more = f" (and {len(broken) - 1} more tasks)" if len(broken) > 1 else ""
+        raise BrokenGoldenChain(
+            f"{task_problem(task, problem)}{more}: its golden chain does not replay as it says, so no "
+            "agent could score on it (`toolgym check` lists what is wrong)"
+        )
+
+
 # ---- running the demo ------------------------------------------------------------------------------
 # an episode's set (its index), its place in the set, its result
 _Emit = Callable[[int, int, EpisodeResult], None]
@@ -112,7 +125,7 @@ _Emit = Callable[[int, int, EpisodeResult], None]
 
 @dataclass(frozen=True)
 class DemoEpisode:
-    """One finished demo episode: its task set's file stem and its result."""
+    """One finished demo episode: its task set's one name and its result."""
 
     set_name: str
     result: EpisodeResult
@@ -145,6 +158,7 @@ def run_demo(
     `on_episode` is called once per finished episode (a progress bar)."""
     from toolgym.toolservers.registry import default_toolset
 
+    refuse_broken_golden(task for _, task_set in sets for task in task_set)
     groups: dict[str, list[int]] = {}
     for index, (name, _) in enumerate(sets):
         groups.setdefault(name, []).append(index)

@@ -2,7 +2,10 @@
 
 A golden directory, as `toolgym record` writes it:
 
-    <out>/golden.json            manifest: protocol, seed, agent, task sets by name, cassette
+    <out>/golden.json            manifest: protocol, seed, agent, cassette, and each task set by its
+                                 one name, with its source (a registered set's name, or a path
+                                 relative to <out>) and its digest: never an absolute path, so
+                                 the folder replays wherever the same sets are registered
     <out>/cassette.sqlite        every tool response of the run (toolgym.recorder.cassette)
     <out>/<set>/<task>.seed<N>.jsonl   one golden trace per episode (header.golden = true)
 
@@ -23,9 +26,11 @@ from toolgym.actions import ACTION_ADAPTER, Action
 from toolgym.canonical import canonical_json
 from toolgym.envs.agents import Agent, TaskScriptAgent, agent_factory  # noqa: F401  (TaskScriptAgent: its old home)
 from toolgym.envs.agents import agent_name as name_of
+from toolgym.envs.demo import bundled_task_sets
 from toolgym.envs.faults import FaultLayer, FaultPlan, FaultPlanError, offered_tool_names
 from toolgym.envs.rollouts import load_object as rollout_object
 from toolgym.envs.runner import EpisodeResult, run_episode
+from toolgym.envs.task_sets import TaskSource, named_file, source_of
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.envs.users import LLMUser, UserLLM
 from toolgym.errors import InfraError
@@ -43,14 +48,17 @@ AgentFactory = Callable[[ActionProtocol], Agent]
 
 
 class GoldenManifest(BaseModel):
-    """What a golden directory was recorded with; paths of task sets as they were given."""
+    """What a golden directory was recorded with. Format 1 (before issue 36) named each set by
+    its file's stem and stored its absolute path; it is still read."""
 
-    format: int = 1
+    format: int = 2
     protocol: str
     seed: int | None
     agent: str
     cassette: str | None = Field(default=None, description="cassette file, relative to the manifest")
-    sets: dict[str, str] = Field(default_factory=dict, description="set name -> task set file")
+    sets: dict[str, TaskSource | str] = Field(
+        default_factory=dict, description="set name -> its source and digest (format 1: its file)"
+    )
 
     def save(self, directory: Path) -> Path:
         path = directory / MANIFEST
@@ -124,7 +132,7 @@ class TaskIndex:
             self.add(Path(p))
 
     def add(self, path: Path, name: str | None = None) -> None:
-        self.sets.setdefault(name or path.stem, TaskSet.load(path))
+        self.sets.setdefault(name or named_file(path).name, TaskSet.load(path))
 
     def find(self, task_id: str, set_name: str | None = None) -> tuple[str, TaskSet, Task]:
         if set_name is not None and set_name in self.sets and task_id in self.sets[set_name]:
@@ -145,11 +153,27 @@ class TaskIndex:
             index.add(p)
         for root in [roots] if isinstance(roots, Path) else list(roots or []):
             manifest = GoldenManifest.load(root)
-            for name, given in (manifest.sets if manifest else {}).items():
-                path = Path(given) if Path(given).is_absolute() else root / given
-                if name not in index.sets and path.is_file():
+            for name, recorded in (manifest.sets if manifest else {}).items():
+                path = None if name in index.sets else golden_set_path(root, name, recorded)
+                if path is not None:
                     index.add(path, name)
         return index
+
+
+def golden_set_path(root: Path, name: str, recorded: TaskSource | str) -> Path | None:
+    """The file of a set a golden directory's manifest names, when it still holds the bytes that
+    were recorded (TaskSourceError, one line naming the set and both digests, otherwise). A
+    format-1 entry (an absolute path where it was recorded) is that file if it is there, else the
+    set registered under its name, else None."""
+    if isinstance(recorded, TaskSource):
+        return recorded.checked_path(
+            root,
+            by="the golden recording",
+            advice="its traces would not replay as recorded; record them again (toolgym record), "
+            "or give --tasks to use it anyway",
+        )
+    path = Path(recorded) if Path(recorded).is_absolute() else root / recorded
+    return path if path.is_file() else bundled_task_sets().get(name)
 
 
 def find_traces(paths: Iterable[Path]) -> Iterator[Path]:
@@ -208,12 +232,15 @@ def record_golden(
     out.mkdir(parents=True, exist_ok=True)
     cassette_file = cassette_path or out / CASSETTE_NAME
     report = RecordReport()
-    sets: dict[str, str] = {}
+    sets: dict[str, TaskSource | str] = {}
     agent_name = agent
+    bundled = bundled_task_sets()
     with Cassette(cassette_file if mode != "live" else None, mode=mode) as cassette:
         for path in task_paths:
             task_set = TaskSet.load(path)
-            sets[path.stem] = str(path.resolve())
+            named = named_file(path, bundled)  # the set's one name, as run and demo name it
+            set_name = named.name
+            sets[set_name] = source_of(named, relative_to=out)
             user = LLMUser(cassette.wrap_user_llm(user_llm)) if user_llm is not None else None
             env = ToolEnv(toolset, task_set, protocol=protocol, cassette=cassette, user=user)
             if faults is not None:
@@ -223,11 +250,11 @@ def record_golden(
             try:
                 for task in task_set:
                     result = run_episode(
-                        env, episode_agent, task, seed=seed, trace_dir=out / path.stem, golden=True
+                        env, episode_agent, task, seed=seed, trace_dir=out / set_name, golden=True
                     )
-                    report.results.append((path.stem, result))
+                    report.results.append((set_name, result))
                     if on_episode is not None:
-                        on_episode(path.stem, result)
+                        on_episode(set_name, result)
             finally:
                 env.close()
         report.stats = cassette.stats

@@ -24,8 +24,8 @@ from toolgym.envs.rollouts import AgentSpec, Cancel, UserSpec, WorldSpec
 from toolgym.models.llm import API_PATHS, API_PROTOCOLS, DEFAULT_KEY_ENV, LLMConfig, LLMError
 from toolgym.models.setups import PRESETS, Example
 from toolgym.running.config import EndpointOptions, RunConfig, RunConfigError
-from toolgym.running.task_sources import TaskSource, resolve, source_of
-from toolgym.running.trials import FAULTS_DIR, EpisodeRecord, RunSummary, parse_limit, run_trials, set_name
+from toolgym.running.task_sources import TaskSource, named_task_files, source_of
+from toolgym.running.trials import FAULTS_DIR, EpisodeRecord, RunSummary, parse_limit, run_trials
 from toolgym.tasks import TaskSet
 from toolgym.tools import ToolSet
 
@@ -254,20 +254,21 @@ def load_sets(config: RunConfig) -> tuple[list[tuple[str, TaskSet]], list[TaskSo
     from toolgym.evaluation.loaders.formats import benchmark_tools, load_tasks
 
     try:
-        files = resolve(config.tasks)
+        files = named_task_files(config.tasks)
     except ValueError as exc:
         raise RunConfigError(str(exc), "--tasks") from None
     fmt = None if config.task_format is None else config.task_format.value
     sets: list[tuple[str, TaskSet]] = []
     sources: list[TaskSource] = []
     toolset = _default_toolset()
-    for registered, path in files:
+    for named in files:
+        path = named.path
         kind, task_set = load_tasks(path, fmt)
         if config.task_ids:
             task_set = TaskSet([t for t in task_set if t.id in config.task_ids], base_dir=task_set.base_dir)
         if len(task_set):
-            sets.append((set_name(path), task_set))
-            sources.append(source_of(set_name(path), registered, path, kind))
+            sets.append((named.name, task_set))  # the set's one name: its folder, its rows
+            sources.append(source_of(named, kind))
             # a benchmark's own tools (schemas it publishes, not run) beside the default ones
             toolset = toolset.merged(benchmark_tools(kind, path, task_set, toolset))
     if not sets:

@@ -57,6 +57,7 @@ from toolgym.envs.rollouts import (
     episode_specs,
     rollout,
 )
+from toolgym.envs.task_sets import set_name_of
 from toolgym.files import SpaceReserve, remove_stale_temps, write_atomically
 from toolgym.models.llm import Usage
 from toolgym.tasks import Task, TaskSet
@@ -70,8 +71,8 @@ _TRIAL_RE = re.compile(r"^trial-(\d+)$")
 
 
 def set_name(path: Path) -> str:
-    """A task set's short name: the file stem, or its folder for a generic `tasks.jsonl`."""
-    return path.parent.name if path.stem == "tasks" else path.stem
+    """A task set's one name: its registered name, else the file's stem (`envs/task_sets.py`)."""
+    return set_name_of(path)
 
 
 @dataclass(frozen=True)

@@ -169,12 +169,13 @@ def demo(
     ] = None,
 ) -> None:
     """Run the demo task sets with the oracle agent, on a process per CPU; print scores, write traces."""
-    from toolgym.envs.demo import demo_jobs_default, resolve_task_sets, run_demo
+    from toolgym.envs.demo import demo_jobs_default, run_demo
+    from toolgym.envs.task_sets import named_task_files
     from toolgym.protocols import get_protocol
     from toolgym.tasks import TaskSet
 
     get_protocol(protocol)  # a bad name: one line before any task is loaded
-    sets = [(p.stem, TaskSet.load(p)) for p in resolve_task_sets(tasks)]
+    sets = [(named.name, TaskSet.load(named.path)) for named in named_task_files(tasks)]
     # no refresh thread: run_demo forks its processes only from a process with one thread
     with Progress(console=console, transient=True, auto_refresh=False) as progress:
         bar = progress.add_task("episodes", total=sum(len(s) for _, s in sets))

@@ -12,7 +12,8 @@ from typing import Any
 from typer.testing import CliRunner
 
 from toolgym.cli import app
-from toolgym.envs.demo import demo_tasks_path
+from toolgym.envs.demo import bundled_task_sets, demo_tasks_path
+from toolgym.envs.task_sets import TaskSource
 from toolgym.recorder.cassette import Cassette
 from toolgym.recorder.golden import (
     EnvPool,
@@ -39,8 +40,11 @@ def sha(path: Path) -> str:
 def test_record_writes_golden_traces_cassette_and_manifest(demo_golden: Path) -> None:
     manifest = GoldenManifest.load(demo_golden)
     assert manifest is not None and manifest.cassette == "cassette.sqlite" and manifest.agent == "oracle"
-    assert Path(manifest.sets["tasks"]) == demo_tasks_path().resolve()
-    traces = sorted((demo_golden / "tasks").glob("*.jsonl"))
+    # the set by its one name, source and digest: no absolute path ties the folder to this venv
+    demo = manifest.sets["demo"]
+    assert isinstance(demo, TaskSource) and demo.registered and demo.source == "demo"
+    assert demo.digest == sha(demo_tasks_path()) and "/" not in (demo_golden / "golden.json").read_text()
+    traces = sorted((demo_golden / "demo").glob("*.jsonl"))
     assert len(traces) == len(TaskSet.load(demo_tasks_path()))
     for path in traces:
         trace = read_trace(path)
@@ -63,10 +67,10 @@ def test_replay_command_makes_no_live_calls_and_byte_identical_traces(
     result = runner.invoke(app, ["replay", str(demo_golden), "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "live tool calls: 0;" in result.output and "misses: 0" in result.output
-    golden = sorted((demo_golden / "tasks").glob("*.jsonl"))
+    golden = sorted((demo_golden / "demo").glob("*.jsonl"))
     assert f"{len(golden)}/{len(golden)} byte-identical" in result.output
     for path in golden:
-        assert (tmp_path / "tasks" / path.name).read_bytes() == path.read_bytes()
+        assert (tmp_path / "demo" / path.name).read_bytes() == path.read_bytes()
     assert sha(demo_golden / "cassette.sqlite") == before
 
 
@@ -95,7 +99,7 @@ def poisoned_toolset(calls: list[str]) -> ToolSet:
 
 
 def test_hundred_replays_of_the_demo_set_are_byte_identical(demo_golden: Path, tmp_path: Path) -> None:
-    traces = list(find_traces([demo_golden / "tasks"]))
+    traces = list(find_traces([demo_golden / "demo"]))
     golden = {p.name: p.read_bytes() for p in traces}
     calls: list[str] = []
     tools = poisoned_toolset(calls)
@@ -135,7 +139,7 @@ def test_verify_passes_on_unchanged_tools(demo_golden: Path, mock_golden: Path) 
     assert from_tape.exit_code == 0, from_tape.output
     assert "12 ok, 0 drifted" in from_tape.output
     live = runner.invoke(
-        app, ["verify", str(mock_golden), str(demo_golden / "tasks" / "receipt-change.seed0.jsonl")]
+        app, ["verify", str(mock_golden), str(demo_golden / "demo" / "receipt-change.seed0.jsonl")]
     )
     assert live.exit_code == 0, live.output
 
@@ -144,7 +148,7 @@ def test_verify_fails_a_golden_trace_cut_mid_line_and_names_file_and_line(
     demo_golden: Path, tmp_path: Path
 ) -> None:
     shutil.copytree(demo_golden, tmp_path / "g")
-    trace = tmp_path / "g" / "tasks" / "receipt-change.seed0.jsonl"
+    trace = tmp_path / "g" / "demo" / "receipt-change.seed0.jsonl"
     data = trace.read_bytes()
     lines = data.splitlines(keepends=True)
     trace.write_bytes(data[: len(lines[0]) + len(lines[1]) + len(lines[2]) // 2])  # `head -c`: mid-line 3
@@ -156,7 +160,7 @@ def test_verify_fails_a_golden_trace_cut_mid_line_and_names_file_and_line(
 
 
 def test_verify_catches_a_changed_tool_output_and_names_the_step(demo_golden: Path) -> None:
-    trace = demo_golden / "tasks" / "receipt-change.seed0.jsonl"
+    trace = demo_golden / "demo" / "receipt-change.seed0.jsonl"
     result = runner.invoke(
         app, ["verify", str(trace), "--toolset", "tests.recorder.toolsets:changed_calculator"]
     )
@@ -185,7 +189,7 @@ def test_replay_miss_fails_loudly_with_the_nearest_keys(demo_golden: Path, tmp_p
         deleted = conn.execute("DELETE FROM entries WHERE key_json LIKE '%30.00 - 23.50%'").rowcount
     assert deleted == 1
     result = runner.invoke(
-        app, ["replay", str(demo_golden / "tasks"), "--cassette", str(tape), "--out", str(tmp_path / "out")]
+        app, ["replay", str(demo_golden / "demo"), "--cassette", str(tape), "--out", str(tmp_path / "out")]
     )
     assert result.exit_code == 1, result.output
     out = result.output
@@ -318,7 +322,7 @@ def test_tasks_take_bundled_set_names_as_run_does(tmp_path: Path) -> None:
     manifest = GoldenManifest.load(out)
     assert manifest is not None and set(manifest.sets) == {"teval"}
     traces = sorted((out / "teval").glob("*.jsonl"))
-    assert traces and len(traces) == len(TaskSet.load(Path(manifest.sets["teval"])))
+    assert traces and len(traces) == len(TaskSet.load(bundled_task_sets()["teval"]))
     verified = runner.invoke(app, ["verify", str(out), "--tasks", "teval"])
     assert verified.exit_code == 0, verified.output
     replayed = runner.invoke(app, ["replay", str(out), "--tasks", "teval", "--out", str(tmp_path / "r")])

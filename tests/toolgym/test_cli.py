@@ -22,7 +22,7 @@ def test_demo_command_solves_every_task_and_writes_traces(tmp_path: Path) -> Non
     tasks = TaskSet.load(demo_tasks_path())
     assert len(tasks) >= 10
     assert f"answer accuracy: {len(tasks)}/{len(tasks)}" in result.output
-    traces = sorted((tmp_path / "tasks").glob("*.jsonl"))
+    traces = sorted((tmp_path / "demo").glob("*.jsonl"))
     assert len(traces) == len(tasks)
     for path in traces:
         trace = read_trace(path)
