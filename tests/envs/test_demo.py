@@ -210,3 +210,18 @@ def test_demo_command_on_two_processes_prints_and_writes_what_one_does(tmp_path:
     assert _table(two.stdout) == _table(one.stdout)
     assert any("answer accuracy:" in line for line in _table(one.stdout))
     assert _folder(tmp_path / "two") == _folder(tmp_path / "one")
+
+
+def test_a_task_whose_golden_chain_fails_is_refused_before_any_episode(tmp_path: Path) -> None:
+    """Issue 36: a golden chain that fails where it does not say so would score every agent 0; the
+    demo refuses it in one line (its file:line, id and failing call), exit 2, and writes nothing."""
+    transfer = next(line for line in _bundled("mtu").read_text().splitlines() if "mtu-transfer-011" in line)
+    broken = transfer.replace('"account_number": "123456", "source', '"account_number": "999999", "source')
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(_bundled("mtu").read_text().splitlines()[0] + "\n" + broken + "\n")
+    result = _python(CLI, "demo", "--tasks", str(tasks), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"toolgym: error: {tasks}:2: mtu-transfer-011: golden call #0 transfer_funds(")
+    assert "failed (tool_error)" in line and "account '999999' not found" in line
+    assert not (tmp_path / "out").exists()
