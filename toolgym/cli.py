@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -337,9 +338,28 @@ from toolgym.envs.mcp_command import mcp_command  # noqa: E402
 
 app.command(name="mcp")(mcp_command)
 # plug-in packages (new app|tool|tasks|suite NAME)  -- toolgym/scaffold.py
-from toolgym.scaffold import new_command  # noqa: E402
+from toolgym.scaffold import register as register_new  # noqa: E402
 
-app.command(name="new")(new_command)
+
+def _taken_names() -> dict[str, str]:
+    """Each name a registered app, tool, task set or suite has (toolgym's or a plug-in's), and
+    which package has it: `toolgym new` refuses them."""
+    from toolgym.envs.demo import TASK_SETS
+    from toolgym.evaluation.suites import SUITES
+    from toolgym.mocks.apps import ALL_APPS
+    from toolgym.plugins import Plugin
+    from toolgym.toolservers.registry import tool_owners
+
+    def owned(kind: str, owners: Mapping[str, Plugin]) -> dict[str, str]:
+        return {name: f"the {kind} {name!r} of package {p.package}" for name, p in owners.items()}
+
+    taken = owned("tool", tool_owners())
+    for kind, registry in (("suite", SUITES), ("task set", TASK_SETS), ("app", ALL_APPS)):
+        taken.update(owned(kind, {name: registry.owner(name) for name in registry}))
+    return taken
+
+
+register_new(app, taken=_taken_names)
 
 
 if __name__ == "__main__":

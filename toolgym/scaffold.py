@@ -10,6 +10,7 @@ tests record their tool calls to a cassette on the first run and replay it after
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from string import Template
@@ -65,9 +66,21 @@ def package_files(kind: Kind, name: str) -> dict[str, str]:
     return {path: Template(text).substitute(values) for path, text in files.items()}
 
 
-def write_package(kind: Kind, name: str, parent: Path) -> Path:
-    """Writes the package into `parent/toolgym-<name>` (which must not exist yet); returns it."""
+def check_free(kind: Kind, name: str, taken: Mapping[str, str]) -> None:
+    """ValueError, naming what has it, when a name the package would register is taken: `taken`
+    maps each registered app, tool, task set and suite name to what has it. Every kind registers
+    a task set `name`; a tool package also its tool, named in CamelCase (`word_count`: WordCount)."""
+    names = [name, _words(name)] if kind is Kind.tool else [name]
+    for wanted in names:
+        if wanted in taken:
+            raise ValueError(f"{wanted!r} is taken: {taken[wanted]} has it; choose another name")
+
+
+def write_package(kind: Kind, name: str, parent: Path, taken: Mapping[str, str] | None = None) -> Path:
+    """Writes the package into `parent/toolgym-<name>` (which must not exist yet); returns it.
+    A name in `taken` (`check_free`) is refused before anything is written."""
     files = package_files(kind, name)
+    check_free(kind, name, taken or {})
     root = parent / f"toolgym-{name.replace('_', '-')}"
     if root.exists():
         raise FileExistsError(f"{root}: exists already; choose another name or --dir")
@@ -76,6 +89,11 @@ def write_package(kind: Kind, name: str, parent: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     return root
+
+
+# the registered names and what has each: the registries live below the roof, and this module
+# imports nothing of toolgym, so the `toolgym` command hands them in (`register`)
+_taken: Callable[[], Mapping[str, str]] | None = None
 
 
 def new_command(
@@ -87,11 +105,19 @@ def new_command(
 ) -> None:
     """Write a plug-in package (an app, a tool, a task set or a metric suite) that installs with
     `pip install -e` and passes its own tests; docs/plugins.md goes on from there."""
-    root = write_package(kind, name, directory)
+    root = write_package(kind, name, directory, _taken() if _taken is not None else None)
     print(f"wrote {root}/ ({kind.value} {name!r}); next:")
     print(f"  pip install -e {root}")
     print(f"  (cd {root} && pytest)")
     print(f"  toolgym run --tasks {name} --agent oracle --out runs/{name}")
+
+
+def register(app: typer.Typer, *, taken: Callable[[], Mapping[str, str]]) -> None:
+    """Add `new` to the toolgym CLI; `taken()` gives every registered app, tool, task set and
+    suite name and what has it (`toolgym new` refuses them)."""
+    global _taken
+    _taken = taken
+    app.command(name="new")(new_command)
 
 
 # ---- templates ($name, $pkg, $dist, $cls, $tool, $suite_cls: string.Template) ---------------------

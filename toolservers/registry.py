@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolgym.plugins import PluginError, call_factory, collect
+from toolgym.plugins import Plugin, PluginError, call_factory, collect
 from toolgym.tools import BaseTool, Tool, ToolSet
 from toolgym.toolservers.gta.config import ModelConfig
 
@@ -81,6 +81,12 @@ def builtin_tools(config: ModelConfig | None = None) -> list[BaseTool]:
     backend answer with a tool_error, then the installed packages' tools."""
     found, _ = collect("tools", lambda _plugin, loaded: _tools_of(loaded, config))
     return list(found.values())
+
+
+def tool_owners(config: ModelConfig | None = None) -> dict[str, Plugin]:
+    """Each registered tool's name and the entry point that registered it."""
+    _, owners = collect("tools", lambda _plugin, loaded: _tools_of(loaded, config))
+    return owners
 
 
 def default_toolset(config: ModelConfig | None = None) -> ToolSet:

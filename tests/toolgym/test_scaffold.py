@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.pantry import install_pantry, registered
 from toolgym.cli import main
 from toolgym.scaffold import Kind
 
@@ -132,3 +133,35 @@ def test_mcp_serves_the_plugin_app(venv: tuple[Path, Path]) -> None:
         "'list_notes']",
         "NOTE-000021",
     ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "holder"),
+    [
+        ("app", "banking", "the app 'banking' of package toolgym"),
+        ("tasks", "mtu", "the task set 'mtu' of package toolgym"),
+        ("suite", "gta", "the suite 'gta' of package toolgym"),
+        ("tool", "calculator", "the tool 'Calculator' of package toolgym"),  # its tool: Calculator
+    ],
+)
+def test_new_refuses_a_taken_name_in_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, name: str, holder: str
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["new", kind, name, "--dir", str(tmp_path)])
+    assert done.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and f"is taken: {holder} has it" in lines[0], lines
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_new_refuses_a_name_an_installed_plugin_has(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    with registered(install_pantry(tmp_path / "site")), pytest.raises(SystemExit) as done:
+        main(["new", "tasks", "pantry_stock", "--dir", str(out)])
+    assert done.value.code == 2
+    assert "the suite 'pantry_stock' of package pantry-env has it" in capsys.readouterr().err
+    assert list(out.iterdir()) == []
