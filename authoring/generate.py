@@ -10,7 +10,7 @@ chain's `expected_state` is what replaying it changed (assertions that already h
 world left out), the metadata says template, apps, chain length, difficulty and shape.
 
 `generate(...)` samples N tasks over the templates of some apps: one stream of drafts per template
-(attempt j on world seed `world_seeds[j % len]`, rng seeded by (seed, template, j)), worlds reused
+(attempt j's rng seeded by (seed, template, j), on the stream's current world seed), worlds reused
 (one per (apps, seed) and process, reset between drafts: O(changes)), streams run on a process pool
 and merged in template order, so the same arguments give the same tasks whatever the pool does.
 Every task is checked where it is drafted, as `toolgym check` checks a task file
@@ -20,11 +20,12 @@ after it, the oracle's episode, check_app of its apps); one that fails is droppe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -377,16 +378,18 @@ def resolve_apps(names: Iterable[str]) -> list[str]:
 # ---- one template's stream of drafts --------------------------------------------------------------
 @dataclass(frozen=True)
 class Request:
-    """Draft up to `want` new tasks of `template`, from attempt `start` on."""
+    """Draft up to `want` new tasks of `template`, from attempt `start` on world `world_index`."""
 
     template: Template
     seed: int
     world_seeds: tuple[int, ...]
     start: int
+    world_index: int
     want: int
     max_attempts: int
     clock: datetime = DEFAULT_CLOCK
     check: bool = True
+    seen: frozenset[str] = frozenset()  # the template's queries kept in earlier rounds
 
 
 @dataclass
@@ -396,6 +399,7 @@ class Batch:
     template: str
     tasks: list[Task]
     next_attempt: int
+    world_index: int
     exhausted: bool
     skipped: Counter[str] = field(default_factory=Counter)
     dropped: Counter[str] = field(default_factory=Counter)
@@ -403,8 +407,10 @@ class Batch:
 
 # worlds of this process: one per (apps, seed, clock), reset between drafts
 _WORLDS: dict[tuple[tuple[str, ...], int, str], tuple[MockWorld, WorldInfo]] = {}
-# a stream that gives nothing new this many attempts in a row is exhausted
-STALE_ATTEMPTS: Final = 80
+# a stream moves to its next world seed after this many attempts in a row gave nothing new, and is
+# exhausted on its last one: a template whose slots one world fills stays on one world (each world
+# seed of an app set is seeded once per process, and a cold one costs up to seconds)
+STALE_ATTEMPTS: Final = 40
 
 
 def _world(apps: tuple[str, ...], seed: int, clock: datetime) -> tuple[MockWorld, WorldInfo]:
@@ -436,16 +442,20 @@ def run_request(request: Request) -> Batch:
     checks a task file (`toolgym.authoring.check`): one that fails is dropped, its reason counted."""
     template = request.template
     tasks: list[Task] = []
-    seen: set[str] = set()
+    seen = set(request.seen)
     skipped: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
-    attempt, stale = request.start, 0
-    while len(tasks) < request.want and attempt < request.max_attempts and stale < STALE_ATTEMPTS:
-        world_seed = request.world_seeds[attempt % len(request.world_seeds)]
+    attempt, index, stale, exhausted = request.start, request.world_index, 0, False
+    while len(tasks) < request.want and not exhausted:
+        if stale >= STALE_ATTEMPTS:
+            index, stale = index + 1, 0
+        if index >= len(request.world_seeds) or attempt >= request.max_attempts:
+            exhausted = True
+            break
         attempt += 1
         stale += 1
         try:
-            task = draft_one(template, request.seed, world_seed, attempt - 1, request.clock)
+            task = draft_one(template, request.seed, request.world_seeds[index], attempt - 1, request.clock)
         except Skip as exc:
             skipped[_reason(str(exc))] += 1
             continue
@@ -459,23 +469,34 @@ def run_request(request: Request) -> Batch:
             continue
         tasks.append(task)
         stale = 0
-    exhausted = attempt >= request.max_attempts or stale >= STALE_ATTEMPTS
-    return Batch(template.name, tasks, attempt, exhausted, skipped, dropped)
+    return Batch(template.name, tasks, attempt, index, exhausted, skipped, dropped)
 
 
-# the checker of this process: its worlds, envs and app verdicts serve every task it checks
+# the checker of this process: its worlds and envs serve every task it checks (made before the
+# pool forks its workers, so they start with it)
 _CHECKER: list[TaskChecker] = []
 
 
-def _check(task: Task) -> list[TaskProblem]:
-    """`toolgym check`'s problems with one task: its apps (check_app, once per process), its names,
-    answer, golden chain replayed twice, assertions before and after, and the oracle's episode."""
+def _checker() -> TaskChecker:
     if not _CHECKER:
         from toolgym.authoring.check import TaskChecker
 
         _CHECKER.append(TaskChecker(oracle=True))
-    checker = _CHECKER[0]
-    return [*checker.check_apps([task]), *checker.check_task(task)]
+    return _CHECKER[0]
+
+
+def _check(task: Task) -> list[TaskProblem]:
+    """`toolgym check`'s problems with one task: its names, answer, golden chain replayed twice,
+    assertions before and after, and the oracle's episode (its apps' check_app: `_app_problems`)."""
+    return _checker().check_task(task)
+
+
+def _app_problems(job: tuple[str, int, datetime]) -> list[str]:
+    """`check_app`'s verdict on one app, as `toolgym check` gives it for every app a set uses."""
+    from toolgym.mocks.world import check_app
+
+    app, seed, clock = job
+    return [f"app {app!r}: {message}" for message in check_app(app, seed=seed, clock=clock)]
 
 
 def _reason(text: str) -> str:
@@ -495,6 +516,7 @@ class Generated:
     skipped: Counter[str]
     dropped: Counter[str]
     requested: int
+    app_problems: list[str] = field(default_factory=list)
 
     @property
     def all_tasks(self) -> list[Task]:
@@ -505,7 +527,7 @@ WORLD_SEEDS_PER_RUN: Final = 4
 
 
 def world_seeds(seed: int) -> tuple[int, ...]:
-    """The world seeds a run's drafts use: a few, so rows differ, and few, so worlds are reused."""
+    """The world seeds a run's drafts may use, in order (a stream moves on when one is spent)."""
     return tuple(seed * WORLD_SEEDS_PER_RUN + i for i in range(WORLD_SEEDS_PER_RUN))
 
 
@@ -513,43 +535,51 @@ def _quotas(n: int, count: int) -> list[int]:
     return [n // count + (1 if i < n % count else 0) for i in range(count)]
 
 
-def _run_all(requests: list[Request], jobs: int) -> list[Batch]:
-    if jobs <= 1 or len(requests) <= 1:
-        return [run_request(r) for r in requests]
+Mapper = Callable[[Callable[[Any], Any], list[Any]], list[Any]]
+
+
+@contextlib.contextmanager
+def _mapper(jobs: int) -> Iterator[Mapper]:
+    """A map over `jobs` worker processes (kept for the whole run, so their worlds and checker stay
+    warm), in the items' order whatever order they finish in; in this process for one job."""
+    if jobs <= 1:
+        yield lambda fn, items: [fn(item) for item in items]
+        return
     import multiprocessing
 
-    context = multiprocessing.get_context(
-        "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-    )
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        # map keeps the requests' order, whatever order the workers finish in
-        return list(pool.map(run_request, requests, chunksize=max(1, len(requests) // (jobs * 8))))
+    # forked workers start with what this process loaded (the checker, the registries)
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
+        yield lambda fn, items: list(pool.map(fn, items))
 
 
 def _sample(
-    templates: list[Template], n: int, seed: int, jobs: int, clock: datetime, check: bool
+    templates: list[Template], n: int, seed: int, clock: datetime, check: bool, run: Mapper
 ) -> tuple[dict[str, list[Task]], Counter[str], Counter[str]]:
     """Up to n checked tasks of distinct queries, spread over the templates as evenly as they allow."""
     seeds = world_seeds(seed)
     got: dict[str, list[Task]] = {t.name: [] for t in templates}
-    state = {t.name: (0, False) for t in templates}  # next attempt, exhausted
+    state = {t.name: (0, 0, False) for t in templates}  # next attempt, world index, exhausted
     seen: set[str] = set()
     skipped: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
     for _round in range(8):
         total = sum(len(v) for v in got.values())
-        open_ = [t for t in templates if not state[t.name][1]]
+        open_ = [t for t in templates if not state[t.name][2]]
         if total >= n or not open_:
             break
         # the first round asks each template for its share; later ones share what is missing
-        shares = _quotas(n - total, len(open_))
-        requests = [
-            Request(t, seed, seeds, state[t.name][0], want, state[t.name][0] + 40 + 6 * want, clock, check)
-            for t, want in zip(open_, shares, strict=True)
-            if want > 0
-        ]
-        for batch in _run_all(requests, jobs):
-            state[batch.template] = (batch.next_attempt, batch.exhausted)
+        requests = []
+        for template, want in zip(open_, _quotas(n - total, len(open_)), strict=True):
+            attempt, index, _ = state[template.name]
+            if want > 0:
+                mine = frozenset(t.query for t in got[template.name])
+                limit = attempt + 40 + 8 * want
+                requests.append(
+                    Request(template, seed, seeds, attempt, index, want, limit, clock, check, mine)
+                )
+        for batch in run(run_request, requests):
+            state[batch.template] = (batch.next_attempt, batch.world_index, batch.exhausted)
             skipped.update(batch.skipped)
             dropped.update(batch.dropped)
             for task in batch.tasks:
@@ -596,7 +626,7 @@ def generate(
 ) -> Generated:
     """N tasks over the templates of `apps` (app or group names), each passing `toolgym check`
     (`check=False`: not checked), deterministic in its arguments (not in `jobs`); `templates`
-    replaces the registered ones."""
+    replaces the registered ones. A template whose app fails check_app gives no task."""
     if n < 1:
         raise ValueError(f"--n must be at least 1, not {n}")
     chosen = list(templates) if templates is not None else templates_for(resolve_apps(apps))
@@ -604,9 +634,20 @@ def generate(
         raise ValueError(f"no templates for apps {', '.join(apps)}")
     names = [t.name for t in chosen]
     if len(set(names)) != len(names):
-        raise ValueError(f"templates named twice: {sorted(n_ for n_ in set(names) if names.count(n_) > 1)}")
-    jobs = jobs or os.cpu_count() or 1
-    got, skipped, dropped = _sample(chosen, n, seed, jobs, clock, check)
+        raise ValueError(f"templates named twice: {sorted(x for x in set(names) if names.count(x) > 1)}")
+    if check:
+        _checker()  # before the workers fork: they start with it
+    app_problems: list[str] = []
+    with _mapper(jobs or os.cpu_count() or 1) as run:
+        if check:
+            used = sorted({a for t in chosen for a in t.apps})
+            verdicts = run(_app_problems, [(a, world_seeds(seed)[0], clock) for a in used])
+            bad = {a for a, v in zip(used, verdicts, strict=True) if v}
+            app_problems = [line for v in verdicts for line in v]
+            chosen = [t for t in chosen if not bad & set(t.apps)]
+        got, skipped, dropped = (
+            _sample(chosen, n, seed, clock, check, run) if chosen else ({}, Counter(), Counter())
+        )
     tasks = _round_robin(got, n)
     random.Random(f"{seed}:order").shuffle(tasks)
     held = set(held_out(names, holdout, seed))
@@ -618,6 +659,7 @@ def generate(
         skipped=skipped,
         dropped=dropped,
         requested=n,
+        app_problems=app_problems,
     )
 
 
@@ -648,6 +690,8 @@ def summary(result: Generated) -> list[str]:
     lines.append("apps: " + ", ".join(f"{k} {v}" for k, v in sorted(apps.items())))
     spans = Counter(len(t.metadata["apps"]) for t in tasks)
     lines.append("apps per task: " + ", ".join(f"{k} {v}" for k, v in sorted(spans.items())))
+    for line in result.app_problems:
+        lines.append(f"no tasks of this app: {line}")
     dropped = sum(result.dropped.values())
     lines.append(
         f"dropped by the check: {dropped}"

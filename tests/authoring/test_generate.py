@@ -1,0 +1,266 @@
+"""The generator of verified tasks (authoring/generate.py) on real seeded worlds: determinism, no
+duplicate queries, every shape, expected_state that fails initially, a holdout by template, every
+task through toolgym check's own checker, and plug-in apps (a real distribution on sys.path)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from toolgym import plugins
+from toolgym.actions import AskUser, FinalAnswer, ToolCall
+from toolgym.authoring.check import check_tasks
+from toolgym.authoring.generate import (
+    Draft,
+    Generated,
+    Skip,
+    Template,
+    dump,
+    generate,
+    held_out,
+    resolve_apps,
+    templates_for,
+)
+from toolgym.mocks.rewards import check_assertions
+from toolgym.mocks.world import MockWorld
+from toolgym.tasks import Task
+
+APPS = ["banking", "shopping", "messaging", "express"]
+N = 160  # enough for every template of these apps to give a few tasks
+
+
+@pytest.fixture(scope="module")
+def generated() -> Generated:
+    return generate(APPS, N, seed=5, jobs=2)
+
+
+def test_the_same_arguments_give_the_same_bytes_whatever_the_pool(generated: Generated) -> None:
+    again = generate(APPS, N, seed=5, jobs=1)
+    assert dump(again.tasks) == dump(generated.tasks)
+    other = generate(APPS, 40, seed=6, jobs=1)
+    assert {t.query for t in other.tasks} != {t.query for t in generated.tasks[:40]}
+
+
+def test_queries_and_ids_are_unique_and_tasks_are_tagged(generated: Generated) -> None:
+    tasks = generated.tasks
+    assert len(tasks) == N
+    assert len({t.query for t in tasks}) == N
+    assert len({t.id for t in tasks}) == N
+    for task in tasks:
+        meta = task.metadata
+        assert meta["template"] in generated.templates
+        assert meta["shape"] in ("read", "write", "ask", "refuse")
+        assert meta["chain_length"] == sum(isinstance(s.action, ToolCall) for s in task.golden)
+        assert meta["difficulty"] in ("easy", "medium", "hard")
+        assert set(meta["apps"]) <= set(task.apps or [])
+
+
+def _by_shape(tasks: list[Task], shape: str) -> list[Task]:
+    return [t for t in tasks if t.metadata["shape"] == shape]
+
+
+def test_every_shape_is_there(generated: Generated) -> None:
+    tasks = generated.tasks
+    lengths = {t.metadata["chain_length"] for t in tasks}
+    assert {1, 2, 3} <= lengths and max(lengths) >= 4
+    spans = {len(t.metadata["apps"]) for t in tasks}
+    assert {1, 2, 3} <= spans
+    reads = _by_shape(tasks, "read")
+    assert any(t.metadata["chain_length"] >= 2 for t in reads)
+    assert all(t.answer is not None and t.answer.whitelist for t in reads)
+    writes = _by_shape(tasks, "write")
+    assert writes and all(t.expected_state for t in writes)
+    asks = _by_shape(tasks, "ask")
+    assert asks
+    for task in asks:
+        assert task.user is not None and task.user.must_not_volunteer
+        assert any(isinstance(s.action, AskUser) for s in task.golden)
+        for slot in task.user.must_not_volunteer:
+            assert task.user.known[slot] not in task.query
+    refusals = _by_shape(tasks, "refuse")
+    assert refusals
+    for task in refusals:
+        assert [type(s.action) for s in task.golden] == [FinalAnswer]
+        assert task.answer is not None and "cannot" in task.answer.whitelist[0]
+    withheld = [t for t in refusals if "transfer" not in (t.tools or []) and "banking" in (t.apps or [])]
+    assert withheld, "a refusal whose needed tool is not offered"
+
+
+def test_expected_state_holds_after_the_chain_and_fails_on_the_initial_world(generated: Generated) -> None:
+    for task in _by_shape(generated.tasks, "write")[:25]:
+        with MockWorld(task.apps or [], seed=task.seed, clock=task.clock) as world:
+            before = check_assertions(world, task.expected_state)
+            assert not any(r.passed for r in before.results), task.id
+            for step in task.golden:
+                if isinstance(step.action, ToolCall):
+                    assert world.step(step.action).error is None
+            assert check_assertions(world, task.expected_state).passed, task.id
+
+
+def test_no_query_names_an_id_the_user_could_not_know(generated: Generated) -> None:
+    for task in generated.tasks:
+        made = {v for s in task.golden if isinstance(s.action, ToolCall) for v in s.action.arguments.values()}
+        # a product, bill or friend's id is found by a call: it never appears in the query
+        for word in task.query.replace(".", " ").replace("?", " ").split():
+            if word.startswith(("PRD-", "BILL-", "TXN-", "TRF-")):
+                pytest.fail(f"{task.id}: query names {word} ({made})")
+
+
+def test_every_task_passes_toolgym_check(generated: Generated) -> None:
+    assert check_tasks(generated.tasks[:60]) == []
+
+
+def test_holdout_keeps_whole_templates_apart() -> None:
+    result = generate(["banking", "shopping"], 90, seed=2, holdout=0.25, jobs=1)
+    train = {t.metadata["template"] for t in result.tasks}
+    held = {t.metadata["template"] for t in result.holdout}
+    assert held and train and not held & train
+    assert held <= set(result.held_out_templates)
+    assert len(result.tasks) + len(result.holdout) == 90
+    assert held_out(result.templates, 0.25, 2) == result.held_out_templates
+
+
+def test_app_groups_and_bad_names() -> None:
+    assert "express_zh" in resolve_apps(["ctool_zh"])
+    assert resolve_apps(["banking", "banking"]) == ["banking"]
+    with pytest.raises(ValueError, match="no app or app group 'bankng'"):
+        resolve_apps(["bankng"])
+    with pytest.raises(ValueError, match="--holdout"):
+        held_out(["a", "b"], 1.5, 0)
+    names = [t.name for t in templates_for(["express_zh", "messaging_zh"])]
+    assert "ctool_zh.express.track" in names and all(n.startswith("ctool_zh.") for n in names)
+
+
+def test_chinese_templates_phrase_in_chinese() -> None:
+    result = generate(["express_zh"], 12, seed=0, jobs=1)
+    assert all(any("\u4e00" <= c <= "\u9fff" for c in t.query) for t in result.tasks)
+    assert {t.metadata["lang"] for t in result.tasks} == {"zh"}
+
+
+def _leaky(d: Draft) -> None:
+    bill = d.pick("SELECT bill_id FROM bank_bills ORDER BY bill_id")["bill_id"]
+    d.query(["Pay bill {b}."], b=bill)  # the user could not know a bill id: never a task
+    d.answer("ok", "ok")
+
+
+def _nothing_changes(d: Draft) -> None:
+    account = d.pick("SELECT account_id FROM bank_accounts WHERE status = 'frozen' ORDER BY account_id")
+    d.knows(account["account_id"])
+    d.query(["Deposit into {a}."], a=account["account_id"])
+    d.call("deposit", account_id=account["account_id"], amount=5.0)  # a frozen account: 409, a Skip
+    d.answer("done", "done")
+
+
+def test_drafts_that_leak_or_fail_give_no_task() -> None:
+    for fn in (_leaky, _nothing_changes):
+        result = generate([], 3, templates=[Template(f"t.{fn.__name__}", ("banking",), fn)], jobs=1)
+        assert result.tasks == []
+        assert result.skipped
+
+
+PLUGIN = '''
+from typing import Annotated, Any
+from toolgym.mocks.app import App, format_id, insert_rows, read, write
+from toolgym.mocks.responses import ok
+from toolgym.authoring.generate import Draft, Template
+from toolgym.tools import Param
+
+
+class ShelfApp(App):
+    name = "shelf"
+    description = "A bookshelf."
+    version = "1"
+    schema = """
+    CREATE TABLE shelf_books (book_id TEXT PRIMARY KEY, title TEXT NOT NULL, pages INTEGER NOT NULL,
+                              lent_to TEXT);
+    """
+
+    def seed(self, db, rng, clock):
+        insert_rows(db, "shelf_books", [
+            {"book_id": format_id("BK", i, 4), "title": f"Book {i}", "pages": rng.randint(80, 900),
+             "lent_to": None} for i in range(1, 41)
+        ])
+
+    @read
+    def get_book(self, book_id: Annotated[str, Param("book id")]) -> dict[str, Any]:
+        """How long a book is."""
+        b = self.get_or_404("shelf_books", "book_id", book_id, what="book")
+        return ok(title=b["title"], pages=b["pages"])
+
+    @write
+    def lend_book(self, book_id: Annotated[str, Param("book id")], friend: Annotated[str, Param("who")]) -> dict[str, Any]:
+        """Lend a book to a friend."""
+        self.get_or_404("shelf_books", "book_id", book_id, what="book")
+        self.execute("UPDATE shelf_books SET lent_to = ? WHERE book_id = ?", (friend, book_id))
+        return ok(book_id=book_id, lent_to=friend)
+
+
+def lend(d: Draft) -> None:
+    book = d.pick("SELECT * FROM shelf_books ORDER BY book_id")
+    friend = d.choice(["Ana", "Bo", "Cy", "Di"])
+    d.knows(book["book_id"])
+    d.query(["Lend my book {b} to {f}.", "{f} may borrow {b}."], b=book["book_id"], f=friend)
+    d.call("lend_book", book_id=book["book_id"], friend=friend)
+    d.answer(f"{book['title']} is lent to {friend}.", friend)
+
+
+TEMPLATES = [Template("shelf.lend", ("shelf",), lend)]
+'''
+
+
+@pytest.fixture
+def shelf_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A package `shelf-plugin` laid out as an installed one: an app, and (entry point `lend`) a
+    template; `with_templates` decides whether the template's entry point is there."""
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "shelf_plugin.py").write_text(textwrap.dedent(PLUGIN), encoding="utf-8")
+    info = root / "shelf_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: shelf-plugin\nVersion: 0.1\n", encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(root))
+    yield info
+    monkeypatch.undo()
+    sys.modules.pop("shelf_plugin", None)
+    plugins.refresh()
+
+
+def _entry_points(info: Path, text: str) -> None:
+    (info / "entry_points.txt").write_text(textwrap.dedent(text), encoding="utf-8")
+    plugins.refresh()
+
+
+def test_a_plugin_app_without_templates_gets_generic_read_tasks(shelf_plugin: Path) -> None:
+    _entry_points(shelf_plugin, "[toolgym.apps]\nshelf = shelf_plugin:ShelfApp\n")
+    result = generate(["shelf"], 6, seed=0, jobs=1)
+    assert len(result.tasks) == 6
+    assert {t.metadata["template"] for t in result.tasks} == {"shelf.generic.get_book"}
+    assert all(t.metadata["shape"] == "read" and t.answer is not None for t in result.tasks)
+    assert check_tasks(result.tasks) == []
+
+
+def test_a_plugin_registers_its_own_templates(shelf_plugin: Path) -> None:
+    _entry_points(
+        shelf_plugin,
+        "[toolgym.apps]\nshelf = shelf_plugin:ShelfApp\n[toolgym.templates]\nshelf = shelf_plugin:TEMPLATES\n",
+    )
+    result = generate(["shelf"], 8, seed=0, jobs=1)
+    assert {t.metadata["template"] for t in result.tasks} == {"shelf.lend"}
+    task = result.tasks[0]
+    assert task.metadata["shape"] == "write"
+    assert [a["kind"] for a in task.expected_state] == ["field_equals"]
+    assert check_tasks(result.tasks) == []
+
+
+def test_an_unknown_skip_reason_is_counted_not_raised() -> None:
+    def never(d: Draft) -> None:
+        raise Skip("the world never fits")
+
+    result = generate([], 2, templates=[Template("t.never", ("banking",), never)], jobs=1)
+    assert result.tasks == [] and result.skipped["the world never fits"] > 0
