@@ -133,6 +133,7 @@ def record(
 
     _check_record_options(mode, agent)
     paths = task_set_paths(tasks)
+    _refuse_broken_golden(paths)
     plan = _fault_plan(faults)
     user_llm = _open_user_llm(user_base_url, user_model, user_api_key_env)
     try:
@@ -155,6 +156,18 @@ def record(
         if callable(close):
             close()
     _print_record_report(report, agent, protocol, out)
+
+
+def _refuse_broken_golden(paths: Sequence[Path]) -> None:
+    """A task whose golden chain fails unexpectedly is no golden task: refused before any episode,
+    in one line (its file:line, id and failing call)."""
+    from toolgym.envs.demo import BrokenGoldenChain, refuse_broken_golden
+    from toolgym.tasks import TaskSet
+
+    try:
+        refuse_broken_golden(task for path in paths for task in TaskSet.load(path))
+    except BrokenGoldenChain as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tasks") from None
 
 
 def _check_record_options(mode: str, agent: str) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
+from tests.cli_text import flat
 from toolgym.cli import app
 from toolgym.envs.demo import bundled_task_sets, demo_tasks_path
 from toolgym.envs.task_sets import TaskSource
@@ -329,3 +330,18 @@ def test_tasks_take_bundled_set_names_as_run_does(tmp_path: Path) -> None:
     assert replayed.exit_code == 0 and f"{len(traces)}/{len(traces)} byte-identical" in replayed.output
     unknown = runner.invoke(app, ["record", "--tasks", "no-such-set", "--out", str(tmp_path / "x")])
     assert unknown.exit_code == 2 and "no such task set file or bundled set: no-such-set" in unknown.output
+
+
+def test_record_refuses_a_task_whose_golden_chain_fails(tmp_path: Path) -> None:
+    """Issue 36: a golden chain that fails where it does not say so is no golden task; record
+    refuses it before any episode, in one line naming its file:line, id and failing call."""
+    mtu = bundled_task_sets()["mtu"].read_text(encoding="utf-8").splitlines()
+    transfer = next(line for line in mtu if "mtu-transfer-011" in line)
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(transfer.replace('"123456", "source', '"999999", "source') + "\n", encoding="utf-8")
+    result = runner.invoke(app, ["record", "--tasks", str(tasks), "--out", str(tmp_path / "golden")])
+    assert result.exit_code == 2, result.output
+    said = flat(result.output)
+    assert f"{tasks}:1: mtu-transfer-011: golden call #0 transfer_funds(" in said
+    assert "account '999999' not found" in said
+    assert not (tmp_path / "golden").exists()

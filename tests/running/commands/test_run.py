@@ -340,3 +340,25 @@ def test_a_newcomers_agent_mistakes_are_one_line_and_a_missing_name_is_the_class
     assert good.exit_code == 0, good.output
     [trace] = (tmp_path / "good").rglob("*.jsonl")
     assert json.loads(trace.read_text(encoding="utf-8").splitlines()[0])["agent"] == "Nameless"
+
+
+def test_a_task_whose_golden_chain_fails_is_refused_before_any_episode(tmp_path: Path) -> None:
+    """Issue 36: every agent would score 0 on a task whose own golden chain fails where it does
+    not say so; run refuses it in one line (file:line, task id, the failing call), any agent."""
+    mtu = (Path(__file__).resolve().parents[3] / "fixtures" / "mock_tasks" / "mtu.jsonl").read_text()
+    transfer = next(line for line in mtu.splitlines() if "mtu-transfer-011" in line)
+    tasks = tmp_path / "mine.jsonl"
+    tasks.write_text(transfer.replace('"123456", "source', '"999999", "source') + "\n", encoding="utf-8")
+    script = tmp_path / "script.jsonl"  # an agent of your own: refused all the same
+    script.write_text(
+        json.dumps({"task_id": "mtu-transfer-011", "actions": [{"type": "final_answer", "text": "?"}]})
+    )
+    for agent in ["oracle", f"scripted:{script}"]:
+        result = CliRunner().invoke(
+            app, ["run", "--tasks", str(tasks), "--agent", agent, "--out", str(tmp_path / "x")]
+        )
+        assert result.exit_code == 2, result.output
+        said = flat(result.output)
+        assert "mtu-transfer-011: golden call #0 transfer_funds(" in said, said
+        assert "account '999999' not found" in said
+        assert not (tmp_path / "x").exists()
