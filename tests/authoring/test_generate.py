@@ -85,7 +85,8 @@ def test_every_shape_is_there(generated: Generated) -> None:
     assert refusals
     for task in refusals:
         assert [type(s.action) for s in task.golden] == [FinalAnswer]
-        assert task.answer is not None and "cannot" in task.answer.whitelist[0]
+        assert task.answer is not None and task.answer.whitelist is not None
+        assert "cannot" in task.answer.whitelist[0]
     withheld = [t for t in refusals if "transfer" not in (t.tools or []) and "banking" in (t.apps or [])]
     assert withheld, "a refusal whose needed tool is not offered"
 

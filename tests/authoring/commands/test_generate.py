@@ -1,0 +1,56 @@
+"""`toolgym generate` as a user runs it (issue 36, item 4): the real command in a subprocess writes
+the same bytes twice, a holdout file beside the training file with no template in both, a summary
+of what it made; the file it writes passes `toolgym check` (the real command too) and the oracle's
+run (`toolgym run --agent oracle`); a bad app name is one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from toolgym.authoring.commands.generate import holdout_path
+
+
+def _toolgym(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolgym.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+
+
+def _templates(path: Path) -> set[str]:
+    return {
+        json.loads(line)["metadata"]["template"] for line in path.read_text(encoding="utf-8").splitlines()
+    }
+
+
+def test_generate_writes_checked_deterministic_tasks_and_a_holdout(tmp_path: Path) -> None:
+    args = ["generate", "--apps", "banking,ctool_zh", "--n", "40", "--seed", "1", "--holdout", "0.2"]
+    first = _toolgym(*args, "--out", "a/tasks.jsonl", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    second = _toolgym(*args, "--out", "b.jsonl", "--jobs", "1", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    out, held = tmp_path / "a" / "tasks.jsonl", tmp_path / "a" / "tasks.holdout.jsonl"
+    assert holdout_path(out) == held
+    assert out.read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    assert held.read_bytes() == (tmp_path / "b.holdout.jsonl").read_bytes()
+    assert _templates(out) and _templates(held) and not _templates(out) & _templates(held)
+    lines = out.read_text(encoding="utf-8").splitlines() + held.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 40
+    for expected in ("tasks: 40 of 40 asked", "distinct queries: 40", "chain lengths:", "apps:", "dropped"):
+        assert expected in first.stdout, first.stdout
+    assert "held-out tasks to" in first.stdout and "holdout.jsonl" in first.stdout
+    checked = _toolgym("check", str(out), str(held), cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    run = _toolgym("run", "--agent", "oracle", "--tasks", str(out), "--out", "runs/oracle", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "= 100.0%" in run.stdout, run.stdout
+
+
+def test_an_unknown_app_is_one_line(tmp_path: Path) -> None:
+    result = _toolgym("generate", "--apps", "bankng", "--n", "3", "--out", "x.jsonl", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "no app or app group 'bankng'" in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "x.jsonl").exists()
