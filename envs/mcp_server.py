@@ -535,8 +535,9 @@ def make_config(
     trace_dir: Path | None = None,
     strict_arguments: bool = False,
 ) -> McpWorldConfig:
-    """The server of `toolgym mcp`: a task set (its worlds, and the built-in tools when a task uses
-    them), or one open world of `apps`, or (neither) the built-in tool set."""
+    """The server of `toolgym mcp`: a task set (its worlds, and the registered tools its tasks use
+    beside them: `tools_beside_worlds`), or one open world of `apps`, or (neither) the built-in
+    tool set."""
     from toolgym.mocks.apps import get_app
 
     for name in apps:
@@ -563,22 +564,30 @@ def make_config(
     first = task or next(iter(task_set)).id
     if first not in task_set:
         raise McpSetupError(f"no task {first!r} in the task set")
-    needs_builtin = any(not t.apps for t in task_set)
-    if needs_builtin:
-        from toolgym.toolservers.registry import default_toolset
-
-        tools = default_toolset()
-    else:
-        tools = ToolSet()
     return McpWorldConfig(
         tasks=task_set,
-        tools=tools,
+        tools=tools_beside_worlds(task_set),
         first_task=first,
         seed=seed,
         max_steps=max_steps,
         trace_dir=trace_dir,
         strict_arguments=strict_arguments,
     )
+
+
+def tools_beside_worlds(tasks: TaskSet) -> ToolSet:
+    """The registered tools (toolgym's and plug-ins') the tasks use beside their apps' worlds:
+    every one for a task without apps (its episode offers the built-in tool set), else those a
+    task with apps names (`ConvertUnits` beside the pantry app), so it is offered with the app's."""
+    if all(t.apps and not t.tools for t in tasks):
+        return ToolSet()
+    from toolgym.toolservers.registry import default_toolset
+
+    registered = default_toolset()
+    if any(not t.apps for t in tasks):
+        return registered
+    named = {name for t in tasks for name in t.tools or ()}
+    return registered.subset([name for name in registered.names if name in named])
 
 
 async def serve_stdio(config: McpWorldConfig) -> None:

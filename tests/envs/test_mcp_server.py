@@ -20,6 +20,7 @@ from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters
 from typer.testing import CliRunner
 
+from tests.pantry import install_pantry
 from toolgym.cli import app
 from toolgym.envs.demo import mock_task_paths
 from toolgym.envs.mcp_server import McpSetupError, http_app, make_config
@@ -296,3 +297,30 @@ def test_an_integer_for_a_string_parameter_is_coerced_unless_strict() -> None:
         close_all()
     assert not results[False].is_error and "$4,825.50" in _text(results[False])
     assert results[True].is_error and "account_number: Input should be a valid string" in _text(results[True])
+
+
+def test_a_task_set_mixing_an_app_and_a_registered_tool_is_served(tmp_path: Path) -> None:
+    """examples/pantry's task uses its app's tools and the registered tool ConvertUnits: over
+    stdio (a real `toolgym mcp` process where the package is installed) the episode offers both,
+    both answer, and the oracle's answer scores 1."""
+    site = install_pantry(tmp_path / "site")
+    server = _server_params("--tasks", "pantry", "--task", "pantry-convert-003")
+    server.env = {**(server.env or {}), "PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
+
+    async def main() -> tuple[list[str], list[types.CallToolResult], dict[str, Any]]:
+        async with Client(server) as client:
+            await client.get_prompt("pantry-convert-003")
+            names = [t.name for t in (await client.list_tools()).tools]
+            calls = [
+                await client.call_tool("get_item", {"item": "rice"}),
+                await client.call_tool("ConvertUnits", {"value": 2500, "source": "g", "target": "kg"}),
+                await client.call_tool("final_answer", {"text": "There are 2.5 kg of rice."}),
+            ]
+            episode = json.loads(_resource_text(await client.read_resource("toolgym://episode")))
+            return names, calls, episode
+
+    names, calls, episode = anyio.run(main)
+    assert names == ["get_item", "list_shelf", "use_item", "restock", "ConvertUnits", "final_answer"]
+    assert not any(c.is_error for c in calls), [_text(c) for c in calls]
+    assert "2500" in _text(calls[0]) and "2.5" in _text(calls[1])
+    assert episode["reward"] == 1.0, episode
