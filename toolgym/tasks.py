@@ -64,6 +64,9 @@ class TaskFileError(ValueError):
         self.problems = list(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled whole: a process pool hands it back
+        return (type(self), (self.problems,))
+
 
 class TaskUseError(TaskFileError, KeyError):
     """A problem found when a task is used (an unknown app, a tool the env does not have, a table
@@ -316,6 +319,9 @@ class ScenarioError(ValueError):
         self.task_id = task_id
         self.problem = problem
         self.lines = list(lines) or [f"user: {problem}"]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ScenarioError, (self.task_id, self.problem, self.lines))
 
 
 class Task(BaseModel):
@@ -603,6 +609,9 @@ class _ScenarioFileError(TaskFileError, ScenarioError):
         self.task_id, self.problem, self.lines = scenario.task_id, scenario.problem, scenario.lines
         self.problems = list(problems)
         ValueError.__init__(self, "\n".join(str(p) for p in self.problems))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_ScenarioFileError, (self.problems, ScenarioError(self.task_id, self.problem, self.lines)))
 
 
 class TaskSet:

@@ -112,15 +112,20 @@ def test_more_jobs_than_sets_forks_one_process_per_set(tmp_path: Path) -> None:
 def test_an_error_in_a_process_is_raised_by_the_caller(tmp_path: Path) -> None:
     good = _subset(_bundled("ctool"), 3, tmp_path / "ctool.jsonl")
     task = json.loads(_bundled("ctool").read_text(encoding="utf-8").splitlines()[0])
-    task["apps"] = ["no_such_app"]
+    # its golden chain replays (so the set is not refused up front); scoring it finds no such table
+    task["expected_state"] = [{"kind": "row_exists", "table": "no_such_table"}]
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(task) + "\n", encoding="utf-8")
 
     forked = _run_demo(tmp_path / "forked", 2, good, bad)
     alone = _run_demo(tmp_path / "alone", 1, good, bad)
     assert forked["forks"] == 2
-    assert forked["error"] == alone["error"] == "KeyError"
-    assert forked["message"] == alone["message"] and "no_such_app" in str(forked["message"])
+    # the table is named with the task's file, line and id
+    assert forked["error"] == alone["error"] == "TaskUseError"
+    assert forked["message"] == alone["message"]
+    assert str(forked["message"]).startswith(
+        f"{bad}:1: {task['id']}: state assertion names unknown table 'no_such_table'"
+    )
 
 
 def test_a_killed_process_is_reported_not_waited_for(tmp_path: Path) -> None:

@@ -151,6 +151,22 @@ def test_every_problem_of_a_file_is_reported_and_the_valid_tasks_are_read(tmp_pa
     assert isinstance(caught.value, ScenarioError) and caught.value.task_id == "d"
 
 
+def test_the_errors_cross_a_process_boundary_whole(tmp_path: Path) -> None:
+    import pickle
+
+    from toolgym.tasks import TaskUseError
+
+    path = write_tasks(
+        tmp_path / "tasks.jsonl", {"id": "a", "query": "q", "seeed": 1}, {"id": "b", "qury": "q"}
+    )
+    with pytest.raises(TaskFileError) as caught:
+        TaskSet.load(path)
+    for error in (caught.value, TaskUseError(caught.value.problems[:1]), ScenarioError("t", "goal: missing")):
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is type(error) and str(copy) == str(error)
+        assert getattr(copy, "problems", None) == getattr(error, "problems", None)
+
+
 def test_a_problem_leaves_out_what_is_not_known() -> None:
     assert str(TaskProblem("f.jsonl", 3, "t", "m")) == "f.jsonl:3: t: m"
     assert str(TaskProblem("f.jsonl", None, None, "m")) == "f.jsonl: m"
