@@ -101,7 +101,7 @@ def plan_run(config: RunConfig) -> RunPlan:
     limit = _limit(config)
     sets, sources, toolset = load_sets(config)
     _check_golden(config, sets)
-    _refuse_broken_golden(sets)
+    _refuse_broken_golden(sets, sources)
     sets, retrieval, notes = _retrieved(config, sets, toolset)
     faults = fault_plans(config.faults, sets)  # a bad plan stops the run before any episode
     user_config = endpoint_config(config.user, config.llm.timeout, config.llm.max_retries, "--user")
@@ -298,13 +298,15 @@ def _check_golden(config: RunConfig, sets: Sequence[tuple[str, TaskSet]]) -> Non
     )
 
 
-def _refuse_broken_golden(sets: Sequence[tuple[str, TaskSet]]) -> None:
+def _refuse_broken_golden(sets: Sequence[tuple[str, TaskSet]], sources: Sequence[TaskSource]) -> None:
     """A task whose golden chain fails unexpectedly would score every agent 0: refused before any
-    episode, in one line (its file:line, id and failing call)."""
+    episode, in one line (its file:line, id and failing call). Task files only: a benchmark's own
+    rows (mtu, teval, ...) keep its reference calls, which its suite scores, as they are."""
     from toolgym.envs.demo import BrokenGoldenChain, refuse_broken_golden
 
+    authored = [s for (_, s), source in zip(sets, sources, strict=True) if source.format == "toolgym"]
     try:
-        refuse_broken_golden(task for _, task_set in sets for task in task_set)
+        refuse_broken_golden(task for task_set in authored for task in task_set)
     except BrokenGoldenChain as exc:
         raise RunConfigError(str(exc), "--tasks") from None
 

@@ -118,11 +118,15 @@ def _load_toolgym(path: Path) -> TaskSet:
         raise TaskFileError(path, exc.message, f"line {exc.line}" if exc.line else None) from None
     for lineno, row in rows:
         try:
-            tasks.append(Task.model_validate(row))
+            task = Task.model_validate(row)
         except ValidationError as exc:
             bad = scenario_error(exc)
             problem = str(bad) if bad is not None else _validation_problem(exc)
             raise TaskFileError(path, f"invalid task: {problem}", f"line {lineno}") from None
+        # where it was read from, as TaskSet.load records it: a problem found when the task is
+        # used (its golden chain fails, an unknown app) names the file and line
+        task._origin = (str(path), lineno)
+        tasks.append(task)
     try:
         return TaskSet(tasks, base_dir=path.parent)
     except ValueError as exc:

@@ -359,6 +359,6 @@ def test_a_task_whose_golden_chain_fails_is_refused_before_any_episode(tmp_path:
         )
         assert result.exit_code == 2, result.output
         said = flat(result.output)
-        assert "mtu-transfer-011: golden call #0 transfer_funds(" in said, said
+        assert f"{tasks}:1: mtu-transfer-011: golden call #0 transfer_funds(" in said, said
         assert "account '999999' not found" in said
         assert not (tmp_path / "x").exists()
