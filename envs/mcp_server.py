@@ -536,9 +536,10 @@ def make_config(
     strict_arguments: bool = False,
 ) -> McpWorldConfig:
     """The server of `toolgym mcp`: a task set (its worlds, and the registered tools its tasks use
-    beside them: `tools_beside_worlds`), or one open world of `apps`, or (neither) the built-in
+    beside them: `toolservers.registry.tools_beside_worlds`), or one open world of `apps`, or (neither) the built-in
     tool set."""
     from toolgym.mocks.apps import get_app
+    from toolgym.toolservers.registry import tools_beside_worlds
 
     for name in apps:
         try:
@@ -573,21 +574,6 @@ def make_config(
         trace_dir=trace_dir,
         strict_arguments=strict_arguments,
     )
-
-
-def tools_beside_worlds(tasks: TaskSet) -> ToolSet:
-    """The registered tools (toolgym's and plug-ins') the tasks use beside their apps' worlds:
-    every one for a task without apps (its episode offers the built-in tool set), else those a
-    task with apps names (`ConvertUnits` beside the pantry app), so it is offered with the app's."""
-    if all(t.apps and not t.tools for t in tasks):
-        return ToolSet()
-    from toolgym.toolservers.registry import default_toolset
-
-    registered = default_toolset()
-    if any(not t.apps for t in tasks):
-        return registered
-    named = {name for t in tasks for name in t.tools or ()}
-    return registered.subset([name for name in registered.names if name in named])
 
 
 async def serve_stdio(config: McpWorldConfig) -> None:

@@ -8,8 +8,9 @@ against ToolEnv with its tool calls recorded to a cassette beside the test and r
 
 Fixtures: `toolgym_env` (a ToolEnv over the marker's tasks, with the cassette as its tool layer),
 `toolgym_world` (a MockWorld of the marker's apps and seed), `toolgym_cassette` (the test's
-cassette), `toolgym_tools` (the tools beside the worlds: none by default; override it in a
-conftest to give your own) and `toolgym_record_mode`.
+cassette), `toolgym_tools` (the tools beside the worlds: by default the registered tools, toolgym's
+and plug-ins', that the marker's tasks name, or all of them for tasks without apps; override it in
+a conftest to give your own) and `toolgym_record_mode`.
 
 Record modes, named and behaving as in pytest-recording (vcrpy's record modes):
   none          replay only (the default, for CI): a call with no recording fails the test, naming
@@ -45,6 +46,7 @@ RECORD_MODES: tuple[str, ...] = get_args(RecordMode)
 MARKER = "toolgym"
 SECRET_ENV = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
 _CASSETTES = pytest.StashKey[Cassette]()
+_TASKS: pytest.StashKey[TaskSet | None] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -145,9 +147,35 @@ def toolgym_cassette(
 
 
 @pytest.fixture
-def toolgym_tools() -> ToolSet:
-    """The tools offered beside the mock worlds; override in a conftest to test your own."""
-    return ToolSet()
+def toolgym_tools(request: pytest.FixtureRequest) -> ToolSet:
+    """The tools offered beside the mock worlds: the registered tools the marker's tasks name (all
+    of them for a task without apps; none without tasks). Override in a conftest to test your own."""
+    from toolgym.toolservers.registry import tools_beside_worlds
+
+    tasks = marker_tasks(request)
+    return tools_beside_worlds(tasks) if tasks is not None else ToolSet()
+
+
+def marker_tasks(request: pytest.FixtureRequest) -> TaskSet | None:
+    """The marker's task set (a registered set's name or a file), restricted to its apps if it
+    names any; None without one. Read once per test."""
+    from toolgym.envs.demo import resolve_task_set
+
+    stash: pytest.Stash = request.node.stash
+    if _TASKS in stash:
+        return stash[_TASKS]
+    options = _marker(request)
+    tasks: TaskSet | None = None
+    if options.get("tasks") is not None:
+        try:
+            tasks = resolve_task_set(options["tasks"])
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        apps = set(options.get("apps") or ())
+        if apps:
+            tasks = TaskSet([t for t in tasks if t.apps and set(t.apps) <= apps], base_dir=tasks.base_dir)
+    stash[_TASKS] = tasks
+    return tasks
 
 
 @pytest.fixture
@@ -173,21 +201,10 @@ def toolgym_env(
 ) -> Iterator[ToolEnv]:
     """A ToolEnv over the marker's task set (restricted to its apps, if given) with the test's
     cassette; every tool call goes through it."""
-    from toolgym.envs.demo import resolve_task_set
-
     options = _marker(request)
-    tasks: TaskSet | None = None
-    if options.get("tasks") is not None:
-        try:
-            tasks = resolve_task_set(options["tasks"])
-        except ValueError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        apps = set(options.get("apps") or ())
-        if apps:
-            tasks = TaskSet([t for t in tasks if t.apps and set(t.apps) <= apps], base_dir=tasks.base_dir)
     env = ToolEnv(
         toolgym_tools,
-        tasks,
+        marker_tasks(request),
         protocol=str(options.get("protocol", "react")),
         max_steps=int(options.get("max_steps", 10)),
         cassette=toolgym_cassette,

@@ -9,10 +9,11 @@ read from the environment (see toolservers/gta/config.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolgym.plugins import Plugin, PluginError, call_factory, collect
+from toolgym.tasks import Task
 from toolgym.tools import BaseTool, Tool, ToolSet
 from toolgym.toolservers.gta.config import ModelConfig
 
@@ -87,6 +88,21 @@ def tool_owners(config: ModelConfig | None = None) -> dict[str, Plugin]:
     """Each registered tool's name and the entry point that registered it."""
     _, owners = collect("tools", lambda _plugin, loaded: _tools_of(loaded, config))
     return owners
+
+
+def tools_beside_worlds(tasks: Iterable[Task]) -> ToolSet:
+    """The registered tools (toolgym's and plug-ins') that tasks use beside their apps' worlds:
+    every one for a task without apps (its episode offers the built-in tool set), else those a
+    task with apps names (`ConvertUnits` beside the pantry app). A name no one registered is
+    left to the env, which says which task names it when the task is used."""
+    tasks = list(tasks)
+    if all(t.apps and not t.tools for t in tasks):
+        return ToolSet()
+    registered = default_toolset()
+    if any(not t.apps for t in tasks):
+        return registered
+    named = {name for t in tasks for name in t.tools or ()}
+    return registered.subset([name for name in registered.names if name in named])
 
 
 def default_toolset(config: ModelConfig | None = None) -> ToolSet:

@@ -161,3 +161,50 @@ def test_marked(toolgym_env):
 def test_entry_point_is_declared() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert project["project"]["entry-points"]["pytest11"] == {"toolgym": "toolgym.recorder.pytest_plugin"}
+
+
+MIXED_TASKS = (
+    '{"id": "bank-and-calc", "query": "My balance, and 6 times 7?", "apps": ["mtu_banking"], '
+    '"tools": ["get_account_balance", "Calculator"]}\n'
+    '{"id": "names-a-ghost", "query": "Teleport me.", "apps": ["mtu_banking"], '
+    '"tools": ["get_account_balance", "Teleport"]}\n'
+)
+MIXED_TESTS = """
+from pathlib import Path
+
+import pytest
+
+from toolgym.actions import ToolCall
+
+TASKS = str(Path(__file__).with_name("mixed.jsonl"))
+
+
+@pytest.mark.toolgym(tasks=TASKS)
+def test_mixed(toolgym_env):
+    toolgym_env.reset(options={"task": "bank-and-calc"})
+    assert [t.name for t in toolgym_env.offered] == ["get_account_balance", "Calculator"]
+    obs, *_ = toolgym_env.step(ToolCall(name="Calculator", arguments={"expression": "6*7"}))
+    assert "42" in obs
+    obs, *_ = toolgym_env.step(ToolCall(name="get_account_balance", arguments={"account_number": "123456"}))
+    assert "4,825.50" in obs
+
+
+@pytest.mark.toolgym(tasks=TASKS)
+def test_ghost(toolgym_env):
+    toolgym_env.reset(options={"task": "names-a-ghost"})
+"""
+
+
+def test_the_env_offers_the_registered_tools_a_task_names(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No `toolgym_tools` override: a task with an app and a registered tool (Calculator) gets
+    both; a task naming a tool that exists nowhere fails in one line naming its file, line and id."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    (pytester.path / "mixed.jsonl").write_text(MIXED_TASKS, encoding="utf-8")
+    pytester.makepyfile(test_mixed=MIXED_TESTS)
+    result = _run(pytester, "--toolgym-record-mode=once")
+    result.assert_outcomes(passed=1, failed=1)
+    ghost = [line for line in result.stdout.lines if line.startswith("E ") and "names-a-ghost" in line]
+    assert len(ghost) == 1, ghost
+    assert ghost[0].endswith("mixed.jsonl:2: names-a-ghost: tools not in this registry: ['Teleport']")
