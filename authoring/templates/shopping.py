@@ -306,6 +306,39 @@ def remove_from_cart(d: Draft) -> None:
     )
 
 
+def reorder(d: Draft) -> None:
+    order = d.pick(
+        "SELECT o.order_id, o.customer_id FROM shop_orders o WHERE o.status = 'delivered' AND o.customer_id NOT IN"
+        " (SELECT customer_id FROM shop_cart_items) ORDER BY o.order_id"
+    )
+    method = d.choice(["wallet", "pay_on_delivery"])
+    d.knows(order["order_id"], order["customer_id"])
+    d.query(
+        [
+            "I'm customer {c}. Order everything from my order {o} again, same quantities, and pay {m}.",
+            "Customer {c}: please put the items of order {o} back in my cart and check out, paying {m}.",
+            "Could you repeat my order {o} for me? Same items and amounts, paid {m}. My customer ID is {c}.",
+        ],
+        c=order["customer_id"],
+        o=order["order_id"],
+        m="with my wallet" if method == "wallet" else "on delivery",
+    )
+    items = d.call("get_order", order_id=order["order_id"])["order"]["items"]
+    for item in items:
+        d.call(
+            "add_to_cart",
+            customer_id=order["customer_id"],
+            product_id=item["product_id"],
+            quantity=item["quantity"],
+        )
+    placed = d.call("place_order", customer_id=order["customer_id"], payment_method=method)["order"]
+    d.answer(
+        f"Reordered {len(items)} item{'s' if len(items) > 1 else ''} from {order['order_id']}:"
+        f" ${money(placed['total'])} in total.",
+        plain(placed["total"]),
+    )
+
+
 def refuse_return(d: Draft) -> None:
     order = _order(d, "delivered")["order_id"]
     d.knows(order)
@@ -339,6 +372,7 @@ TEMPLATES = [
     Template("shopping.cancel_latest_order", APP, cancel_latest),
     Template("shopping.cancel_ask_order", APP, cancel_ask),
     Template("shopping.remove_from_cart", APP, remove_from_cart),
+    Template("shopping.reorder_past_order", APP, reorder),
     Template("shopping.refuse_return", APP, refuse_return),
     Template("shopping.refuse_cancel", APP, refuse_cancel),
 ]
