@@ -14,6 +14,7 @@ from toolgym.authoring.generate import Draft, Skip, Template
 from toolgym.authoring.templates.banking import _account, _customer_with
 from toolgym.authoring.templates.common import money, plain
 from toolgym.authoring.templates.ctool import _friend, _message_friend
+from toolgym.authoring.templates.shopping import THING
 
 
 def _cart_customer(d: Draft) -> str:
@@ -60,13 +61,14 @@ def buy_and_set_aside(d: Draft) -> None:
     d.knows(shopper, banker)
     d.query(
         [
-            "Order the cheapest in-stock {b} {c} product for me (shop customer {s}), paying on delivery, and move"
+            "Order the cheapest in-stock {b} {t} for me (shop customer {s}), paying on delivery, and move"
             " the order total from my checking to my savings (bank customer {k}) so the money is set aside.",
             "I'm {s} at the shop and {k} at the bank. Buy the least expensive {c} item from {b} that's in stock,"
             " cash on delivery, then transfer exactly its total from checking into savings.",
         ],
         b=row["brand"],
         c=row["category"],
+        t=THING[row["category"]],
         s=shopper,
         k=banker,
     )

@@ -18,6 +18,11 @@ REASONS = (
     "I changed my mind",
     "it's no longer needed",
 )
+# a category as a person names one thing of it: "the cheapest Playfort toy"
+THING = {
+    "beauty": "beauty product", "books": "book", "clothing": "piece of clothing", "electronics": "gadget",
+    "home": "home item", "kitchen": "kitchen tool", "sports": "sports item", "toys": "toy",
+}  # fmt: skip
 SORTS = {
     "cheapest": ("price", "asc"),
     "best-rated": ("rating", "desc"),
@@ -149,14 +154,15 @@ def add_to_cart(d: Draft) -> None:
     d.knows(customer)
     d.query(
         [
-            "I'm customer {c}. Put {q} of the cheapest {b} {k} item in stock into my cart.",
+            "I'm customer {c}. Put {q} of the cheapest {b} {t} in stock into my cart.",
             "Customer {c}: add {q} of the least expensive in-stock {k} product from {b} to my cart.",
-            "Please find the cheapest {k} thing {b} makes that's in stock and add {q} to my cart; I'm customer {c}.",
+            "Please find the cheapest {t} {b} makes that's in stock and add {q} to my cart; I'm customer {c}.",
         ],
         c=customer,
         q=quantity,
         b=brand,
         k=category,
+        t=THING[category],
     )
     products = d.call(
         "search_products", category=category, brand=brand, in_stock_only=True, sort_by="price", page_size=5
@@ -183,13 +189,14 @@ def buy_product(d: Draft) -> None:
     d.knows(customer)
     d.query(
         [
-            "I'm customer {c}. Buy me the cheapest {b} {k} item in stock and pay with my wallet.",
+            "I'm customer {c}. Buy me the cheapest {b} {t} in stock and pay with my wallet.",
             "Customer {c}: order the least expensive {k} product from {b} that's available, paid from my wallet.",
             "Please purchase the cheapest in-stock {b} {k} product for me with my store wallet; customer ID {c}.",
         ],
         c=customer,
         b=brand,
         k=category,
+        t=THING[category],
     )
     products = d.call(
         "search_products", category=category, brand=brand, in_stock_only=True, sort_by="price", page_size=5
