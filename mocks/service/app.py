@@ -68,7 +68,7 @@ from toolgym.http import (
     secure,
 )
 from toolgym.mocks.world import MockWorld
-from toolgym.tasks import GoldenStep
+from toolgym.tasks import GoldenStep, validation_lines
 from toolgym.tools import DEFAULT_CLOCK, BaseTool
 
 SERVICE_NAME = "toolgym-mocks"
@@ -556,12 +556,17 @@ def _add_state_routes(app: FastAPI, manager: SessionManager) -> None:
 
 def _state_scores(session: Session, body: ScoreBody) -> dict[str, float]:
     """`toolgym.envs.rewards.state_scores` on the session's world: the golden chain replayed on a
-    fresh world must reach the same hash, and the assertions must hold."""
+    fresh world must reach the same hash (each call doing what its step says: succeeding, or
+    failing with its `expect_error`), and the assertions must hold."""
     from toolgym.mocks.rewards import STATE_ASSERTIONS, GoldenReplayError, check_assertions, replay_golden
 
     world = session.world
     try:
         assertions = STATE_ASSERTIONS.validate_python(body.expected_state)
+    except ValidationError as exc:  # short lines, as a task file's problems read
+        problems = "; ".join(validation_lines(exc.errors(), within=("expected_state",)))
+        raise ServiceError(400, "bad_request", f"score: {problems}") from None
+    try:
         golden = replay_golden(
             body.apps or session.apps,
             world.seed if body.seed is None else body.seed,

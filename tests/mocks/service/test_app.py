@@ -234,6 +234,14 @@ def test_score_holds_the_golden_chain_to_its_expected_errors(client: MockService
         update={"golden": [GoldenStep(action=pay, expect_error=ErrorKind.TOOL_ERROR)]}
     )
     assert world.state_scores(meant_to_fail)["golden_error"] == 1.0
+    # a bad assertion (a task built in code, never read from a file) is a short line, no pydantic dump
+    bad_kind = tried.model_copy(update={"expected_state": [{"kind": "row_exist", "table": "bank_accounts"}]})
+    with pytest.raises(MockServiceError) as caught:
+        world.state_scores(bad_kind)
+    assert "expected_state[0]: unknown kind 'row_exist'" in caught.value.message
+    assert (
+        "validation error" not in caught.value.message and "errors.pydantic.dev" not in caught.value.message
+    )
     world.close()
 
 
