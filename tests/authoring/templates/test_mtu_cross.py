@@ -29,12 +29,18 @@ def _values(found: object) -> set[str]:
     return {str(found)}
 
 
+# chains whose first call decides between values the query gives (the forecast picks the alarm's
+# time or the thermostat's setting) or that read two apps side by side: nothing is carried over
+DECIDED = {"mtu.cross.weather_alarm", "mtu.cross.weather_thermostat", "mtu.cross.trip_weather"}
+
+
 def test_later_calls_use_what_earlier_calls_returned() -> None:
     from toolgym.actions import ToolCall
     from toolgym.mocks.world import MockWorld
 
     result = generated(TEMPLATES, 1)
     assert {len(t.metadata["apps"]) for t in result.all_tasks} == {2, 3}
+    assert DECIDED < {t.name for t in TEMPLATES}
     for task in result.all_tasks:
         world = MockWorld(list(task.apps or ()), seed=task.seed, clock=task.clock)
         try:
@@ -48,6 +54,6 @@ def test_later_calls_use_what_earlier_calls_returned() -> None:
                 # an argument the query does not say, that an earlier call returned
                 carried |= any(v in returned and v not in task.query for v in given)
                 returned |= _values(world.step(action).content)
-            assert carried, task.query
+            assert carried or task.metadata["template"] in DECIDED, task.query
         finally:
             world.close()
