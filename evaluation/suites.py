@@ -8,8 +8,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolgym.evaluation.base import EvaluationError, MetricSuite
+from toolgym.evaluation.base import EvaluationError, MetricSuite, Mode, SuiteResult
 from toolgym.plugins import Plugin, PluginError, Registry
+from toolgym.tasks import TaskSet
+from toolgym.trace import Trace
 
 
 def _suite_of(plugin: Plugin, loaded: Any) -> list[tuple[str, MetricSuite]]:
@@ -31,6 +33,30 @@ def get_suite(name: str) -> MetricSuite:
         return SUITES[name]
     except KeyError:
         raise EvaluationError(f"unknown metric suite {name!r}; known: {', '.join(sorted(SUITES))}") from None
+
+
+def score_suite(name: str, traces: Sequence[Trace], tasks: TaskSet | None, mode: Mode) -> SuiteResult:
+    """The suite's result. A suite that raises (anything but EvaluationError, its own way of
+    saying it cannot score) or returns something other than a SuiteResult is an EvaluationError
+    on one line naming the suite, its package and its entry point: a plug-in's bug is its
+    author's to fix, and the other suites still score."""
+    suite = get_suite(name)
+    try:
+        result = suite.score(traces, tasks, mode)
+    except EvaluationError:
+        raise
+    except Exception as exc:
+        detail = " ".join(str(exc).split())
+        raise EvaluationError(
+            f"suite {name!r} ({SUITES.owner(name).describe()}) failed: {type(exc).__name__}"
+            + (f": {detail}" if detail else "")
+        ) from exc
+    if not isinstance(result, SuiteResult):
+        raise EvaluationError(
+            f"suite {name!r} ({SUITES.owner(name).describe()}) returned a {type(result).__name__}, "
+            "not a SuiteResult"
+        )
+    return result
 
 
 # The benchmark a bundled task set belongs to. Tasks loaded from a benchmark's own files say it

@@ -65,7 +65,7 @@ def _score_suite(
     name: str, loaded: Sequence[LoadedTrace], benchmarks: Sequence[str | None], task_set: TaskSet, mode: str
 ) -> SuiteResult | str:
     """One suite on the traces of its benchmark, or why it could not score them."""
-    from toolgym.evaluation.suites import applicable, get_suite
+    from toolgym.evaluation.suites import applicable, score_suite
 
     keep, skipped = applicable(name, benchmarks)
     others = ", ".join(f"{bench} {n}" for bench, n in sorted(skipped.items()))
@@ -74,8 +74,8 @@ def _score_suite(
             f" (they belong to: {others})" if others else ""
         )
     try:
-        result = get_suite(name).score(
-            [loaded[i].trace for i in keep], task_set, "compat" if mode == "compat" else "fixed"
+        result = score_suite(
+            name, [loaded[i].trace for i in keep], task_set, "compat" if mode == "compat" else "fixed"
         )
     except EvaluationError as exc:
         return str(exc)

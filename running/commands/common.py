@@ -190,7 +190,8 @@ def print_results(results: Mapping[str, SuiteResult], failures: Mapping[str, str
         for note in result.notes:
             console.print(f"note: {escape(note)}")
     for name, message in failures.items():
-        console.print(f"[red]{escape(name)}: not scored[/red]: {escape(message)}")
+        # one line whatever the terminal's width: it names the suite, and a plug-in's package
+        console.print(f"[red]{escape(name)}: not scored[/red]: {escape(message)}", soft_wrap=True)
     if results:
         console.print("what each metric means: toolgym eval --explain")
 
