@@ -4,6 +4,7 @@ the values the call returned. Plain, but verified like every generated task."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -21,10 +22,31 @@ PHRASINGS = (
 MAX_ANSWER_VALUES = 2
 
 
+# a description that starts with a verb reads as a request without it: "Get the alarms ..." -> "the alarms ..."
+VERBS = (
+    "get ",
+    "list ",
+    "find ",
+    "search for ",
+    "search ",
+    "return ",
+    "returns ",
+    "show ",
+    "look up ",
+    "fetch ",
+    "query ",
+)
+
+
 def _what(tool: BaseTool) -> str:
     """The tool's description as the object of a request: "The current balance of one account."
-    -> "the current balance of one account"."""
-    first = (tool.description or tool.name.replace("_", " ")).strip().split("\n")[0].rstrip(".")
+    -> "the current balance of one account"; up to its first colon or semicolon."""
+    first = (tool.description or tool.name.replace("_", " ")).strip().split("\n")[0]
+    first = re.split(r"[:;]|\. ", first)[0].rstrip(".").strip()
+    for verb in VERBS:
+        if first.lower().startswith(verb):
+            first = first[len(verb) :]
+            break
     return first[:1].lower() + first[1:]
 
 
@@ -59,9 +81,9 @@ def _read_template(tool_name: str) -> Callable[[Draft], None]:
         columns = _columns(d.world)
         arguments: dict[str, Any] = {}
         for param in tool.params:
-            if param.optional:
-                continue
             table = columns.get(param.name)
+            if param.optional and (table is None or d.rng.random() < 0.5):
+                continue  # an optional filter the tables can fill, half the time: more distinct tasks
             if table is None:
                 raise Skip(f"no column gives {tool_name}'s {param.name}")
             row = d.pick(
@@ -84,7 +106,9 @@ def _read_template(tool_name: str) -> Callable[[Draft], None]:
 
 
 def fallback_templates(app: str) -> list[Template]:
-    """A read template per read API of `app` that takes only parameters its tables can fill."""
+    """A read template per read API of `app`: its required parameters, and half the time each
+    optional one, filled from a column of the same name (a draft whose parameter no column fills is
+    skipped)."""
     world = MockWorld([app])
     try:
         reads = sorted(t.name for t in world.tools if not t.mutates_state)
