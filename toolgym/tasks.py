@@ -172,8 +172,8 @@ class TaskFile(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str  # how the task and the agent refer to it, e.g. "image/receipt.png"
-    path: str  # where the bytes are, relative to the task set file
+    name: str = Field(description='how the task and the agent refer to it, e.g. "image/receipt.png"')
+    path: str = Field(description="where the bytes are, relative to the task file")
     type: FileKind = "image"
 
 
@@ -184,7 +184,9 @@ class GoldenStep(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     action: ToolCall | FinalAnswer | NoCall | AskUser = Field(discriminator="type")
-    expected: Any = None  # expected observation content (JSON); None when not checked
+    expected: Any = Field(
+        default=None, description="the result the call should give (JSON); null: not checked"
+    )
     # the kind of error this tool call must fail with ("try, get the 409, explain"); a golden call
     # without it must not fail. Left out of dumps when absent, so older tasks dump and hash as before
     expect_error: ErrorKind | None = Field(
@@ -214,9 +216,15 @@ class AnswerSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    whitelist: list[list[str]] | None = None
-    blacklist: list[list[str]] | None = None
-    references: list[str] | None = None
+    whitelist: list[list[str]] | None = Field(
+        default=None, description="groups of aliases: every group matched by one of its aliases"
+    )
+    blacklist: list[list[str]] | None = Field(
+        default=None, description="groups of aliases none of which may appear"
+    )
+    references: list[str] | None = Field(
+        default=None, description="reference answers, scored by similarity (when there is no whitelist)"
+    )
 
 
 # A "word character" for answer boundaries: letters and digits of spaced scripts. Han, kana and
@@ -330,31 +338,43 @@ class Task(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str
-    query: str
-    files: list[TaskFile] = Field(default_factory=list)
-    tools: list[str] | None = None  # the tool subset offered; None = every tool of the env
-    golden: list[GoldenStep] = Field(default_factory=list)
-    answer: AnswerSpec | None = None
-    clock: datetime = DEFAULT_CLOCK
-    seed: int = 0
-    category: str | None = None
-    max_steps: int | None = None
+    id: str = Field(description="the task's name, unique in its file")
+    query: str = Field(description="what the user asks")
+    files: list[TaskFile] = Field(default_factory=list, description="files the agent is given")
+    tools: list[str] | None = Field(
+        default=None, description="the tools offered (names); null: every tool of the env"
+    )
+    golden: list[GoldenStep] = Field(
+        default_factory=list, description="the reference chain: what a correct agent does"
+    )
+    answer: AnswerSpec | None = Field(default=None, description="how the final answer is scored")
+    clock: datetime = Field(default=DEFAULT_CLOCK, description="the world's simulated now at the start")
+    seed: int = Field(default=0, description="seeds the world's data and the episode")
+    category: str | None = Field(default=None, description="a label reports group tasks by")
+    max_steps: int | None = Field(default=None, description="the task's step limit; null: the env's")
     # scripted user: the replies AskUser actions get, in order (multi-turn tasks)
-    user_replies: list[str] = Field(default_factory=list)
+    user_replies: list[str] = Field(
+        default_factory=list, description="a scripted user: the replies the agent's questions get, in order"
+    )
     # a simulated user (toolgym.envs.users); takes precedence over user_replies when set. Left
     # out of dumps when absent, so older tasks dump and hash (trace headers' task_hash) as before
-    user: UserScenario | None = Field(default=None, exclude_if=lambda v: v is None)
+    user: UserScenario | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="a simulated user (takes precedence over user_replies)",
+    )
     # mock apps the task's world needs (names in toolgym.mocks.apps), and the expected final
     # state: state assertions as JSON (StateAssertion, checked when the task is read, kept as the
     # dicts they were written as so dumps and hashes do not change); the golden chain replayed on
     # a fresh world gives the expected state hash
-    apps: list[str] | None = None
+    apps: list[str] | None = Field(default=None, description="the mock apps the task's world is made of")
     expected_state: list[dict[str, Any]] = Field(
         default_factory=list,
         description="state assertions on the final state: row_exists, row_absent, field_equals, count",
     )
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="anything else (suites and tools read their own keys)"
+    )
 
     _origin: tuple[str, int] | None = PrivateAttr(default=None)
 
