@@ -1,9 +1,12 @@
 """How fast `toolgym generate` makes verified tasks, and whether the oracle solves all of them
 (issue 36, item 5): the real command in a subprocess, timed from start to the file written, every
 task through toolgym check's checker on the way (its oracle episode included); then, as a second
-opinion, `toolgym run --agent oracle` over the whole file (timed apart: not part of the target).
+opinion, `toolgym run --agent oracle` over a seeded sample of the file, or all of it with
+`--run-sample 0` (timed apart: not part of the target; a run writes a trace per episode, and on
+this machine under load the whole file takes an hour).
 
-    PYTHONPATH=. .venv/bin/python bench/generate_tasks.py [--n 10000] [--apps ...] [--cold] [--no-run]
+    PYTHONPATH=. .venv/bin/python bench/generate_tasks.py [--n 10000] [--apps ...] [--cold]
+        [--run-sample 1000 | --no-run]
 
 `--cold` empties nothing but turns the disk cache of seeded worlds off (TOOLGYM_CACHE=0), so every
 world is seeded in the run, as on a fresh machine. The machine's load (os.getloadavg) is printed
@@ -75,7 +78,8 @@ def main() -> None:
     parser.add_argument(
         "--cold", action="store_true", help="no disk cache of seeded worlds (TOOLGYM_CACHE=0)"
     )
-    parser.add_argument("--no-run", action="store_true", help="skip the oracle's run over the file")
+    parser.add_argument("--no-run", action="store_true", help="skip the oracle's run")
+    parser.add_argument("--run-sample", type=int, default=1000, help="tasks the oracle's run takes (0: all)")
     parser.add_argument("--out", type=Path, default=None, help="folder for the tasks and the run")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="toolgym-generate-"))
@@ -123,21 +127,25 @@ def main() -> None:
     if args.no_run:
         return
     workers = str(os.cpu_count() or 1)
-    print(f"oracle run: load before {_load()}")
-    run, run_seconds = _toolgym(
-        [
-            "run",
-            "--agent",
-            "oracle",
-            "--tasks",
-            str(tasks),
-            "--out",
-            str(out / "oracle"),
-            "--workers",
-            workers,
-        ],
-        env,
-    )
+    lines = tasks.read_text(encoding="utf-8").splitlines(keepends=True)
+    sample = tasks
+    if 0 < args.run_sample < len(lines):
+        sample = out / "oracle-sample.jsonl"
+        picked = sorted(random.Random(0).sample(range(len(lines)), args.run_sample))
+        sample.write_text("".join(lines[i] for i in picked), encoding="utf-8")
+    print(f"oracle run over {sample.name}: load before {_load()}")
+    command = [
+        "run",
+        "--agent",
+        "oracle",
+        "--tasks",
+        str(sample),
+        "--out",
+        str(out / "oracle"),
+        "--workers",
+        workers,
+    ]
+    run, run_seconds = _toolgym(command, env)
     found = re.search(r"success: (\d+)/(\d+) episodes = ([\d.]+)%", run.stdout)
     if run.returncode != 0 or found is None:
         sys.exit(f"toolgym run failed ({run.returncode}): {run.stdout[-2000:]} {run.stderr[-2000:]}")
