@@ -125,8 +125,8 @@ def _venue(d: Draft, city: str | None = None) -> dict[str, Any]:
     )
 
 
-def _table_time(d: Draft, venue: dict[str, Any]) -> str:
-    first, last = int(venue["opens"][:2]) + 1, int(venue["closes"][:2]) - 2
+def _table_time(d: Draft, venue: dict[str, Any], earliest: int = 0) -> str:
+    first, last = max(earliest, int(venue["opens"][:2]) + 1), int(venue["closes"][:2]) - 2
     if last < first:
         raise Skip("short opening hours")
     return f"{d.rng.randint(first, last):02d}:{d.choice(['00', '30'])}"
@@ -134,7 +134,7 @@ def _table_time(d: Draft, venue: dict[str, Any]) -> str:
 
 def dinner_and_ride(d: Draft) -> None:
     venue = _venue(d, "San Francisco")
-    at = _table_time(d, venue)
+    at = _table_time(d, venue, earliest=17)  # "tonight"
     n, said = people(d)
     kind = d.choice(["Regular", "Luxury"] if n > 2 else ["Pool", "Regular", "Luxury"])
     d.query(

@@ -496,14 +496,27 @@ def set_thermostat_ask(d: Draft) -> None:
 
 def refuse_lock(d: Draft) -> None:
     door = d.pick("SELECT door FROM mtu_smart_home_doors ORDER BY door")["door"]
-    d.query(["Lock the {x} for me.", "Please lock the {x} now."], x=door)
+    d.query(
+        [
+            "Lock the {x} for me.",
+            "Please lock the {x} now.",
+            "I forgot to lock the {x}; can you lock it?",
+            "Make sure the {x} gets locked tonight.",
+        ],
+        x=door,
+    )
     d.refuse(["lock_door"], f"I'm sorry, I can't lock the {door}: no lock tool is available to me.")
 
 
 def refuse_unlock(d: Draft) -> None:
     door = d.pick("SELECT door FROM mtu_smart_home_doors WHERE lock_status = 'locked' ORDER BY door")["door"]
     d.query(
-        ["Unlock the {x}, my friend is arriving.", "Please open the lock on the {x}."],
+        [
+            "Unlock the {x}, my friend is arriving.",
+            "Please open the lock on the {x}.",
+            "Can you unlock the {x} for the delivery?",
+            "Let the dog walker in: unlock the {x}.",
+        ],
         x=door,
     )
     d.refuse(
@@ -835,7 +848,13 @@ def balance(d: Draft) -> None:
 def balance_by_type(d: Draft) -> None:
     kind = d.choice(["checking", "savings"])
     d.query(
-        ["How much do I have in my {k} account?", "What's my {k} balance?", "Check my {k} account balance."],
+        [
+            "How much do I have in my {k} account?",
+            "What's my {k} balance?",
+            "Check my {k} account balance.",
+            "What's left in {k} right now?",
+            "Tell me my {k} account's balance, please.",
+        ],
         k=kind,
     )
     b = d.call("CheckBalance", account_type=kind)

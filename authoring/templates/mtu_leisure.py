@@ -191,17 +191,18 @@ def cambridge_food(d: Draft) -> None:
     )
     d.query(
         [
-            "Is there a {f} restaurant {a} of Cambridge?",
+            "Is there {n} restaurant {a} of Cambridge?",
             "I want {f} food {a} of town. Any suggestions, with the address?",
             "Find me somewhere serving {f} food {a}.",
         ],
-        f=row["cuisine"].lower(),
+        f=row["cuisine"],
+        n=f"{'an' if row['cuisine'][0] in 'AEIOU' else 'a'} {row['cuisine']}",
         a=CAMBRIDGE_AREAS[row["area"]],
     )
     found = d.call("SearchRestaurant", area=row["area"], food=row["cuisine"].lower())["restaurants"]
     r = one(found, "restaurant")
     d.answer(
-        f"{r['name']} serves {row['cuisine'].lower()} food at {r['address']} ({r['pricerange']}).",
+        f"{r['name']} serves {row['cuisine']} food at {r['address']} ({r['pricerange']}).",
         str(r["name"]),
     )
 
@@ -533,7 +534,7 @@ def refuse_delete_playlist(d: Draft) -> None:
 
 
 # ---- events and attractions ---------------------------------------------------------------------
-EVENT_WORDS = {"Music": "concerts", "Sports": "games", "Theater": "plays and shows"}
+EVENT_WORDS = {"Music": "concerts", "Sports": "sports games", "Theater": "plays and shows"}
 
 
 def next_events(d: Draft) -> None:

@@ -924,9 +924,19 @@ def taxi_price(d: Draft) -> None:
 
 def ride_ask_destination(d: Draft) -> None:
     dest, kind = d.choice(DESTINATIONS), d.choice(sorted(RIDE_TYPES))
-    d.query(["Get me a {k} ride for one person.", "I need a {k} cab right now, just me."], k=RIDE_TYPES[kind])
+    seats = d.choice([1, 2] if kind == "Pool" else [1, 2, 3, 4])
+    d.query(
+        [
+            "Get me a {k} ride for {n}.",
+            "I need a {k} cab right now for {n}.",
+            "Call a {k} car for {n}, please.",
+            "Order us a {k} ride, {n}.",
+        ],
+        k=RIDE_TYPES[kind],
+        n="one person" if seats == 1 else f"{NUMBER_WORDS[seats]} people",
+    )
     said = d.ask("destination", dest, "Where would you like to go?", keywords=["where"])
-    r = d.call("GetRide", destination=said, number_of_seats="1", ride_type=kind)
+    r = d.call("GetRide", destination=said, number_of_seats=str(seats), ride_type=kind)
     d.answer(
         f"Your {RIDE_TYPES[kind]} ride to {dest} is booked: ${money(r['ride_fare'])}.", plain(r["ride_fare"])
     )
