@@ -53,10 +53,9 @@ class GoldenReplayError(RuntimeError):
 def _outcome(obs: Observation, expected: ErrorKind | None) -> str:
     """What went wrong with a golden call, in words, on one line."""
     text = " ".join(obs.text.split())
-    if obs.error is not None:  # the observation's text starts with the kind the line names already
-        text = text.removeprefix(f"{obs.error.kind}: ")
     if obs.error is None:
         return f"was expected to fail with {expected} (expect_error) but succeeded: {text}"
+    text = text.removeprefix(f"{obs.error.kind}: ")  # the line names the kind already
     if expected is None:
         return f"failed ({obs.error.kind}): {text}"
     return f"failed with {obs.error.kind}, expected {expected} (expect_error): {text}"
