@@ -90,11 +90,12 @@ def arxiv_ask_title(d: Draft) -> None:
     paper = arxiv_paper(d)
     d.query(
         [
-            "Can you find a paper on arXiv for me and tell me who wrote it?",
-            "I need the authors of an arXiv paper.",
-            "When was a certain arXiv paper published? Can you look it up?",
-            "Look up an arXiv paper for me, please: I want its authors and date.",
-        ]
+            "Can you find a {f} paper on arXiv for me and tell me who wrote it?",
+            "I'm reading a {f} paper from arXiv and need its authors.",
+            "When was a certain arXiv paper on {f} published? Can you look it up?",
+            "Look up an arXiv paper in {f} for me, please: I want its authors and date.",
+        ],
+        f=paper["field"],
     )
     told = d.ask(
         "title", paper["title"], "Sure, what is the title of the paper?", keywords=["which paper", "called"]
@@ -222,12 +223,14 @@ def scholar_author_top_citation(d: Draft) -> None:
 
 def scholar_ask_author(d: Draft) -> None:
     name = _author(d)
+    field = d.rows("SELECT field FROM teval_scholar_authors WHERE name = ? ORDER BY 1", name)[0]["field"]
     d.query(
         [
-            "Which university is a researcher I know at? Can you check Google Scholar?",
-            "Find the most cited paper of an author for me.",
-            "I'd like to know where an author works and their top paper.",
-        ]
+            "Which university is a {f} researcher I know at? Can you check Google Scholar?",
+            "Find the most cited paper of an author who works on {f}, please.",
+            "I'd like to know where a {f} researcher works and what their top paper is.",
+        ],
+        f=field,
     )
     told = d.ask(
         "author", name, "Which author do you mean? Please give me their name.", keywords=["name", "who"]
@@ -741,16 +744,21 @@ def tmdb_reviews(d: Draft) -> None:
 
 def tmdb_release(d: Draft) -> None:
     movie = _movie(d, released=False)
-    d.query(
-        [
-            'When was "{t}" released?',
-            'What is the release date of "{t}"?',
-            'When did "{t}" come out in cinemas?',
-        ],
-        t=movie["title"],
+    coming = movie["release_date"] > d.world.start.date().isoformat()
+    past = (
+        'When was "{t}" released?',
+        'What is the release date of "{t}"?',
+        'When did "{t}" come out in cinemas?',
     )
+    future = (
+        'When does "{t}" come out?',
+        'What is the release date of "{t}"?',
+        'When will "{t}" be in cinemas?',
+    )
+    d.query(future if coming else past, t=movie["title"])
     r = d.call("get_movie_details", movie_id=_movie_id(d, movie))
-    d.answer(f'"{r["title"]}" was released on {r["release_date"]}.', r["release_date"])
+    verb = "comes out" if coming else "was released"
+    d.answer(f'"{r["title"]}" {verb} on {r["release_date"]}.', r["release_date"])
 
 
 def tmdb_lists(d: Draft) -> None:
@@ -808,12 +816,18 @@ def tmdb_now_playing_runtime(d: Draft) -> None:
 
 def tmdb_ask_title(d: Draft) -> None:
     movie = _movie(d)
+    genre = d.rows(
+        "SELECT g.name FROM teval_tmdb_movie_genres m JOIN teval_tmdb_genres g USING (genre_id)"
+        " WHERE m.movie_id = ? ORDER BY m.rowid",
+        movie["movie_id"],
+    )[0]["name"].lower()
     d.query(
         [
-            "Can you recommend a movie like one I watched last week?",
-            "How long is a movie I want to see tonight?",
-            "Find me films similar to a favourite of mine.",
-        ]
+            "Can you recommend a movie like {g} film I watched last week?",
+            "How long is {g} movie I want to see tonight? And what's similar to it?",
+            "Find me films similar to {g} favourite of mine.",
+        ],
+        g=("an " if genre[0] in "aeiou" else "a ") + genre,
     )
     told = d.ask("movie", movie["title"], "Sure, which movie do you mean?", keywords=["film", "title"])
     r = d.call("search_movie", query=told)
@@ -916,7 +930,11 @@ def douban_coming_director(d: Draft) -> None:
 
 def douban_ask_film(d: Draft) -> None:
     film = _film(d, released=True)
-    d.query(["帮我查一部电影的豆瓣评分。", "我想知道一部电影是谁导演的。", "帮我看看一部电影的详情。"])
+    cate = film["cate"].split("/")[0]
+    d.query(
+        ["帮我查一部{c}电影的豆瓣评分。", "我想知道一部{c}片是谁导演的。", "帮我看看一部{c}电影的详情。"],
+        c=cate,
+    )
     told = d.ask("film_name", film["title"], "好的，请问是哪部电影？", keywords=["哪部", "电影名"])
     text = d.call("print_detail", film_name=told)["description"]
     d.answer(text, film["director"])

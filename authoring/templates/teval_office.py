@@ -537,6 +537,30 @@ def paper_save(d: Draft) -> None:
     d.answer(f'Saved the abstract of "{title}" to {target}.', target)
 
 
+def paper_file_email(d: Draft) -> None:
+    title = _paper_title(d)
+    target = f"{HOME}/documents/{d.choice(['abstract', 'paper', 'reading', 'summary'])}.txt"
+    name, address = person(d)
+    subject = d.choice(["Abstract attached", "Paper abstract", "For your reading list"])
+    d.query(
+        [
+            'Save the abstract of the arXiv paper "{t}" to {f}, then email that file to {n} at {a} as an'
+            ' attachment with the subject "{s}" and no message text.',
+            'Put the summary of "{t}" from arXiv into {f} and send it to {a} as an attachment (subject "{s}",'
+            " empty body).",
+        ],
+        t=title,
+        f=target,
+        n=name,
+        a=address,
+        s=subject,
+    )
+    paper = _paper_found(d, title)
+    d.call("write_file", file_path=target, text=paper["summary"])
+    d.call("send", address=address, title=subject, body="", attachment=target)
+    d.answer(f'Saved the abstract of "{title}" to {target} and emailed it to {address}.', target, address)
+
+
 THEMES = ("Default", "Light", "Dark", "Business", "Education", "Minimal", "Vibrant", "Nature")
 DECKS = (
     ("Quarterly results", ("Revenue grew 12%", "Costs stayed flat", "Hiring two engineers")),
@@ -718,6 +742,28 @@ def meeting_free(d: Draft) -> None:
     d.answer(f"Free from {s} to {e}: room{'s' if len(rooms) > 1 else ''} {', '.join(rooms)}.", *rooms)
 
 
+def meeting_room_status(d: Draft) -> None:
+    room = d.choice(["101", "102", "103"])
+    d.query(
+        [
+            "What bookings does room {r} have today?",
+            "When is meeting room {r} taken today?",
+            "Show me today's schedule for room {r}.",
+            "How many seats does room {r} have, and when is it booked today?",
+        ],
+        r=room,
+    )
+    status = next(x for x in d.call("get_room_status")["rooms"] if x["room_id"] == room)
+    booked = status["booked"]
+    if not booked:
+        raise Skip("no booking")
+    slots = [f"{b['start_time']}-{b['end_time']}" for b in booked]
+    d.answer(
+        f"Room {room} ({status['seats']} seats) is booked today " + ", ".join(slots) + ".",
+        *(b["start_time"] for b in booked),
+    )
+
+
 def meeting_book_room(d: Draft) -> None:
     start, end = _slot(d)
     room = d.choice(_free_rooms(d, start, end))
@@ -870,11 +916,13 @@ TEMPLATES = [
     T("teval.arxiv.email_abstract", (ARXIV, EMAIL), paper_email),
     T("teval.arxiv.save_abstract", (ARXIV, FILES), paper_save),
     T("teval.arxiv.paper_deck", (ARXIV, PPT), paper_deck),
+    T("teval.arxiv.file_and_email", (ARXIV, FILES, EMAIL), paper_file_email),
     T("teval.ppt.text", (PPT,), ppt_text),
     T("teval.ppt.image", (PPT,), ppt_image),
     T("teval.ppt.ask_theme", (PPT,), ppt_ask_theme),
     T("teval.ppt.refuse_edit", (PPT,), ppt_refuse),
     T("teval.meeting.free_rooms", (MEETING,), meeting_free),
+    T("teval.meeting.room_status", (MEETING,), meeting_room_status),
     T("teval.meeting.book_room", (MEETING,), meeting_book_room),
     T("teval.meeting.book_any", (MEETING,), meeting_book_any),
     T("teval.meeting.book_for_people", (MEETING,), meeting_book_for),

@@ -768,6 +768,34 @@ def capital_airbnb(d: Draft) -> None:
     )
 
 
+def capital_stay_weather(d: Draft) -> None:
+    from toolgym.mocks.apps.teval.google_search import COUNTRIES
+
+    cities = weather_cities(d) & {
+        r["city"] for r in d.rows("SELECT DISTINCT city FROM teval_airbnb_properties ORDER BY city")
+    }
+    country, capital = d.choice([(c[0], c[1]) for c in COUNTRIES if c[1] in cities])
+    d.query(
+        [
+            "I'm flying to the capital of {c} today. Which Airbnb there is rated best, and what's the weather like?",
+            "Plan my trip to {c}'s capital: find the top-rated Airbnb and check today's weather there.",
+            "What's the best Airbnb in the capital of {c}, and should I expect rain today?",
+        ],
+        c=country,
+    )
+    pages = d.call("serper_search", query=f"capital of {country}")["content"]
+    if not any(capital in p["snippet"] for p in pages):
+        raise Skip("the search does not say the capital")
+    top = _top(d, capital)
+    w = d.call("get_weather_today", location=capital)
+    d.answer(
+        f'The capital of {country} is {capital}. Its best-rated Airbnb is "{top["name"]}"; today it is'
+        f" {w['overall'].lower()}, about {w['avg temperature']} °C.",
+        top["name"],
+        w["overall"],
+    )
+
+
 T = Template
 TEMPLATES = [
     T("teval.weather.today", (WEATHER,), weather_today),
@@ -804,4 +832,5 @@ TEMPLATES = [
     T("teval.airbnb.refuse_book", (AIRBNB,), airbnb_refuse_book),
     T("teval.airbnb.weather", (AIRBNB, WEATHER), airbnb_weather),
     T("teval.search.capital_airbnb", (SEARCH, AIRBNB), capital_airbnb),
+    T("teval.search.capital_stay_weather", (SEARCH, AIRBNB, WEATHER), capital_stay_weather),
 ]
