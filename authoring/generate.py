@@ -463,7 +463,7 @@ def run_request(request: Request) -> Batch:
             skipped["duplicate query"] += 1
             continue
         seen.add(task.query)
-        problems = _check(task) if request.check else []
+        problems = task_problems(task) if request.check else []
         if problems:
             dropped.update(_reason(p.message) for p in problems)
             continue
@@ -485,7 +485,7 @@ def _checker() -> TaskChecker:
     return _CHECKER[0]
 
 
-def _check(task: Task) -> list[TaskProblem]:
+def task_problems(task: Task) -> list[TaskProblem]:
     """`toolgym check`'s problems with one task: its names, answer, golden chain replayed twice,
     assertions before and after, and the oracle's episode (its apps' check_app: `_app_problems`)."""
     return _checker().check_task(task)

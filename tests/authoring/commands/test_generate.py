@@ -54,3 +54,33 @@ def test_an_unknown_app_is_one_line(tmp_path: Path) -> None:
     assert "no app or app group 'bankng'" in result.stderr + result.stdout
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_rewritten_queries_are_recorded_and_replay_to_the_same_file(tmp_path: Path) -> None:
+    from tests.authoring.test_rewrite import polite
+    from tests.models.fake_openai import FakeOpenAI, serve
+
+    args = ["generate", "--apps", "banking", "--n", "8", "--rewrite-model", "fake-model"]
+    with serve(FakeOpenAI(script=polite)) as fake:
+        live = _toolgym(*args, "--rewrite-base-url", fake.base_url, "--out", "live.jsonl", cwd=tmp_path)
+    assert live.returncode == 0, live.stdout + live.stderr
+    assert "rephrased: 8 of 8 queries" in live.stdout
+    tape = tmp_path / "live.rewrites.cassette"
+    assert tape.is_file()
+    queries = [
+        json.loads(line)["query"]
+        for line in (tmp_path / "live.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    assert all(q.startswith("Hello! ") for q in queries)
+    replay = _toolgym(
+        *args,
+        "--rewrite-cassette",
+        str(tape),
+        "--rewrite-cassette-mode",
+        "replay",
+        "--out",
+        "again.jsonl",
+        cwd=tmp_path,
+    )
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "live.jsonl").read_bytes()
