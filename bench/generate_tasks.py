@@ -20,6 +20,7 @@ import json
 import os
 import random
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -35,12 +36,19 @@ def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def _toolgym(args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], float]:
-    start = time.perf_counter()
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _toolgym(args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """The command's result, its wall seconds, and the CPU seconds it and its workers spent (what
+    the load does not change: on two free cores the wall time would be about half of it)."""
+    start, cpu = time.perf_counter(), _cpu_of_children()
     done = subprocess.run(
         [sys.executable, "-m", "toolgym.cli", *args], capture_output=True, text=True, env=env
     )
-    return done, time.perf_counter() - start
+    return done, time.perf_counter() - start, _cpu_of_children() - cpu
 
 
 def _distributions(path: Path) -> dict[str, Counter[str]]:
@@ -102,7 +110,7 @@ def main() -> None:
     if args.jobs:
         command += ["--jobs", str(args.jobs)]
     print(f"cpus: {os.cpu_count()}, cache: {'off (cold)' if args.cold else 'on'}, load before: {_load()}")
-    done, seconds = _toolgym(command, env)
+    done, seconds, cpu = _toolgym(command, env)
     print(done.stdout.rstrip())
     if done.returncode != 0:
         sys.exit(f"toolgym generate failed ({done.returncode}): {done.stderr.strip()}")
@@ -112,6 +120,7 @@ def main() -> None:
         f"generate + check: {made} tasks in {seconds:.1f} s = {made / seconds:.1f} tasks/s"
         f" (load after: {_load()}); target >= {TARGET_TASKS} in <= {TARGET_SECONDS:.0f} s: {'met' if met else 'NOT met'}"
     )
+    print(f"CPU time of generate and its workers: {cpu:.1f} s = {1000 * cpu / max(made, 1):.1f} ms a task")
     for name, counts in _distributions(tasks).items():
         if name == "templates":
             print(
@@ -145,7 +154,7 @@ def main() -> None:
         "--workers",
         workers,
     ]
-    run, run_seconds = _toolgym(command, env)
+    run, run_seconds, _ = _toolgym(command, env)
     found = re.search(r"success: (\d+)/(\d+) episodes = ([\d.]+)%", run.stdout)
     if run.returncode != 0 or found is None:
         sys.exit(f"toolgym run failed ({run.returncode}): {run.stdout[-2000:]} {run.stderr[-2000:]}")
