@@ -31,6 +31,8 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from toolgym.tasks import TaskFileError
+
 app = typer.Typer(
     help="toolgym: tool environments, tool servers and mock apps for LLM agents.", no_args_is_help=True
 )
@@ -135,6 +137,12 @@ def main(argv: list[str] | None = None) -> None:
         if _debug:
             raise
         _fail("interrupted", 130)
+    except TaskFileError as exc:  # a task file's problems: one line each, as `toolgym check` prints them
+        if _debug:
+            raise
+        for problem in exc.problems:
+            print(f"toolgym: error: {' '.join(str(problem).split())}", file=sys.stderr)
+        _exit(2)
     except _USER_ERRORS as exc:
         if _debug:
             raise

@@ -24,24 +24,28 @@ from pydantic import ValidationError
 from toolgym.actions import ToolCall
 from toolgym.evaluation.base import EvaluationError
 from toolgym.jsonl import JSONLError, read_jsonl_lines
-from toolgym.tasks import Task, TaskSet, scenario_error
+from toolgym.tasks import Task, TaskProblem, TaskSet, validation_lines
+from toolgym.tasks import TaskFileError as CoreTaskFileError
 from toolgym.tools import SchemaTool, ToolContext, ToolSet
 
 FORMATS: Final = ("toolgym", "gta", "teval", "tooleyes", "mtu")
 API_DOCS: Final = "api_descrip.json"  # T-Eval's tool descriptions, looked for beside the file
 
 
-class TaskFileError(ValueError):
-    """A task file that cannot be read as the format it is (or is said to be); one line."""
+class TaskFileError(CoreTaskFileError):
+    """A task file that cannot be read as the format it is (or is said to be); one line. A task
+    file's error as the core's (`toolgym.tasks.TaskFileError`), so one `except` and the CLI's one
+    line per problem cover every format."""
 
     def __init__(self, path: Path | str, problem: str, row: str | None = None) -> None:
         self.path, self.row, self.problem = Path(path), row, problem
         # `file:line: reason` as compilers print it; other places (a JSON item) are named in words
-        if row and row.startswith("line ") and row[5:].isdigit():
-            where = f"{path}:{row[5:]}"
-        else:
-            where = f"{path}: {row}" if row else str(path)
-        super().__init__(f"{where}: {' '.join(problem.split())}")
+        line = int(row[5:]) if row and row.startswith("line ") and row[5:].isdigit() else None
+        where = f"{row}: " if row and line is None else ""
+        super().__init__([TaskProblem(str(path), line, None, f"{where}{' '.join(problem.split())}")])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.path, self.problem, self.row))
 
 
 def _whole_json(path: Path) -> Any:
@@ -107,30 +111,13 @@ def detect_format(path: Path | str) -> str:
 
 
 def _validation_problem(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'task'}: {e['msg']}" for e in exc.errors())
+    return "; ".join(validation_lines(exc.errors()))
 
 
 def _load_toolgym(path: Path) -> TaskSet:
-    tasks = []
-    try:
-        rows = read_jsonl_lines(path, "task")
-    except JSONLError as exc:
-        raise TaskFileError(path, exc.message, f"line {exc.line}" if exc.line else None) from None
-    for lineno, row in rows:
-        try:
-            task = Task.model_validate(row)
-        except ValidationError as exc:
-            bad = scenario_error(exc)
-            problem = str(bad) if bad is not None else _validation_problem(exc)
-            raise TaskFileError(path, f"invalid task: {problem}", f"line {lineno}") from None
-        # where it was read from, as TaskSet.load records it: a problem found when the task is
-        # used (its golden chain fails, an unknown app) names the file and line
-        task._origin = (str(path), lineno)
-        tasks.append(task)
-    try:
-        return TaskSet(tasks, base_dir=path.parent)
-    except ValueError as exc:
-        raise TaskFileError(path, str(exc)) from None
+    """toolgym's own format, read as `TaskSet.load` reads it: every problem of the file, one line
+    each (file:line: task id: what, with "did you mean"), each task knowing its file and line."""
+    return TaskSet.load(path)
 
 
 def _keyed_rows(path: Path, what: str) -> dict[str, Any]:

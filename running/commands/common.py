@@ -51,8 +51,10 @@ TasksOption = Annotated[
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Stop the command with one line on stderr (exit 2: nothing to work on, a user's mistake)."""
-    err_console.print(f"error: {message}", markup=False)
+    """Stop the command with one line on stderr (exit 2: nothing to work on, a user's mistake); a
+    message of several problems (a task file's) gets a line each."""
+    for line in message.splitlines() or [message]:
+        err_console.print(f"error: {line}", markup=False)
     raise typer.Exit(code=code)
 
 
@@ -139,9 +141,9 @@ def task_files(
 
 def combined_tasks(files: Sequence[tuple[Path, str | None]]) -> tuple[dict[str, Task], TaskSet]:
     """Tasks by id over the files, and as one TaskSet; a bad file stops the command in one line."""
-    from toolgym.evaluation.loaders.formats import TaskFileError, load_tasks
+    from toolgym.evaluation.loaders.formats import load_tasks
     from toolgym.running.trials import load_task_index
-    from toolgym.tasks import TaskSet
+    from toolgym.tasks import TaskFileError, TaskSet
 
     formats = dict(files)
     try:

@@ -73,8 +73,8 @@ def configuration(ctx: typer.Context, options: Mapping[str, Any]) -> RunConfig:
 
 
 def make_plan(config: RunConfig) -> RunPlan:
-    from toolgym.evaluation.loaders.formats import TaskFileError
     from toolgym.running.plan import plan_run
+    from toolgym.tasks import TaskFileError
 
     try:
         return plan_run(config)

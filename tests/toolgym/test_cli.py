@@ -91,10 +91,10 @@ def _mistakes(tmp: Path, busy_port: int) -> list[tuple[list[str], str]]:
     return [
         (["demo", "--tasks", "missing.jsonl"], "no such task set file or bundled set: missing.jsonl"),
         (["demo", "--protocol", "xml"], "unknown protocol 'xml'"),
-        (["demo", "--tasks", str(bad_tasks)], f"{bad_tasks}:2: invalid task"),
+        (["demo", "--tasks", str(bad_tasks)], f"{bad_tasks}:2: b: query: Input should be a valid string"),
         (["demo", "--jobs", "0"], "Invalid value for '--jobs'"),
         (["demo", "--jobs", "two"], "Invalid value for '--jobs'"),
-        (["run", "--tasks", str(bad_tasks), "--out", str(tmp / "r")], f"{bad_tasks}:2: invalid task"),
+        (["run", "--tasks", str(bad_tasks), "--out", str(tmp / "r")], f"{bad_tasks}:2: b: query: Input should be a valid string"),
         (["run", "--tasks", "nosuchset", "--out", str(tmp / "r")], "bundled: demo"),
         (["run", "--concurrency", "0"], "Invalid value for '--concurrency'"),
         (
