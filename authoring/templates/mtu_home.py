@@ -6,6 +6,7 @@ The user is the one person these apps serve ("me"): they know their own account 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from toolgym.authoring.generate import Draft, Skip, Template
@@ -303,6 +304,73 @@ def cancel_alarm(d: Draft) -> None:
     )
     d.call("cancel_alarm", label=alarm["label"], recurrence=["everyday"])
     d.answer(f"I cancelled your {alarm['label']} alarm.", "cancelled")
+
+
+def copy_alarm(d: Draft) -> None:
+    alarm = _alarm(d)
+    days = json.loads(alarm["recurrence"])
+    target = d.choice(
+        [
+            x
+            for x in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+            if x not in days
+        ]
+    )
+    d.query(
+        [
+            "Copy my {l} alarm to {t}s as well.",
+            "I want the {l} alarm on {t}s too; same time.",
+            "Duplicate the {l} alarm for {t}.",
+        ],
+        l=alarm["label"],
+        t=target,
+    )
+    found = one(d.call("get_alarm", label=alarm["label"])["alarm_details"], "alarm")
+    d.call(
+        "copy_alarm",
+        source_time=found["time"],
+        source_recurrence=found["recurrence"],
+        target_recurrence=[target],
+        label=alarm["label"],
+    )
+    d.answer(
+        f"Your {alarm['label']} alarm now also rings at {found['time']} on {target}s.", str(found["time"])
+    )
+
+
+def one_time_alarm(d: Draft) -> None:
+    at, label = _clock(d, 4, 11), d.choice((*LABELS, "Flight", "Catch the train", "Take out the bins"))
+    d.query(
+        [
+            "Set a one-time alarm at {t} called {l}.",
+            "Just once: wake me at {t}, label it {l}.",
+            "Add a single {l} alarm for {t}; it shouldn't repeat.",
+        ],
+        t=spoken_time(d, at),
+        l=label,
+    )
+    result = d.call("AddAlarm", new_alarm_time=at, new_alarm_name=label)
+    d.answer(
+        f"A one-time {label} alarm is set for {result['new_alarm_time']}.", str(result["new_alarm_time"])
+    )
+
+
+def alarm_count(d: Draft) -> None:
+    cut = f"{d.choice([6, 7, 8, 9, 10, 12, 15, 18])}:00"
+    hhmm = f"{int(cut.split(':')[0]):02d}:00"
+    d.query(
+        [
+            "How many of my alarms ring before {t}?",
+            "Which alarms do I have set for earlier than {t}?",
+        ],
+        t=spoken_time(d, hhmm),
+    )
+    alarms = d.call("GetAlarms")["alarms"]
+    early = [a for a in alarms if a["alarm_time"] < hhmm]
+    if not early:
+        raise Skip("no early alarm")
+    said = ", ".join(f"{a['alarm_name']} at {a['alarm_time']}" for a in early)
+    d.answer(f"{plural(len(early), 'alarm')} ring before {hhmm}: {said}.", str(len(early)))
 
 
 def set_alarm_ask_time(d: Draft) -> None:
@@ -787,6 +855,41 @@ def delete_contact(d: Draft) -> None:
     d.answer(f"{name} is deleted from your contacts.", name)
 
 
+def delete_email(d: Draft) -> None:
+    row = d.pick(
+        "SELECT c.contact_name, e.email FROM mtu_contacts_emails e JOIN mtu_contacts_contacts c USING (contact_id)"
+        " ORDER BY e.email_id"
+    )
+    d.query(
+        [
+            "Remove the email {e} from {n}'s contact.",
+            "{n} no longer uses {e}; delete it from their contact.",
+            "Delete {e} from {n} in my contacts.",
+        ],
+        n=row["contact_name"],
+        e=row["email"],
+    )
+    d.call("delete_contact_email", contact_name=row["contact_name"], contact_email=row["email"])
+    d.answer(f"I deleted {row['email']} from {row['contact_name']}.", str(row["email"]))
+
+
+def delete_number(d: Draft) -> None:
+    row = d.pick(
+        "SELECT c.contact_name, p.phone_number FROM mtu_contacts_phones p JOIN mtu_contacts_contacts c USING (contact_id)"
+        " WHERE (SELECT count(*) FROM mtu_contacts_phones o WHERE o.contact_id = p.contact_id) > 1 ORDER BY p.phone_id"
+    )
+    d.query(
+        [
+            "Delete the number {p} from {n}'s contact.",
+            "{p} isn't {n}'s number any more; remove it.",
+        ],
+        n=row["contact_name"],
+        p=row["phone_number"],
+    )
+    d.call("delete_contact_number", contact_name=row["contact_name"], contact_number=row["phone_number"])
+    d.answer(f"Removed {row['phone_number']} from {row['contact_name']}.", str(row["phone_number"]))
+
+
 def share_location(d: Draft) -> None:
     name = _contact(d, "mtu_contacts_phones")["contact_name"]
     place = d.choice((*PLACES, "Ferry Building", "the train station", "Pier 39", "the airport"))
@@ -1055,6 +1158,9 @@ TEMPLATES = [
     Template("mtu.alarms.rename", ALARMS, rename_alarm),
     Template("mtu.alarms.change_sound", ALARMS, change_alarm_sound),
     Template("mtu.alarms.cancel", ALARMS, cancel_alarm),
+    Template("mtu.alarms.copy", ALARMS, copy_alarm),
+    Template("mtu.alarms.one_time", ALARMS, one_time_alarm),
+    Template("mtu.alarms.count_before", ALARMS, alarm_count),
     Template("mtu.alarms.ask_time", ALARMS, set_alarm_ask_time),
     Template("mtu.alarms.refuse_snooze", ALARMS, refuse_snooze),
     Template("mtu.alarms.refuse_set", ALARMS, refuse_set_alarm),
@@ -1083,6 +1189,8 @@ TEMPLATES = [
     Template("mtu.contacts.update_email", CONTACTS, update_email),
     Template("mtu.contacts.update_address", CONTACTS, update_address),
     Template("mtu.contacts.delete", CONTACTS, delete_contact),
+    Template("mtu.contacts.delete_email", CONTACTS, delete_email),
+    Template("mtu.contacts.delete_number", CONTACTS, delete_number),
     Template("mtu.contacts.share_location", CONTACTS, share_location),
     Template("mtu.contacts.ask_number", CONTACTS, add_contact_ask_number),
     Template("mtu.contacts.refuse_call", CONTACTS, refuse_call),
