@@ -22,6 +22,7 @@ from toolgym.canonical import canonical_json
 from toolgym.envs.demo import bundled_task_sets
 from toolgym.envs.faults import FaultPlan, FaultPlanError, offered_tool_names
 from toolgym.envs.rewards import RewardFn, answer_reward, state_scores, task_scores
+from toolgym.envs.task_sets import set_name_of
 from toolgym.envs.users import LLMUser, ScriptedUser, UserLLM, UserSimulator
 from toolgym.protocols import get_protocol
 from toolgym.tasks import TaskSet
@@ -111,12 +112,13 @@ class Catalog:
         defaults: SessionConfig | None = None,
         user_llm: UserLLM | None = None,
     ) -> Catalog:
-        """Bundled task sets plus `task_files` (named by stem); the built-in tools (or `tools`,
+        """Bundled task sets plus `task_files`, each by the set's one name (its registered name,
+        else the file's stem, as in run folders and run.json); the built-in tools (or `tools`,
         narrowed to `tool_names`) merged with the tools of each server in `tool_servers`;
         `user_llm` lets sessions choose an LLM-played user."""
         paths = bundled_task_sets()
         for path in task_files:
-            paths[Path(path).stem] = Path(path)
+            paths[set_name_of(Path(path), paths)] = Path(path)
         if tools is None:
             from toolgym.toolservers.registry import default_toolset
 

@@ -24,6 +24,16 @@ def test_the_server_offers_every_bundled_set() -> None:
     assert len(catalog.task_set("tooleyes")) == 382
 
 
+def test_a_registered_sets_file_keeps_its_one_name() -> None:
+    # `--tasks PATH` of a registered set's file: the set's name, as run folders and run.json say it,
+    # not the file's stem (demo's file is demo/tasks.jsonl)
+    demo = bundled_task_sets()["demo"]
+    catalog = Catalog.build(tools=ToolSet([echo]), task_files=[demo])
+    names = catalog.describe()["task_sets"]
+    assert demo.stem not in names and names.count("demo") == 1
+    assert set(names) == set(bundled_task_sets())
+
+
 def test_resolve_over_defaults(tmp_path: Path) -> None:
     tasks = tmp_path / "mine.jsonl"
     tasks.write_text('{"id": "t1", "query": "say hi", "tools": ["Echo"]}\n')
