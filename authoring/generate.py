@@ -574,7 +574,7 @@ def _sample(
             attempt, index, _ = state[template.name]
             if want > 0:
                 mine = frozenset(t.query for t in got[template.name])
-                limit = attempt + 40 + 8 * want
+                limit = attempt + 8 * want + STALE_ATTEMPTS * len(seeds)  # room to try every world
                 requests.append(
                     Request(template, seed, seeds, attempt, index, want, limit, clock, check, mine)
                 )
