@@ -75,7 +75,7 @@ def sample_queries(path: Path, k: int = 30, seed: int = 0) -> list[tuple[str, st
     return [(name, first[name]) for name in chosen]
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -89,13 +89,11 @@ def main() -> None:
     parser.add_argument("--no-run", action="store_true", help="skip the oracle's run")
     parser.add_argument("--run-sample", type=int, default=1000, help="tasks the oracle's run takes (0: all)")
     parser.add_argument("--out", type=Path, default=None, help="folder for the tasks and the run")
-    args = parser.parse_args()
-    out = args.out or Path(tempfile.mkdtemp(prefix="toolgym-generate-"))
-    out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    if args.cold:
-        env["TOOLGYM_CACHE"] = "0"
-    tasks = out / "tasks.jsonl"
+    return parser.parse_args()
+
+
+def generate_and_time(args: argparse.Namespace, tasks: Path, env: dict[str, str]) -> None:
+    """The command, timed, with what it made: counts, distributions, a sample of queries."""
     command = [
         "generate",
         "--apps",
@@ -117,15 +115,14 @@ def main() -> None:
     made = sum(1 for _ in tasks.open(encoding="utf-8"))
     met = made >= TARGET_TASKS and seconds <= TARGET_SECONDS
     print(
-        f"generate + check: {made} tasks in {seconds:.1f} s = {made / seconds:.1f} tasks/s"
-        f" (load after: {_load()}); target >= {TARGET_TASKS} in <= {TARGET_SECONDS:.0f} s: {'met' if met else 'NOT met'}"
+        f"generate + check: {made} tasks in {seconds:.1f} s = {made / seconds:.1f} tasks/s (load after:"
+        f" {_load()}); target >= {TARGET_TASKS} in <= {TARGET_SECONDS:.0f} s: {'met' if met else 'NOT met'}"
     )
     print(f"CPU time of generate and its workers: {cpu:.1f} s = {1000 * cpu / max(made, 1):.1f} ms a task")
     for name, counts in _distributions(tasks).items():
         if name == "templates":
-            print(
-                f"templates: {len(counts)} (tasks per template: min {min(counts.values())}, max {max(counts.values())})"
-            )
+            low, high = min(counts.values()), max(counts.values())
+            print(f"templates: {len(counts)} (tasks per template: min {low}, max {high})")
         elif name == "distinct queries":
             print(f"distinct queries: {counts['']}")
         else:
@@ -133,14 +130,16 @@ def main() -> None:
     print("a sample of 30 queries (one per template, templates drawn with seed 0):")
     for name, query in sample_queries(tasks):
         print(f"  {name}: {query}")
-    if args.no_run:
-        return
+
+
+def oracle_run(tasks: Path, out: Path, sample_size: int, env: dict[str, str]) -> None:
+    """`toolgym run --agent oracle` over a seeded sample of the file (all of it for 0), timed."""
     workers = str(os.cpu_count() or 1)
     lines = tasks.read_text(encoding="utf-8").splitlines(keepends=True)
     sample = tasks
-    if 0 < args.run_sample < len(lines):
+    if 0 < sample_size < len(lines):
         sample = out / "oracle-sample.jsonl"
-        picked = sorted(random.Random(0).sample(range(len(lines)), args.run_sample))
+        picked = sorted(random.Random(0).sample(range(len(lines)), sample_size))
         sample.write_text("".join(lines[i] for i in picked), encoding="utf-8")
     print(f"oracle run over {sample.name}: load before {_load()}")
     command = [
@@ -162,6 +161,19 @@ def main() -> None:
         f"oracle (toolgym run --agent oracle --workers {workers}): {found.group(1)}/{found.group(2)} ="
         f" {found.group(3)}% in {run_seconds:.1f} s (load after: {_load()})"
     )
+
+
+def main() -> None:
+    args = _arguments()
+    out = args.out or Path(tempfile.mkdtemp(prefix="toolgym-generate-"))
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    if args.cold:
+        env["TOOLGYM_CACHE"] = "0"
+    tasks = out / "tasks.jsonl"
+    generate_and_time(args, tasks, env)
+    if not args.no_run:
+        oracle_run(tasks, out, args.run_sample, env)
 
 
 if __name__ == "__main__":
