@@ -94,7 +94,10 @@ def _mistakes(tmp: Path, busy_port: int) -> list[tuple[list[str], str]]:
         (["demo", "--tasks", str(bad_tasks)], f"{bad_tasks}:2: b: query: Input should be a valid string"),
         (["demo", "--jobs", "0"], "Invalid value for '--jobs'"),
         (["demo", "--jobs", "two"], "Invalid value for '--jobs'"),
-        (["run", "--tasks", str(bad_tasks), "--out", str(tmp / "r")], f"{bad_tasks}:2: b: query: Input should be a valid string"),
+        (
+            ["run", "--tasks", str(bad_tasks), "--out", str(tmp / "r")],
+            f"{bad_tasks}:2: b: query: Input should be a valid string",
+        ),
         (["run", "--tasks", "nosuchset", "--out", str(tmp / "r")], "bundled: demo"),
         (["run", "--concurrency", "0"], "Invalid value for '--concurrency'"),
         (
