@@ -37,7 +37,7 @@ from toolgym.evaluation.base import (
 )
 from toolgym.evaluation.metrics.gta import fixed_iscorrect
 from toolgym.evaluation.metrics.judge import Judge, with_judge
-from toolgym.tasks import Task, TaskSet, alias_found
+from toolgym.tasks import Task, TaskSet, alias_found, task_use_error
 from toolgym.trace import Trace
 
 KINDS = ("fixed", "open_ended", "real_time", "operation", "no_tool")
@@ -160,6 +160,8 @@ def state_reached(trace: Trace, task: Task) -> bool:
         if world.state_hash() != golden_hash:
             return False
         return not task.expected_state or check_assertions(world, task.expected_state).passed
+    except ValueError as exc:  # an unknown table or column: the task's mistake, at its file and line
+        raise task_use_error(task, exc) from None
     finally:
         world.close()
 

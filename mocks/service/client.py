@@ -28,7 +28,7 @@ import httpx
 from toolgym.actions import Observation, ToolCall
 from toolgym.errors import ArgumentError, InfraError, error_for_kind
 from toolgym.files import FileStore
-from toolgym.tasks import Task
+from toolgym.tasks import Task, task_use_error
 from toolgym.tools import DEFAULT_CLOCK, ReturnSpec, SchemaTool, ToolContext, ToolSet
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -415,7 +415,14 @@ class RemoteMockWorld:
             "golden": [g.model_dump(mode="json") for g in task.golden],
             "expected_state": task.expected_state,
         }
-        return dict(self._session_request("POST", "/score", body)["scores"])
+        try:
+            return dict(self._session_request("POST", "/score", body)["scores"])
+        except MockServiceError as exc:
+            if exc.status != 400:
+                raise
+            # the task is wrong (a table or column its expected_state names, a bad assertion), not
+            # the service: said at the task's file and line, as an in-process world says it
+            raise task_use_error(task, ValueError(exc.message.removeprefix("score: "))) from None
 
     def __enter__(self) -> RemoteMockWorld:
         return self

@@ -9,6 +9,7 @@ import pytest
 
 from tests.evaluation.helpers import Output, run_e2e
 from toolgym.actions import ToolCall
+from toolgym.canonical import canonical_json
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.faults import FaultLayer, FaultPlan, FaultRule
 from toolgym.envs.runner import run_episode
@@ -218,3 +219,23 @@ def test_open_ended_answers_fall_back_to_similarity_with_the_reference(
     off_score = CToolEvalSuite().score([off], zh_tasks, "fixed").metrics["OpenEndedScore"]
     assert 80.0 < near_result.metrics["OpenEndedScore"] < 100.0 and off_score < 20.0
     assert any("no judge" in n for n in near_result.notes)
+
+
+def test_a_table_the_world_lacks_is_named_with_the_task_s_file_line_and_id(
+    tasks: TaskSet, oracle_traces: list[Trace], tmp_path: Path
+) -> None:
+    # scoring replays the episode and checks expected_state: a misspelled table is the task's
+    # mistake, said at its file and line (not a bare ValueError, not a 0 for the agent)
+    from toolgym.evaluation.metrics.ctooleval import state_reached
+    from toolgym.tasks import TaskUseError
+
+    good = tasks["ctool-express-cancel-002"]
+    row = good.model_dump(mode="json", exclude_none=True)
+    row["expected_state"] = [{**a, "table": a["table"] + "s"} for a in good.expected_state]
+    (tmp_path / "tasks.jsonl").write_text(canonical_json(row) + "\n", encoding="utf-8")
+    bad = TaskSet.load(tmp_path / "tasks.jsonl")[0]
+    trace = next(t for t in oracle_traces if t.header.task_id == good.id)
+    assert state_reached(trace, good)
+    with pytest.raises(TaskUseError) as caught:
+        state_reached(trace, bad)
+    assert str(caught.value).startswith(f"{tmp_path / 'tasks.jsonl'}:1: {good.id}: state assertion names")

@@ -172,3 +172,29 @@ def test_plain_tool_env_on_a_remote_world_scores_state_with_the_default_reward(s
     assert remote.scores["state"] == 1.0 and remote.scores == local.scores
     local_env.close()
     remote_env.close()
+
+
+def test_a_table_the_remote_world_lacks_is_named_with_the_task_s_file_line_and_id(
+    service_url: str, tmp_path: Path
+) -> None:
+    # the service answers 400 for a table its world does not have: the task's mistake, said at
+    # the task's file and line as an in-process world says it (tests/envs/test_tool_env.py)
+    from toolgym.tasks import TaskUseError
+
+    row = {
+        "id": "named",
+        "query": "move money",
+        "apps": ["banking"],
+        "expected_state": [{"kind": "row_exists", "table": "bank_acounts", "where": {}}],
+    }
+    (tmp_path / "tasks.jsonl").write_text(canonical_json(row) + "\n", encoding="utf-8")
+    task = TaskSet.load(tmp_path / "tasks.jsonl")[0]
+    world = RemoteMockWorld(MockServiceClient(service_url), ["banking"], seed=task.seed, clock=task.clock)
+    try:
+        with pytest.raises(TaskUseError) as caught:
+            world.state_scores(task)
+    finally:
+        world.close()
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path / 'tasks.jsonl'}:1: named: ")
+    assert "bank_acounts" in message and len(message.splitlines()) == 1
