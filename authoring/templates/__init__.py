@@ -1,10 +1,12 @@
 """Task templates for `toolgym generate`: one module per app or app group, each a `TEMPLATES` list.
 
-Who writes which (issue 36): `banking.py`, `shopping.py`, `cross.py` (tasks across banking,
-shopping and the ctool apps), `ctool.py` (the English ctool apps) and `ctool_zh.py` (the Chinese
-ones) belong to the engine's author; the `mtu` and `teval` groups are another author's (a module
-per group or per app: `mtu_flights.py`, `teval.py`, ...), each registered in pyproject.toml.
-`generic.py` builds plain read templates for an app that no template covers (plug-in apps).
+The modules: `banking.py`, `shopping.py`, `ctool.py` (the English ctool apps; `ctool_zh.py`
+phrases the same templates in Chinese), `cross.py` (tasks across banking, shopping and the ctool
+apps), `mtu_home.py`, `mtu_travel.py`, `mtu_leisure.py` and `mtu_cross.py` (the mtu apps, with
+`mtu_shared.py`'s helpers), `teval_places.py`, `teval_info.py` and `teval_office.py` (the teval
+apps, with `teval_common.py`'s helpers), `common.py` (what every module shares), each registered in
+pyproject.toml. `generic.py` builds plain read templates for an app that no template covers
+(plug-in apps).
 
 ## Writing a template
 
