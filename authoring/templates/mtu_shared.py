@@ -99,3 +99,118 @@ def unique_first(items: list[dict[str, Any]], key: str, what: str) -> dict[str, 
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# ---- searches and bookings that several templates (and modules) run the same way ----------------
+def cheapest_oneway(d: Draft, origin: str, dest: str, when: str, **extra: str) -> dict[str, Any]:
+    """The cheapest one-way flight on the date `when`; `extra` narrows the search (cabin, passengers)."""
+    flights = d.call(
+        "SearchOnewayFlight", origin_city=origin, destination_city=dest, departure_date=when, **extra
+    )["flights"]
+    return unique_first(flights, "price", "flight")
+
+
+def best_rated_hotel(d: Draft, city: str, **filters: str) -> dict[str, Any]:
+    return unique_first(d.call("SearchHotel", location=city, **filters)["hotels"], "average_rating", "hotel")
+
+
+def reserve_table(d: Draft, name: str, city: str, day: date, at: str, party: str) -> dict[str, Any]:
+    """Books a restaurant table; the booking answers with the restaurant's address."""
+    return d.call(
+        "ReserveRestaurant", restaurant_name=name, city=city, date=day.isoformat(), time=at, party_size=party
+    )
+
+
+def event_kind(d: Draft) -> dict[str, Any]:
+    """A city, event type and category with an event still to come."""
+    return d.pick(
+        "SELECT DISTINCT city, event_type, category FROM mtu_events_events WHERE date >= ? ORDER BY 1, 2, 3",
+        today(d).isoformat(),
+    )
+
+
+def next_event(d: Draft, row: dict[str, Any]) -> dict[str, Any]:
+    """The soonest event of the row's type and category in its city."""
+    events = d.call("FindEvents", event_type=row["event_type"], city=row["city"], category=row["category"])[
+        "events"
+    ]
+    return one(events, "event")
+
+
+def showing(d: Draft) -> dict[str, Any]:
+    """A film and a city where it shows."""
+    return d.pick(
+        "SELECT DISTINCT m.title, t.city FROM mtu_movies_showtimes s JOIN mtu_movies_movies m USING (movie_id)"
+        " JOIN mtu_movies_theaters t USING (theater_id) ORDER BY 2, 1"
+    )
+
+
+def find_showtimes(d: Draft, row: dict[str, Any], day: date) -> list[dict[str, Any]]:
+    shows: list[dict[str, Any]] = d.call(
+        "GetTimesForMovie", movie_name=row["title"], location=row["city"], show_date=day.isoformat()
+    )["showtimes"]
+    return shows
+
+
+def first_show_from(shows: list[dict[str, Any]], hhmm: str, what: str) -> dict[str, Any]:
+    """The earliest show at or after `hhmm` (Skip when two theatres tie on it)."""
+    later = sorted(
+        (s for s in shows if s["show_time"] >= hhmm), key=lambda s: (s["show_time"], s["theater_name"])
+    )
+    return unique_first(later, "show_time", what)
+
+
+def buy_movie_tickets(
+    d: Draft, row: dict[str, Any], day: date, show: dict[str, Any], n: int
+) -> dict[str, Any]:
+    return d.call(
+        "BuyMovieTickets",
+        movie_name=row["title"],
+        location=row["city"],
+        show_date=day.isoformat(),
+        show_time=show["show_time"],
+        show_type=show["show_type"],
+        number_of_tickets=str(n),
+    )
+
+
+# the BookAppointment argument that names a provider of each kind, and how a user says the kind
+PROVIDER_FIELD: Final = {
+    "dentist": "dentist_name",
+    "doctor": "doctor_name",
+    "stylist": "stylist_name",
+    "therapist": "therapist_name",
+}
+PROVIDER_WORDS: Final = {
+    "dentist": "dentist",
+    "doctor": "doctor",
+    "stylist": "hair stylist",
+    "therapist": "therapist",
+}
+
+
+def provider_kind(d: Draft) -> dict[str, Any]:
+    """A city and a kind of provider (dentist, doctor, ...) found there."""
+    return d.pick("SELECT DISTINCT city, kind FROM mtu_appointments_providers ORDER BY 1, 2")
+
+
+def book_appointment(d: Draft, day: date, at: str, kind: str, provider: str) -> dict[str, Any]:
+    return d.call(
+        "BookAppointment",
+        appointment_date=day.isoformat(),
+        appointment_time=at,
+        **{PROVIDER_FIELD[kind]: provider},
+    )
+
+
+def workday(d: Draft) -> date:
+    """A day in the next three weeks that is not a Sunday (providers close on Sundays)."""
+    day = future_day(d, 1, 21)
+    return day + timedelta(days=1) if day.weekday() == 6 else day
+
+
+def top_provider(d: Draft, row: dict[str, Any]) -> dict[str, Any]:
+    """The best-rated provider of the row's kind in its city."""
+    return unique_first(
+        d.call("FindProvider", city=row["city"], type=row["kind"])["providers"], "average_rating", "provider"
+    )

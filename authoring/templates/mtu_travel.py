@@ -6,7 +6,7 @@ id, licence plate or booking reference (those come back from searches and bookin
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from toolgym.authoring.generate import Draft, Skip, Template
@@ -14,6 +14,8 @@ from toolgym.authoring.templates.common import money, plain
 from toolgym.authoring.templates.mtu_shared import (
     NUMBER_WORDS,
     bare_day,
+    best_rated_hotel,
+    cheapest_oneway,
     future_day,
     one,
     people,
@@ -43,6 +45,21 @@ def _route(d: Draft) -> tuple[str, str]:
     return str(row["origin"]), str(row["destination"])
 
 
+def _cheapest_roundtrip(d: Draft, phrasings: list[str]) -> tuple[str, str, date, date, dict[str, Any]]:
+    """Draws a route and dates, asks with one of `phrasings` ({o} {t} {a} {b}), finds the cheapest trip."""
+    (origin, dest), out = _route(d), future_day(d, 2, 35)
+    back = out + timedelta(days=d.rng.randint(2, 10))
+    d.query(phrasings, o=origin, t=dest, a=spoken_day(d, out), b=spoken_day(d, back))
+    trips = d.call(
+        "SearchRoundtripFlights",
+        origin_city=origin,
+        destination_city=dest,
+        departure_date=out.isoformat(),
+        return_date=back.isoformat(),
+    )["flights"]
+    return origin, dest, out, back, unique_first(trips, "price", "round trip")
+
+
 def cheapest_flight(d: Draft) -> None:
     (origin, dest), day = _route(d), future_day(d, 2, 45)
     cabin = d.choice(CABINS)
@@ -58,14 +75,7 @@ def cheapest_flight(d: Draft) -> None:
         w=spoken_day(d, day),
         c={"First Class": "first class", "Business": "business class"}.get(cabin, cabin.lower()),
     )
-    flights = d.call(
-        "SearchOnewayFlight",
-        origin_city=origin,
-        destination_city=dest,
-        departure_date=day.isoformat(),
-        seating_class=cabin,
-    )["flights"]
-    f = unique_first(flights, "price", "flight")
+    f = cheapest_oneway(d, origin, dest, day.isoformat(), seating_class=cabin)
     d.answer(
         f"The cheapest is {f['airlines']} {f['flight_number']}, leaving {f['departure_time']}, at"
         f" ${money(f['price'])}.",
@@ -89,14 +99,7 @@ def book_cheapest_flight(d: Draft) -> None:
         n=said,
         p="passenger" if n == 1 else "passengers",
     )
-    flights = d.call(
-        "SearchOnewayFlight",
-        origin_city=origin,
-        destination_city=dest,
-        departure_date=day.isoformat(),
-        passengers=str(n),
-    )["flights"]
-    f = unique_first(flights, "price", "flight")
+    f = cheapest_oneway(d, origin, dest, day.isoformat(), passengers=str(n))
     booked = d.call(
         "ReserveOnewayFlight",
         origin_city=origin,
@@ -113,26 +116,13 @@ def book_cheapest_flight(d: Draft) -> None:
 
 
 def cheapest_roundtrip(d: Draft) -> None:
-    (origin, dest), out = _route(d), future_day(d, 2, 35)
-    back = out + timedelta(days=d.rng.randint(2, 10))
-    d.query(
+    *_, f = _cheapest_roundtrip(
+        d,
         [
             "What's the cheapest round trip from {o} to {t}, leaving {a} and coming back {b}?",
             "I want to go from {o} to {t} {a} and return {b}. Which round trip is cheapest?",
         ],
-        o=origin,
-        t=dest,
-        a=spoken_day(d, out),
-        b=spoken_day(d, back),
     )
-    trips = d.call(
-        "SearchRoundtripFlights",
-        origin_city=origin,
-        destination_city=dest,
-        departure_date=out.isoformat(),
-        return_date=back.isoformat(),
-    )["flights"]
-    f = unique_first(trips, "price", "round trip")
     d.answer(
         f"The cheapest round trip is with {f['airlines']}: out at {f['outbound_departure_time']}, back at"
         f" {f['inbound_departure_time']}, ${money(f['price'])} in total.",
@@ -142,26 +132,13 @@ def cheapest_roundtrip(d: Draft) -> None:
 
 
 def book_roundtrip(d: Draft) -> None:
-    (origin, dest), out = _route(d), future_day(d, 2, 35)
-    back = out + timedelta(days=d.rng.randint(2, 10))
-    d.query(
+    origin, dest, out, back, f = _cheapest_roundtrip(
+        d,
         [
             "Book the cheapest round trip from {o} to {t}: out {a}, back {b}.",
             "Please reserve the lowest-priced round-trip flights {o} to {t}, departing {a} and returning {b}.",
         ],
-        o=origin,
-        t=dest,
-        a=spoken_day(d, out),
-        b=spoken_day(d, back),
     )
-    trips = d.call(
-        "SearchRoundtripFlights",
-        origin_city=origin,
-        destination_city=dest,
-        departure_date=out.isoformat(),
-        return_date=back.isoformat(),
-    )["flights"]
-    f = unique_first(trips, "price", "round trip")
     d.call(
         "ReserveRoundtripFlights",
         origin_city=origin,
@@ -215,10 +192,7 @@ def flight_ask_date(d: Draft) -> None:
     said = d.ask(
         "departure_date", day.isoformat(), "Which date do you want to fly?", keywords=["date", "when"]
     )
-    flights = d.call("SearchOnewayFlight", origin_city=origin, destination_city=dest, departure_date=said)[
-        "flights"
-    ]
-    f = unique_first(flights, "price", "flight")
+    f = cheapest_oneway(d, origin, dest, said)
     d.call(
         "ReserveOnewayFlight",
         origin_city=origin,
@@ -276,8 +250,7 @@ def best_hotel(d: Draft) -> None:
         c=city,
         s="" if stars == "dontcare" else f"{stars}-star ",
     )
-    args = {"location": city} | ({} if stars == "dontcare" else {"star_rating": stars})
-    h = unique_first(d.call("SearchHotel", **args)["hotels"], "average_rating", "hotel")
+    h = best_rated_hotel(d, city, **({} if stars == "dontcare" else {"star_rating": stars}))
     d.answer(
         f"{h['hotel_name']} ({h['star_rating']} stars, rated {h['average_rating']}), ${money(h['price_per_night'])} a night.",
         str(h["hotel_name"]),
@@ -321,7 +294,7 @@ def book_best_hotel(d: Draft) -> None:
         f=bare_day(d, day),
         n=plural(nights, "night"),
     )
-    h = unique_first(d.call("SearchHotel", location=city)["hotels"], "average_rating", "hotel")
+    h = best_rated_hotel(d, city)
     booked = d.call(
         "ReserveHotel",
         hotel_name=h["hotel_name"],
@@ -347,7 +320,7 @@ def book_hotel_ask_date(d: Draft) -> None:
     said = d.ask(
         "check_in_date", day.isoformat(), "What date do you check in?", keywords=["check in", "date", "when"]
     )
-    h = unique_first(d.call("SearchHotel", location=city)["hotels"], "average_rating", "hotel")
+    h = best_rated_hotel(d, city)
     booked = d.call(
         "ReserveHotel", hotel_name=h["hotel_name"], location=city, check_in_date=said, stay_length=str(nights)
     )
@@ -365,10 +338,15 @@ CAMBRIDGE_AREAS = {
 }
 
 
-def cambridge_guesthouse(d: Draft) -> None:
-    row = d.pick(
+def _cambridge_kind(d: Draft) -> dict[str, Any]:
+    """An area of Cambridge and a kind of lodging (guesthouse, hotel) found there."""
+    return d.pick(
         "SELECT DISTINCT area, type FROM mtu_hotels_hotels WHERE city = 'Cambridge' ORDER BY area, type"
     )
+
+
+def cambridge_guesthouse(d: Draft) -> None:
+    row = _cambridge_kind(d)
     parking = d.rng.random() < 0.5
     d.query(
         [
@@ -389,9 +367,7 @@ def cambridge_guesthouse(d: Draft) -> None:
 
 
 def cambridge_book(d: Draft) -> None:
-    row = d.pick(
-        "SELECT DISTINCT area, type FROM mtu_hotels_hotels WHERE city = 'Cambridge' ORDER BY area, type"
-    )
+    row = _cambridge_kind(d)
     weekday = d.choice(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
     n, said = people(d)
     stay = d.choice([1, 2, 3, 4])
@@ -461,6 +437,19 @@ def _leg(d: Draft) -> dict[str, Any]:
     return d.pick("SELECT DISTINCT departure, destination, day FROM mtu_trains_timetable ORDER BY 1, 2, 3")
 
 
+def _first_train(d: Draft, leg: dict[str, Any], after: str, fields: list[str]) -> dict[str, Any]:
+    """The first train of the leg leaving after `after`, with the `fields` asked for."""
+    trains = d.call(
+        "SearchTrain",
+        departure=leg["departure"],
+        destination=leg["destination"],
+        day=leg["day"],
+        leaveAt=after,
+        return_info=fields,
+    )["trains"]
+    return one(trains, "train")
+
+
 def first_train(d: Draft) -> None:
     leg = _leg(d)
     after = f"{d.rng.randint(6, 19):02d}:{d.choice(['00', '15', '30', '45'])}"
@@ -475,15 +464,7 @@ def first_train(d: Draft) -> None:
         w=leg["day"].capitalize(),
         a=spoken_time(d, after),
     )
-    trains = d.call(
-        "SearchTrain",
-        departure=leg["departure"],
-        destination=leg["destination"],
-        day=leg["day"],
-        leaveAt=after,
-        return_info=["trainID", "leaveAt", "arriveBy", "price"],
-    )["trains"]
-    t = one(trains, "train")
+    t = _first_train(d, leg, after, ["trainID", "leaveAt", "arriveBy", "price"])
     d.answer(
         f"Take {t['trainID']}: it leaves at {t['leaveAt']}, arrives at {t['arriveBy']} and costs {t['ticket_price']}.",
         str(t["trainID"]),
@@ -506,15 +487,7 @@ def book_first_train(d: Draft) -> None:
         a=spoken_time(d, after),
         n=said,
     )
-    trains = d.call(
-        "SearchTrain",
-        departure=leg["departure"],
-        destination=leg["destination"],
-        day=leg["day"],
-        leaveAt=after,
-        return_info=["trainID", "leaveAt"],
-    )["trains"]
-    t = one(trains, "train")
+    t = _first_train(d, leg, after, ["trainID", "leaveAt"])
     booked = d.call("BookTrain", people=str(n), trainID=t["trainID"])
     d.answer(
         f"Booked {n} on {t['trainID']} at {t['leaveAt']}; reference {booked['reference']}, total {booked['ticket_total']}.",
@@ -557,6 +530,13 @@ def _intercity(d: Draft) -> dict[str, Any]:
     return d.pick("SELECT DISTINCT from_city, to_city FROM mtu_trains_intercity ORDER BY 1, 2")
 
 
+def _intercity_trains(d: Draft, pair: dict[str, Any], day: date) -> list[dict[str, Any]]:
+    trains: list[dict[str, Any]] = d.call(
+        "FindTrains", **{"from": pair["from_city"], "to": pair["to_city"], "date_of_journey": day.isoformat()}
+    )["trains"]
+    return trains
+
+
 def intercity_cheapest(d: Draft) -> None:
     pair, day = _intercity(d), future_day(d, 1, 40)
     d.query(
@@ -568,9 +548,7 @@ def intercity_cheapest(d: Draft) -> None:
         t=pair["to_city"],
         w=spoken_day(d, day),
     )
-    trains = d.call(
-        "FindTrains", **{"from": pair["from_city"], "to": pair["to_city"], "date_of_journey": day.isoformat()}
-    )["trains"]
+    trains = _intercity_trains(d, pair, day)
     ranked = sorted(trains, key=lambda t: t["total"])
     t = unique_first(ranked, "total", "train")
     d.answer(
@@ -594,9 +572,7 @@ def intercity_book(d: Draft) -> None:
         n=said,
         p=", with trip protection" if protection else "",
     )
-    trains = d.call(
-        "FindTrains", **{"from": pair["from_city"], "to": pair["to_city"], "date_of_journey": day.isoformat()}
-    )["trains"]
+    trains = _intercity_trains(d, pair, day)
     t = one(trains, "train")
     booked = d.call(
         "GetTrainTickets",
@@ -636,6 +612,17 @@ def _bus_route(d: Draft) -> dict[str, Any]:
     return d.pick("SELECT DISTINCT from_city, to_city FROM mtu_buses_departures ORDER BY 1, 2")
 
 
+def _first_bus(d: Draft, route: dict[str, Any], day: date, **extra: str) -> dict[str, Any]:
+    buses = d.call(
+        "FindBus",
+        from_city=route["from_city"],
+        to_city=route["to_city"],
+        departure_date=day.isoformat(),
+        **extra,
+    )["buses"]
+    return one(buses, "bus")
+
+
 def first_bus(d: Draft) -> None:
     route, day = _bus_route(d), future_day(d, 1, 40)
     d.query(
@@ -648,12 +635,7 @@ def first_bus(d: Draft) -> None:
         t=route["to_city"],
         w=spoken_day(d, day),
     )
-    b = one(
-        d.call(
-            "FindBus", from_city=route["from_city"], to_city=route["to_city"], departure_date=day.isoformat()
-        )["buses"],
-        "bus",
-    )
+    b = _first_bus(d, route, day)
     d.answer(
         f"The first bus leaves {b['from_station']} at {b['departure_time']}; the fare is ${money(b['price'])}.",
         str(b["departure_time"]),
@@ -675,16 +657,7 @@ def buy_bus(d: Draft) -> None:
         n=said,
         l=", with extra luggage" if luggage else "",
     )
-    b = one(
-        d.call(
-            "FindBus",
-            from_city=route["from_city"],
-            to_city=route["to_city"],
-            departure_date=day.isoformat(),
-            num_passengers=str(n),
-        )["buses"],
-        "bus",
-    )
+    b = _first_bus(d, route, day, num_passengers=str(n))
     t = d.call(
         "BuyBusTicket",
         from_city=route["from_city"],
@@ -715,12 +688,7 @@ def buy_bus_ask_people(d: Draft) -> None:
     said = d.ask(
         "num_passengers", NUMBER_WORDS[n], "How many passengers are travelling?", keywords=["how many"]
     )
-    b = one(
-        d.call(
-            "FindBus", from_city=route["from_city"], to_city=route["to_city"], departure_date=day.isoformat()
-        )["buses"],
-        "bus",
-    )
+    b = _first_bus(d, route, day)
     t = d.call(
         "BuyBusTicket",
         from_city=route["from_city"],
@@ -741,9 +709,26 @@ def _car_city(d: Draft) -> tuple[str, str]:
     return str(row["city"]), str(row["car_type"])
 
 
-def cheapest_car(d: Draft) -> None:
+def _rental(d: Draft) -> tuple[str, str, date, date]:
+    """A city, a kind of car found there, and the rental's first and last days."""
     (city, kind), start = _car_city(d), future_day(d, 1, 30)
-    end = start + timedelta(days=d.rng.randint(1, 7))
+    return city, kind, start, start + timedelta(days=d.rng.randint(1, 7))
+
+
+def _cheapest_car(d: Draft, city: str, kind: str, start: date, end: date, at: str) -> dict[str, Any]:
+    cars = d.call(
+        "GetCarsAvailable",
+        city=city,
+        start_date=start.isoformat(),
+        end_date=end.isoformat(),
+        pickup_time=at,
+        car_type=kind,
+    )["cars"]
+    return unique_first(cars, "total_price", "car")
+
+
+def cheapest_car(d: Draft) -> None:
+    city, kind, start, end = _rental(d)
     d.query(
         [
             "What's the cheapest {k} car I can rent in {c} from {a} to {b}?",
@@ -754,15 +739,7 @@ def cheapest_car(d: Draft) -> None:
         a=bare_day(d, start),
         b=bare_day(d, end),
     )
-    cars = d.call(
-        "GetCarsAvailable",
-        city=city,
-        start_date=start.isoformat(),
-        end_date=end.isoformat(),
-        pickup_time="10:00",
-        car_type=kind,
-    )["cars"]
-    c = unique_first(cars, "total_price", "car")
+    c = _cheapest_car(d, city, kind, start, end, "10:00")
     d.answer(
         f"A {c['car_name']} from {c['pickup_location']}: ${money(c['price_per_day'])} a day, ${money(c['total_price'])} in all.",
         str(c["car_name"]),
@@ -771,8 +748,7 @@ def cheapest_car(d: Draft) -> None:
 
 
 def reserve_car(d: Draft) -> None:
-    (city, kind), start = _car_city(d), future_day(d, 1, 30)
-    end = start + timedelta(days=d.rng.randint(1, 7))
+    city, kind, start, end = _rental(d)
     at = f"{d.rng.randint(8, 17):02d}:00"
     insurance = d.rng.random() < 0.4
     d.query(
@@ -787,15 +763,7 @@ def reserve_car(d: Draft) -> None:
         t=spoken_time(d, at),
         i=", with insurance" if insurance else "",
     )
-    cars = d.call(
-        "GetCarsAvailable",
-        city=city,
-        start_date=start.isoformat(),
-        end_date=end.isoformat(),
-        pickup_time=at,
-        car_type=kind,
-    )["cars"]
-    c = unique_first(cars, "total_price", "car")
+    c = _cheapest_car(d, city, kind, start, end, at)
     booked = d.call(
         "ReserveCar",
         pickup_location=c["pickup_location"],
@@ -840,9 +808,14 @@ DESTINATIONS = (
 RIDE_TYPES = {"Pool": "shared", "Regular": "regular", "Luxury": "luxury"}
 
 
-def get_ride(d: Draft) -> None:
+def _ride(d: Draft) -> tuple[str, str, int]:
+    """Where to, the kind of ride, and how many seats (a shared ride takes two at most)."""
     dest, kind = d.choice(DESTINATIONS), d.choice(sorted(RIDE_TYPES))
-    seats = d.choice([1, 2] if kind == "Pool" else [1, 2, 3, 4])
+    return dest, kind, d.choice([1, 2] if kind == "Pool" else [1, 2, 3, 4])
+
+
+def get_ride(d: Draft) -> None:
+    dest, kind, seats = _ride(d)
     d.query(
         [
             "Get me a {k} ride to {x} for {n}.",
@@ -873,6 +846,14 @@ CAMBRIDGE_SPOTS = (
 )
 
 
+def _taxis(d: Draft, a: str, b: str, at: str) -> list[dict[str, Any]]:
+    """The taxis from `a` to `b` at `at`, nearest first."""
+    taxis: list[dict[str, Any]] = d.call(
+        "searchTaxi", departure=a, destination=b, leaveAt=at, return_info=["all"]
+    )["taxis"]
+    return taxis
+
+
 def book_nearest_taxi(d: Draft) -> None:
     a, b = d.rng.sample(CAMBRIDGE_SPOTS, 2)
     at = f"{d.rng.randint(7, 22):02d}:{d.choice(['00', '15', '30', '45'])}"
@@ -889,7 +870,7 @@ def book_nearest_taxi(d: Draft) -> None:
         t=spoken_time(d, at),
         n=said,
     )
-    taxis = d.call("searchTaxi", departure=a, destination=b, leaveAt=at, return_info=["all"])["taxis"]
+    taxis = _taxis(d, a, b, at)
     taxi = next((t for t in taxis if int(t["seats"]) >= n), None)
     if taxi is None:
         raise Skip("no taxi big enough")
@@ -913,9 +894,7 @@ def taxi_price(d: Draft) -> None:
         b=b,
         t=spoken_time(d, at),
     )
-    taxi = one(
-        d.call("searchTaxi", departure=a, destination=b, leaveAt=at, return_info=["all"])["taxis"], "taxi"
-    )
+    taxi = one(_taxis(d, a, b, at), "taxi")
     d.answer(
         f"The nearest taxi charges ${money(taxi['price'])}; the ride takes {taxi['duration']}.",
         plain(taxi["price"]),
@@ -923,8 +902,7 @@ def taxi_price(d: Draft) -> None:
 
 
 def ride_ask_destination(d: Draft) -> None:
-    dest, kind = d.choice(DESTINATIONS), d.choice(sorted(RIDE_TYPES))
-    seats = d.choice([1, 2] if kind == "Pool" else [1, 2, 3, 4])
+    dest, kind, seats = _ride(d)
     d.query(
         [
             "Get me a {k} ride for {n}.",
