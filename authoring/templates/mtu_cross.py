@@ -10,15 +10,28 @@ from typing import Any
 from toolgym.authoring.generate import Draft, Skip, Template
 from toolgym.authoring.templates.common import money
 from toolgym.authoring.templates.mtu_shared import (
+    PROVIDER_WORDS,
     bare_day,
+    best_rated_hotel,
+    book_appointment,
+    buy_movie_tickets,
+    cheapest_oneway,
+    event_kind,
+    find_showtimes,
+    first_show_from,
     future_day,
+    next_event,
     one,
     people,
     plural,
+    provider_kind,
+    reserve_table,
+    showing,
     spoken_day,
     spoken_time,
     today,
-    unique_first,
+    top_provider,
+    workday,
 )
 
 WET = frozenset({"showers", "rain", "thunderstorms", "snow"})
@@ -99,13 +112,7 @@ def trip_weather(d: Draft) -> None:
         t=row["destination"],
         w=spoken_day(d, day),
     )
-    flights = d.call(
-        "SearchOnewayFlight",
-        origin_city=row["origin"],
-        destination_city=row["destination"],
-        departure_date=day.isoformat(),
-    )["flights"]
-    f = unique_first(flights, "price", "flight")
+    f = cheapest_oneway(d, row["origin"], row["destination"], day.isoformat())
     w = d.call("GetWeather", city=row["destination"], date=day.isoformat())
     d.answer(
         f"The cheapest is {f['airlines']} at {f['departure_time']} for ${money(f['price'])}; {row['destination']} expects"
@@ -148,14 +155,7 @@ def dinner_and_ride(d: Draft) -> None:
         t=spoken_time(d, at),
         k=RIDE_WORDS[kind],
     )
-    booked = d.call(
-        "ReserveRestaurant",
-        restaurant_name=venue["restaurant_name"],
-        city=venue["city"],
-        date=today(d).isoformat(),
-        time=at,
-        party_size=str(n),
-    )
+    booked = reserve_table(d, venue["restaurant_name"], venue["city"], today(d), at, str(n))
     ride = d.call("GetRide", destination=booked["address"], number_of_seats=str(n), ride_type=kind)
     d.answer(
         f"Your table at {venue['restaurant_name']} is booked for {at}, and a {RIDE_WORDS[kind]} ride to {booked['address']}"
@@ -190,14 +190,7 @@ def dinner_and_share(d: Draft) -> None:
         t=spoken_time(d, at),
         f=friend,
     )
-    booked = d.call(
-        "ReserveRestaurant",
-        restaurant_name=venue["restaurant_name"],
-        city=venue["city"],
-        date=day.isoformat(),
-        time=at,
-        party_size=str(n),
-    )
+    booked = reserve_table(d, venue["restaurant_name"], venue["city"], day, at, str(n))
     d.call("ShareLocation", contact_name=friend, location=booked["address"])
     d.answer(
         f"Booked {venue['restaurant_name']} for {at} on {day.isoformat()} and sent {friend} {booked['address']}.",
@@ -219,14 +212,7 @@ def dinner_share_ask_friend(d: Draft) -> None:
         w=spoken_day(d, day),
         t=spoken_time(d, at),
     )
-    booked = d.call(
-        "ReserveRestaurant",
-        restaurant_name=venue["restaurant_name"],
-        city=venue["city"],
-        date=day.isoformat(),
-        time=at,
-        party_size="2",
-    )
+    booked = reserve_table(d, venue["restaurant_name"], venue["city"], day, at, "2")
     said = d.ask(
         "contact_name", friend, "Who should I send the address to?", keywords=["who", "contact", "name"]
     )
@@ -234,23 +220,10 @@ def dinner_share_ask_friend(d: Draft) -> None:
     d.answer(f"Booked {venue['restaurant_name']} and sent {friend} the address, {booked['address']}.", friend)
 
 
-KIND_FIELD = {
-    "dentist": "dentist_name",
-    "doctor": "doctor_name",
-    "stylist": "stylist_name",
-    "therapist": "therapist_name",
-}
-KIND_WORDS = {"dentist": "dentist", "doctor": "doctor", "stylist": "hair stylist", "therapist": "therapist"}
-
-
 def appointment_to_calendar(d: Draft) -> None:
-    row = d.pick("SELECT DISTINCT city, kind FROM mtu_appointments_providers ORDER BY 1, 2")
-    day = future_day(d, 1, 21)
-    if day.weekday() == 6:
-        day += timedelta(days=1)
-    p = unique_first(
-        d.call("FindProvider", city=row["city"], type=row["kind"])["providers"], "average_rating", "provider"
-    )
+    row = provider_kind(d)
+    day = workday(d)
+    p = top_provider(d, row)
     hours = str(p["opening_hours"])
     at = f"{d.rng.randint(int(hours[:2]), int(hours[6:8]) - 1):02d}:00"
     d.query(
@@ -258,17 +231,12 @@ def appointment_to_calendar(d: Draft) -> None:
             "Book me with the best-rated {k} in {c} {w} at {t} and put it in my calendar.",
             "Find the top {k} in {c}, make an appointment {w} at {t}, and add it to my calendar with the address.",
         ],
-        k=KIND_WORDS[row["kind"]],
+        k=PROVIDER_WORDS[row["kind"]],
         c=row["city"],
         w=spoken_day(d, day),
         t=spoken_time(d, at),
     )
-    booked = d.call(
-        "BookAppointment",
-        appointment_date=day.isoformat(),
-        appointment_time=at,
-        **{KIND_FIELD[row["kind"]]: p["provider_name"]},
-    )
+    booked = book_appointment(d, day, at, row["kind"], p["provider_name"])
     d.call(
         "AddEvent",
         event_name=booked["appointment_name"],
@@ -282,10 +250,14 @@ def appointment_to_calendar(d: Draft) -> None:
     )
 
 
-def _event_row(d: Draft) -> dict[str, Any]:
-    return d.pick(
-        "SELECT DISTINCT city, event_type, category FROM mtu_events_events WHERE date >= ? ORDER BY 1, 2, 3",
-        today(d).isoformat(),
+def _to_calendar(d: Draft, e: dict[str, Any]) -> None:
+    """Puts a found event (its name, date, time and venue) into the calendar."""
+    d.call(
+        "AddEvent",
+        event_name=e["event_name"],
+        event_date=e["date"],
+        event_time=e["time"],
+        event_location=e["venue"],
     )
 
 
@@ -293,7 +265,7 @@ EVENT_NOUN = {"Music": "concert", "Sports": "game", "Theater": "show"}
 
 
 def concert_to_calendar(d: Draft) -> None:
-    row = _event_row(d)
+    row = event_kind(d)
     n, said = people(d)
     d.query(
         [
@@ -305,12 +277,7 @@ def concert_to_calendar(d: Draft) -> None:
         k=EVENT_NOUN[row["event_type"]],
         c=row["city"],
     )
-    e = one(
-        d.call("FindEvents", event_type=row["event_type"], city=row["city"], category=row["category"])[
-            "events"
-        ],
-        "event",
-    )
+    e = next_event(d, row)
     d.call(
         "BuyEventTickets",
         event_name=e["event_name"],
@@ -318,13 +285,7 @@ def concert_to_calendar(d: Draft) -> None:
         date=e["date"],
         city=row["city"],
     )
-    d.call(
-        "AddEvent",
-        event_name=e["event_name"],
-        event_date=e["date"],
-        event_time=e["time"],
-        event_location=e["venue"],
-    )
+    _to_calendar(d, e)
     d.answer(
         f"Bought {n} tickets for {e['event_name']} on {e['date']} at {e['time']} and added it to your calendar.",
         str(e["event_name"]),
@@ -332,7 +293,7 @@ def concert_to_calendar(d: Draft) -> None:
 
 
 def concert_calendar_share(d: Draft) -> None:
-    row = _event_row(d)
+    row = event_kind(d)
     friend = _contact(d)
     d.query(
         [
@@ -344,22 +305,11 @@ def concert_calendar_share(d: Draft) -> None:
         c=row["city"],
         f=friend,
     )
-    e = one(
-        d.call("FindEvents", event_type=row["event_type"], city=row["city"], category=row["category"])[
-            "events"
-        ],
-        "event",
-    )
+    e = next_event(d, row)
     d.call(
         "BuyEventTickets", event_name=e["event_name"], number_of_tickets="2", date=e["date"], city=row["city"]
     )
-    d.call(
-        "AddEvent",
-        event_name=e["event_name"],
-        event_date=e["date"],
-        event_time=e["time"],
-        event_location=e["venue"],
-    )
+    _to_calendar(d, e)
     d.call("ShareLocation", contact_name=friend, location=e["venue_address"])
     d.answer(
         f"Two tickets for {e['event_name']} ({e['date']}, {e['time']}) are bought, it's in your calendar, and {friend} has"
@@ -369,10 +319,7 @@ def concert_calendar_share(d: Draft) -> None:
 
 
 def movie_to_calendar(d: Draft) -> None:
-    row = d.pick(
-        "SELECT DISTINCT m.title, t.city FROM mtu_movies_showtimes s JOIN mtu_movies_movies m USING (movie_id)"
-        " JOIN mtu_movies_theaters t USING (theater_id) ORDER BY 2, 1"
-    )
+    row = showing(d)
     day = future_day(d, 0, 10)
     n, said = people(d)
     d.query(
@@ -385,22 +332,8 @@ def movie_to_calendar(d: Draft) -> None:
         c=row["city"],
         w=spoken_day(d, day),
     )
-    shows = d.call(
-        "GetTimesForMovie", movie_name=row["title"], location=row["city"], show_date=day.isoformat()
-    )["showtimes"]
-    evening = sorted(
-        (s for s in shows if s["show_time"] >= "18:00"), key=lambda s: (s["show_time"], s["theater_name"])
-    )
-    s = unique_first(evening, "show_time", "evening show")
-    bought = d.call(
-        "BuyMovieTickets",
-        movie_name=row["title"],
-        location=row["city"],
-        show_date=day.isoformat(),
-        show_time=s["show_time"],
-        show_type=s["show_type"],
-        number_of_tickets=str(n),
-    )
+    s = first_show_from(find_showtimes(d, row, day), "18:00", "evening show")
+    bought = buy_movie_tickets(d, row, day, s, n)
     d.call(
         "AddEvent",
         event_name=f"{row['title']} (movie)",
@@ -432,13 +365,7 @@ def flight_and_hotel(d: Draft) -> None:
         w=spoken_day(d, day),
         n=plural(nights, "night"),
     )
-    flights = d.call(
-        "SearchOnewayFlight",
-        origin_city=row["origin"],
-        destination_city=row["destination"],
-        departure_date=day.isoformat(),
-    )["flights"]
-    f = unique_first(flights, "price", "flight")
+    f = cheapest_oneway(d, row["origin"], row["destination"], day.isoformat())
     check_in = day + timedelta(days=1) if f["arrives_next_day"] else day
     d.call(
         "ReserveOnewayFlight",
@@ -447,7 +374,7 @@ def flight_and_hotel(d: Draft) -> None:
         airlines=f["airlines"],
         departure_date=day.isoformat(),
     )
-    h = unique_first(d.call("SearchHotel", location=row["destination"])["hotels"], "average_rating", "hotel")
+    h = best_rated_hotel(d, row["destination"])
     d.call(
         "ReserveHotel",
         hotel_name=h["hotel_name"],
