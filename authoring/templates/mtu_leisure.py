@@ -7,22 +7,34 @@ ticket or appointment id.
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
 from toolgym.authoring.generate import Draft, Skip, Template
 from toolgym.authoring.templates.common import money, plain
 from toolgym.authoring.templates.mtu_shared import (
     NUMBER_WORDS,
+    PROVIDER_WORDS,
     bare_day,
+    book_appointment,
+    buy_movie_tickets,
+    event_kind,
+    find_showtimes,
+    first_show_from,
     future_day,
+    next_event,
     one,
     people,
     plural,
+    provider_kind,
+    reserve_table,
+    showing,
     spoken_day,
     spoken_time,
     today,
+    top_provider,
     unique_first,
+    workday,
 )
 
 RESTAURANTS = ("mtu_restaurants",)
@@ -107,14 +119,7 @@ def reserve_best(d: Draft) -> None:
         w=spoken_day(d, day),
         h=spoken_time(d, at),
     )
-    d.call(
-        "ReserveRestaurant",
-        restaurant_name=r["restaurant_name"],
-        city=row["city"],
-        date=day.isoformat(),
-        time=at,
-        party_size=str(n),
-    )
+    reserve_table(d, r["restaurant_name"], row["city"], day, at, str(n))
     d.answer(
         f"Reserved {r['restaurant_name']} for {n} on {day.isoformat()} at {at}.", str(r["restaurant_name"])
     )
@@ -137,14 +142,7 @@ def reserve_named(d: Draft) -> None:
         w=spoken_day(d, day),
         h=spoken_time(d, at),
     )
-    d.call(
-        "ReserveRestaurant",
-        restaurant_name=venue["restaurant_name"],
-        city=venue["city"],
-        date=day.isoformat(),
-        time=at,
-        party_size=str(n),
-    )
+    reserve_table(d, venue["restaurant_name"], venue["city"], day, at, str(n))
     d.answer(
         f"Your table for {n} at {venue['restaurant_name']} is booked for {day.isoformat()} at {at}.",
         str(venue["restaurant_name"]),
@@ -162,14 +160,7 @@ def reserve_ask_time(d: Draft) -> None:
         w=spoken_day(d, day),
     )
     said = d.ask("time", at, "What time would you like the table?", keywords=["what time", "when"])
-    d.call(
-        "ReserveRestaurant",
-        restaurant_name=venue["restaurant_name"],
-        city=venue["city"],
-        date=day.isoformat(),
-        time=said,
-        party_size="2",
-    )
+    reserve_table(d, venue["restaurant_name"], venue["city"], day, said, "2")
     d.answer(
         f"Booked {venue['restaurant_name']} for two on {day.isoformat()} at {at}.",
         str(venue["restaurant_name"]),
@@ -309,15 +300,8 @@ def play_with_subtitles(d: Draft) -> None:
     d.answer(f"{movie['title']} is playing with {language} subtitles.", language)
 
 
-def _showing(d: Draft) -> dict[str, Any]:
-    return d.pick(
-        "SELECT DISTINCT m.title, t.city FROM mtu_movies_showtimes s JOIN mtu_movies_movies m USING (movie_id)"
-        " JOIN mtu_movies_theaters t USING (theater_id) ORDER BY 2, 1"
-    )
-
-
 def showtimes(d: Draft) -> None:
-    row, day = _showing(d), future_day(d, 0, 14)
+    row, day = showing(d), future_day(d, 0, 14)
     d.query(
         [
             "When is {m} showing in {c} {w}?",
@@ -328,16 +312,14 @@ def showtimes(d: Draft) -> None:
         c=row["city"],
         w=spoken_day(d, day),
     )
-    shows = d.call(
-        "GetTimesForMovie", movie_name=row["title"], location=row["city"], show_date=day.isoformat()
-    )["showtimes"]
+    shows = find_showtimes(d, row, day)
     first = one(shows, "show")
     times = ", ".join(f"{s['show_time']} ({s['theater_name']}, {s['show_type']})" for s in shows[:6])
     d.answer(f"{row['title']} in {row['city']} on {day.isoformat()}: {times}.", str(first["show_time"]))
 
 
 def buy_first_show(d: Draft) -> None:
-    row, day = _showing(d), future_day(d, 0, 14)
+    row, day = showing(d), future_day(d, 0, 14)
     n, said = people(d)
     after = d.choice([12, 15, 17, 18, 19])
     d.query(
@@ -351,23 +333,9 @@ def buy_first_show(d: Draft) -> None:
         w=spoken_day(d, day),
         a=spoken_time(d, f"{after:02d}:00"),
     )
-    shows = d.call(
-        "GetTimesForMovie", movie_name=row["title"], location=row["city"], show_date=day.isoformat()
-    )["showtimes"]
-    later = sorted(
-        (s for s in shows if s["show_time"] >= f"{after:02d}:00"),
-        key=lambda s: (s["show_time"], s["theater_name"]),
-    )
-    s = unique_first(later, "show_time", "show")
-    booked = d.call(
-        "BuyMovieTickets",
-        movie_name=row["title"],
-        location=row["city"],
-        show_date=day.isoformat(),
-        show_time=s["show_time"],
-        show_type=s["show_type"],
-        number_of_tickets=str(n),
-    )
+    shows = find_showtimes(d, row, day)
+    s = first_show_from(shows, f"{after:02d}:00", "show")
+    booked = buy_movie_tickets(d, row, day, s, n)
     d.answer(
         f"Bought {n} tickets for {row['title']} at {s['show_time']} at {booked['theater_name']}: ${money(booked['price'])}.",
         str(s["show_time"]),
@@ -572,10 +540,7 @@ def event_dates(d: Draft) -> None:
 
 
 def buy_event_tickets(d: Draft) -> None:
-    row = d.pick(
-        "SELECT DISTINCT city, event_type, category FROM mtu_events_events WHERE date >= ? ORDER BY 1, 2, 3",
-        today(d).isoformat(),
-    )
+    row = event_kind(d)
     n, said = people(d)
     d.query(
         [
@@ -587,10 +552,7 @@ def buy_event_tickets(d: Draft) -> None:
         k={"Music": "concert", "Sports": "game", "Theater": "show"}[row["event_type"]],
         c=row["city"],
     )
-    events = d.call("FindEvents", event_type=row["event_type"], city=row["city"], category=row["category"])[
-        "events"
-    ]
-    e = one(events, "event")
+    e = next_event(d, row)
     bought = d.call(
         "BuyEventTickets",
         event_name=e["event_name"],
@@ -979,34 +941,18 @@ def refuse_make_offer(d: Draft) -> None:
 
 
 # ---- appointments -------------------------------------------------------------------------------
-KINDS = {
-    "dentist": "dentist_name",
-    "doctor": "doctor_name",
-    "stylist": "stylist_name",
-    "therapist": "therapist_name",
-}
-KIND_WORDS = {"dentist": "dentist", "doctor": "doctor", "stylist": "hair stylist", "therapist": "therapist"}
-
-
-def _workday(d: Draft) -> date:
-    day = future_day(d, 1, 21)
-    return day + timedelta(days=1) if day.weekday() == 6 else day
-
-
 def best_provider(d: Draft) -> None:
-    row = d.pick("SELECT DISTINCT city, kind FROM mtu_appointments_providers ORDER BY 1, 2")
+    row = provider_kind(d)
     d.query(
         [
             "Who's the best-rated {k} in {c}?",
             "Find me a highly rated {k} in {c}, with the phone number.",
             "I need a good {k} in {c}.",
         ],
-        k=KIND_WORDS[row["kind"]],
+        k=PROVIDER_WORDS[row["kind"]],
         c=row["city"],
     )
-    p = unique_first(
-        d.call("FindProvider", city=row["city"], type=row["kind"])["providers"], "average_rating", "provider"
-    )
+    p = top_provider(d, row)
     d.answer(
         f"{p['provider_name']} ({p['average_rating']}), {p['address']}, phone {p['phone_number']}.",
         str(p["provider_name"]),
@@ -1014,11 +960,9 @@ def best_provider(d: Draft) -> None:
 
 
 def book_best_provider(d: Draft) -> None:
-    row = d.pick("SELECT DISTINCT city, kind FROM mtu_appointments_providers ORDER BY 1, 2")
-    day = _workday(d)
-    p = unique_first(
-        d.call("FindProvider", city=row["city"], type=row["kind"])["providers"], "average_rating", "provider"
-    )
+    row = provider_kind(d)
+    day = workday(d)
+    p = top_provider(d, row)
     opens, closes = str(p["opening_hours"])[:5], str(p["opening_hours"])[6:11]
     at = f"{d.rng.randint(int(opens[:2]), int(closes[:2]) - 1):02d}:{d.choice(['00', '30'])}"
     d.query(
@@ -1026,17 +970,12 @@ def book_best_provider(d: Draft) -> None:
             "Book me with the best-rated {k} in {c} {w} at {h}.",
             "Find the top {k} in {c} and make an appointment {w}, {h}.",
         ],
-        k=KIND_WORDS[row["kind"]],
+        k=PROVIDER_WORDS[row["kind"]],
         c=row["city"],
         w=spoken_day(d, day),
         h=spoken_time(d, at),
     )
-    booked = d.call(
-        "BookAppointment",
-        appointment_date=day.isoformat(),
-        appointment_time=at,
-        **{KINDS[row["kind"]]: p["provider_name"]},
-    )
+    booked = book_appointment(d, day, at, row["kind"], p["provider_name"])
     d.answer(
         f"Booked with {p['provider_name']} on {day.isoformat()} at {at}, {booked['address']}.",
         str(p["provider_name"]),
@@ -1134,7 +1073,7 @@ def book_ask_time(d: Draft) -> None:
     p = d.pick(
         "SELECT * FROM mtu_appointments_providers p WHERE (SELECT count(*) FROM mtu_appointments_providers o WHERE o.name = p.name) = 1 ORDER BY provider_id"
     )
-    day = _workday(d)
+    day = workday(d)
     at = f"{d.rng.randint(int(p['opens'][:2]), int(p['closes'][:2]) - 1):02d}:00"
     d.query(
         ["Book an appointment with {n} {w}.", "I'd like to see {n} {w}; please book it."],
@@ -1142,18 +1081,13 @@ def book_ask_time(d: Draft) -> None:
         w=spoken_day(d, day),
     )
     said = d.ask("appointment_time", at, "What time works for you?", keywords=["what time", "time"])
-    d.call(
-        "BookAppointment",
-        appointment_date=day.isoformat(),
-        appointment_time=said,
-        **{KINDS[p["kind"]]: p["name"]},
-    )
+    book_appointment(d, day, said, p["kind"], p["name"])
     d.answer(f"Booked with {p['name']} on {day.isoformat()} at {at}.", str(p["name"]))
 
 
 def refuse_book_appointment(d: Draft) -> None:
     p = d.pick("SELECT name FROM mtu_appointments_providers ORDER BY provider_id")
-    day = _workday(d)
+    day = workday(d)
     d.query(
         ["Book me an appointment with {n} {w} at 10 am.", "Make an appointment with {n} {w}, 10:00."],
         n=p["name"],
