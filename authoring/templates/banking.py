@@ -164,6 +164,13 @@ def bills_due(d: Draft) -> None:
     d.answer(f"You have {count} due ({payees}), ${money(total)} in total.", plain(total))
 
 
+def move_money(d: Draft, source: dict[str, Any], target: dict[str, Any], amount: float) -> dict[str, Any]:
+    """Transfers `amount` dollars between two accounts; the result holds both new balances."""
+    return d.call(
+        "transfer", from_account_id=source["account_id"], to_account_id=target["account_id"], amount=amount
+    )
+
+
 def transfer(d: Draft) -> None:
     customer = _customer_with(d, "checking", "savings")["customer_id"]
     accounts = d.rows(
@@ -184,12 +191,7 @@ def transfer(d: Draft) -> None:
         a=source["account_id"],
         b=target["account_id"],
     )
-    result = d.call(
-        "transfer",
-        from_account_id=source["account_id"],
-        to_account_id=target["account_id"],
-        amount=float(amount),
-    )
+    result = move_money(d, source, target, float(amount))
     d.answer(
         f"Done: ${amount} moved from {source['account_id']} to {target['account_id']}; "
         f"{source['account_id']} now holds ${money(result['from_balance'])}.",
@@ -215,12 +217,7 @@ def move_to_savings(d: Draft) -> None:
         f=way[0],
         t=way[1],
     )
-    result = d.call(
-        "transfer",
-        from_account_id=source["account_id"],
-        to_account_id=target["account_id"],
-        amount=float(amount),
-    )
+    result = move_money(d, source, target, float(amount))
     d.answer(
         f"I moved ${amount} from your {way[0]} to your {way[1]} account; your {way[1]} balance is now"
         f" ${money(result['to_balance'])}.",
@@ -326,12 +323,7 @@ def transfer_ask_amount(d: Draft) -> None:
         b=savings["account_id"],
     )
     said = d.ask("amount", f"${amount}", "How much would you like to transfer?", keywords=["how much"])
-    result = d.call(
-        "transfer",
-        from_account_id=checking["account_id"],
-        to_account_id=savings["account_id"],
-        amount=float(amount),
-    )
+    result = move_money(d, checking, savings, float(amount))
     d.answer(
         f"Transferred {said} to {savings['account_id']}; its balance is now ${money(result['to_balance'])}.",
         plain(result["to_balance"]),
