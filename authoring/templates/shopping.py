@@ -147,6 +147,17 @@ def cart_total(d: Draft) -> None:
     d.answer(f"Your cart holds {names}, ${money(cart['total'])} in total.", plain(cart["total"]))
 
 
+def cheapest_in_stock(d: Draft, category: str, brand: str) -> dict[str, Any]:
+    """The brand's cheapest in-stock product of the category (Skip when none, or two tie on price)."""
+    products = d.call(
+        "search_products", category=category, brand=brand, in_stock_only=True, sort_by="price", page_size=5
+    )["products"]
+    if not products or (len(products) > 1 and products[0]["price"] == products[1]["price"]):
+        raise Skip("no single cheapest product")
+    product: dict[str, Any] = products[0]
+    return product
+
+
 def add_to_cart(d: Draft) -> None:
     customer = d.pick("SELECT customer_id FROM shop_customers ORDER BY customer_id")["customer_id"]
     category, brand = _category_and_brand(d)
@@ -164,12 +175,7 @@ def add_to_cart(d: Draft) -> None:
         k=category,
         t=THING[category],
     )
-    products = d.call(
-        "search_products", category=category, brand=brand, in_stock_only=True, sort_by="price", page_size=5
-    )["products"]
-    if not products or (len(products) > 1 and products[0]["price"] == products[1]["price"]):
-        raise Skip("no single cheapest product")
-    product = products[0]
+    product = cheapest_in_stock(d, category, brand)
     cart = d.call("add_to_cart", customer_id=customer, product_id=product["product_id"], quantity=quantity)[
         "cart"
     ]
@@ -198,12 +204,7 @@ def buy_product(d: Draft) -> None:
         k=category,
         t=THING[category],
     )
-    products = d.call(
-        "search_products", category=category, brand=brand, in_stock_only=True, sort_by="price", page_size=5
-    )["products"]
-    if not products or (len(products) > 1 and products[0]["price"] == products[1]["price"]):
-        raise Skip("no single cheapest product")
-    product = products[0]
+    product = cheapest_in_stock(d, category, brand)
     d.call("add_to_cart", customer_id=customer, product_id=product["product_id"], quantity=1)
     order = d.call("place_order", customer_id=customer, payment_method="wallet")["order"]
     d.answer(
