@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from toolgym.authoring.generate import Draft, Skip, Template
-from toolgym.authoring.templates.banking import _account, _customer_with
+from toolgym.authoring.templates.banking import _account, _customer_with, move_money
 from toolgym.authoring.templates.common import money, plain
 from toolgym.authoring.templates.ctool import _friend, _message_friend
-from toolgym.authoring.templates.shopping import THING
+from toolgym.authoring.templates.shopping import THING, cheapest_in_stock
 
 
 def _cart_customer(d: Draft) -> str:
@@ -22,6 +22,11 @@ def _cart_customer(d: Draft) -> str:
         "customer_id"
     ]
     return customer
+
+
+def _checking_and_savings(d: Draft, banker: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    accounts = d.call("list_accounts", customer_id=banker)["accounts"]
+    return _account(accounts, "checking"), _account(accounts, "savings")
 
 
 def cart_affordable(d: Draft) -> None:
@@ -72,30 +77,15 @@ def buy_and_set_aside(d: Draft) -> None:
         s=shopper,
         k=banker,
     )
-    products = d.call(
-        "search_products",
-        category=row["category"],
-        brand=row["brand"],
-        in_stock_only=True,
-        sort_by="price",
-        page_size=5,
-    )["products"]
-    if not products or (len(products) > 1 and products[0]["price"] == products[1]["price"]):
-        raise Skip("no single cheapest product")
-    d.call("add_to_cart", customer_id=shopper, product_id=products[0]["product_id"], quantity=1)
+    product = cheapest_in_stock(d, row["category"], row["brand"])
+    d.call("add_to_cart", customer_id=shopper, product_id=product["product_id"], quantity=1)
     order = d.call("place_order", customer_id=shopper, payment_method="pay_on_delivery")["order"]
-    accounts = d.call("list_accounts", customer_id=banker)["accounts"]
-    checking, savings = _account(accounts, "checking"), _account(accounts, "savings")
-    moved = d.call(
-        "transfer",
-        from_account_id=checking["account_id"],
-        to_account_id=savings["account_id"],
-        amount=order["total"],
-    )
+    checking, savings = _checking_and_savings(d, banker)
+    moved = move_money(d, checking, savings, order["total"])
     d.answer(
-        f"Ordered the {products[0]['name']} (${money(order['total'])}, pay on delivery) and moved"
+        f"Ordered the {product['name']} (${money(order['total'])}, pay on delivery) and moved"
         f" ${money(order['total'])} to savings, which now holds ${money(moved['to_balance'])}.",
-        products[0]["name"],
+        product["name"],
         plain(order["total"]),
     )
 
@@ -178,14 +168,8 @@ def cover_cart_and_tell(d: Draft) -> None:
         u=user,
     )
     cart = d.call("view_cart", customer_id=shopper)["cart"]
-    accounts = d.call("list_accounts", customer_id=banker)["accounts"]
-    checking, savings = _account(accounts, "checking"), _account(accounts, "savings")
-    moved = d.call(
-        "transfer",
-        from_account_id=savings["account_id"],
-        to_account_id=checking["account_id"],
-        amount=cart["total"],
-    )
+    checking, savings = _checking_and_savings(d, banker)
+    moved = move_money(d, savings, checking, cart["total"])
     _message_friend(d, user, name, note)
     d.answer(
         f"Moved ${money(cart['total'])} into checking (now ${money(moved['to_balance'])}) and told {name}.",
