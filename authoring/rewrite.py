@@ -31,6 +31,15 @@ PROMPT: Final = {
     "zh": "用另一种说法改写下面的用户请求，像另一个人对助手说的那样。所有名字、数字、编号、金额、日期和引号里的文字保持原样，不要添加内容。只回复改写后的请求。",
 }
 _ID: Final = re.compile(r"(?<![A-Za-z0-9_-])[A-Z]{1,6}-?\d{3,}(?![0-9])")
+_NUMBER: Final = re.compile(r"\d+(?:[.,:]\d+)*")
+# a proper name inside a sentence (a payee, a city, a shop): a capitalised word not first in it
+_NAME: Final = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+(?: [A-Z][a-z]+)*")
+# how a model answers or refuses instead of rephrasing, and how it turns the user's "my" into "your"
+_ASSISTANT: Final = re.compile(
+    r"\b(?:I'?m sorry|as an AI|I am an AI|I'?m an AI|I'?m unable|I cannot|I can'?t help)\b|抱歉|作为(?:一个)?AI",
+    re.IGNORECASE,
+)
+_SECOND_PERSON: Final = re.compile(r"\byour?\b", re.IGNORECASE)
 _QUOTED: Final = re.compile(r"\"([^\"]+)\"|“([^”]+)”|《([^》]+)》")
 
 
@@ -85,6 +94,27 @@ def rejection(task: Task, new_query: str, taken: set[str]) -> str | None:
         alias_found(new, task.user.known[s]) for s in task.user.must_not_volunteer
     ):
         return "says what the user is to be asked for"
+    return _unfaithful(task, new)
+
+
+def _numbers(text: str) -> set[str]:
+    return {m.replace(",", "") for m in _NUMBER.findall(text)}
+
+
+def _unfaithful(task: Task, new: str) -> str | None:
+    """What a small model does instead of rephrasing (seen with SmolLM2-135M): states a made-up
+    result, answers or refuses as the assistant, speaks to the user, drops a name, gives the answer."""
+    if _numbers(new) - _numbers(task.query):
+        return "says a number the query did not"
+    if _ASSISTANT.search(new) and not _ASSISTANT.search(task.query):
+        return "answers instead of asking"
+    if _SECOND_PERSON.search(new) and not _SECOND_PERSON.search(task.query):
+        return "speaks to the user, not as the user"
+    if any(name not in new for name in _NAME.findall(task.query)):
+        return "drops a name the query said"
+    answers = [alias for group in (task.answer.whitelist or []) for alias in group] if task.answer else []
+    if any(alias_found(new, a) and not alias_found(task.query, a) for a in answers):
+        return "says the answer"
     return None
 
 

@@ -89,3 +89,26 @@ def test_what_a_rephrasing_must_keep() -> None:
     assert ask.user is not None
     secret = ask.user.known["customer_id"]
     assert rejection(ask, f"{ask.query} (customer {secret})", set()) == "names an id the query did not"
+
+
+def test_what_a_small_model_writes_instead_of_a_rephrasing_is_refused() -> None:
+    # each of these came from SmolLM2-135M-Instruct behind `toolgym serve-model` (kept before)
+    tasks = {t.metadata["template"]: t for t in _tasks()}
+    balance, ask = tasks["banking.balance"], tasks["banking.pay_bill_ask_customer"]
+    account = balance.golden[0].action.arguments["account_id"]
+    assert rejection(balance, f"The balance of my account {account} is 1.000000000000001.", set()) == (
+        "says a number the query did not"
+    )
+    sorry = "I'm sorry for any confusion. I'm an AI designed to assist with financial matters."
+    assert rejection(ask, sorry, set()) == "answers instead of asking"
+    assert rejection(ask, ask.query.replace("my", "your"), set()) == "speaks to the user, not as the user"
+    assert rejection(ask, "Please pay a bill from my checking account, thanks.", set()) == (
+        "drops a name the query said"
+    )
+    assert balance.answer is not None and balance.answer.whitelist
+    answer = balance.answer.whitelist[0][0]
+    assert rejection(balance, f"Is the balance of my account {account} still {answer}?", set()) == (
+        "says a number the query did not"
+    )
+    # a faithful one passes
+    assert rejection(balance, f"How much money is in my account {account}?", set()) is None
