@@ -19,12 +19,15 @@ from toolgym.authoring.templates.mtu_shared import (
     event_kind,
     find_showtimes,
     first_show_from,
+    flight_route,
     future_day,
     next_event,
     one,
     people,
     plural,
     provider_kind,
+    reserve_hotel,
+    reserve_oneway,
     reserve_table,
     showing,
     spoken_day,
@@ -348,11 +351,7 @@ def movie_to_calendar(d: Draft) -> None:
 
 
 def flight_and_hotel(d: Draft) -> None:
-    row = d.pick(
-        "SELECT DISTINCT o.city AS origin, t.city AS destination FROM mtu_flights_schedules s"
-        " JOIN mtu_flights_airports o ON o.code = s.origin_airport JOIN mtu_flights_airports t"
-        " ON t.code = s.destination_airport WHERE o.city != t.city ORDER BY 1, 2"
-    )
+    origin, dest = flight_route(d)
     day = future_day(d, 2, 30)
     nights = d.choice([2, 3, 4, 5])
     d.query(
@@ -360,28 +359,16 @@ def flight_and_hotel(d: Draft) -> None:
             "Book the cheapest flight from {o} to {t} {w}, and the best-rated hotel in {t} for {n} from that day.",
             "I'm going to {t} from {o} {w} for {n}. Book the lowest fare and the top-rated hotel there.",
         ],
-        o=row["origin"],
-        t=row["destination"],
+        o=origin,
+        t=dest,
         w=spoken_day(d, day),
         n=plural(nights, "night"),
     )
-    f = cheapest_oneway(d, row["origin"], row["destination"], day.isoformat())
+    f = cheapest_oneway(d, origin, dest, day.isoformat())
     check_in = day + timedelta(days=1) if f["arrives_next_day"] else day
-    d.call(
-        "ReserveOnewayFlight",
-        origin_city=row["origin"],
-        destination_city=row["destination"],
-        airlines=f["airlines"],
-        departure_date=day.isoformat(),
-    )
-    h = best_rated_hotel(d, row["destination"])
-    d.call(
-        "ReserveHotel",
-        hotel_name=h["hotel_name"],
-        location=row["destination"],
-        check_in_date=check_in.isoformat(),
-        stay_length=str(nights),
-    )
+    reserve_oneway(d, origin, dest, f, day.isoformat())
+    h = best_rated_hotel(d, dest)
+    reserve_hotel(d, h, dest, check_in.isoformat(), nights)
     d.answer(
         f"Booked {f['airlines']} {f['flight_number']} (${money(f['price'])}) and {h['hotel_name']} from {check_in.isoformat()}"
         f" for {plural(nights, 'night')}.",

@@ -1,4 +1,5 @@
-"""What the templates of the `mtu` apps share: days and times as people say them, and small pools.
+"""What the templates of the `mtu` apps share: days and times as people say them, small pools, and
+the searches and bookings that several templates (of one module or several) run the same way.
 
 The MTU apps parse "2024-01-05", "tomorrow", "Friday" and "January 5th" alike, so a query may say a
 day in any of those ways while the golden call passes the ISO date: the agent's call is free.
@@ -102,12 +103,47 @@ def plural(n: int, word: str) -> str:
 
 
 # ---- searches and bookings that several templates (and modules) run the same way ----------------
+def flight_route(d: Draft) -> tuple[str, str]:
+    """An origin and a destination city that a scheduled flight joins."""
+    row = d.pick(
+        "SELECT DISTINCT o.city AS origin, t.city AS destination FROM mtu_flights_schedules s"
+        " JOIN mtu_flights_airports o ON o.code = s.origin_airport"
+        " JOIN mtu_flights_airports t ON t.code = s.destination_airport"
+        " WHERE o.city != t.city ORDER BY origin, destination"
+    )
+    return str(row["origin"]), str(row["destination"])
+
+
 def cheapest_oneway(d: Draft, origin: str, dest: str, when: str, **extra: str) -> dict[str, Any]:
     """The cheapest one-way flight on the date `when`; `extra` narrows the search (cabin, passengers)."""
     flights = d.call(
         "SearchOnewayFlight", origin_city=origin, destination_city=dest, departure_date=when, **extra
     )["flights"]
     return unique_first(flights, "price", "flight")
+
+
+def reserve_oneway(
+    d: Draft, origin: str, dest: str, flight: dict[str, Any], when: str, **extra: str
+) -> dict[str, Any]:
+    """Books the found flight's airline on the date `when`; `extra` adds the passengers."""
+    return d.call(
+        "ReserveOnewayFlight",
+        origin_city=origin,
+        destination_city=dest,
+        airlines=flight["airlines"],
+        departure_date=when,
+        **extra,
+    )
+
+
+def reserve_hotel(d: Draft, hotel: dict[str, Any], city: str, check_in: str, nights: int) -> dict[str, Any]:
+    return d.call(
+        "ReserveHotel",
+        hotel_name=hotel["hotel_name"],
+        location=city,
+        check_in_date=check_in,
+        stay_length=str(nights),
+    )
 
 
 def best_rated_hotel(d: Draft, city: str, **filters: str) -> dict[str, Any]:

@@ -16,10 +16,13 @@ from toolgym.authoring.templates.mtu_shared import (
     bare_day,
     best_rated_hotel,
     cheapest_oneway,
+    flight_route,
     future_day,
     one,
     people,
     plural,
+    reserve_hotel,
+    reserve_oneway,
     spoken_day,
     spoken_time,
     unique_first,
@@ -35,19 +38,9 @@ CABINS = ("Economy", "Economy", "Premium Economy", "Business", "First Class")
 
 
 # ---- flights ------------------------------------------------------------------------------------
-def _route(d: Draft) -> tuple[str, str]:
-    row = d.pick(
-        "SELECT DISTINCT o.city AS origin, t.city AS destination FROM mtu_flights_schedules s"
-        " JOIN mtu_flights_airports o ON o.code = s.origin_airport"
-        " JOIN mtu_flights_airports t ON t.code = s.destination_airport"
-        " WHERE o.city != t.city ORDER BY origin, destination"
-    )
-    return str(row["origin"]), str(row["destination"])
-
-
 def _cheapest_roundtrip(d: Draft, phrasings: list[str]) -> tuple[str, str, date, date, dict[str, Any]]:
     """Draws a route and dates, asks with one of `phrasings` ({o} {t} {a} {b}), finds the cheapest trip."""
-    (origin, dest), out = _route(d), future_day(d, 2, 35)
+    (origin, dest), out = flight_route(d), future_day(d, 2, 35)
     back = out + timedelta(days=d.rng.randint(2, 10))
     d.query(phrasings, o=origin, t=dest, a=spoken_day(d, out), b=spoken_day(d, back))
     trips = d.call(
@@ -61,7 +54,7 @@ def _cheapest_roundtrip(d: Draft, phrasings: list[str]) -> tuple[str, str, date,
 
 
 def cheapest_flight(d: Draft) -> None:
-    (origin, dest), day = _route(d), future_day(d, 2, 45)
+    (origin, dest), day = flight_route(d), future_day(d, 2, 45)
     cabin = d.choice(CABINS)
     d.query(
         [
@@ -85,7 +78,7 @@ def cheapest_flight(d: Draft) -> None:
 
 
 def book_cheapest_flight(d: Draft) -> None:
-    (origin, dest), day = _route(d), future_day(d, 2, 45)
+    (origin, dest), day = flight_route(d), future_day(d, 2, 45)
     n, said = people(d)
     d.query(
         [
@@ -100,14 +93,7 @@ def book_cheapest_flight(d: Draft) -> None:
         p="passenger" if n == 1 else "passengers",
     )
     f = cheapest_oneway(d, origin, dest, day.isoformat(), passengers=str(n))
-    booked = d.call(
-        "ReserveOnewayFlight",
-        origin_city=origin,
-        destination_city=dest,
-        airlines=f["airlines"],
-        departure_date=day.isoformat(),
-        passengers=str(n),
-    )
+    booked = reserve_oneway(d, origin, dest, f, day.isoformat(), passengers=str(n))
     d.answer(
         f"Booked {f['airlines']} {f['flight_number']} at {f['departure_time']} for {n}; the total is"
         f" ${money(booked['price'])}.",
@@ -157,7 +143,7 @@ def book_roundtrip(d: Draft) -> None:
 
 
 def earliest_flight(d: Draft) -> None:
-    (origin, dest), day = _route(d), future_day(d, 1, 45)
+    (origin, dest), day = flight_route(d), future_day(d, 1, 45)
     d.query(
         [
             "What's the first flight from {o} to {t} {w}?",
@@ -180,7 +166,7 @@ def earliest_flight(d: Draft) -> None:
 
 
 def flight_ask_date(d: Draft) -> None:
-    (origin, dest), day = _route(d), future_day(d, 2, 45)
+    (origin, dest), day = flight_route(d), future_day(d, 2, 45)
     d.query(
         [
             "Book me the cheapest one-way flight from {o} to {t}.",
@@ -193,20 +179,14 @@ def flight_ask_date(d: Draft) -> None:
         "departure_date", day.isoformat(), "Which date do you want to fly?", keywords=["date", "when"]
     )
     f = cheapest_oneway(d, origin, dest, said)
-    d.call(
-        "ReserveOnewayFlight",
-        origin_city=origin,
-        destination_city=dest,
-        airlines=f["airlines"],
-        departure_date=said,
-    )
+    reserve_oneway(d, origin, dest, f, said)
     d.answer(
         f"Booked {f['airlines']} {f['flight_number']} on {said} for ${money(f['price'])}.", str(f["airlines"])
     )
 
 
 def refuse_book_flight(d: Draft) -> None:
-    (origin, dest), day = _route(d), future_day(d, 2, 45)
+    (origin, dest), day = flight_route(d), future_day(d, 2, 45)
     d.query(
         ["Book me a flight from {o} to {t} {w}.", "Reserve a one-way ticket {o} to {t} {w}, please."],
         o=origin,
@@ -220,7 +200,7 @@ def refuse_book_flight(d: Draft) -> None:
 
 
 def refuse_cancel_flight(d: Draft) -> None:
-    (origin, dest), day = _route(d), future_day(d, 2, 45)
+    (origin, dest), day = flight_route(d), future_day(d, 2, 45)
     d.query(
         ["Cancel my flight from {o} to {t} {w}.", "I need to cancel the {o} to {t} flight I booked for {x}."],
         o=origin,
@@ -295,13 +275,7 @@ def book_best_hotel(d: Draft) -> None:
         n=plural(nights, "night"),
     )
     h = best_rated_hotel(d, city)
-    booked = d.call(
-        "ReserveHotel",
-        hotel_name=h["hotel_name"],
-        location=city,
-        check_in_date=day.isoformat(),
-        stay_length=str(nights),
-    )
+    booked = reserve_hotel(d, h, city, day.isoformat(), nights)
     d.answer(
         f"Booked {h['hotel_name']} from {booked['check_in_date']} to {booked['check_out_date']}: ${money(booked['price'])}.",
         str(h["hotel_name"]),
@@ -321,9 +295,7 @@ def book_hotel_ask_date(d: Draft) -> None:
         "check_in_date", day.isoformat(), "What date do you check in?", keywords=["check in", "date", "when"]
     )
     h = best_rated_hotel(d, city)
-    booked = d.call(
-        "ReserveHotel", hotel_name=h["hotel_name"], location=city, check_in_date=said, stay_length=str(nights)
-    )
+    booked = reserve_hotel(d, h, city, said, nights)
     d.answer(
         f"Booked {h['hotel_name']} from {said}, ${money(booked['price'])} in total.", str(h["hotel_name"])
     )
