@@ -44,6 +44,12 @@ offers every tool of the template's apps but the withheld ones; the metadata say
 verified, duplicate queries are dropped, and a template gives as many distinct tasks as its slots
 allow: give several phrasings, and slots with many values.
 
+A chain that two templates run alike (draw the slots, search, pick the winner, book it) is one
+helper beside them, in the module or, when modules share it, in `mtu_shared.py`,
+`teval_common.py` or `common.py` (`cross.py` books through `shopping.cheapest_in_stock` and
+`banking.move_money`); phrasings stay with each template. A helper makes the same rng draws and
+calls in the same order as the code it replaced, so the same seed still writes the same bytes.
+
 Example (banking.py has more):
 
     from toolgym.authoring.generate import Draft, Template
