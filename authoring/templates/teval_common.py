@@ -1,5 +1,6 @@
 """What the templates of the teval apps share: the app names, dates as people write them, the
-people the user writes to, and the cities two apps both know.
+people the user writes to, the cities two apps both know, and the arxiv paper that teval_info and
+teval_office both pick and search for.
 
 The teval apps (toolgym.mocks.apps.teval) are T-Eval's tools on seeded worlds. A user knows what a
 person would: place, film, company and paper names, their own file paths and the addresses they
@@ -111,3 +112,21 @@ def weather_cities(d: Draft) -> set[str]:
 
 def weather_cities_zh(d: Draft) -> set[str]:
     return {r["name_zh"] for r in d.rows("SELECT name_zh FROM teval_weather_cities ORDER BY city_id")}
+
+
+def arxiv_paper(d: Draft) -> dict[str, Any]:
+    """A paper of the world published by its today."""
+    paper = d.pick(
+        "SELECT * FROM teval_arxiv_papers WHERE published <= ? ORDER BY arxiv_id",
+        d.world.start.date().isoformat(),
+    )
+    return paper
+
+
+def find_paper(d: Draft, title: str) -> dict[str, Any]:
+    """The arxiv search result for a title (Skip when the paper is not the first hit)."""
+    hits = d.call("get_arxiv_article_information", query=title)["content"]
+    if not hits or hits[0]["title"] != title:
+        raise Skip("the title does not find its paper first")
+    first: dict[str, Any] = hits[0]
+    return first

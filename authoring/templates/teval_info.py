@@ -23,6 +23,8 @@ from toolgym.authoring.templates.teval_common import (
     TIME,
     TMDB,
     WEATHER,
+    arxiv_paper,
+    find_paper,
     human_date,
     human_dates,
     rows_or_skip,
@@ -32,23 +34,6 @@ from toolgym.mocks.apps.teval.google_search import COUNTRIES, LANDMARKS
 
 
 # ---- arXiv ---------------------------------------------------------------------------------------
-def arxiv_paper(d: Draft) -> dict[str, Any]:
-    """A paper of the world, and the search result that finds it by its title (Skip if not first)."""
-    paper = d.pick(
-        "SELECT * FROM teval_arxiv_papers WHERE published <= ? ORDER BY arxiv_id",
-        d.world.start.date().isoformat(),
-    )
-    return paper
-
-
-def _arxiv_find(d: Draft, title: str) -> dict[str, Any]:
-    hits = d.call("get_arxiv_article_information", query=title)["content"]
-    if not hits or hits[0]["title"] != title:
-        raise Skip("the title does not find its paper first")
-    first: dict[str, Any] = hits[0]
-    return first
-
-
 def arxiv_authors(d: Draft) -> None:
     paper = arxiv_paper(d)
     d.query(
@@ -59,7 +44,7 @@ def arxiv_authors(d: Draft) -> None:
         ],
         t=paper["title"],
     )
-    hit = _arxiv_find(d, paper["title"])
+    hit = find_paper(d, paper["title"])
     d.answer(
         f'"{hit["title"]}" is by {hit["authors"]}, published on {hit["published"]}.',
         hit["authors"].split(", ")[0],
@@ -100,7 +85,7 @@ def arxiv_ask_title(d: Draft) -> None:
     told = d.ask(
         "title", paper["title"], "Sure, what is the title of the paper?", keywords=["which paper", "called"]
     )
-    hit = _arxiv_find(d, told)
+    hit = find_paper(d, told)
     d.answer(
         f'"{hit["title"]}" is by {hit["authors"]}, published on {hit["published"]}.',
         hit["authors"].split(", ")[0],

@@ -20,6 +20,8 @@ from toolgym.authoring.templates.teval_common import (
     FILES,
     MEETING,
     PPT,
+    arxiv_paper,
+    find_paper,
     person,
     rows_or_skip,
 )
@@ -486,11 +488,7 @@ def email_note_contents(d: Draft) -> None:
 
 # ---- papers into mail, files and slides ----------------------------------------------------------
 def _paper_title(d: Draft) -> str:
-    title: str = d.pick(
-        "SELECT title FROM teval_arxiv_papers WHERE published <= ? ORDER BY arxiv_id",
-        d.world.start.date().isoformat(),
-    )["title"]
-    return title
+    return str(arxiv_paper(d)["title"])
 
 
 def paper_email(d: Draft) -> None:
@@ -508,17 +506,9 @@ def paper_email(d: Draft) -> None:
         a=address,
         s=subject,
     )
-    paper = _paper_found(d, title)
+    paper = find_paper(d, title)
     d.call("send", address=address, title=subject, body=paper["summary"])
     d.answer(f'Emailed the abstract of "{title}" to {address}.', address)
-
-
-def _paper_found(d: Draft, title: str) -> dict[str, Any]:
-    hits = d.call("get_arxiv_article_information", query=title)["content"]
-    if not hits or hits[0]["title"] != title:
-        raise Skip("the title does not find its paper first")
-    first: dict[str, Any] = hits[0]
-    return first
 
 
 def paper_save(d: Draft) -> None:
@@ -532,7 +522,7 @@ def paper_save(d: Draft) -> None:
         t=title,
         f=target,
     )
-    paper = _paper_found(d, title)
+    paper = find_paper(d, title)
     d.call("write_file", file_path=target, text=paper["summary"])
     d.answer(f'Saved the abstract of "{title}" to {target}.', target)
 
@@ -555,7 +545,7 @@ def paper_file_email(d: Draft) -> None:
         a=address,
         s=subject,
     )
-    paper = _paper_found(d, title)
+    paper = find_paper(d, title)
     d.call("write_file", file_path=target, text=paper["summary"])
     d.call("send", address=address, title=subject, body="", attachment=target)
     d.answer(f'Saved the abstract of "{title}" to {target} and emailed it to {address}.', target, address)
@@ -695,7 +685,7 @@ def paper_deck(d: Draft) -> None:
         p=path,
         t=title,
     )
-    paper = _paper_found(d, title)
+    paper = find_paper(d, title)
     d.call("create_file", theme=theme, abs_location=path)
     d.call("add_text_page", title=title, bullet_items="[SPAN]".join(paper["authors"].split(", ")))
     d.call("save_file")
