@@ -25,7 +25,7 @@ from toolgym.authoring.templates.mtu_shared import (
     one,
     people,
     plural,
-    provider_kind,
+    provider_hour,
     reserve_hotel,
     reserve_oneway,
     reserve_table,
@@ -33,8 +33,7 @@ from toolgym.authoring.templates.mtu_shared import (
     spoken_day,
     spoken_time,
     today,
-    top_provider,
-    workday,
+    top_provider_on_workday,
 )
 
 WET = frozenset({"showers", "rain", "thunderstorms", "snow"})
@@ -224,11 +223,8 @@ def dinner_share_ask_friend(d: Draft) -> None:
 
 
 def appointment_to_calendar(d: Draft) -> None:
-    row = provider_kind(d)
-    day = workday(d)
-    p = top_provider(d, row)
-    hours = str(p["opening_hours"])
-    at = f"{d.rng.randint(int(hours[:2]), int(hours[6:8]) - 1):02d}:00"
+    row, day, p = top_provider_on_workday(d)
+    at = f"{provider_hour(d, p):02d}:00"
     d.query(
         [
             "Book me with the best-rated {k} in {c} {w} at {t} and put it in my calendar.",

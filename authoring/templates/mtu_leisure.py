@@ -26,6 +26,7 @@ from toolgym.authoring.templates.mtu_shared import (
     one,
     people,
     plural,
+    provider_hour,
     provider_kind,
     reserve_table,
     showing,
@@ -33,6 +34,7 @@ from toolgym.authoring.templates.mtu_shared import (
     spoken_time,
     today,
     top_provider,
+    top_provider_on_workday,
     unique_first,
     workday,
 )
@@ -960,11 +962,8 @@ def best_provider(d: Draft) -> None:
 
 
 def book_best_provider(d: Draft) -> None:
-    row = provider_kind(d)
-    day = workday(d)
-    p = top_provider(d, row)
-    opens, closes = str(p["opening_hours"])[:5], str(p["opening_hours"])[6:11]
-    at = f"{d.rng.randint(int(opens[:2]), int(closes[:2]) - 1):02d}:{d.choice(['00', '30'])}"
+    row, day, p = top_provider_on_workday(d)
+    at = f"{provider_hour(d, p):02d}:{d.choice(['00', '30'])}"
     d.query(
         [
             "Book me with the best-rated {k} in {c} {w} at {h}.",

@@ -230,6 +230,19 @@ def provider_kind(d: Draft) -> dict[str, Any]:
     return d.pick("SELECT DISTINCT city, kind FROM mtu_appointments_providers ORDER BY 1, 2")
 
 
+def top_provider_on_workday(d: Draft) -> tuple[dict[str, Any], date, dict[str, Any]]:
+    """A kind of provider in a city, a workday, and the best-rated such provider there."""
+    row = provider_kind(d)
+    day = workday(d)
+    return row, day, top_provider(d, row)
+
+
+def provider_hour(d: Draft, provider: dict[str, Any]) -> int:
+    """An hour the provider is open at (its opening_hours read "09:00-17:00")."""
+    hours = str(provider["opening_hours"])
+    return d.rng.randint(int(hours[:2]), int(hours[6:8]) - 1)
+
+
 def book_appointment(d: Draft, day: date, at: str, kind: str, provider: str) -> dict[str, Any]:
     return d.call(
         "BookAppointment",
