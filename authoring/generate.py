@@ -592,10 +592,12 @@ def _sample(
 
 
 def _round_robin(got: dict[str, list[Task]], n: int) -> list[Task]:
+    """N tasks, a template's first before any template's second, in `got`'s order of templates."""
+    order = list(got.values())
     out: list[Task] = []
     depth = 0
-    while len(out) < n and any(depth < len(v) for v in got.values()):
-        for tasks in got.values():
+    while len(out) < n and any(depth < len(v) for v in order):
+        for tasks in order:
             if depth < len(tasks) and len(out) < n:
                 out.append(tasks[depth])
         depth += 1
@@ -645,8 +647,13 @@ def generate(
             bad = {a for a, v in zip(used, verdicts, strict=True) if v}
             app_problems = [line for v in verdicts for line in v]
             chosen = [t for t in chosen if not bad & set(t.apps)]
+        # the templates in an order drawn with the run's seed: quotas and rounds follow it, so a run
+        # smaller than the number of templates samples them all (every group, every app), not the
+        # first few of the first group
+        order = list(chosen)
+        random.Random(f"{seed}:templates").shuffle(order)
         got, skipped, dropped = (
-            _sample(chosen, n, seed, clock, check, run) if chosen else ({}, Counter(), Counter())
+            _sample(order, n, seed, clock, check, run) if order else ({}, Counter(), Counter())
         )
     tasks = _round_robin(got, n)
     random.Random(f"{seed}:order").shuffle(tasks)

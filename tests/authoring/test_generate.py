@@ -125,6 +125,15 @@ def test_holdout_keeps_whole_templates_apart() -> None:
     assert held_out(result.templates, 0.25, 2) == result.held_out_templates
 
 
+def test_a_run_smaller_than_the_templates_samples_them_all() -> None:
+    # 10 tasks over the templates of banking and shopping (and the cross-app ones): a seeded sample, not
+    # the first ten templates registered (all banking's)
+    result = generate(["banking", "shopping"], 10, seed=0, jobs=1)
+    groups = {t.metadata["template"].split(".")[0] for t in result.tasks}
+    assert len(result.tasks) == 10 and {"banking", "shopping"} <= groups
+    assert len({t.metadata["template"] for t in result.tasks}) == 10
+
+
 def test_app_groups_and_bad_names() -> None:
     assert "express_zh" in resolve_apps(["ctool_zh"])
     assert resolve_apps(["banking", "banking"]) == ["banking"]
