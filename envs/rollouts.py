@@ -789,7 +789,7 @@ def batches(specs: Sequence[EpisodeSpec], workers: int, size: int | None = None)
 
 
 _PROCESS_WORKER: EpisodeWorker | None = None
-_PROCESS_STOP: Any = None  # in a worker process: the driver's stop event (a multiprocessing Event)
+_PROCESS_STOP: Connection | None = None  # in a worker process: the read end of the driver's stop pipe
 
 
 def run_stopped_by_driver() -> bool:
@@ -797,21 +797,28 @@ def run_stopped_by_driver() -> bool:
     read at once, where the worker's own cancel (EpisodeWorker.cancel) follows a thread's wake-up
     later; a model client asks it before it sends a request or takes an answer, so none is sent
     or taken once the driver has said the run stops. False outside worker processes."""
-    return _PROCESS_STOP is not None and bool(_PROCESS_STOP.is_set())
+    if _PROCESS_STOP is None:
+        return False
+    try:
+        return _PROCESS_STOP.poll()  # readable only once the driver closed its end: the run stops
+    except (EOFError, OSError):
+        return True
 
 
 EXIT_DRIVER_GONE = 70  # a worker process's exit status when its driver is gone
 
 
-def _process_init(context: WorkerContext, stop: Any, lifeline: Connection) -> None:
+def _process_init(context: WorkerContext, stop: Connection, lifeline: Connection) -> None:
     global _PROCESS_WORKER, _PROCESS_STOP
     # Ctrl-C reaches the whole process group: the driver decides what stops, and stops workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     worker = _PROCESS_WORKER = EpisodeWorker(context)
     _PROCESS_STOP = stop
 
-    def cancel_when_stopped() -> None:  # the driver's cancel, the moment it is set
-        stop.wait()
+    def cancel_when_stopped() -> None:  # the driver's cancel, the moment it closes the stop pipe
+        with contextlib.suppress(EOFError, OSError):
+            while True:
+                stop.recv_bytes()
         worker.cancel()
 
     threading.Thread(target=cancel_when_stopped, name="cancel-watch", daemon=True).start()
@@ -925,9 +932,12 @@ class ProcessExecutor:
         deaths: dict[int, int] = {}  # episode index -> its worker died while it ran alone
         self.stats = ProcessStats()
         mp = get_context(_start_method())
-        stop = mp.Event()  # set with the run's cancel: each worker process cancels its EpisodeWorker
+        # the run's cancel reaches each worker process as the close of `stopping` (it then cancels its
+        # EpisodeWorker). A pipe, not a multiprocessing Event: Event.set waits for every process
+        # asleep in wait() to wake, and one the cancel has just terminated never does (the run hung)
+        stop, stopping = mp.Pipe(duplex=False)
         if cancel is not None:
-            cancel.on_set(stop.set)
+            cancel.on_set(stopping.close)
         # the workers' lifeline: they exit when `held` closes, at the end of this call or when this
         # process dies, kill -9 included (`_exit_with_driver`)
         lifeline, held = mp.Pipe(duplex=False)
@@ -948,6 +958,8 @@ class ProcessExecutor:
         finally:
             held.close()  # a worker still running (one that outlived its terminate) exits now
             lifeline.close()
+            stopping.close()
+            stop.close()
 
     def _drive(
         self,

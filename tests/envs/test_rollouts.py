@@ -451,6 +451,52 @@ def test_a_run_stopped_mid_way_and_resumed_on_workers_writes_the_one_process_fol
     assert whole_folder(out) == whole_folder(baseline)
 
 
+def _rollout_worker_processes() -> list[Any]:
+    """The worker processes of this process's rollouts: the forkserver's children."""
+    import psutil
+
+    servers = [p for p in psutil.Process().children() if "forkserver" in " ".join(p.cmdline())]
+    return [child for server in servers for child in server.children()]
+
+
+def test_a_cancel_after_workers_died_does_not_hang(tmp_path: Path) -> None:
+    """The run's cancel reaches the worker processes without waiting on them: with worker processes
+    that died (the cancel ends them too, so this is a race a real Ctrl-C can lose), setting the
+    cancel returns at once and the run stops. A multiprocessing Event waited there forever for
+    the dead processes to wake (the fresh-clone suite hung on it)."""
+    import psutil
+
+    cancel = Cancel(grace_s=0.0)
+
+    def kill_workers_then_cancel(_record: object) -> None:
+        if cancel.is_set():
+            return
+        workers = _rollout_worker_processes()
+        assert workers
+        for process in workers:
+            process.kill()
+        psutil.wait_procs(workers, timeout=30)
+        cancel.set("stop")
+
+    done: list[RunSummary] = []
+    run = threading.Thread(
+        target=lambda: done.append(
+            oracle_run(
+                tmp_path / "run",
+                bundled_sets(),
+                executor=ProcessExecutor(2, batch_size=2),
+                cancel=cancel,
+                on_episode=kill_workers_then_cancel,
+            )
+        ),
+        daemon=True,
+    )
+    run.start()
+    run.join(timeout=180)  # a hang, not a slow machine: the run stops within seconds
+    assert not run.is_alive(), "the cancel hung on the dead worker processes"
+    assert done and done[0].stopped == "stop"
+
+
 def test_one_rollout_runs_several_agents(tmp_path: Path, baseline: Path) -> None:
     """Episodes are tasks x trials x agents: each agent's traces go under its name, and the
     oracle's are the one-process oracle run's bytes."""
