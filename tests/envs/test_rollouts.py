@@ -16,6 +16,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+import psutil  # type: ignore[import-untyped]  # in the dev install
 import pytest
 from typer.testing import CliRunner
 
@@ -453,7 +454,6 @@ def test_a_run_stopped_mid_way_and_resumed_on_workers_writes_the_one_process_fol
 
 def _rollout_worker_processes() -> list[Any]:
     """The worker processes of this process's rollouts: the forkserver's children."""
-    import psutil
 
     servers = [p for p in psutil.Process().children() if "forkserver" in " ".join(p.cmdline())]
     return [child for server in servers for child in server.children()]
@@ -464,7 +464,6 @@ def test_a_cancel_after_workers_died_does_not_hang(tmp_path: Path) -> None:
     that died (the cancel ends them too, so this is a race a real Ctrl-C can lose), setting the
     cancel returns at once and the run stops. A multiprocessing Event waited there forever for
     the dead processes to wake (the fresh-clone suite hung on it)."""
-    import psutil
 
     cancel = Cancel(grace_s=0.0)
 
