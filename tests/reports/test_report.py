@@ -358,4 +358,6 @@ def test_eval_command_rejects_task_sets_that_share_ids(tmp_path: Path) -> None:
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"id": "x", "query": 3}\n')
     result = CliRunner().invoke(app, ["eval", str(tmp_path / "traces"), "--tasks", str(broken)])
-    assert result.exit_code == 2 and "invalid task" in flat(result.output)
+    assert result.exit_code == 2 and "broken.jsonl:1: x: query: Input should be a valid string" in flat(
+        result.output
+    )

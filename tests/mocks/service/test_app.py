@@ -27,6 +27,7 @@ from toolgym.mocks.service import (
     create_app,
 )
 from toolgym.mocks.world import MockWorld
+from toolgym.tasks import TaskUseError
 
 from .conftest import TOKEN
 
@@ -206,7 +207,7 @@ def test_score_matches_in_process_scoring(client: MockServiceClient) -> None:
     broken = task.model_copy(update={"golden": [GoldenStep(action=ToolCall(name="transfer", arguments={}))]})
     assert world.state_scores(broken)["golden_error"] == 1.0
     typo = task.model_copy(update={"expected_state": [{"kind": "row_exists", "table": "nope"}]})
-    with pytest.raises(MockServiceError, match="nope"):
+    with pytest.raises(TaskUseError, match="nope"):  # the task's mistake, named with the task
         world.state_scores(typo)
     golden.close()
     world.close()
@@ -236,12 +237,11 @@ def test_score_holds_the_golden_chain_to_its_expected_errors(client: MockService
     assert world.state_scores(meant_to_fail)["golden_error"] == 1.0
     # a bad assertion (a task built in code, never read from a file) is a short line, no pydantic dump
     bad_kind = tried.model_copy(update={"expected_state": [{"kind": "row_exist", "table": "bank_accounts"}]})
-    with pytest.raises(MockServiceError) as caught:
+    with pytest.raises(TaskUseError) as caught:
         world.state_scores(bad_kind)
-    assert "expected_state[0]: unknown kind 'row_exist'" in caught.value.message
-    assert (
-        "validation error" not in caught.value.message and "errors.pydantic.dev" not in caught.value.message
-    )
+    message = str(caught.value)
+    assert message.startswith("t: expected_state[0]: unknown kind 'row_exist'")
+    assert "validation error" not in message and "errors.pydantic.dev" not in message
     world.close()
 
 
