@@ -22,7 +22,7 @@ from toolgym.envs.agents import OracleAgent
 from toolgym.envs.runner import EpisodeResult, run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.plugins import Plugin, PluginError, Registry, call_factory
-from toolgym.tasks import Task, TaskSet, task_problem
+from toolgym.tasks import Task, TaskFileError, TaskSet, task_problem
 
 log = logging.getLogger(__name__)
 
@@ -93,14 +93,16 @@ def make_demo_env(**kwargs: Any) -> ToolEnv:
     return ToolEnv(default_toolset(), TaskSet.load(demo_tasks_path()), **kwargs)
 
 
-class BrokenGoldenChain(ValueError):
-    """A task whose golden chain does not replay as it says: no agent could score on it."""
+class BrokenGoldenChain(TaskFileError):
+    """Tasks whose golden chains do not replay as they say: no agent could score on them. One
+    problem (a line: file:line: task id: the failing call) per task."""
 
 
 def refuse_broken_golden(tasks: Iterable[Task]) -> None:
     """Before any episode of `run`, `record` and `demo`: a task whose golden chain fails
     unexpectedly on a fresh world (`golden_chain_problem`) would score every agent 0, so it is
-    refused, one line naming its file:line, its id and the failing call (BrokenGoldenChain)."""
+    refused: a BrokenGoldenChain with a line per such task naming its file:line, its id and the
+    failing call."""
     from toolgym.envs.rewards import golden_chain_problem
 
     broken = [
@@ -110,11 +112,15 @@ def refuse_broken_golden(tasks: Iterable[Task]) -> None:
         and (problem := golden_chain_problem(task)) is not None
     ]
     if broken:
-        task, problem = broken[0]
-        more = f" (and {len(broken) - 1} more tasks)" if len(broken) > 1 else ""
         raise BrokenGoldenChain(
-            f"{task_problem(task, problem)}{more}: its golden chain does not replay as it says, so no "
-            "agent could score on it (`toolgym check` lists what is wrong)"
+            [
+                task_problem(
+                    task,
+                    f"{problem}: its golden chain does not replay as it says, so no agent could score"
+                    " on it (`toolgym check` lists what is wrong)",
+                )
+                for task, problem in broken
+            ]
         )
 
 

@@ -166,8 +166,10 @@ def _refuse_broken_golden(paths: Sequence[Path]) -> None:
 
     try:
         refuse_broken_golden(task for path in paths for task in TaskSet.load(path))
-    except BrokenGoldenChain as exc:
-        raise typer.BadParameter(str(exc), param_hint="--tasks") from None
+    except BrokenGoldenChain as exc:  # one line per task, as run and check say it
+        for problem in exc.problems:
+            typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(code=2) from None
 
 
 def _check_record_options(mode: str, agent: str) -> None:

@@ -302,13 +302,10 @@ def _refuse_broken_golden(sets: Sequence[tuple[str, TaskSet]], sources: Sequence
     """A task whose golden chain fails unexpectedly would score every agent 0: refused before any
     episode, in one line (its file:line, id and failing call). Task files only: a benchmark's own
     rows (mtu, teval, ...) keep its reference calls, which its suite scores, as they are."""
-    from toolgym.envs.demo import BrokenGoldenChain, refuse_broken_golden
+    from toolgym.envs.demo import refuse_broken_golden
 
     authored = [s for (_, s), source in zip(sets, sources, strict=True) if source.format == "toolgym"]
-    try:
-        refuse_broken_golden(task for task_set in authored for task in task_set)
-    except BrokenGoldenChain as exc:
-        raise RunConfigError(str(exc), "--tasks") from None
+    refuse_broken_golden(task for task_set in authored for task in task_set)  # a TaskFileError
 
 
 def _retrieved(
