@@ -25,8 +25,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from toolgym.actions import FinalAnswer, ToolCall
-from toolgym.tasks import Task, TaskProblem, read_task_file, suggestion, task_problem, validation_lines
+from toolgym.actions import ToolCall
+from toolgym.tasks import (
+    Task,
+    TaskProblem,
+    golden_final_answer,
+    read_task_file,
+    suggestion,
+    task_problem,
+    validation_lines,
+)
 
 if TYPE_CHECKING:
     from toolgym.envs.tool_env import ToolEnv
@@ -45,12 +53,6 @@ def _assertion_adapter() -> TypeAdapter[StateAssertion]:
     from toolgym.mocks.rewards import StateAssertion
 
     return TypeAdapter(StateAssertion)
-
-
-def golden_final_answer(task: Task) -> str | None:
-    """The text of the golden chain's last final answer (None: the chain gives none)."""
-    answers = [step.action.text for step in task.golden if isinstance(step.action, FinalAnswer)]
-    return answers[-1] if answers else None
 
 
 @dataclass

@@ -552,6 +552,11 @@ def task_problem(task: Task, message: str) -> TaskProblem:
     return TaskProblem(file=file, line=line, task_id=task.id, message=message)
 
 
+def golden_final_answer(task: Task) -> str | None:
+    """The text of the golden chain's last final answer (None: the chain gives none)."""
+    return next((g.action.text for g in reversed(task.golden) if isinstance(g.action, FinalAnswer)), None)
+
+
 def task_use_error(task: Task, exc: Exception) -> TaskUseError:
     """`exc`, raised where `task` was used, as a TaskUseError at the task's file and line (its
     message on one line; a ValidationError of the task's expected_state as short lines)."""

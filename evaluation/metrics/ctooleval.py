@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from toolgym.actions import FinalAnswer, ToolCall
+from toolgym.actions import ToolCall
 from toolgym.evaluation.base import (
     EvaluationError,
     Mode,
@@ -37,7 +37,7 @@ from toolgym.evaluation.base import (
 )
 from toolgym.evaluation.metrics.gta import fixed_iscorrect
 from toolgym.evaluation.metrics.judge import Judge, with_judge
-from toolgym.tasks import Task, TaskSet, alias_found, task_use_error
+from toolgym.tasks import Task, TaskSet, alias_found, golden_final_answer, task_use_error
 from toolgym.trace import Trace
 
 KINDS = ("fixed", "open_ended", "real_time", "operation", "no_tool")
@@ -170,7 +170,7 @@ def reference_answer(task: Task) -> str | None:
     meta = task.metadata.get("ctooleval")
     if isinstance(meta, dict) and isinstance(meta.get("reference"), str):
         return str(meta["reference"])
-    return next((g.action.text for g in reversed(task.golden) if isinstance(g.action, FinalAnswer)), None)
+    return golden_final_answer(task)
 
 
 def open_ended_question(query: str, reference: str, answer: str) -> list[dict[str, str]]:
