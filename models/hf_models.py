@@ -118,6 +118,53 @@ def check_transformers() -> None:
         raise HFModelError(f"the in-process agent needs {', '.join(missing)}: {ML_EXTRA}")
 
 
+# the most threads the default gives one model: a small model's matrices split no further with gain
+MAX_DEFAULT_THREADS = 4
+THREADS_ENV = "OMP_NUM_THREADS"  # the user's own say for every OpenMP library of the process
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: a container's or taskset's cpuset), not the
+    machine's count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity call on this platform
+        return max(1, os.cpu_count() or 1)
+
+
+def torch_threads(requested: int | None = None) -> int:
+    """How many threads torch computes a local model with (`--threads`; the fine-tune's too):
+    `requested` when given, else `OMP_NUM_THREADS` when set, else half the CPUs this process may
+    use, at most MAX_DEFAULT_THREADS, at least one.
+
+    Why not torch's own default (every core): torch's OpenMP threads spin while they wait for each
+    other, so on a machine that other processes share (other runs, tests, the run's own workers and
+    tool servers) a turn waits on the slowest thread that the scheduler holds back. Measured on a
+    2-core machine under a load of 6+: SmolLM2's turns took 14.8-52.4 s with torch's 2 threads
+    against 5.6-6.7 s with one. Half the usable CPUs leaves the other half to what shares the
+    machine; past four threads a model of this size gains little. On an idle machine of many cores,
+    `--threads` gives more."""
+    if requested is not None:
+        if requested < 1:
+            raise ValueError(f"threads must be at least 1, got {requested}")
+        return requested
+    from_env = os.environ.get(THREADS_ENV, "").strip()
+    if from_env.isdigit() and int(from_env) >= 1:
+        return int(from_env)
+    return max(1, min(MAX_DEFAULT_THREADS, usable_cpus() // 2))
+
+
+def use_torch_threads(requested: int | None = None) -> int:
+    """Set torch's thread count for this process (`torch_threads(requested)`) and return it;
+    imports torch (call it where a model is loaded, not at import)."""
+    import torch
+
+    threads = torch_threads(requested)
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    return threads
+
+
 SERVED_MODELS = "served-models"  # the cache namespace of converted GGUF models
 MARKER = "toolgym-served-model.json"  # written last into a converted folder: where it came from
 

@@ -55,3 +55,43 @@ def test_a_model_folder_is_read_as_it_is(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{}", encoding="utf-8")
     config = parse_hf_spec(f"hf:{tmp_path}")
     assert model_files(config) == (str(tmp_path.resolve()), {})
+
+
+# ---- torch's thread count ---------------------------------------------------------------------------
+def threads_in_child(cpus: set[int], env: dict[str, str]) -> int:
+    """torch_threads() in a fresh process pinned to `cpus`, with `env` as its environment's
+    OMP_NUM_THREADS setting (none when missing)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        f"import os; os.sched_setaffinity(0, {sorted(cpus)!r}); "
+        "from toolgym.models.hf_models import torch_threads; print(torch_threads())"
+    )
+    child_env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"} | env
+    done = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout)
+
+
+def test_the_default_thread_count_is_half_the_cpus_this_process_may_use_at_most_four() -> None:
+    import os
+
+    from toolgym.models.hf_models import MAX_DEFAULT_THREADS
+
+    mine = os.sched_getaffinity(0)
+    assert threads_in_child({min(mine)}, {}) == 1  # one CPU: one thread, never zero
+    assert threads_in_child(mine, {}) == max(1, min(MAX_DEFAULT_THREADS, len(mine) // 2))
+    assert threads_in_child({min(mine)}, {"OMP_NUM_THREADS": "3"}) == 3  # the user's own say
+
+
+def test_a_requested_thread_count_wins_and_must_be_positive(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolgym.models.hf_models import torch_threads
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert torch_threads(5) == 5 and torch_threads() == 2
+    monkeypatch.setenv("OMP_NUM_THREADS", "not a number")
+    assert 1 <= torch_threads() <= 4
+    with pytest.raises(ValueError, match="at least 1"):
+        torch_threads(0)
