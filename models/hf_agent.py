@@ -54,6 +54,7 @@ from toolgym.models.hf_models import (
     check_transformers,
     model_files,
     parse_hf_spec,
+    use_torch_threads,
 )
 from toolgym.models.llm import ChatResult, LLMAgent, LLMCancelled, ThreadedChatClient, Turn, Usage
 from toolgym.trace import TurnTokens
@@ -106,6 +107,7 @@ class HFModel:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # 272 lines per GGUF load
+        self.threads = use_torch_threads(config.threads)
         folder, options = model_files(config)
         options["local_files_only"] = True
         try:
@@ -185,6 +187,8 @@ class HFModel:
             made_so_far.started = True
             self.generating = True
             try:
+                # process-wide: a scorer's embedder or another model may have set its own since
+                use_torch_threads(config.threads)
                 if not config.greedy and config.seed is not None:
                     torch.manual_seed(config.seed)
                 out = self.model.generate(
@@ -350,6 +354,7 @@ def hf_run_agent(
     top_p: float | None = None,
     llm_seed: int | None = None,
     few_shot: Sequence[Sequence[Mapping[str, str]]] | None = None,
+    threads: int | None = None,
 ) -> tuple[AgentSpec, dict[str, Any]]:
     """What `toolgym run --agent hf:...` runs, in process and on workers alike (each builds its
     agents from the spec, loading the model once), and the run's settings. Checked before any
@@ -362,6 +367,7 @@ def hf_run_agent(
         max_new_tokens=max_tokens or DEFAULT_MAX_NEW_TOKENS,
         temperature=temperature,
         top_p=top_p,
+        threads=threads,
     )
     spec = AgentSpec(
         "toolgym.models.rollout_agents:HFAgents",

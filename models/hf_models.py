@@ -53,11 +53,14 @@ class HFConfig:
     temperature: float | None = None
     top_p: float | None = None
     seed: int | None = None
+    threads: int | None = None  # torch's threads for this model; None: torch_threads()'s default
     api: Literal["chat"] = "chat"  # what LLMAgent reads: one chat turn per step
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
             raise ValueError("max_new_tokens must be at least 1")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads must be at least 1, got {self.threads}")
 
     @property
     def model(self) -> str:
@@ -219,6 +222,7 @@ def _convert(config: HFConfig, out: Path) -> None:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    use_torch_threads(config.threads)  # dequantizing is torch's work too
     options: dict[str, Any] = {"local_files_only": True, "gguf_file": config.gguf_file}
     try:
         tokenizer: Any = AutoTokenizer.from_pretrained(config.folder, **options)

@@ -42,6 +42,7 @@ from toolgym.models.hf_models import (
     HFModelError,
     converted_folder,
     parse_hf_spec,
+    use_torch_threads,
 )
 from toolgym.toolservers.commands import AllowedHostOption, TokenOption
 
@@ -65,11 +66,11 @@ class ServedModel:
         return str(self.folder)
 
 
-def served_model(spec: str, *, cache: Path | None = None) -> ServedModel:
+def served_model(spec: str, *, cache: Path | None = None, threads: int | None = None) -> ServedModel:
     """The folder `transformers serve` can load for `spec` (smollm2, FOLDER, FOLDER#FILE.gguf,
     FILE.gguf): a model folder as it is; a GGUF file converted once into `cache` (default: toolgym's
-    cache). HFModelError says what is missing."""
-    config = parse_hf_spec(spec if spec.startswith(HF_PREFIX) else HF_PREFIX + spec)
+    cache) on `threads` torch threads. HFModelError says what is missing."""
+    config = parse_hf_spec(spec if spec.startswith(HF_PREFIX) else HF_PREFIX + spec, threads=threads)
     if config.gguf_file is None:
         return ServedModel(Path(config.folder))
     return ServedModel(converted_folder(config, cache or cache_root() / SERVED_MODELS))
@@ -233,6 +234,14 @@ def serve_model_command(
     convert_only: Annotated[
         bool, typer.Option("--convert-only", help="print the folder the server would load, and exit")
     ] = False,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="torch threads of the served model; default: OMP_NUM_THREADS, else half the CPUs "
+            "this process may use, at most 4 (torch's own default spins on a shared machine)",
+        ),
+    ] = None,
 ) -> None:
     """Serve a local model, OpenAI-compatible (/v1/chat/completions, /v1/responses, /v1/models,
     /health), for `toolgym run --agent llm`: transformers serve's app behind toolgym's HTTP guard.
@@ -246,7 +255,7 @@ def serve_model_command(
     except InsecureBindError as exc:
         raise typer.BadParameter(str(exc), param_hint="--host") from None
     try:
-        served = served_model(model)
+        served = served_model(model, threads=threads)
     except HFModelError as exc:
         raise typer.BadParameter(str(exc), param_hint="MODEL") from None
     if convert_only:
@@ -256,6 +265,7 @@ def serve_model_command(
         sock = bind_socket(host, port)
     except OSError as exc:
         raise typer.BadParameter(str(exc), param_hint="--port") from None
+    use_torch_threads(threads)  # the model is loaded and run in this process
     _serve(served, exposure, sock, device)
 
 

@@ -96,6 +96,7 @@ class RunConfig(_Section):
     limit: str | None = None
     concurrency: int = Field(1, ge=1)
     workers: int | None = Field(None, ge=1)
+    threads: int | None = Field(None, ge=1)  # torch's threads for an hf: model; None: torch_threads()
     max_consecutive_aborts: int = Field(5, ge=0)
     faults: list[Path] = Field(default_factory=list)
     retriever: str | None = None
@@ -107,7 +108,7 @@ class RunConfig(_Section):
 
     def recorded(self) -> dict[str, Any]:
         """What run.json keeps: what was run, not where or on what (`out`, `concurrency`,
-        `workers`, `ray`), so a run's run.json is the same bytes whichever executor ran it, and
+        `workers`, `threads`, `ray`), so a run's run.json is the same bytes whichever executor ran it, and
         `toolgym run --config RUN/run.json --out NEW` runs it again."""
         return self.model_dump(mode="json", exclude=set(PLACEMENT))
 
@@ -149,7 +150,7 @@ class RunConfig(_Section):
         )
 
 
-PLACEMENT = ("out", "concurrency", "workers", "ray")  # where and on what a run ran, not what
+PLACEMENT = ("out", "concurrency", "workers", "threads", "ray")  # where and on what a run ran, not what
 
 
 class RunConfigError(ValueError):

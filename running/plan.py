@@ -218,6 +218,8 @@ def _named_agent(
     config: RunConfig, protocol: str, examples: list[Example] | None
 ) -> tuple[AgentSpec | None, dict[str, Any]]:
     """The spec of every agent but `llm` (whose client comes later), and an hf agent's settings."""
+    if config.threads is not None and not config.agent.startswith("hf:"):
+        raise RunConfigError("--threads is for the in-process model (--agent hf:...)", "--threads")
     if config.agent == "llm":
         return None, {}
     if config.agent.startswith("hf:"):  # a model in this process (toolgym.models.hf_agent)
@@ -233,6 +235,7 @@ def _named_agent(
                 top_p=options.top_p,
                 llm_seed=options.seed,
                 few_shot=examples,
+                threads=config.threads,
             )
         except ValueError as exc:
             raise RunConfigError(str(exc), "--agent") from None

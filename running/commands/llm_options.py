@@ -30,6 +30,15 @@ LLMSeedOption = Annotated[
 MaxTokensOption = Annotated[int | None, typer.Option(help="completion token limit per request")]
 TimeoutOption = Annotated[float, typer.Option(help="seconds per request before it is retried (more than 0)")]
 MaxRetriesOption = Annotated[int, typer.Option(help="retries on 429 / 5xx / timeouts / refused connections")]
+ThreadsOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="torch threads of the in-process model (--agent hf:...; each worker's own); default: "
+        "OMP_NUM_THREADS, else half the CPUs this process may use, at most 4 (a shared machine: "
+        "torch's own default spins against the other processes)",
+    ),
+]
 
 # the command-line parameter -> the LLMOptions setting it gives
 LLM_FIELDS: Final[dict[str, str]] = {

@@ -23,6 +23,7 @@ from toolgym.running.commands.llm_options import (
     MaxTokensOption,
     ModelOption,
     TemperatureOption,
+    ThreadsOption,
     TimeoutOption,
     TopPOption,
 )
@@ -123,6 +124,7 @@ OPTIONS: Final[list[RunOption]] = [
         ),
         "workers",
     ),
+    RunOption("threads", ThreadsOption, "threads"),
     RunOption(
         "ray",
         _opt(bool, "--ray", help="spread episodes over Ray actors (pip install 'toolgym\\[ray]')"),

@@ -184,3 +184,21 @@ def test_real_model_output_is_a_typed_error_and_the_episode_goes_on(
     assert [s.raw for s in trace.steps] == [output["raw"], output["raw"]]  # kept as the model wrote it
     assert trace.steps[0].error_kinds == TEXT_PROTOCOL_ERRORS[output["kind"]] == output["error_kinds"]
     assert trace.end is not None and trace.end.status == "truncated"  # on to the step limit
+
+
+@needs_model
+def test_a_generation_runs_on_the_configured_thread_count(smollm2: HFModel) -> None:
+    import torch
+
+    prompt = smollm2.render([{"role": "user", "content": "Hi"}])
+    for threads in (1, 2):
+        config = parse_hf_spec("hf:smollm2", max_new_tokens=1, threads=threads)
+        smollm2.generate(prompt, config)
+        assert torch.get_num_threads() == threads
+    torch.set_num_threads(1)
+
+
+def test_threads_are_for_the_in_process_model(tmp_path: Path) -> None:
+    refused = CliRunner().invoke(app, ["run", "--threads", "2", "--out", str(tmp_path / "a")])
+    assert refused.exit_code == 2 and "--threads is for the in-process model" in refused.output
+    assert not (tmp_path / "a").exists()

@@ -175,3 +175,10 @@ def test_the_run_commands_options_are_the_models_settings() -> None:
         for part in option.setting.split("."):
             value = value[part]
         assert params[option.name].default == (None if value == [] else value), option.name
+
+
+def test_threads_say_on_what_a_run_ran_not_what_it_ran() -> None:
+    config = RunConfig(agent="hf:smollm2", threads=2)
+    assert "threads" not in config.recorded()  # run.json: a resume elsewhere may take other threads
+    with pytest.raises(RunConfigError, match="--threads: Input should be greater than or equal to 1"):
+        validated({"threads": 0})
