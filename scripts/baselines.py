@@ -48,6 +48,7 @@ MODES = ("fixed", "compat")
 STEP_SUITES = ("gta", "mtu", "teval")
 TEVAL_SET = "teval"
 COMMAND = (".venv/bin/python", "-m", "scripts.baselines")
+FORMAT_ERROR = "format_error"  # the env's kind for a reply the protocol cannot parse
 WALL_CLOCK = re.compile(rb'"(latency_ms|model_latency_ms)": ?[-+0-9.eE]+')
 
 
@@ -90,6 +91,12 @@ class Sample:
     total: int
     suites: tuple[str, ...]
     has_golden: bool
+    source: str = ""  # a task file's path; empty: the bundled set `name`
+
+    @property
+    def tasks_arg(self) -> str:
+        """What `toolgym run --tasks` is given: the bundled set's name or the task file."""
+        return self.source or self.name
 
     @property
     def step(self) -> bool:
@@ -144,17 +151,24 @@ def samples(per_set: int, names: Sequence[str] | None = None) -> list[Sample]:
     return [_sample(name, per_set) for name in chosen]
 
 
-def _sample(name: str, per_set: int, task_ids: Sequence[str] | None = None) -> Sample:
-    task_set = resolve_task_set(name)
+def _sample(name: str, per_set: int, task_ids: Sequence[str] | None = None, source: str = "") -> Sample:
+    task_set = resolve_task_set(source or name)
     tasks = [t for t in task_set if task_ids is None or t.id in task_ids][: None if task_ids else per_set]
     benchmark = benchmark_of(tasks[0].metadata, name) if tasks else None
     suites = (benchmark,) if benchmark else tuple(sorted(SUITES))
-    return Sample(name, tuple(t.id for t in tasks), len(task_set), suites, all(t.golden for t in tasks))
+    has_golden = all(t.golden for t in tasks)
+    return Sample(name, tuple(t.id for t in tasks), len(task_set), suites, has_golden, source)
 
 
 def held_out_sample(name: str, task_ids: Sequence[str]) -> Sample:
     """A sample of named tasks of one bundled set (the fine-tune's held-out tasks)."""
     return _sample(name, 0, task_ids)
+
+
+def task_file_sample(name: str, file: Path, task_ids: Sequence[str]) -> Sample:
+    """A sample of named tasks of a task file (the generator's held-out templates), `name` its
+    folder and row name; a task of no benchmark is scored by every suite that scores your own."""
+    return _sample(name, 0, task_ids, str(file))
 
 
 def run_folder(settings: Settings, path: ModelPath, sample: Sample, kind: str) -> Path:
@@ -170,7 +184,7 @@ def run_sample(settings: Settings, path: ModelPath, sample: Sample, log: list[st
     for kind in (k for k in settings.kinds if k == "e2e" or sample.step):
         folder = run_folder(settings, path, sample, kind)
         args = ["run", *path.agent_args, *settings.generation(path), "--protocol", "react"]
-        args += ["--tasks", sample.name, "--max-steps", str(settings.max_steps), "--seed", "0"]
+        args += ["--tasks", sample.tasks_arg, "--max-steps", str(settings.max_steps), "--seed", "0"]
         args += [a for task_id in sample.task_ids for a in ("--task-id", task_id)]
         args += ["--mode", "step" if kind == "step" else "end-to-end", "--out", str(folder)]
         toolgym([*args, "--overwrite"] if settings.fresh else args, log)
@@ -285,7 +299,8 @@ def outcome_table(results: Results) -> list[str]:
             errors = ", ".join(f"{k} {n}" for k, n in sorted(r.errors.items())) or "none"
             cells.append(
                 f"{r.passed}/{r.episodes} passed ({_pct(r.passed, r.episodes)}%), reward "
-                f"{r.reward / max(r.episodes, 1):.2f}, {r.steps} steps; errors: {errors}"
+                f"{r.reward / max(r.episodes, 1):.2f}, {r.steps} steps, format errors "
+                f"{_pct(r.errors[FORMAT_ERROR], r.steps)}% of steps; errors: {errors}"
             )
         rows.append([key[0], key[1], *cells])
     return _table(["set", "run", *labels], rows)
@@ -432,7 +447,8 @@ def render(meta: dict[str, Any], chosen: Sequence[Sample], results: Results) -> 
         "",
         "## Episodes",
         "",
-        "Success is the env's own reward reaching 1; errors are the env's typed error kinds over all steps.",
+        "Success is the env's own reward reaching 1; errors are the env's typed error kinds over all "
+        "steps; format errors: the share of steps whose reply the protocol could not parse.",
         "",
         *outcome_table(results),
         "",

@@ -30,6 +30,8 @@ def test_the_oracle_scores_every_teval_run_at_its_best(tmp_path: Path) -> None:
     episodes = {(r[0], r[1]): r[2] for r in rows(doc, "Episodes")}
     assert set(episodes) == {("teval", "e2e"), ("teval", "step")}
     assert all(cell.startswith("1/1 passed (100.0%), reward 1.00") for cell in episodes.values())
+    # the share of steps whose reply did not parse: none of the oracle's
+    assert all(", format errors 0.0% of steps;" in cell for cell in episodes.values())
     metrics = {(r[1], r[2], r[3]): (r[4], r[5]) for r in rows(doc, "Suite metrics")}
     assert metrics[("e2e", "teval", "overall")] == ("100.00", "100.00")
     assert metrics[("step", "teval", "instruct")] == ("100.00", "100.00")
