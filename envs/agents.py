@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from toolgym.actions import ACTION_ADAPTER, Action
+from toolgym.actions import ACTION_ADAPTER, Action, AskUser, FinalAnswer, NoCall, ToolCall
 from toolgym.protocols.base import ActionProtocol, RawOutput
 from toolgym.tasks import Task
 
@@ -67,8 +67,35 @@ class ScriptedAgent:
         return self.protocol.format_action(action)
 
 
+def golden_thought(action: Action) -> str:
+    """The thought a golden reply carries when its step wrote none: a line derived from the action
+    alone (the tool's name and argument names, not its description, so a golden trace does not
+    change when a tool's docs are reworded)."""
+    if isinstance(action, ToolCall):
+        names = list(action.arguments)
+        if not names:
+            return f"I need to call {action.name}."
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        return f"I need to call {action.name} with {listed}."
+    if isinstance(action, FinalAnswer):
+        return "I now know the final answer."
+    if isinstance(action, AskUser):
+        return "I am missing information I need, so I ask the user."
+    return action.thought  # a no call: its thought is what it says (to a simulated user, its message)
+
+
+def golden_action(action: Action, protocol: ActionProtocol) -> Action:
+    """A golden step's action as the protocol's prompt asks a reply to be: with a thought where
+    the prompt asks for one (`ActionProtocol.asks_for_thought`: ReAct, JSON) and the step has none
+    (`golden_thought`); otherwise as written."""
+    if not protocol.asks_for_thought or action.thought is not None or isinstance(action, NoCall):
+        return action
+    return action.model_copy(update={"thought": golden_thought(action)})
+
+
 class OracleAgent(ScriptedAgent):
-    """Follows each task's golden chain."""
+    """Follows each task's golden chain, each reply in the form the protocol's prompt asks for
+    (`golden_action`)."""
 
     name = "oracle"
 
@@ -76,7 +103,7 @@ class OracleAgent(ScriptedAgent):
         super().__init__(protocol)
 
     def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
-        self._actions = [step.action for step in task.golden]
+        self._actions = [golden_action(step.action, self.protocol) for step in task.golden]
         self._next = 0
 
 

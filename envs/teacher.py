@@ -48,7 +48,7 @@ import gymnasium as gym
 
 from toolgym.actions import ACTION_ADAPTER, Action, FinalAnswer, Observation, ToolCall
 from toolgym.canonical import canonical_json
-from toolgym.envs.agents import Agent
+from toolgym.envs.agents import Agent, golden_action
 from toolgym.envs.rewards import score_answer
 from toolgym.envs.runner import EpisodeAborted, EpisodeResult, model_turn, trace_header, trace_name
 from toolgym.envs.tool_env import ToolEnv, argument_problem, json_record, kept_raw
@@ -238,7 +238,8 @@ class TeacherForcedEnv(gym.Wrapper[str, Any, str, Any]):
     def _golden_text(self, turn: GoldenTurn) -> Any:
         if turn.raw is not None:
             return turn.raw
-        rendered = [self.tool_env.protocol.format_action(a) for a in turn.actions]
+        protocol = self.tool_env.protocol  # the golden reply as the oracle writes it
+        rendered = [protocol.format_action(golden_action(a, protocol)) for a in turn.actions]
         return rendered[0] if len(rendered) == 1 else rendered
 
     def step(self, output: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:

@@ -100,6 +100,9 @@ class ActionProtocol(ABC):
     # data, str keys, finite numbers, within the depth limit), so `ToolEnv.step` does not walk
     # them a second time. A protocol that builds arguments any other way leaves it False.
     checks_arguments: ClassVar[bool] = False
+    # True: the instructions ask for a thought with every reply (ReAct's `Thought:` line, the JSON
+    # protocol's "thought" key), so the oracle's golden replies carry one (`envs.agents`)
+    asks_for_thought: ClassVar[bool] = False
 
     @abstractmethod
     def parse(self, output: RawOutput) -> list[Action]:

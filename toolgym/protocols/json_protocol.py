@@ -303,6 +303,7 @@ class JSONProtocol(ActionProtocol):
 
     name: ClassVar[str] = "json"
     checks_arguments: ClassVar[bool] = True  # arguments come from check_arguments / arguments_from
+    asks_for_thought: ClassVar[bool] = True  # {"thought": "<your reasoning>", "name": ...}
 
     FINISH_ACTION: ClassVar[str] = "FinishAction"
     ASK_USER_ACTION: ClassVar[str] = "AskUser"

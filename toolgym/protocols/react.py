@@ -107,6 +107,7 @@ class _Thoughts:
 class ReActProtocol(ActionProtocol):
     name: ClassVar[str] = "react"
     checks_arguments: ClassVar[bool] = True  # arguments come from check_arguments / arguments_from
+    asks_for_thought: ClassVar[bool] = True  # "Thought: your reasoning" before every reply
 
     def __init__(self, *, prose_as_no_call: bool = False) -> None:
         # MTU-Bench's scorer counts a reply with no labels at all ("Sure, which room?") as a
