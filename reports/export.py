@@ -9,23 +9,38 @@ form. A trace without requests (the oracle, scripted agents, golden traces) come
 agent would have sent it: the protocol's instructions, its tools, and the episode in the
 protocol's own form (tool calls for openai/responses, text for react/json).
 
+A reply that did not parse is seen, not learnt, in every format: each format keeps that mark
+where it has per-turn weights, and leaves the reply out where it has none.
+
 - `openai`: OpenAI fine-tuning chat JSONL: `messages` (system, user, assistant with `tool_calls`,
   `tool` with `tool_call_id`), `tools` (function schemas), `parallel_tool_calls`. An output that
   did not parse is kept as an assistant message with `weight: 0` (seen, not learnt), then what the
   env answered it. Trailing messages after the last assistant message are dropped (a training
-  example ends with the assistant).
+  example ends with the assistant); an episode with no reply to learn gives no record.
 - `hf`: the conversational-with-tools form TRL and `datasets` read: the same messages with
-  `arguments` as objects and tool messages named, `tools` as function schemas.
+  `arguments` as objects and tool messages named, `tools` as function schemas. TRL learns every
+  assistant message of a conversation (no per-turn weights), so a reply that did not parse is
+  left out together with the env's answer to it (`learnt_only`).
 - `sharegpt`: LLaMA-Factory's ShareGPT with tools: `system`, `conversations` of human / gpt /
-  function_call / observation turns (calls at even positions), `tools` as a JSON string.
+  function_call / observation turns (calls at even positions), `tools` as a JSON string; replies
+  that did not parse left out as in hf (LLaMA-Factory learns every gpt / function_call turn).
 - `preference`: OpenAI's preference fine-tuning (DPO) JSONL: per task, the best trial against the
   worst (a higher reward), cut at the first assistant message where they differ: `input` (the
-  shared prefix, tools), `preferred_output` and `non_preferred_output` (one assistant message each).
+  shared prefix, tools), `preferred_output` and `non_preferred_output` (one assistant message each);
+  no pair prefers a reply that did not parse.
 - `tokens`: token-level trajectories, for traces whose steps kept the model server's token ids
-  (`TraceStep.tokens`, schema 1.3): the turns as given, and where each prompt extends the previous
-  prompt and completion, their concatenation with a mask (1 = model tokens, 0 = prompt and tool
-  tokens) and the completion logprobs, never re-tokenised; `messages` and `tools` beside them, so
-  a chat template's rendering of them can be checked against the ids.
+  (`TraceStep.tokens`, schema 1.3): the turns as given (`weight: 0` on a turn whose output did not
+  parse), and where each prompt extends the previous prompt and completion, their concatenation
+  with a mask (1 = model tokens to learn, 0 = prompt and tool tokens, and the completion of a turn
+  that did not parse) and the completion logprobs, never re-tokenised; `messages` and `tools`
+  beside them, so a chat template's rendering of them can be checked against the ids.
+
+A step-mode trace (`toolgym run --mode step`, teacher forced) is exported as its last request and
+the model's last reply: the golden history teacher forcing fed (its golden replies, learnt: they
+are the golden chain in the protocol's form) and the model's prediction for the last golden step,
+marked (or left out) when it did not parse. The model's earlier predictions were scored, not sent
+back, so no request holds them and no record does. A step-mode trace without requests (the oracle,
+a scripted agent) is refused: the golden history it was shown is not in it.
 
 Every record carries its task id, seed, reward, task set, trial and category (`metadata` in the
 openai and preference records, which `--strip-metadata` leaves out for an upload: OpenAI's files
@@ -238,6 +253,12 @@ def conversation(episode: Episode, schemas: ToolSchemas) -> Conversation:
     requests = full_requests(episode.trace.steps)
     if requests and all(r is not None for r in requests):
         return _requested(episode.trace, [r for r in requests if r is not None])
+    if teacher_forced(episode.trace):
+        raise ExportError(
+            f"{episode.loaded.rel}: a step-mode trace of an agent that kept no requests "
+            f"({episode.trace.header.agent}): the golden history it was shown is not in it; export "
+            "an end-to-end run of it, or a step-mode run of an LLM agent"
+        )
     return _replayed(episode, schemas)
 
 
@@ -252,11 +273,21 @@ def _reply(raw: Any) -> list[dict[str, Any]]:
     return []
 
 
+def teacher_forced(trace: Trace) -> bool:
+    """A step-mode trace (`toolgym run --mode step`): each step is the agent's prediction for a
+    golden step, and the next request holds the golden reply, not the prediction."""
+    return trace.header.env_config.get("mode") == "teacher_forced"
+
+
 def _requested(trace: Trace, requests: Sequence[Mapping[str, Any]]) -> Conversation:
-    """The last request's messages and the last reply; each earlier reply is in the request after it."""
+    """The last request's messages and the last reply. End to end, each earlier reply is in the
+    request after it; under teacher forcing that place holds the golden reply (learnt: it is the
+    golden chain), so the model's own replies there are in no request and only its last reply is
+    in the conversation, the one a `weight: 0` can mark."""
     items = [*requests[-1]["messages"], *_reply(trace.steps[-1].raw)]
-    unlearnt: set[int] = set()  # the positions of replies that did not parse
-    for step, request in zip(trace.steps, requests, strict=True):
+    unlearnt: set[int] = set()  # the positions of the model's replies that did not parse
+    replies = list(zip(trace.steps, requests, strict=True))
+    for step, request in replies[-1:] if teacher_forced(trace) else replies:
         if not step.actions:
             start = len(request["messages"])
             unlearnt.update(range(start, start + len(_reply(step.raw))))
@@ -354,13 +385,38 @@ def _replayed(episode: Episode, schemas: ToolSchemas) -> Conversation:
     return Conversation(messages, [])
 
 
+def learnt(message: Mapping[str, Any]) -> bool:
+    """An assistant message a model is to learn: every one but those marked `weight: 0`."""
+    return message.get("role") == "assistant" and message.get("weight", 1) != 0
+
+
+def learnt_only(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The messages for a format with no per-turn weights (hf, sharegpt), where every assistant
+    message is a training target: each reply marked `weight: 0` is left out with the env's answer
+    to it (the messages up to the next assistant message), so the turns after it stay, in a
+    history without the reply they never learn from; trailing messages after the last assistant
+    message are dropped."""
+    out: list[dict[str, Any]] = []
+    skipping = False
+    for m in messages:
+        if m.get("role") == "assistant":
+            skipping = not learnt(m)
+        if not skipping:
+            out.append({k: v for k, v in m.items() if k != "weight"})
+    while out and out[-1].get("role") != "assistant":
+        out.pop()
+    return out
+
+
 def parallel_calls(messages: Sequence[Mapping[str, Any]]) -> bool:
     return any(len(m.get("tool_calls") or ()) > 1 for m in messages)
 
 
 def openai_record(episode: Episode, seen: Conversation) -> dict[str, Any] | None:
+    """The conversation as it was, replies that did not parse kept with `weight: 0`; None when no
+    reply is to be learnt."""
     messages = seen.messages
-    if not any(m.get("role") == "assistant" for m in messages):
+    if not any(learnt(m) for m in messages):
         return None
     return {
         "messages": messages,
@@ -380,13 +436,15 @@ def _arguments(text: Any) -> Any:
 
 
 def hf_record(episode: Episode, seen: Conversation) -> dict[str, Any] | None:
-    """TRL's conversational form: arguments as objects, tool messages named, no weights."""
-    if not any(m.get("role") == "assistant" for m in seen.messages):
+    """TRL's conversational form: arguments as objects, tool messages named. TRL has no per-turn
+    weights (every assistant message is a target), so the replies not to learn are left out
+    (`learnt_only`)."""
+    messages = learnt_only(seen.messages)
+    if not messages:
         return None
     names: dict[str, str] = {}
     out: list[dict[str, Any]] = []
-    for m in seen.messages:
-        m = {k: v for k, v in m.items() if k != "weight"}
+    for m in messages:
         if m.get("tool_calls"):
             calls = []
             for c in m["tool_calls"]:
@@ -409,11 +467,12 @@ def hf_record(episode: Episode, seen: Conversation) -> dict[str, Any] | None:
 def sharegpt_record(episode: Episode, seen: Conversation) -> dict[str, Any] | None:
     """LLaMA-Factory's ShareGPT with tools: the system message as `system`, human/observation at
     odd positions, gpt/function_call at even ones; several calls of one turn are one function_call
-    (a JSON list) and one observation."""
+    (a JSON list) and one observation. LLaMA-Factory learns every gpt and function_call turn (it
+    has no per-turn weights), so the replies not to learn are left out (`learnt_only`)."""
     system = "".join(m.get("content") or "" for m in seen.messages if m.get("role") == "system")
     turns: list[dict[str, str]] = []
     pending: list[str] = []
-    for m in seen.messages:
+    for m in learnt_only(seen.messages):
         if m["role"] == "system":
             continue
         if m["role"] == "tool":
@@ -488,6 +547,8 @@ def preference_records(episodes: Sequence[Episode], schemas: ToolSchemas) -> Ite
             or bad[cut]["role"] != "assistant"
         ):
             continue  # they differ only where the env answered, or one is a prefix of the other
+        if not learnt(good[cut]):
+            continue  # the better trial's reply there did not parse: nothing to prefer
         yield {
             "input": {
                 "messages": [_assistant_only(m) for m in good[:cut]],
@@ -511,11 +572,17 @@ def token_record(episode: Episode, seen: Conversation) -> dict[str, Any] | None:
     """The episode's token ids as the model server returned them (None without any), with the
     messages and tools they are the tokens of (rendered through the model's chat template, each
     turn's prefix gives that turn's prompt)."""
-    turns = [s.tokens for s in episode.trace.steps if s.tokens is not None]
+    steps = [s for s in episode.trace.steps if s.tokens is not None]
+    turns = [s.tokens for s in steps if s.tokens is not None]
     if not turns:
         return None
+    # a turn whose output did not parse is marked weight 0 and masked 0: seen, not learnt
+    learn = [bool(s.actions) for s in steps]
     record: dict[str, Any] = {
-        "turns": [t.model_dump(mode="json") for t in turns],
+        "turns": [
+            t.model_dump(mode="json") | ({} if ok else {"weight": 0})
+            for t, ok in zip(turns, learn, strict=True)
+        ],
         "messages": seen.messages,
         "tools": seen.tools,
         **episode.metadata(),
@@ -523,14 +590,14 @@ def token_record(episode: Episode, seen: Conversation) -> dict[str, Any] | None:
     ids: list[int] = []
     mask: list[int] = []
     logprobs: list[float | None] = []
-    for turn in turns:
+    for turn, ok in zip(turns, learn, strict=True):
         if ids and turn.prompt_ids[: len(ids)] != ids:
             # the template re-rendered the history: the turns cannot be concatenated without
             # re-tokenising, so only the per-turn ids are exported
             return {**record, "input_ids": None, "loss_mask": None, "logprobs": None}
         new_prompt = turn.prompt_ids[len(ids) :]
         ids += new_prompt + turn.completion_ids
-        mask += [0] * len(new_prompt) + [1] * len(turn.completion_ids)
+        mask += [0] * len(new_prompt) + [int(ok)] * len(turn.completion_ids)
         turn_logprobs: list[float | None] = (
             list(turn.logprobs) if turn.logprobs is not None else [None] * len(turn.completion_ids)
         )

@@ -59,7 +59,13 @@ def export_command(
     """Export a run's episodes as training data (OpenAI fine-tuning, TRL/datasets, ShareGPT,
     preference pairs, token trajectories) or as OpenTelemetry spans. An export with nothing in it
     says why and writes no file (exit 2)."""
-    from toolgym.reports.export import EpisodeFilter, ExportFormat, export_records, write_jsonl
+    from toolgym.reports.export import (
+        EpisodeFilter,
+        ExportError,
+        ExportFormat,
+        export_records,
+        write_jsonl,
+    )
 
     try:
         chosen = ExportFormat(fmt)
@@ -81,7 +87,10 @@ def export_command(
     if chosen is ExportFormat.otel:
         _export_spans(episodes, target, otlp_endpoint)
         return
-    records = export_records(episodes, chosen)
+    try:
+        records = export_records(episodes, chosen)
+    except ExportError as exc:
+        fail(f"{exc}; no file written")
     if not records:
         fail(f"no {chosen.value} records: {empty_reason(chosen, episodes)}; no file written")
     if strip_metadata:
@@ -128,7 +137,10 @@ def empty_reason(fmt: ExportFormat, episodes: Sequence[Episode]) -> str:
             f"none of the {len(episodes)} episodes kept token ids: run an LLM agent with --token-ids "
             "against a vLLM server (>= 0.10.2), or a local model (--agent hf:...)"
         )
-    return f"none of the {len(episodes)} episodes has a model turn to learn from"
+    return (
+        f"none of the {len(episodes)} episodes has a model turn to learn from (a reply that did not "
+        "parse is never learnt)"
+    )
 
 
 def _check_otel(otlp_endpoint: str | None) -> None:

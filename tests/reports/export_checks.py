@@ -18,6 +18,7 @@ from toolgym.trace import Trace, full_requests, read_trace
 def hf_form(message: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
     """A request message in the hf export's documented form: arguments as objects, tool messages
     named after their call, content text, no weights."""
+    message = {k: v for k, v in message.items() if k != "weight"}
     if message.get("tool_calls"):
         calls_ = []
         for c in message["tool_calls"]:
@@ -67,15 +68,35 @@ def check_exports_equal_requests(trace_path: Path, run: Path, tmp: Path) -> Chec
     if any(step.tokens is not None for step in trace.steps):
         (token_record,) = export(run, "tokens", tmp / "tokens.jsonl")
         assert token_record["messages"] == exported and token_record["tools"] == sent_tools
-    names: dict[str, str] = {}
-    hf_expected = [hf_form(m, names) for m in requests[-1]["messages"]]
     for step, request in zip(trace.steps, requests, strict=True):
         n = len(request["messages"])
         assert [{k: v for k, v in m.items() if k != "weight"} for m in exported[:n]] == request["messages"]
-        assert hf_record["messages"][:n] == hf_expected[:n]
         reply = exported[n]  # the model's reply, as it wrote it; learnt only when it parsed
         assert reply["role"] == "assistant" and ("weight" in reply) == (not step.actions)
     assert exported[0]["role"] == "system"
+    # hf and sharegpt have no per-turn weights: every assistant turn in them is learnt, so a reply
+    # that did not parse is left out with the env's answer to it (the messages up to the next
+    # reply); every other message is the request's, in the format's own form
+    kept: list[dict[str, Any]] = []
+    answering_unparsed = False  # between a reply that did not parse and the next reply
+    for message in exported:
+        if message["role"] == "assistant":
+            answering_unparsed = message.get("weight") == 0
+        if not answering_unparsed:
+            kept.append(message)
+    while kept[-1]["role"] != "assistant":
+        kept.pop()  # a record ends with a reply to learn
+    names: dict[str, str] = {}
+    assert hf_record["messages"] == [hf_form(m, names) for m in kept]
+    unparsed = [_content(m) for m in exported if m.get("weight") == 0 and _content(m)]
+    assert not any(_content(m) in unparsed for m in hf_record["messages"] if m["role"] == "assistant")
+    targets = [t for t in sharegpt_record["conversations"] if t["from"] in ("gpt", "function_call")]
+    assert len(targets) == sum(1 for m in kept if m["role"] == "assistant")
+    assert not any(t["value"] in unparsed for t in targets)
     assert sharegpt_record["system"] == exported[0]["content"]
     assert json.loads(sharegpt_record["tools"]) == [t["function"] for t in sent_tools]
     return CheckedExport(trace, requests, openai_record, exported, sent_tools)
+
+
+def _content(message: dict[str, Any]) -> str:
+    return str(message.get("content") or "")

@@ -185,6 +185,26 @@ def test_hf_and_sharegpt_load_with_datasets(run_dir: Path, tmp_path: Path) -> No
             assert json.loads(data[0]["tools"])[0]["name"]
 
 
+def test_formats_without_weights_never_learn_a_reply_that_did_not_parse(run_dir: Path) -> None:
+    """hf (TRL) and sharegpt (LLaMA-Factory) learn every assistant turn they hold: the wrong
+    agent's first output, which did not parse, is in neither, nor is the env's answer to it; the
+    turns after it are (openai keeps it, weighted 0)."""
+    episodes = _episodes(run_dir)
+    wrong = [e for e in episodes if e.loaded.trial == 1]
+    garbled = "this is not an assistant message"
+    for record in export_records(wrong, ExportFormat.hf):
+        assert garbled not in json.dumps(record) and "format_error" not in json.dumps(record)
+        assert [m["role"] for m in record["messages"]][1:3] == ["user", "assistant"]
+        assert record["messages"][-1]["content"] == "I could not find out."
+    for record in export_records(wrong, ExportFormat.sharegpt):
+        assert garbled not in json.dumps(record) and "format_error" not in json.dumps(record)
+        assert record["conversations"][-1] == {"from": "gpt", "value": "I could not find out."}
+    for record in export_records(wrong, ExportFormat.openai):
+        assert [m for m in record["messages"] if m.get("weight") == 0] == [
+            {"role": "assistant", "content": garbled, "weight": 0}
+        ]
+
+
 def test_preference_pairs(run_dir: Path) -> None:
     records = export_records(_episodes(run_dir), ExportFormat.preference)
     assert len(records) == len(TASK_IDS)  # oracle (reward 1) against the wrong answer (reward 0)
@@ -396,6 +416,107 @@ def test_every_export_carries_the_requests_the_model_was_sent(protocol: str, tmp
     assert openai_format_problems(checked.record) == (
         [] if protocol == "react" else ["message 2: arguments of OCR are not JSON"]
     )
+    # the token ids: the first turn, which did not parse, is seen and never learnt
+    (tokens,) = export(run, "tokens", tmp_path / "tokens.jsonl")
+    assert [t.get("weight") for t in tokens["turns"]] == [0, None, None, None]
+    first = trace.steps[0].tokens
+    assert first is not None and tokens["input_ids"][: len(first.prompt_ids)] == first.prompt_ids
+    start = len(first.prompt_ids)
+    assert tokens["loss_mask"][start : start + len(first.completion_ids)] == [0] * len(first.completion_ids)
+    assert sum(tokens["loss_mask"]) == sum(len(s.tokens.completion_ids) for s in trace.steps[1:] if s.tokens)
+
+
+def test_a_step_mode_export_marks_the_model_reply_and_learns_the_golden_history(tmp_path: Path) -> None:
+    """`toolgym run --mode step`: each request holds the golden history, never the model's own
+    predictions. The export is the last request and the model's last reply: the golden replies
+    (learnt, in the ReAct form the prompt asks for: a Thought, then the action) and the model's
+    reply, weighted 0 in openai and left out of hf and sharegpt when it did not parse. A reply
+    that did not parse earlier is in no request, and marks no golden reply."""
+    from toolgym.envs.demo import demo_tasks_path
+
+    react = ReActProtocol()
+    garbled = "I will read the label."  # no Action: a format error
+    script = {FISH_OIL: [text(garbled), text(react.format_action(CALC_CALL)), text("It lasts long.")]}
+    run = tmp_path / "run"
+    with serve(FakeOpenAI(script)) as fake:
+        args = [
+            "run",
+            "--agent",
+            "llm",
+            "--base-url",
+            fake.base_url,
+            "--model",
+            "fake-model",
+            "--mode",
+            "step",
+        ]
+        args += ["--protocol", "react", "--tasks", str(demo_tasks_path()), "--task-id", "fish-oil-days"]
+        result = CliRunner().invoke(app, [*args, "--out", str(run)])
+    assert result.exit_code == 0, result.output
+    task = TaskSet.load(demo_tasks_path())["fish-oil-days"]
+    (record,) = export(run, "openai", tmp_path / "openai.jsonl")
+    messages = record["messages"]
+    assert [m["role"] for m in messages] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert messages[-1] == {"role": "assistant", "content": "It lasts long.", "weight": 0}
+    golden = [messages[2], messages[4]]
+    assert all("weight" not in m for m in golden) and garbled not in json.dumps(record)
+    for message, step in zip(golden, task.golden, strict=False):
+        assert message["content"].startswith("Thought: ")
+        (parsed,) = react.parse(message["content"])
+        assert parsed.model_copy(update={"thought": None}) == step.action
+    (hf,) = export(run, "hf", tmp_path / "hf.jsonl")
+    assert hf["messages"] == messages[:5]  # the golden history, up to its last reply
+    (sharegpt,) = export(run, "sharegpt", tmp_path / "sharegpt.jsonl")
+    # under ReAct the env answers in a user message (`Observation: ...`): a human turn
+    assert [t["from"] for t in sharegpt["conversations"]] == ["human", "gpt", "human", "gpt"]
+    assert sharegpt["conversations"][-1]["value"] == messages[4]["content"]
+
+
+def test_a_step_mode_run_without_requests_is_refused_in_one_line(tmp_path: Path) -> None:
+    """The oracle asks no model: its step-mode trace holds its predictions, not the golden history
+    it was shown, so no record could be what a model saw."""
+    from toolgym.envs.demo import demo_tasks_path
+
+    run = tmp_path / "run"
+    args = ["run", "--mode", "step", "--tasks", str(demo_tasks_path()), "--task-id", "fish-oil-days"]
+    assert CliRunner().invoke(app, [*args, "--out", str(run)]).exit_code == 0
+    result = CliRunner().invoke(app, ["export", str(run), "--out", str(tmp_path / "out.jsonl")])
+    assert result.exit_code == 2 and not (tmp_path / "out.jsonl").exists()
+    assert "a step-mode trace of an agent that kept no requests (oracle)" in " ".join(result.output.split())
+
+
+def test_oracle_react_exports_teach_the_form_the_prompt_asks_for(tmp_path: Path) -> None:
+    """The ReAct prompt asks for a Thought before every Action and Final Answer: every golden reply
+    of an oracle run's export has one, and parses back to the task's golden action."""
+    run = tmp_path / "run"
+    args = [
+        "run",
+        "--protocol",
+        "react",
+        "--tasks",
+        str(MTU),
+        *[a for i in TASK_IDS for a in ("--task-id", i)],
+    ]
+    assert CliRunner().invoke(app, [*args, "--out", str(run)]).exit_code == 0
+    react = ReActProtocol()
+    records = export(run, "hf", tmp_path / "hf.jsonl")
+    assert len(records) == len(TASK_IDS)
+    for record in records:
+        replies = [m["content"] for m in record["messages"] if m["role"] == "assistant"]
+        golden = TASKS[record["task_id"]].golden
+        assert len(replies) == len(golden)
+        for reply, step in zip(replies, golden, strict=True):
+            assert reply.startswith("Thought: ")
+            (parsed,) = react.parse(reply)
+            assert parsed.model_copy(update={"thought": None}) == step.action
 
 
 def test_a_responses_run_exports_its_system_message_tools_and_calls(tmp_path: Path) -> None:
