@@ -223,6 +223,36 @@ def test_preference_pairs(run_dir: Path) -> None:
         )
 
 
+class GarbledThenGolden(OracleAgent):
+    """The oracle, after a first output that does not parse (reward 1 all the same)."""
+
+    name = "garbled-then-golden"
+
+    def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
+        super().start(task, observation, info)
+        self._garbled = False
+
+    def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
+        if not self._garbled:
+            self._garbled = True
+            return "this is not an assistant message"
+        return super().act(observation, info)
+
+
+def test_no_preference_pair_prefers_a_reply_that_did_not_parse(tmp_path: Path) -> None:
+    """The better trial (reward 1) parts from the worse (reward 0) at a reply that did not parse:
+    preferring it would teach the format error, so the task gives no pair."""
+    env = ToolEnv(ToolSet(), TASKS, protocol="openai")
+    task = TASKS["mtu-balance-002"]
+    gives_up = ScriptedAgent(env.protocol, [FinalAnswer(text="I could not find out.")])
+    for trial, agent in enumerate([GarbledThenGolden(env.protocol), gives_up]):
+        run_episode(env, agent, task, seed=0, trace_dir=tmp_path / f"trial-{trial}" / "mtu")
+    env.close()
+    episodes = _episodes(tmp_path)
+    assert sorted(e.reward for e in episodes) == [0.0, 1.0]
+    assert export_records(episodes, ExportFormat.preference) == []
+
+
 def test_token_trajectories(run_dir: Path) -> None:
     records = export_records(_episodes(run_dir), ExportFormat.tokens)
     assert len(records) == len(TASK_IDS)  # only the token oracle's traces kept token ids
