@@ -47,6 +47,7 @@ from openai.types.completion_usage import CompletionUsage
 
 from toolgym.envs.rollouts import AgentSpec
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.models.activity import Activity, doing
 from toolgym.models.hf_models import (
     DEFAULT_MAX_NEW_TOKENS,
     HFConfig,
@@ -54,6 +55,7 @@ from toolgym.models.hf_models import (
     check_transformers,
     model_files,
     parse_hf_spec,
+    torch_threads,
     use_torch_threads,
 )
 from toolgym.models.llm import ChatResult, LLMAgent, LLMCancelled, ThreadedChatClient, Turn, Usage
@@ -103,25 +105,33 @@ class HFModel:
     def __init__(self, config: HFConfig) -> None:
         check_transformers()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a missing file fails here, never downloads
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # 272 lines per GGUF load
-        self.threads = use_torch_threads(config.threads)
-        folder, options = model_files(config)
-        options["local_files_only"] = True
-        try:
-            # Any: transformers' types differ by model class; what is used here is the common API
-            self.tokenizer: Any = AutoTokenizer.from_pretrained(folder, **options)
-            self.model: Any = AutoModelForCausalLM.from_pretrained(folder, **options)
-        except (OSError, ValueError, ImportError) as exc:
-            reason = " ".join(str(exc).split())[:500]
-            raise HFModelError(f"cannot load the model in {config.folder}: {reason}") from None
+        self.threads = torch_threads(config.threads)
+        # reported from the imports on (seconds of their own on a busy machine): the run's progress
+        with doing(Activity("load", config.model, threads=self.threads)):
+            self.tokenizer, self.model = self._load(config)
         self._lock = threading.Lock()  # held while a generation is under way (the exit waits on it)
         # True from the moment a generation has the model and its prompt counts as spent
         # (Progress.started) until it ends: what a caller that watches for "generating" reads
         self.generating = False
         _loaded.add(self)
+
+    def _load(self, config: HFConfig) -> tuple[Any, Any]:
+        """The tokenizer and model (Any: transformers' types differ by model class; what is used
+        here is the common API)."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # 272 lines per GGUF load
+        use_torch_threads(self.threads)
+        folder, options = model_files(config)  # a GGUF file's first use converts it (reported)
+        options["local_files_only"] = True
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(folder, **options)
+            model = AutoModelForCausalLM.from_pretrained(folder, **options)
+        except (OSError, ValueError, ImportError) as exc:
+            reason = " ".join(str(exc).split())[:500]
+            raise HFModelError(f"cannot load the model in {config.folder}: {reason}") from None
+        return tokenizer, model
 
     @contextlib.contextmanager
     def _stoppable(self, cancelled: Callable[[], bool]) -> Iterator[None]:
@@ -281,6 +291,8 @@ class HFChatClient(ThreadedChatClient[HFConfig]):
         config = self.config if turn.seed is None else replace(self.config, seed=turn.seed)
         prompt = self.model.render(turn.messages)
         progress = Progress()
+        turn.activity.prompt_tokens = len(prompt)  # what a watcher sees while it generates
+        turn.activity.tokens_so_far = lambda: progress.completion_tokens
         try:
             gen = self._abandonable(
                 lambda: self.model.generate(

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolgym.cache import cache_enabled, cache_key, cache_root
+from toolgym.models.activity import Activity, doing
 
 HF_PREFIX = "hf:"
 DEFAULT_MAX_NEW_TOKENS = 256
@@ -204,7 +205,8 @@ def converted_folder(config: HFConfig, cache: Path) -> Path:
             return folder
         staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=cache))
         try:
-            _convert(config, staging)
+            with doing(Activity("convert", config.gguf_file)):  # a minute or two: the run says so
+                _convert(config, staging)
             marker = {"gguf": str(source), "sha256": digest, "transformers": transformers.__version__}
             (staging / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
             if folder.exists():  # a stale copy (cache off) or a half-made one

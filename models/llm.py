@@ -61,6 +61,7 @@ from toolgym.actions import Observation
 from toolgym.canonical import escape_surrogates
 from toolgym.envs.rollouts import run_stopped_by_driver
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.models.activity import Activity, doing
 from toolgym.models.setups import system_prompt, tools_in_prompt_refusal
 from toolgym.protocols.json_protocol import content_of_message
 from toolgym.protocols.openai import OpenAIProtocol
@@ -404,6 +405,14 @@ class Turn:
     tools: Sequence[Mapping[str, Any]] | None
     seed: int | None
     stop: Sequence[str] | None
+    # what watchers see of it (`toolgym.models.activity`); the answer may fill in its tokens so far
+    activity: Activity = field(default_factory=lambda: Activity("turn", ""))
+
+    @property
+    def step(self) -> int:
+        """The turn's place in its episode: 1 + the assistant turns before it (few-shot examples
+        sit in the system message)."""
+        return 1 + sum(1 for m in self.messages if m.get("role") == "assistant")
 
 
 class BaseChatClient(typing.Generic[ConfigT]):
@@ -506,13 +515,17 @@ class ThreadedChatClient(BaseChatClient[ConfigT]):
         """One turn. Once the client is cancelled: LLMCancelled, with what the turn had spent
         where that is known (counted in `usage` too)."""
         self._refuse_if_cancelled()
-        turn = Turn(messages, tools, seed, stop)
-        try:
-            result = self._answer(turn)
-        except LLMCancelled as exc:
-            if exc.usage is not None:
-                self._spend(exc.usage)
-            raise
+        turn = Turn(messages, tools, seed, stop, Activity("turn", self._label()))
+        turn.activity.step = turn.step
+        with doing(turn.activity) as activity:  # the run's progress display watches it
+            try:
+                result = self._answer(turn)
+            except LLMCancelled as exc:
+                if exc.usage is not None:
+                    self._spend(exc.usage)
+                raise
+            activity.prompt_tokens = result.usage.prompt_tokens
+            activity.completion_tokens = result.usage.completion_tokens
         self._spend(result.usage)
         return result
 

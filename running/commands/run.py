@@ -96,7 +96,8 @@ def execute_with_progress(
     cancel = Cancel()
     with cancel_on_signals(cancel) as signals:
         try:
-            with RunProgress(plan.episodes) as progress:
+            at_once = max(plan.config.concurrency, plan.config.workers or 1)
+            with RunProgress(plan.episodes, concurrency=at_once, turns_per_item=plan.max_steps) as progress:
                 results = execute(
                     plan,
                     overwrite=options["overwrite"],

@@ -4,27 +4,30 @@ resumes one."""
 
 from __future__ import annotations
 
+import math
 import shlex
 import signal
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
-from rich.progress import Progress
+from rich.progress import Progress, ProgressColumn, Task
 from rich.table import Table
+from rich.text import Text
 
-from toolgym.running.commands.common import console, fmt
+from toolgym.running.commands.common import console, err_console, fmt
 from toolgym.running.config import RunConfig
 
 if TYPE_CHECKING:
     from toolgym.envs.ray_rollouts import ToolServerSpec
     from toolgym.envs.rollouts import Cancel, Executor
+    from toolgym.models.activity import Activity, Phase
     from toolgym.running.trials import EpisodeRecord, RunSummary
 
 
@@ -120,52 +123,171 @@ def placement_options(config: RunConfig) -> list[str]:
 
 
 class RunProgress:
-    """Progress of a run: a live bar on a terminal; elsewhere (CI, a pipe) one line every
-    `every_s` seconds and at the end: done/total, rate, ETA, aborted episodes."""
+    """Progress of a run (or of teval-answer's items), on stderr (stdout may carry --json's output):
+    a live bar on a terminal, with what the model is doing now; elsewhere (CI, a pipe) plain lines:
 
-    def __init__(self, total: int, *, every_s: float | None = None) -> None:
-        import os
+    - `progress:` done/total, rate, ETA, aborted, every `every_s` seconds and once at the end;
+    - `model:` a GGUF conversion and a model's loading, as each starts and ends;
+    - `turn:` a model turn's end (episode i/n, step, prompt+completion tokens, its seconds, the mean
+      per turn, ETA), at most one every `every_s / 2` seconds (a fast server's turns are not all said);
+    - `still working:` what is under way (a long turn: its step and seconds so far), whenever
+      `every_s` seconds pass without a line.
+
+    `every_s` defaults to TOOLGYM_PROGRESS_EVERY, else 10. Worker processes (`--workers`) write
+    their model's lines themselves, on the stderr they share with this process
+    (`toolgym.models.activity`); this one's heartbeat still says how many episodes are done."""
+
+    def __init__(
+        self,
+        total: int,
+        *,
+        unit: str = "episodes",
+        every_s: float | None = None,
+        concurrency: int = 1,
+        turns_per_item: int | None = None,
+    ) -> None:
+        from toolgym.models.activity import Heartbeat, every_s_from_env
 
         self.total, self.done, self.aborted = total, 0, 0
+        self.unit, self.concurrency, self.turns_per_item = unit, concurrency, turns_per_item
+        self.every_s = every_s if every_s is not None else every_s_from_env()
         self._clock = time.monotonic
-        self._start = self._last = self._clock()
-        self.every_s = (
-            every_s if every_s is not None else float(os.environ.get("TOOLGYM_PROGRESS_EVERY", "10"))
-        )
+        self._start = self._last_progress = self._clock()
+        self._last_turn_line = -math.inf  # turn lines: at most one every every_s / 2
+        self._logged_done = -1  # what the last progress line showed: the final one is printed once
+        self.turns, self._turn_seconds = 0, 0.0  # turns ended in this process, and their time
+        self._lock = threading.Lock()
         self._bar: Progress | None = None
-        if console.is_terminal:
-            self._bar = Progress(console=console, transient=True)
-            self._task = self._bar.add_task("episodes", total=total)
+        if err_console.is_terminal:
+            columns = (*Progress.get_default_columns(), _NowColumn(self))
+            self._bar = Progress(*columns, console=err_console, transient=True)
+            self._task = self._bar.add_task(unit, total=total)
+        self._heartbeat = Heartbeat(self.every_s, self._still_working)
+        self._watch = ExitStack()
 
     def __enter__(self) -> RunProgress:
+        from toolgym.models.activity import watching
+
+        self._watch.enter_context(watching(self._on_activity))
         if self._bar is not None:
             self._bar.start()
+        else:
+            self._heartbeat.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._heartbeat.stop()
+        self._watch.close()
         if self._bar is not None:
             self._bar.stop()
-        elif self.done and self._last != self._clock():
+        elif self.done and self._logged_done != self.done:  # the end, said once
             self._log()
 
-    def advance(self, record: EpisodeRecord) -> None:
-        self.done += 1
-        self.aborted += record.status == "aborted"
+    def advance(self, record: EpisodeRecord | None = None) -> None:
+        """One more item done (an episode's record: aborted ones are counted)."""
+        with self._lock:
+            self.done += 1
+            self.aborted += record is not None and record.status == "aborted"
         if self._bar is not None:
             self._bar.advance(self._task)
-        elif self.done == self.total or self._clock() - self._last >= self.every_s:
+        elif self.done == self.total or self._clock() - self._last_progress >= self.every_s:
             self._log()
 
+    # ---- what a model does (from its own threads) ----
+    def _on_activity(self, phase: Phase, activity: Activity) -> None:
+        if activity.kind == "turn":
+            if phase == "end" and not activity.failed:
+                with self._lock:
+                    self.turns += 1
+                    self._turn_seconds += activity.elapsed()
+                    due = self._clock() - self._last_turn_line >= self.every_s / 2
+                    self._last_turn_line = self._clock() if due else self._last_turn_line
+                if self._bar is None and due:
+                    self._print(f"turn: {self._turn_line(activity)}")
+            return
+        ended = "failed" if activity.failed else f"done in {activity.elapsed():.1f} s"
+        self._print(f"model: {activity.describe()}" + ("" if phase == "start" else f": {ended}"))
+
+    def _where(self) -> str:
+        """Which item a turn belongs to: `episode 3/10` one at a time, else how many are done."""
+        if self.concurrency == 1:
+            return f"{self.unit.removesuffix('s')} {min(self.done + 1, self.total)}/{self.total}"
+        return f"{self.done}/{self.total} {self.unit} done"
+
+    def _turn_line(self, turn: Activity) -> str:
+        with self._lock:
+            mean = self._turn_seconds / max(self.turns, 1)
+            turns = self.turns
+        return (
+            f"{self._where()}, {turn.describe()}, {turn.elapsed():.1f} s "
+            f"({mean:.1f} s per turn over {turns}), {self._eta()}"
+        )
+
+    def _eta(self) -> str:
+        """From the items done; before the first, a bound from the turns' mean time (each item
+        takes at most `turns_per_item` turns)."""
+        elapsed = max(self._clock() - self._start, 1e-9)
+        with self._lock:
+            done, turns, seconds = self.done, self.turns, self._turn_seconds
+        if done:
+            return f"ETA {(self.total - done) * elapsed / done:.0f} s"
+        if turns and self.turns_per_item:
+            left = max(self.total * self.turns_per_item - turns, 0)
+            return f"ETA at most {left * seconds / turns / self.concurrency:.0f} s"
+        return "ETA after the first turn"
+
+    def now(self) -> str:
+        """What is under way, for the bar: the innermost activity and its seconds so far."""
+        from toolgym.models.activity import under_way
+
+        doing = under_way()
+        if not doing:
+            return ""
+        current = doing[-1]  # the innermost: a conversion inside a load
+        text = f"{current.describe()}, {current.elapsed():.0f} s"
+        if current.kind == "turn" and self.turns:
+            text += f" ({self._turn_seconds / self.turns:.1f} s per turn)"
+        return text
+
+    # ---- lines off a terminal ----
+    def _print(self, text: str) -> None:
+        err_console.print(text, markup=False, highlight=False)
+        self._heartbeat.mark()
+
+    def _still_working(self) -> None:
+        from toolgym.models.activity import under_way
+
+        doing = under_way()
+        if not doing:
+            self._log()
+            return
+        current = doing[-1]  # the innermost: a conversion inside a load
+        where = f"{self._where()}, " if current.kind == "turn" else ""
+        done = f"{self.done}/{self.total} {self.unit} done"
+        elapsed = self._clock() - self._start
+        self._print(f"still working: {where}{current.so_far()}; {done}, {elapsed:.0f} s elapsed")
+
     def _log(self) -> None:
-        self._last = now = self._clock()
+        self._last_progress = now = self._clock()
+        self._logged_done = self.done
         elapsed = max(now - self._start, 1e-9)
         rate = self.done / elapsed
-        eta = (self.total - self.done) / rate if rate else float("inf")
-        console.print(
-            f"progress: {self.done}/{self.total} episodes, {rate:.2f}/s, "
-            f"ETA {eta:.0f} s, {self.aborted} aborted, {elapsed:.0f} s elapsed",
-            highlight=False,
+        eta = f"{(self.total - self.done) / rate:.0f} s" if rate else "-"
+        self._print(
+            f"progress: {self.done}/{self.total} {self.unit}, {rate:.2f}/s, "
+            f"ETA {eta}, {self.aborted} aborted, {elapsed:.0f} s elapsed"
         )
+
+
+class _NowColumn(ProgressColumn):
+    """The bar's last column: what the model is doing now (re-read at every refresh)."""
+
+    def __init__(self, progress: RunProgress) -> None:
+        super().__init__()
+        self.progress = progress
+
+    def render(self, task: Task) -> Text:
+        return Text(self.progress.now(), style="progress.description")
 
 
 @contextmanager
