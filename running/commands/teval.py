@@ -20,10 +20,13 @@ from toolgym.running.commands.llm_options import (
     MaxTokensOption,
     ModelOption,
     TemperatureOption,
+    ThreadsOption,
     TimeoutOption,
 )
+from toolgym.running.commands.run_output import RunProgress
 
 Answerer = Callable[[str, str, Mapping[str, Any]], str]  # (subset, key, datum) -> prediction
+Subsets = dict[str, dict[str, dict[str, Any]]]  # subset -> datum id -> datum
 
 
 def teval_subsets_command(
@@ -93,18 +96,32 @@ def teval_answer_command(
     timeout: TimeoutOption = 120.0,
     max_retries: MaxRetriesOption = 4,
     concurrency: Annotated[int, typer.Option(min=1, help="data answered at once")] = 1,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="answer only the first N data (subsets in T-Eval's order, each file's data in its "
+            "order); the files written hold those",
+        ),
+    ] = None,
+    threads: ThreadsOption = None,
 ) -> None:
     """Answer T-Eval's step-wise subsets with an agent: each datum's prompt goes to the agent (or
-    its model), the reply becomes the datum's prediction; score with `toolgym eval --teval-results`."""
+    its model), the reply becomes the datum's prediction; score with `toolgym eval --teval-results`.
+    Progress goes to stderr (a bar on a terminal, else a line at least every 10 s)."""
     from toolgym.evaluation.base import EvaluationError
     from toolgym.evaluation.loaders.teval_subsets import answer_subsets, read_subsets, write_subsets
     from toolgym.models.llm import LLMError
 
     require_dirs([subsets], "SUBSETS")
     try:
-        data = read_subsets(subsets)
+        data = first_data(read_subsets(subsets), limit)
     except EvaluationError as exc:
         raise typer.BadParameter(str(exc), param_hint="SUBSETS") from None
+    if threads is not None and not agent.startswith("hf:"):
+        raise typer.BadParameter(
+            "--threads is for the in-process model (--agent hf:...)", param_hint="--threads"
+        )
     llm = {
         "base_url": base_url,
         "model": model,
@@ -115,12 +132,15 @@ def teval_answer_command(
         "timeout": timeout,
         "max_retries": max_retries,
     }
-    answer = teval_answerer(agent, llm, concurrency)
-    try:
-        predictions = answer_subsets(data, answer, concurrency=concurrency)
-    except LLMError as exc:
-        console.print(f"[red]no predictions written[/red]: {escape(exc.message)}")
-        raise typer.Exit(code=1) from None
+    total = sum(len(d) for d in data.values())
+    # from the model's loading on: a local model's load and turns are reported as they go
+    with RunProgress(total, unit="items", concurrency=concurrency, turns_per_item=1) as progress:
+        answer = counted(teval_answerer(agent, llm, concurrency, threads), progress)
+        try:
+            predictions = answer_subsets(data, answer, concurrency=concurrency)
+        except LLMError as exc:
+            console.print(f"[red]no predictions written[/red]: {escape(exc.message)}")
+            raise typer.Exit(code=1) from None
     written = write_subsets(data, out, predictions=predictions)
     for path in written:
         console.print(f"{path} ({len(data[path.stem])} predictions)")
@@ -128,7 +148,33 @@ def teval_answer_command(
     console.print(f"score them with: toolgym eval {files}", highlight=False, soft_wrap=True)
 
 
-def teval_answerer(agent: str, llm: Mapping[str, Any], concurrency: int) -> Answerer:
+def first_data(subsets: Subsets, limit: int | None) -> Subsets:
+    """The first `limit` data over the subsets, in order (all with None); subsets left empty are
+    dropped (no file is written for them)."""
+    if limit is None:
+        return subsets
+    kept: Subsets = {}
+    for name, data in subsets.items():
+        keys = list(data)[: limit - sum(len(d) for d in kept.values())]
+        if keys:
+            kept[name] = {key: data[key] for key in keys}
+    return kept
+
+
+def counted(answer: Answerer, progress: RunProgress) -> Answerer:
+    """`answer`, advancing `progress` once per datum answered."""
+
+    def answer_and_count(subset: str, key: str, datum: Mapping[str, Any]) -> str:
+        reply = answer(subset, key, datum)
+        progress.advance()
+        return reply
+
+    return answer_and_count
+
+
+def teval_answerer(
+    agent: str, llm: Mapping[str, Any], concurrency: int, threads: int | None = None
+) -> Answerer:
     """How `teval-answer` answers one datum with the named agent (checked here, before any datum)."""
     from toolgym.evaluation.loaders import teval_subsets as ts
 
@@ -138,7 +184,7 @@ def teval_answerer(agent: str, llm: Mapping[str, Any], concurrency: int) -> Answ
     if agent == "llm":
         backend = _chat_client(llm, concurrency)
     elif agent.startswith("hf:"):
-        backend = _local_model(agent, llm)
+        backend = _local_model(agent, llm, threads)
     seed = llm.get("seed")
     if backend is not None:
         return lambda subset, key, datum: (
@@ -172,7 +218,7 @@ def _chat_client(llm: Mapping[str, Any], concurrency: int) -> Any:
     return ChatClient(settings)
 
 
-def _local_model(agent: str, llm: Mapping[str, Any]) -> Any:
+def _local_model(agent: str, llm: Mapping[str, Any], threads: int | None) -> Any:
     from toolgym.models.hf_agent import HFChatClient
     from toolgym.models.hf_models import DEFAULT_MAX_NEW_TOKENS, check_transformers, parse_hf_spec
 
@@ -182,6 +228,7 @@ def _local_model(agent: str, llm: Mapping[str, Any]) -> Any:
             agent,
             max_new_tokens=llm.get("max_tokens") or DEFAULT_MAX_NEW_TOKENS,
             temperature=llm.get("temperature"),
+            threads=threads,
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--agent") from None
