@@ -188,8 +188,11 @@ def run_sample(settings: Settings, path: ModelPath, sample: Sample, log: list[st
         args += [a for task_id in sample.task_ids for a in ("--task-id", task_id)]
         args += ["--mode", "step" if kind == "step" else "end-to-end", "--out", str(folder)]
         toolgym([*args, "--overwrite"] if settings.fresh else args, log)
+        # a step run is scored by the suites that score step-wise traces (a sample of your own
+        # tasks names every suite; CToolEval and ToolEyes refuse step traces, exit 1)
+        suites = sample.suites if kind == "e2e" else [s for s in sample.suites if s in STEP_SUITES]
         for mode in MODES:
-            for suite in sample.suites:
+            for suite in suites:
                 out = folder / f"eval.{mode}.{suite}.json"
                 toolgym(["eval", str(folder), "--suite", suite, "--mode", mode, "--out", str(out)], log)
         toolgym(["report", str(folder)], log)

