@@ -190,8 +190,8 @@ class Heartbeat:
 
 
 class ActivityLines:
-    """A rollout worker process's activities as plain lines on its stderr (which the driver's log
-    shares): loads and conversions as they start and end, a turn's end (at most one every
+    """A process's activities as plain lines: a rollout worker's on its stderr (which the driver's
+    log shares), `serve-model`'s while it converts and loads: loads and conversions as they start and end, a turn's end (at most one every
     `every_s / 2` seconds), and a heartbeat that names what is under way after `every_s` silent."""
 
     def __init__(self, out: TextIO, every_s: float, label: str) -> None:
@@ -199,6 +199,10 @@ class ActivityLines:
         self._last_turn_line = -math.inf  # turn lines: at most one every every_s / 2
         self._write_lock = threading.Lock()
         self.heartbeat = Heartbeat(every_s, self._still_working).start()
+
+    def close(self) -> None:
+        """No more heartbeat lines."""
+        self.heartbeat.stop()
 
     def write(self, text: str) -> None:
         with self._write_lock:  # one write per line: lines of several processes never interleave

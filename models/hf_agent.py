@@ -23,6 +23,11 @@ CPU, one module a fraction), and the interpreter's exit waits for it to leave th
 still inside torch when Python finalizes takes the process down (`terminate called without an
 active exception`).
 
+torch computes on `torch_threads(config.threads)` threads (`--threads`; half the usable CPUs by
+default, not torch's every core: hf_models says why), set at the load and before each generation.
+The load and each turn are reported as they go (`toolgym.models.activity`), which the run's
+progress display shows.
+
 Its text protocols only (react, json): a chat template's tool rendering is the model's own affair,
 and SmolLM2's has none. Rollout workers build it from its `HFConfig` (`rollout_agents.HFAgents`):
 the model is loaded once per process, never pickled.

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from toolgym.cache import cache_root
+from toolgym.models.activity import Activity, doing
 from toolgym.models.hf_models import (
     HF_PREFIX,
     SERVED_MODELS,
@@ -254,10 +255,11 @@ def serve_model_command(
         exposure.check()
     except InsecureBindError as exc:
         raise typer.BadParameter(str(exc), param_hint="--host") from None
-    try:
-        served = served_model(model, threads=threads)
-    except HFModelError as exc:
-        raise typer.BadParameter(str(exc), param_hint="MODEL") from None
+    with said_as_it_goes():  # a first conversion takes a minute or two: say so
+        try:
+            served = served_model(model, threads=threads)
+        except HFModelError as exc:
+            raise typer.BadParameter(str(exc), param_hint="MODEL") from None
     if convert_only:
         print(served.name)
         return
@@ -265,11 +267,26 @@ def serve_model_command(
         sock = bind_socket(host, port)
     except OSError as exc:
         raise typer.BadParameter(str(exc), param_hint="--port") from None
-    use_torch_threads(threads)  # the model is loaded and run in this process
-    _serve(served, exposure, sock, device)
+    _serve(served, exposure, sock, device, use_torch_threads(threads))  # loaded and run in this process
 
 
-def _serve(served: ServedModel, exposure: Exposure, sock: socket.socket, device: str) -> None:
+@contextmanager
+def said_as_it_goes() -> Iterator[None]:
+    """The model's conversion and loading said on stderr as they start and end, and every
+    TOOLGYM_PROGRESS_EVERY (10) seconds while they run (`toolgym.models.activity`)."""
+    import sys
+
+    from toolgym.models.activity import ActivityLines, every_s_from_env, watching
+
+    lines = ActivityLines(sys.stderr, every_s_from_env(), "serve-model")
+    try:
+        with watching(lines):
+            yield
+    finally:
+        lines.close()
+
+
+def _serve(served: ServedModel, exposure: Exposure, sock: socket.socket, device: str, threads: int) -> None:
     import uvicorn
 
     from toolgym.http import uvicorn_config
@@ -282,7 +299,9 @@ def _serve(served: ServedModel, exposure: Exposure, sock: socket.socket, device:
     print(
         f"routes: {', '.join(FORWARDED_ROUTES)} (transformers serve's app behind toolgym's guard)", flush=True
     )
-    app = model_server_app(transformers_app(served.name, device=device), exposure)
+    with said_as_it_goes(), doing(Activity("load", served.folder.name, threads=threads)):
+        model_app = transformers_app(served.name, device=device)
+    app = model_server_app(model_app, exposure)
     try:
         uvicorn.Server(uvicorn_config(app, timeout_graceful_shutdown=5)).run(sockets=[sock])
     finally:

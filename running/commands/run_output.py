@@ -245,6 +245,8 @@ class RunProgress:
             return ""
         current = doing[-1]  # the innermost: a conversion inside a load
         text = f"{current.describe()}, {current.elapsed():.0f} s"
+        if current.kind == "turn":
+            text = f"{self._where()}, {text}"
         if current.kind == "turn" and self.turns:
             text += f" ({self._turn_seconds / self.turns:.1f} s per turn)"
         return text
@@ -287,7 +289,8 @@ class _NowColumn(ProgressColumn):
         self.progress = progress
 
     def render(self, task: Task) -> Text:
-        return Text(self.progress.now(), style="progress.description")
+        # one line, cut to the terminal's width: a wrapped bar redraws as a block of lines
+        return Text(self.progress.now(), style="progress.description", no_wrap=True, overflow="ellipsis")
 
 
 @contextmanager

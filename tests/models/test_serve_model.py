@@ -36,10 +36,12 @@ from tests.models.real_model import HAVE_MODEL, first_task_of_each_set, needs_mo
 from tests.reports.export_checks import check_exports_equal_requests, export
 from toolgym.cli import app
 from toolgym.http import Credentials, ServerThread
+from toolgym.models.activity import Activity, doing
 from toolgym.models.hf_models import MARKER
 from toolgym.models.serve_model import (
     model_server_app,
     model_server_exposure,
+    said_as_it_goes,
     served_model,
     transformers_app,
 )
@@ -352,3 +354,21 @@ def test_a_model_folder_is_served_as_it_is(tmp_path: Path) -> None:
     assert shown.exit_code == 0 and shown.output.strip() == str(tmp_path.resolve())
     missing = runner.invoke(app, ["serve-model", str(tmp_path / "nowhere"), "--convert-only"])
     assert missing.exit_code != 0 and "never downloaded" in " ".join(missing.output.split())
+
+
+def test_serve_model_says_its_models_load_while_it_runs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conversion or load of a minute or two is said as it starts, again while it runs longer
+    than the interval (TOOLGYM_PROGRESS_EVERY, made short here), and as it ends, on stderr."""
+    monkeypatch.setenv("TOOLGYM_PROGRESS_EVERY", "0.2")
+    seen = ""
+    with said_as_it_goes(), doing(Activity("load", "the-model", threads=1)):
+        deadline = time.monotonic() + 60  # a bound for a loaded machine, not a measurement
+        while "still working" not in seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+            seen += capsys.readouterr().err
+    lines = (seen + capsys.readouterr().err).splitlines()
+    assert lines[0] == "serve-model: loading the-model on 1 torch thread"
+    assert lines[1].startswith("serve-model: still working: loading the-model on 1 torch thread, ")
+    assert lines[-1].startswith("serve-model: loading the-model on 1 torch thread: done in ")
