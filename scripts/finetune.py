@@ -502,6 +502,11 @@ run, eval), and the loop is TRL's SFTTrainer with settings measured for one 135M
 2-core machine; a command earns its room when its options are an interface users build on (more
 model families, an accelerator path)."""
 
+NO_TRAINING_RUN = (
+    "No training run has finished in this work folder: the figures below are `--bench-steps`'s. "
+    "`--steps 300 --eval-per-set 0` trains (and `--eval-per-set N` evaluates) and rewrites this file."
+)
+
 
 def _load_line(train: dict[str, Any]) -> str:
     during = train["load"]["during"]
@@ -513,7 +518,7 @@ def _load_line(train: dict[str, Any]) -> str:
 
 
 def data_lines(meta: dict[str, Any]) -> list[str]:
-    split, train, data = meta["split"], meta["train"], meta["data"]
+    split, train, data = meta["split"], meta["train"] or meta["data_records"], meta["data"]
     trained = ", ".join(f"{name} {len(ids)}" for name, ids in split["train_tasks"].items())
     dropped = "; ".join(f"{k} ({v})" for k, v in split["dropped"].items()) or "none"
     lines = [
@@ -563,7 +568,7 @@ def bench_lines(bench: dict[str, Any]) -> list[str]:
     )
     return [
         f"{bench['steps']} optimizer steps of each, the same data, seed and batches, nothing saved "
-        f"(`--bench-steps {bench['steps']}`), measured before the training run above:",
+        f"(`--bench-steps {bench['steps']}`), run on their own; the load column says how busy the machine was:",
         "",
         "| method, precision | s/step (median) | s/step (mean) | threads | load | loss, first steps |",
         "|---|---|---|---|---|---|",
@@ -583,9 +588,13 @@ def render(meta: dict[str, Any], results: Results, bench: dict[str, Any] | None)
     lines += ["Reproduce (not in CI; the runs go to `--work`):", "", "```bash", meta["command"], "```", ""]
     lines += [WHY_A_SCRIPT, ""]
     lines += [f"Measured on {meta['machine']}. Versions: {meta['versions']}.", "", "## Data", ""]
-    lines += [*data_lines(meta), "", "## Training", "", *training_lines(meta["train"]), ""]
+    lines += [*data_lines(meta), "", "## Training", ""]
+    lines += training_lines(meta["train"]) if meta["train"] else [NO_TRAINING_RUN]
+    lines += [""]
     if bench:
         lines += ["## Step time and precision", "", *bench_lines(bench), ""]
+    if not meta["train"]:
+        return "\n".join(lines) + "\n"
     lines += ["## Before and after, on held-out tasks", ""]
     if not results or not any(results.values()):
         lines += [
@@ -729,6 +738,32 @@ def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
     (work / "commands.txt").write_text("\n".join(log) + "\n", encoding="utf-8")
 
 
+def bench_meta(args: argparse.Namespace, work: Path, bench: dict[str, Any]) -> dict[str, Any]:
+    """What the document says when only `--bench-steps` ran in `work`: its data (the split and the
+    records of the benchmark's default run) and no training run."""
+    import platform
+
+    from scripts.baselines import _cpus
+
+    data = DataConfig(
+        args.apps,
+        args.generate,
+        args.generate_seed,
+        args.holdout,
+        tuple(filter(None, args.train_sets.split(","))),
+    )
+    return {
+        "command": shlex.join([*COMMAND, "--bench-steps", str(bench["steps"])]),
+        "base": args.base,
+        "data": asdict(data),
+        "split": json.loads((work / "split.json").read_text(encoding="utf-8")),
+        "train": None,
+        "data_records": next(iter(bench["runs"].values())),
+        "machine": f"{platform.machine()}, {_cpus()} CPU cores (shared)",
+        "versions": versions(),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(argv if argv is not None else sys.argv[1:])
     args = parser().parse_args(argv)
@@ -738,7 +773,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta_file, bench_file = work / "finetune.json", work / "bench.json"
     bench_found = json.loads(bench_file.read_text(encoding="utf-8")) if bench_file.is_file() else None
     if not meta_file.is_file():
-        print(f"measured: {bench_file}" if bench_found else f"nothing to render in {work}/")
+        if bench_found is None or not (work / "split.json").is_file():
+            print(f"nothing to render in {work}/")
+            return 0
+        args.doc.write_text(render(bench_meta(args, work, bench_found), {}, bench_found), encoding="utf-8")
+        print(f"{args.doc} written from {bench_file} (no training run finished in {work}/)")
         return 0
     meta = json.loads(meta_file.read_text(encoding="utf-8"))
     sources = meta.get("sources", {})  # a task file's path, else "" (a bundled set)
