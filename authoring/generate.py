@@ -547,8 +547,12 @@ def _mapper(jobs: int) -> Iterator[Mapper]:
         return
     import multiprocessing
 
-    # forked workers start with what this process loaded (the checker, the registries)
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    from toolgym.envs.rollouts import fork_is_safe, process_start_method
+
+    # forked workers start with what this process loaded (the checker, the registries); a process
+    # with other threads (a test runner's, a server's) is never forked: its workers would hang on
+    # a lock one of those threads held (stop 42's CI hung in them for an hour)
+    method = "fork" if fork_is_safe() else process_start_method()
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
         yield lambda fn, items: list(pool.map(fn, items))
 

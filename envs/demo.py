@@ -8,8 +8,6 @@ import multiprocessing
 import os
 import pickle
 import queue
-import sys
-import threading
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from typing import Any
 
 from toolgym.actions import ToolCall
 from toolgym.envs.agents import OracleAgent
+from toolgym.envs.rollouts import fork_is_safe
 from toolgym.envs.runner import EpisodeResult, run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.plugins import Plugin, PluginError, Registry, call_factory
@@ -192,7 +191,7 @@ def run_demo(
             on_episode()
 
     jobs = min(jobs, len(work))
-    if not (jobs > 1 and _can_fork() and _run_forked(work, jobs, run_group, keep)):
+    if not (jobs > 1 and fork_is_safe() and _run_forked(work, jobs, run_group, keep)):
         for indices in work:
             run_group(indices, keep)
     return [
@@ -200,16 +199,6 @@ def run_demo(
         for index, (name, task_set) in enumerate(sets)
         for position in range(len(task_set))
     ]
-
-
-def _can_fork() -> bool:
-    # a fork copies one thread only: one holding a lock (a log handler, a thread pool) would leave
-    # that lock held for good in the child
-    return (
-        sys.platform.startswith("linux")
-        and "fork" in multiprocessing.get_all_start_methods()
-        and threading.active_count() == 1
-    )
 
 
 def _run_forked(

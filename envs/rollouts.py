@@ -874,9 +874,23 @@ def _process_batch(specs: Sequence[EpisodeSpec]) -> list[tuple[EpisodeOutcome, E
     return _PROCESS_WORKER.run_batch(specs)
 
 
-def _start_method() -> str:
-    # forkserver: no fork of a driver that may hold threads (the trace writers, a Ray client)
+def process_start_method() -> str:
+    """How worker processes start when this process may hold threads: forkserver (or spawn), never
+    a fork of a driver that may hold threads (the trace writers, a Ray client)."""
     return "forkserver" if "forkserver" in get_all_start_methods() else "spawn"
+
+
+def fork_is_safe() -> bool:
+    """Whether a fork of this process is safe: Linux, and this process runs one thread. A fork copies
+    one thread only: a lock another thread held (a log handler, stdout's buffer, a thread pool) stays
+    held for good in the child, which then hangs where it takes it (at the latest when it flushes
+    stdout on its way out, and its parent waits on it forever: a test process of pytest-xdist holds
+    execnet's thread)."""
+    return (
+        sys.platform.startswith("linux")
+        and "fork" in get_all_start_methods()
+        and threading.active_count() == 1
+    )
 
 
 @dataclass
@@ -931,7 +945,7 @@ class ProcessExecutor:
         queue: deque[tuple[list[EpisodeSpec], bool]] = deque((batch, False) for batch in todo)
         deaths: dict[int, int] = {}  # episode index -> its worker died while it ran alone
         self.stats = ProcessStats()
-        mp = get_context(_start_method())
+        mp = get_context(process_start_method())
         # the run's cancel reaches each worker process as the close of `stopping` (it then cancels its
         # EpisodeWorker). A pipe, not a multiprocessing Event: Event.set waits for every process
         # asleep in wait() to wake, and one the cancel has just terminated never does (the run hung)

@@ -4,6 +4,7 @@ task through toolgym check's own checker, and plug-in apps (a real distribution 
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -274,3 +275,39 @@ def test_an_unknown_skip_reason_is_counted_not_raised() -> None:
 
     result = generate([], 2, templates=[Template("t.never", ("banking",), never)], jobs=1)
     assert result.tasks == [] and result.skipped["the world never fits"] > 0
+
+
+HELD_LOCK = """
+import sys, threading, time
+from toolgym.authoring.generate import Template, generate
+from toolgym.authoring.templates.banking import TEMPLATES
+
+LOCK = threading.Lock()  # what a worker takes while it drafts (a log handler's, a pool's, a client's)
+
+
+def draft_under_the_lock(d):
+    with LOCK:
+        TEMPLATES[0].draft(d)
+
+
+if __name__ == "__main__":
+    threading.Thread(target=lambda: LOCK.acquire() and time.sleep(3600), daemon=True).start()
+    time.sleep(0.2)  # the other thread holds the lock now, as a busy thread may when the pool starts
+    held = Template("held." + TEMPLATES[0].name, TEMPLATES[0].apps, draft_under_the_lock)
+    tasks = generate([], 4, seed=1, jobs=2, templates=[held]).tasks
+    print(f"generated {len(tasks)}")
+"""
+
+
+def test_a_process_with_other_threads_generates_on_workers_without_hanging(tmp_path: Path) -> None:
+    """A process that runs other threads (a test runner's, a server's, a Ray client's) is never
+    forked for the generator's workers: a fork copies a lock another thread holds, and the worker
+    that takes it waits forever while the pool waits on the worker (stop 42's CI hung for an hour
+    with pytest-xdist's workers forking theirs)."""
+    script = tmp_path / "held.py"
+    script.write_text(HELD_LOCK, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "generated 4"
