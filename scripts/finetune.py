@@ -119,6 +119,11 @@ class DataConfig:
     holdout: float = 0.1
     train_sets: tuple[str, ...] = ()
 
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> DataConfig:
+        sets = tuple(filter(None, args.train_sets.split(",")))
+        return cls(args.apps, args.generate, args.generate_seed, args.holdout, sets)
+
 
 @dataclass
 class Split:
@@ -688,13 +693,7 @@ def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
     work: Path = args.work
     model_dir = (work / "model").resolve()
     log: list[str] = []
-    data = DataConfig(
-        args.apps,
-        args.generate,
-        args.generate_seed,
-        args.holdout,
-        tuple(filter(None, args.train_sets.split(","))),
-    )
+    data = DataConfig.from_args(args)
     split = prepare(data, work, log)
     config = TrainConfig(
         args.steps,
@@ -745,13 +744,7 @@ def bench_meta(args: argparse.Namespace, work: Path, bench: dict[str, Any]) -> d
 
     from scripts.baselines import _cpus
 
-    data = DataConfig(
-        args.apps,
-        args.generate,
-        args.generate_seed,
-        args.holdout,
-        tuple(filter(None, args.train_sets.split(","))),
-    )
+    data = DataConfig.from_args(args)
     return {
         "command": shlex.join([*COMMAND, "--bench-steps", str(bench["steps"])]),
         "base": args.base,
