@@ -843,8 +843,8 @@ def _exit_with_driver(lifeline: Connection, worker: EpisodeWorker) -> None:
 
 
 def _stop_processes(pool: ProcessPoolExecutor) -> None:
-    """A cancelled run: end the worker processes now, not after the batches they are running
-    (the pool would otherwise wait for them on shutdown, and at interpreter exit)."""
+    """A cancelled run or a broken pool: end the worker processes now, not after the batches they
+    are running (the pool would otherwise wait for them on shutdown, and at interpreter exit)."""
     processes = dict(getattr(pool, "_processes", None) or {})  # no public handle before 3.14
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes.values():
@@ -962,12 +962,18 @@ class ProcessExecutor:
                     self.workers, mp_context=mp, initializer=_process_init, initargs=(context, stop, lifeline)
                 )
                 try:
-                    cancelled = self._drive(pool, queue, limit, deaths, deliver, cancel)
+                    ended = self._drive(pool, queue, limit, deaths, deliver, cancel)
                 except BaseException:
                     pool.shutdown(cancel_futures=True)  # a failing run cancels what still waits
                     raise
-                if cancelled:
+                if ended == "cancelled":
                     return  # _drive ended the processes: no waiting on the batches they ran
+                if ended == "broken":
+                    # end every process of the broken pool here: the pool's own clean-up ends those
+                    # it knew of when a worker died, and joins them all, so a worker this thread
+                    # started while it was at it (a submit racing the death) was joined forever
+                    # (the fresh-clone suite hung in test_episodes_that_kill_their_worker...)
+                    _stop_processes(pool)
                 pool.shutdown(cancel_futures=True)
         finally:
             held.close()  # a worker still running (one that outlived its terminate) exits now
@@ -983,9 +989,9 @@ class ProcessExecutor:
         deaths: dict[int, int],
         deliver: Deliver,
         cancel: Cancel | None,
-    ) -> bool:
+    ) -> Literal["done", "broken", "cancelled"]:
         """Feed `pool` from `queue` until the queue is done or the pool broke (the episodes it
-        lost back in the queue). True: the run was cancelled (the worker processes are ended)."""
+        lost back in the queue); "cancelled": the run was cancelled (the worker processes are ended)."""
         in_flight: dict[
             Future[list[tuple[EpisodeOutcome, EpisodeBytes | None]]], tuple[list[EpisodeSpec], bool]
         ] = {}
@@ -996,7 +1002,7 @@ class ProcessExecutor:
             if cancel is not None and cancel.is_set():
                 _deliver_cut_short(in_flight, deliver, cancel.grace_s / 2)
                 _stop_processes(pool)
-                return True
+                return "cancelled"
             while queue and cause is None:
                 batch, alone = queue[0]
                 if in_flight and (
@@ -1029,13 +1035,13 @@ class ProcessExecutor:
                 for outcome, data in results:
                     deliver(outcome, data)
         if cause is None:
-            return False
+            return "done"
         self.stats.pools_broken += 1
         for batch, alone in reversed(lost):
             self.stats.resubmitted += requeue_lost(
                 batch, alone, cause, deaths, self.max_attempts, queue, deliver
             )
-        return False
+        return "broken"
 
 
 def requeue_lost(
