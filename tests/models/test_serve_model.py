@@ -160,20 +160,31 @@ def test_exports_equal_the_requests_the_real_server_answered(
     protocol: str, teval_runs: dict[str, tuple[Path, str]], tmp_path: Path
 ) -> None:
     """Each turn's request as the trace keeps it is what every message-carrying export gives for
-    that turn, and the model's reply follows it as the model wrote it."""
+    that turn, and the model's reply follows it as the model wrote it; an episode none of whose
+    replies parsed has nothing to learn and no format writes it."""
     run, _ = teval_runs[protocol]
-    path, _ = only_trace(run)
-    checked = check_exports_equal_requests(path, run, tmp_path)
-    trace, requests = checked.trace, checked.requests
+    path, trace = only_trace(run)
     if protocol == "react":  # prose is a format error; the episode goes on with the same history
         assert [s.error_kinds for s in trace.steps] == [["format_error"], ["format_error"]]
+        requests = [r for r in full_requests(trace.steps) if r is not None]
         assert requests[1]["messages"][2] == {"role": "assistant", "content": trace.steps[0].raw}
-        assert checked.tools == []
-    else:  # a reply without tool_calls is the final answer (SmolLM2's template renders no tools)
-        (step,) = trace.steps
-        assert isinstance(step.raw, dict) and step.raw["role"] == "assistant"
-        assert trace.end is not None and trace.end.final_answer == step.raw["content"]
-        assert checked.tools and requests[0]["params"]["tool_choice"] == "auto"
+        assert not requests[0]["tools"]  # the text protocol sends none: the docs are in the prompt
+        # no reply parsed: nothing to learn, so no format writes a record (and says why in one line)
+        for fmt in ("openai", "hf", "sharegpt"):
+            refused = CliRunner().invoke(
+                app, ["export", str(run), "--format", fmt, "--out", str(tmp_path / fmt)]
+            )
+            assert refused.exit_code != 0 and "has a model turn to learn from" in " ".join(
+                refused.output.split()
+            )
+            assert not (tmp_path / fmt).exists()
+        return
+    checked = check_exports_equal_requests(path, run, tmp_path)
+    trace, requests = checked.trace, checked.requests
+    (step,) = trace.steps
+    assert isinstance(step.raw, dict) and step.raw["role"] == "assistant"
+    assert trace.end is not None and trace.end.final_answer == step.raw["content"]
+    assert checked.tools and requests[0]["params"]["tool_choice"] == "auto"
 
 
 @needs_model

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolgym.envs.agents import golden_action
 from toolgym.envs.service.catalog import Catalog
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.mocks.service.server import ThreadedServer
@@ -97,9 +98,10 @@ def local_env(catalog: Catalog, protocol: str = "react") -> ToolEnv:
 
 
 def golden_outputs(env: ToolEnv, task_id: str = TASK_ID) -> list[Any]:
-    """The oracle's raw outputs for a task, in the env's protocol (what OracleAgent sends)."""
+    """The oracle's raw outputs for a task, in the env's protocol (what OracleAgent sends: each
+    golden action in the form the protocol's prompt asks for)."""
     task: Task = env.tasks[task_id]
-    return [env.protocol.format_action(step.action) for step in task.golden]
+    return [env.protocol.format_action(golden_action(step.action, env.protocol)) for step in task.golden]
 
 
 def without_timing(info: dict[str, Any]) -> dict[str, Any]:
