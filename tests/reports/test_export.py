@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from tests.models.fake_openai import FakeOpenAI, Reply, calls, serve, text
 from tests.reports.export_checks import check_exports_equal_requests, export
+from tests.running.test_commands import llm_args
 from toolgym.actions import Action, FinalAnswer, ToolCall
 from toolgym.cli import app
 from toolgym.envs.agents import OracleAgent, ScriptedAgent
@@ -469,19 +470,9 @@ def test_a_step_mode_export_marks_the_model_reply_and_learns_the_golden_history(
     script = {FISH_OIL: [text(garbled), text(react.format_action(CALC_CALL)), text("It lasts long.")]}
     run = tmp_path / "run"
     with serve(FakeOpenAI(script)) as fake:
-        args = [
-            "run",
-            "--agent",
-            "llm",
-            "--base-url",
-            fake.base_url,
-            "--model",
-            "fake-model",
-            "--mode",
-            "step",
-        ]
-        args += ["--protocol", "react", "--tasks", str(demo_tasks_path()), "--task-id", "fish-oil-days"]
-        result = CliRunner().invoke(app, [*args, "--out", str(run)])
+        task_options = ["--tasks", str(demo_tasks_path()), "--task-id", "fish-oil-days"]
+        args = llm_args(fake, run, "--mode", "step", "--protocol", "react", *task_options)
+        result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     task = TaskSet.load(demo_tasks_path())["fish-oil-days"]
     (record,) = export(run, "openai", tmp_path / "openai.jsonl")
@@ -559,19 +550,8 @@ def test_a_responses_run_exports_its_system_message_tools_and_calls(tmp_path: Pa
     }
     run = tmp_path / "run"
     with serve(FakeOpenAI(script)) as fake:
-        args = [
-            "run",
-            "--agent",
-            "llm",
-            "--base-url",
-            fake.base_url,
-            "--model",
-            "fake-model",
-            "--api",
-            "responses",
-        ]
-        args += ["--tasks", str(demo_tasks_path()), "--task-id", "fish-oil-days", "--out", str(run)]
-        result = CliRunner().invoke(app, args)
+        task_options = ["--tasks", str(demo_tasks_path()), "--task-id", "fish-oil-days"]
+        result = CliRunner().invoke(app, llm_args(fake, run, "--api", "responses", *task_options))
         assert result.exit_code == 0, result.output
         first = fake.requests[0]
     (record,) = export(run, "openai", tmp_path / "openai.jsonl")
