@@ -60,6 +60,7 @@ from typing import Any
 from toolgym.actions import ACTION_ADAPTER, Observation
 from toolgym.canonical import canonical_json
 from toolgym.envs.tool_env import observation_text, task_prompt
+from toolgym.evaluation.base import is_teacher_forced
 from toolgym.files import atomic_file
 from toolgym.protocols import OpenAIProtocol, ResponsesProtocol, get_protocol
 from toolgym.protocols.openai import derived_call_id
@@ -253,7 +254,7 @@ def conversation(episode: Episode, schemas: ToolSchemas) -> Conversation:
     requests = full_requests(episode.trace.steps)
     if requests and all(r is not None for r in requests):
         return _requested(episode.trace, [r for r in requests if r is not None])
-    if teacher_forced(episode.trace):
+    if is_teacher_forced(episode.trace):
         raise ExportError(
             f"{episode.loaded.rel}: a step-mode trace of an agent that kept no requests "
             f"({episode.trace.header.agent}): the golden history it was shown is not in it; export "
@@ -273,12 +274,6 @@ def _reply(raw: Any) -> list[dict[str, Any]]:
     return []
 
 
-def teacher_forced(trace: Trace) -> bool:
-    """A step-mode trace (`toolgym run --mode step`): each step is the agent's prediction for a
-    golden step, and the next request holds the golden reply, not the prediction."""
-    return trace.header.env_config.get("mode") == "teacher_forced"
-
-
 def _requested(trace: Trace, requests: Sequence[Mapping[str, Any]]) -> Conversation:
     """The last request's messages and the last reply. End to end, each earlier reply is in the
     request after it; under teacher forcing that place holds the golden reply (learnt: it is the
@@ -287,7 +282,7 @@ def _requested(trace: Trace, requests: Sequence[Mapping[str, Any]]) -> Conversat
     items = [*requests[-1]["messages"], *_reply(trace.steps[-1].raw)]
     unlearnt: set[int] = set()  # the positions of the model's replies that did not parse
     replies = list(zip(trace.steps, requests, strict=True))
-    for step, request in replies[-1:] if teacher_forced(trace) else replies:
+    for step, request in replies[-1:] if is_teacher_forced(trace) else replies:
         if not step.actions:
             start = len(request["messages"])
             unlearnt.update(range(start, start + len(_reply(step.raw))))
