@@ -136,14 +136,6 @@ class DemoEpisode:
     result: EpisodeResult
 
 
-def demo_jobs_default() -> int:
-    """Processes `toolgym demo` uses when not told: one per CPU this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def run_demo(
     sets: Sequence[tuple[str, TaskSet]],
     out: Path,

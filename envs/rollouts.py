@@ -880,6 +880,15 @@ def process_start_method() -> str:
     return "forkserver" if "forkserver" in get_all_start_methods() else "spawn"
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: a container's or taskset's cpuset), not the
+    machine's count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity call on this platform
+        return max(1, os.cpu_count() or 1)
+
+
 def fork_is_safe() -> bool:
     """Whether a fork of this process is safe: Linux, and this process runs one thread. A fork copies
     one thread only: a lock another thread held (a log handler, stdout's buffer, a thread pool) stays

@@ -127,15 +127,6 @@ MAX_DEFAULT_THREADS = 4
 THREADS_ENV = "OMP_NUM_THREADS"  # the user's own say for every OpenMP library of the process
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity: a container's or taskset's cpuset), not the
-    machine's count."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # no affinity call on this platform
-        return max(1, os.cpu_count() or 1)
-
-
 def torch_threads(requested: int | None = None) -> int:
     """How many threads torch computes a local model with (`--threads`; the fine-tune's too):
     `requested` when given, else `OMP_NUM_THREADS` when set, else half the CPUs this process may
@@ -155,6 +146,8 @@ def torch_threads(requested: int | None = None) -> int:
     from_env = os.environ.get(THREADS_ENV, "").strip()
     if from_env.isdigit() and int(from_env) >= 1:
         return int(from_env)
+    from toolgym.envs.rollouts import usable_cpus  # here, not at import: the CLI imports this module
+
     return max(1, min(MAX_DEFAULT_THREADS, usable_cpus() // 2))
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.envs.demo import bundled_task_sets, resolve_task_set
+from toolgym.envs.rollouts import usable_cpus
 from toolgym.evaluation.suites import SUITES, benchmark_of
 from toolgym.running.trials import RunSummary
 
@@ -561,7 +562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "max_tokens": args.max_tokens,
             "paths": {p.label: shlex.join(p.agent_args) for p in paths},
             "versions": versions(),
-            "machine": f"{platform.machine()}, {_cpus()} CPU cores (shared)",
+            "machine": f"{platform.machine()}, {usable_cpus()} CPU cores (shared)",
             "minutes": {},
         }
         log: list[str] = []
@@ -588,12 +589,6 @@ def _load() -> str:
     import os
 
     return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
-
-
-def _cpus() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 if __name__ == "__main__":

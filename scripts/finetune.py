@@ -688,7 +688,7 @@ def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
     """Steps 1-5 into `--work`: finetune.json says what was done and measured."""
     import platform
 
-    from scripts.baselines import _cpus
+    from toolgym.envs.rollouts import usable_cpus
 
     work: Path = args.work
     model_dir = (work / "model").resolve()
@@ -730,7 +730,7 @@ def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
         "max_steps": args.max_steps,
         "max_tokens": args.max_tokens,
         "eval_minutes": eval_minutes,
-        "machine": f"{platform.machine()}, {_cpus()} CPU cores (shared)",
+        "machine": f"{platform.machine()}, {usable_cpus()} CPU cores (shared)",
         "versions": versions(),
     }
     (work / "finetune.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
@@ -742,7 +742,7 @@ def bench_meta(args: argparse.Namespace, work: Path, bench: dict[str, Any]) -> d
     records of the benchmark's default run) and no training run."""
     import platform
 
-    from scripts.baselines import _cpus
+    from toolgym.envs.rollouts import usable_cpus
 
     data = DataConfig.from_args(args)
     return {
@@ -752,7 +752,7 @@ def bench_meta(args: argparse.Namespace, work: Path, bench: dict[str, Any]) -> d
         "split": json.loads((work / "split.json").read_text(encoding="utf-8")),
         "train": None,
         "data_records": next(iter(bench["runs"].values())),
-        "machine": f"{platform.machine()}, {_cpus()} CPU cores (shared)",
+        "machine": f"{platform.machine()}, {usable_cpus()} CPU cores (shared)",
         "versions": versions(),
     }
 

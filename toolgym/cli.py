@@ -178,7 +178,8 @@ def demo(
     ] = None,
 ) -> None:
     """Run the demo task sets with the oracle agent, on a process per CPU; print scores, write traces."""
-    from toolgym.envs.demo import demo_jobs_default, run_demo
+    from toolgym.envs.demo import run_demo
+    from toolgym.envs.rollouts import usable_cpus
     from toolgym.envs.task_sets import named_task_files
     from toolgym.protocols import get_protocol
     from toolgym.tasks import TaskSet
@@ -199,7 +200,7 @@ def demo(
             out,
             protocol=protocol,
             seed=seed,
-            jobs=demo_jobs_default() if jobs is None else jobs,
+            jobs=usable_cpus() if jobs is None else jobs,
             on_episode=advance,
         )
     results = [(e.set_name, e.result) for e in episodes]
