@@ -151,6 +151,13 @@ def torch_threads(requested: int | None = None) -> int:
     return max(1, min(MAX_DEFAULT_THREADS, usable_cpus() // 2))
 
 
+def threads_refusal(agent: str, threads: int | None) -> str | None:
+    """Why `--threads` does not go with `agent` (None: it does): it sets the in-process model's."""
+    if threads is not None and not agent.startswith(HF_PREFIX):
+        return f"--threads is for the in-process model (--agent {HF_PREFIX}...)"
+    return None
+
+
 def use_torch_threads(requested: int | None = None) -> int:
     """Set torch's thread count for this process (`torch_threads(requested)`) and return it;
     imports torch (call it where a model is loaded, not at import)."""

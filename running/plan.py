@@ -218,8 +218,11 @@ def _named_agent(
     config: RunConfig, protocol: str, examples: list[Example] | None
 ) -> tuple[AgentSpec | None, dict[str, Any]]:
     """The spec of every agent but `llm` (whose client comes later), and an hf agent's settings."""
-    if config.threads is not None and not config.agent.startswith("hf:"):
-        raise RunConfigError("--threads is for the in-process model (--agent hf:...)", "--threads")
+    from toolgym.models.hf_models import threads_refusal
+
+    refused = threads_refusal(config.agent, config.threads)
+    if refused is not None:
+        raise RunConfigError(refused, "--threads")
     if config.agent == "llm":
         return None, {}
     if config.agent.startswith("hf:"):  # a model in this process (toolgym.models.hf_agent)

@@ -111,6 +111,7 @@ def teval_answer_command(
     Progress goes to stderr (a bar on a terminal, else a line at least every 10 s)."""
     from toolgym.evaluation.base import EvaluationError
     from toolgym.evaluation.loaders.teval_subsets import answer_subsets, read_subsets, write_subsets
+    from toolgym.models.hf_models import threads_refusal
     from toolgym.models.llm import LLMError
 
     require_dirs([subsets], "SUBSETS")
@@ -118,10 +119,9 @@ def teval_answer_command(
         data = first_data(read_subsets(subsets), limit)
     except EvaluationError as exc:
         raise typer.BadParameter(str(exc), param_hint="SUBSETS") from None
-    if threads is not None and not agent.startswith("hf:"):
-        raise typer.BadParameter(
-            "--threads is for the in-process model (--agent hf:...)", param_hint="--threads"
-        )
+    refused = threads_refusal(agent, threads)
+    if refused is not None:
+        raise typer.BadParameter(refused, param_hint="--threads")
     llm = {
         "base_url": base_url,
         "model": model,
