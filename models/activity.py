@@ -82,6 +82,12 @@ class Activity:
         tokens = self.tokens()
         return f"step {self.step}" + (f" ({tokens})" if tokens else "")
 
+    def said(self, phase: Phase) -> str:
+        """Its line as it starts or ends: `loading X`, `loading X: done in 7.1 s` (or `: failed`)."""
+        if phase == "start":
+            return self.describe()
+        return f"{self.describe()}: {'failed' if self.failed else f'done in {self.elapsed():.1f} s'}"
+
     def so_far(self) -> str:
         """What it is and how long it has run: `step 3 (512+37 tokens), 12 s into this turn`."""
         return (
@@ -212,8 +218,7 @@ class ActivityLines:
 
     def __call__(self, phase: Phase, activity: Activity) -> None:
         if activity.kind != "turn":
-            done = f"done in {activity.elapsed():.1f} s" if not activity.failed else "failed"
-            self.write(activity.describe() + ("" if phase == "start" else f": {done}"))
+            self.write(activity.said(phase))
         elif phase == "end" and time.monotonic() - self._last_turn_line >= self.heartbeat.every_s / 2:
             self._last_turn_line = time.monotonic()
             self.write(f"turn {activity.describe()} in {activity.elapsed():.1f} s")

@@ -205,8 +205,7 @@ class RunProgress:
                 if self._bar is None and due:
                     self._print(f"turn: {self._turn_line(activity)}")
             return
-        ended = "failed" if activity.failed else f"done in {activity.elapsed():.1f} s"
-        self._print(f"model: {activity.describe()}" + ("" if phase == "start" else f": {ended}"))
+        self._print(f"model: {activity.said(phase)}")
 
     def _where(self) -> str:
         """Which item a turn belongs to: `episode 3/10` one at a time, else how many are done."""
@@ -236,17 +235,24 @@ class RunProgress:
             return f"ETA at most {left * seconds / turns / self.concurrency:.0f} s"
         return "ETA after the first turn"
 
-    def now(self) -> str:
-        """What is under way, for the bar: the innermost activity and its seconds so far."""
+    def _current(self) -> tuple[Activity, str] | None:
+        """The innermost activity under way (a conversion inside a load) and, for a turn, the item
+        it belongs to (`episode 3/10, `)."""
         from toolgym.models.activity import under_way
 
         doing = under_way()
         if not doing:
+            return None
+        current = doing[-1]
+        return current, f"{self._where()}, " if current.kind == "turn" else ""
+
+    def now(self) -> str:
+        """What is under way, for the bar: the innermost activity and its seconds so far."""
+        found = self._current()
+        if found is None:
             return ""
-        current = doing[-1]  # the innermost: a conversion inside a load
-        text = f"{current.describe()}, {current.elapsed():.0f} s"
-        if current.kind == "turn":
-            text = f"{self._where()}, {text}"
+        current, where = found
+        text = f"{where}{current.describe()}, {current.elapsed():.0f} s"
         if current.kind == "turn" and self.turns:
             text += f" ({self._turn_seconds / self.turns:.1f} s per turn)"
         return text
@@ -257,14 +263,11 @@ class RunProgress:
         self._heartbeat.mark()
 
     def _still_working(self) -> None:
-        from toolgym.models.activity import under_way
-
-        doing = under_way()
-        if not doing:
+        found = self._current()
+        if found is None:
             self._log()
             return
-        current = doing[-1]  # the innermost: a conversion inside a load
-        where = f"{self._where()}, " if current.kind == "turn" else ""
+        current, where = found
         done = f"{self.done}/{self.total} {self.unit} done"
         elapsed = self._clock() - self._start
         self._print(f"still working: {where}{current.so_far()}; {done}, {elapsed:.0f} s elapsed")
