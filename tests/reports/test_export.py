@@ -41,7 +41,19 @@ TASKS = TaskSet.load(MTU)
 TASK_IDS = ["mtu-balance-002", "mtu-transfer-011", "mtu-door-003"]
 
 
-class WrongAnswer(ScriptedAgent):
+class GarblesFirst(ScriptedAgent):
+    """Its first output of an episode does not parse; then its script (`start` sets `_garbled`)."""
+
+    _garbled = False
+
+    def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
+        if not self._garbled:
+            self._garbled = True
+            return "this is not an assistant message"
+        return super().act(observation, info)
+
+
+class WrongAnswer(GarblesFirst):
     """The golden calls, then a wrong final answer (reward 0); its first output does not parse."""
 
     name = "wrong"
@@ -51,12 +63,6 @@ class WrongAnswer(ScriptedAgent):
         self._actions = [*calls, FinalAnswer(text="I could not find out.")]
         self._next = 0
         self._garbled = False
-
-    def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
-        if not self._garbled:
-            self._garbled = True
-            return "this is not an assistant message"
-        return super().act(observation, info)
 
 
 class TokenOracle(OracleAgent):
@@ -224,7 +230,7 @@ def test_preference_pairs(run_dir: Path) -> None:
         )
 
 
-class GarbledThenGolden(OracleAgent):
+class GarbledThenGolden(GarblesFirst, OracleAgent):
     """The oracle, after a first output that does not parse (reward 1 all the same)."""
 
     name = "garbled-then-golden"
@@ -232,12 +238,6 @@ class GarbledThenGolden(OracleAgent):
     def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
         super().start(task, observation, info)
         self._garbled = False
-
-    def act(self, observation: str, info: dict[str, Any]) -> RawOutput | Action:
-        if not self._garbled:
-            self._garbled = True
-            return "this is not an assistant message"
-        return super().act(observation, info)
 
 
 def test_no_preference_pair_prefers_a_reply_that_did_not_parse(tmp_path: Path) -> None:
