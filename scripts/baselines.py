@@ -547,8 +547,6 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import platform
-
     args = parser().parse_args(argv)
     settings = Settings(args.out, args.max_steps, args.max_tokens, not args.no_teval_subsets, not args.resume)
     paths = model_paths(args)
@@ -562,7 +560,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "max_tokens": args.max_tokens,
             "paths": {p.label: shlex.join(p.agent_args) for p in paths},
             "versions": versions(),
-            "machine": f"{platform.machine()}, {usable_cpus()} CPU cores (shared)",
+            "machine": machine(),
             "minutes": {},
         }
         log: list[str] = []
@@ -582,6 +580,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.doc} written from the runs in {settings.out}/ (their commands: {settings.out}/commands.txt)"
     )
     return 0
+
+
+def machine() -> str:
+    """The machine a document's figures come from: its architecture and the CPUs this process may
+    use (a shared machine: the load beside each figure says how busy)."""
+    import platform
+
+    return f"{platform.machine()}, {usable_cpus()} CPU cores (shared)"
 
 
 def _load() -> str:

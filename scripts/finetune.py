@@ -39,6 +39,7 @@ import json
 import os
 import random
 import shlex
+import statistics
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -54,6 +55,7 @@ from scripts.baselines import (
     Settings,
     collect,
     held_out_sample,
+    machine,
     metric_table,
     outcome_table,
     run_path,
@@ -486,8 +488,8 @@ def precision_checks(runs: dict[str, Any]) -> dict[str, dict[str, float | bool]]
 
 
 def median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2] if ordered else 0.0
+    """The upper median (a measured step, not a mean of two); 0 with none."""
+    return statistics.median_high(values) if values else 0.0
 
 
 INTRO = """\
@@ -686,10 +688,6 @@ def model_paths(base: str, model_dir: Path) -> list[ModelPath]:
 
 def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
     """Steps 1-5 into `--work`: finetune.json says what was done and measured."""
-    import platform
-
-    from toolgym.envs.rollouts import usable_cpus
-
     work: Path = args.work
     model_dir = (work / "model").resolve()
     log: list[str] = []
@@ -730,7 +728,7 @@ def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
         "max_steps": args.max_steps,
         "max_tokens": args.max_tokens,
         "eval_minutes": eval_minutes,
-        "machine": f"{platform.machine()}, {usable_cpus()} CPU cores (shared)",
+        "machine": machine(),
         "versions": versions(),
     }
     (work / "finetune.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
@@ -740,10 +738,6 @@ def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
 def bench_meta(args: argparse.Namespace, work: Path, bench: dict[str, Any]) -> dict[str, Any]:
     """What the document says when only `--bench-steps` ran in `work`: its data (the split and the
     records of the benchmark's default run) and no training run."""
-    import platform
-
-    from toolgym.envs.rollouts import usable_cpus
-
     data = DataConfig.from_args(args)
     return {
         "command": shlex.join([*COMMAND, "--bench-steps", str(bench["steps"])]),
@@ -752,7 +746,7 @@ def bench_meta(args: argparse.Namespace, work: Path, bench: dict[str, Any]) -> d
         "split": json.loads((work / "split.json").read_text(encoding="utf-8")),
         "train": None,
         "data_records": next(iter(bench["runs"].values())),
-        "machine": f"{platform.machine()}, {usable_cpus()} CPU cores (shared)",
+        "machine": machine(),
         "versions": versions(),
     }
 
