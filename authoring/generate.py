@@ -37,6 +37,8 @@ from toolgym.tasks import AnswerSpec, GoldenStep, Task, UserScenario, alias_foun
 from toolgym.tools import DEFAULT_CLOCK
 
 if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
     from toolgym.authoring.check import TaskChecker
     from toolgym.tasks import TaskProblem
 
@@ -552,9 +554,25 @@ def _mapper(jobs: int) -> Iterator[Mapper]:
     # forked workers start with what this process loaded (the checker, the registries); a process
     # with other threads (a test runner's, a server's) is never forked: its workers would hang on
     # a lock one of those threads held (stop 42's CI hung in them for an hour)
-    method = "fork" if fork_is_safe() else process_start_method()
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
-        yield lambda fn, items: list(pool.map(fn, items))
+    context = multiprocessing.get_context("fork" if fork_is_safe() else process_start_method())
+    # the workers end with this process, kill -9 included (an orphan waited for good on a result
+    # queue no one read): they exit when `held` closes
+    lifeline, held = context.Pipe(duplex=False)
+    try:
+        with ProcessPoolExecutor(
+            max_workers=jobs, mp_context=context, initializer=_worker_init, initargs=(lifeline, held)
+        ) as pool:
+            yield lambda fn, items: list(pool.map(fn, items))
+    finally:
+        held.close()
+        lifeline.close()
+
+
+def _worker_init(lifeline: Connection, held: Connection) -> None:
+    from toolgym.envs.rollouts import exit_with_driver
+
+    held.close()  # a forked worker's copy of the driver's end: only the driver's may keep it open
+    exit_with_driver(lifeline)
 
 
 def _sample(

@@ -822,24 +822,29 @@ def _process_init(context: WorkerContext, stop: Connection, lifeline: Connection
         worker.cancel()
 
     threading.Thread(target=cancel_when_stopped, name="cancel-watch", daemon=True).start()
-    threading.Thread(
-        target=_exit_with_driver, args=(lifeline, worker), name="driver-watch", daemon=True
-    ).start()
+    exit_with_driver(lifeline, worker.remove_staging)
 
 
-def _exit_with_driver(lifeline: Connection, worker: EpisodeWorker) -> None:
-    """A worker process ends with its driver. The driver holds the one write end of `lifeline`
-    and never writes to it, so reading returns only when that end is closed: by the driver at
-    the end of its run, or by the kernel when the driver dies, `kill -9` included. The worker then
-    removes its staging folder and exits at once, idle or mid-episode. Without it, an orphaned
-    worker would wait for work for good, and keep Python's forkserver and resource tracker alive
-    with it (they exit once no process holds their pipes). A pipe, not the driver's pid: the
-    workers' parent is the forkserver, and a pid can be reused."""
-    with contextlib.suppress(EOFError, OSError):
-        while True:
-            lifeline.recv_bytes()
-    worker.remove_staging()
-    os._exit(EXIT_DRIVER_GONE)
+def exit_with_driver(lifeline: Connection, before_exit: Callable[[], None] | None = None) -> None:
+    """This worker process ends with its driver (a thread watches). The driver holds the one write
+    end of `lifeline` and never writes to it, so reading returns only when that end is closed: by
+    the driver at the end of its run, or by the kernel when the driver dies, `kill -9` included.
+    The worker then runs `before_exit` (a rollout worker removes its staging folder) and exits at
+    once, idle or mid-task. Without it, an orphaned worker would wait for work for good (or for a
+    result queue no one reads), and keep Python's forkserver and resource tracker alive with it
+    (they exit once no process holds their pipes). A pipe, not the driver's pid: the workers'
+    parent may be the forkserver, and a pid can be reused. A forked worker must first close its
+    copy of the write end."""
+
+    def watch() -> None:
+        with contextlib.suppress(EOFError, OSError):
+            while True:
+                lifeline.recv_bytes()
+        if before_exit is not None:
+            before_exit()
+        os._exit(EXIT_DRIVER_GONE)
+
+    threading.Thread(target=watch, name="driver-watch", daemon=True).start()
 
 
 def _stop_processes(pool: ProcessPoolExecutor) -> None:
@@ -923,7 +928,7 @@ class ProcessExecutor:
     `max_attempts` times while it ran alone is recorded as aborted with a `WorkerLost` error.
     Workers return trace and file bytes and the driver writes each once (`rollout`), so a re-run
     never leaves a duplicate or a half-written file. The workers end with the driver, even one
-    killed with SIGKILL (`_exit_with_driver`)."""
+    killed with SIGKILL (`exit_with_driver`)."""
 
     def __init__(
         self,
@@ -962,7 +967,7 @@ class ProcessExecutor:
         if cancel is not None:
             cancel.on_set(stopping.close)
         # the workers' lifeline: they exit when `held` closes, at the end of this call or when this
-        # process dies, kill -9 included (`_exit_with_driver`)
+        # process dies, kill -9 included (`exit_with_driver`)
         lifeline, held = mp.Pipe(duplex=False)
         try:
             while queue:

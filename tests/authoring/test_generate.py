@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -311,3 +312,27 @@ def test_a_process_with_other_threads_generates_on_workers_without_hanging(tmp_p
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "generated 4"
+
+
+def test_the_workers_end_with_a_generator_killed_with_sigkill(tmp_path: Path) -> None:
+    """`toolgym generate` killed with SIGKILL mid-run leaves no worker behind: they exit when its
+    end of their lifeline closes (an orphan waited for good on a result queue no one read)."""
+    import psutil
+
+    command = [sys.executable, "-m", "toolgym.cli", "generate", "--apps", "banking,shopping,mtu"]
+    command += ["--n", "50000", "--jobs", "2", "--out", str(tmp_path / "tasks.jsonl")]
+    driver = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        parent = psutil.Process(driver.pid)
+        workers: list[psutil.Process] = []
+        deadline = time.monotonic() + 120  # the workers start once the templates are read
+        while len(workers) < 2 and time.monotonic() < deadline:
+            workers = parent.children()
+            time.sleep(0.2)
+        assert len(workers) == 2, "the generator started no workers"
+        time.sleep(2)  # at work: drafting, or waiting to hand results back
+    finally:
+        driver.kill()
+        driver.wait()
+    _, alive = psutil.wait_procs(workers, timeout=60)
+    assert not alive, f"workers outlived their driver: {[p.pid for p in alive]}"
