@@ -317,7 +317,7 @@ def test_a_process_with_other_threads_generates_on_workers_without_hanging(tmp_p
 def test_the_workers_end_with_a_generator_killed_with_sigkill(tmp_path: Path) -> None:
     """`toolgym generate` killed with SIGKILL mid-run leaves no worker behind: they exit when its
     end of their lifeline closes (an orphan waited for good on a result queue no one read)."""
-    import psutil
+    import psutil  # type: ignore[import-untyped]  # in the dev install
 
     command = [sys.executable, "-m", "toolgym.cli", "generate", "--apps", "banking,shopping,mtu"]
     command += ["--n", "50000", "--jobs", "2", "--out", str(tmp_path / "tasks.jsonl")]
