@@ -67,6 +67,7 @@ class _SessionLost(_Unreachable):
 
 # refusals that are the infrastructure's, not the caller's: an infra_error, never an exception
 _LOST_KINDS = frozenset({"session_closed", "unknown_session"})
+_CLOSE_WAIT_S = 5.0  # the longest close() waits for a server to end its side of a /ws session
 _SERVER_KINDS = frozenset({"capacity", "capacity_reached", "factory_error", "session_error", "infra_error"})
 
 
@@ -440,8 +441,13 @@ class RemoteToolEnv(gym.Env[str, Any]):
 
     def _disconnect(self) -> None:
         if self._ws is not None:
-            with contextlib.suppress(OSError, WebSocketException):  # a dead connection has nothing to close
+            with contextlib.suppress(OSError, TimeoutError, WebSocketException):  # a dead one has nothing to close
                 self._ws.send(json.dumps({"type": "close"}))
+                # the server ends the session, then closes the connection: waiting for that close
+                # (not only our own handshake, which its protocol layer answers at once) means the
+                # slot is free when close() returns, so a reset right after it is not refused
+                while True:
+                    self._ws.recv(timeout=min(self.timeout_s, _CLOSE_WAIT_S))
             with contextlib.suppress(OSError, WebSocketException):
                 self._connections.close()
             self._ws = None

@@ -78,6 +78,8 @@ def test_golden_end_state_is_replayed_once_per_chain(monkeypatch: pytest.MonkeyP
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(mock_rewards, "replay_golden_state_hash", counted)
+    # an empty cache: another test in this process may have replayed the same chain already
+    monkeypatch.setattr(rewards, "_golden_hashes", type(rewards._golden_hashes)())
     pay = ToolCall(
         name="transfer",
         arguments={"from_account_id": "ACC-10001", "to_account_id": "ACC-10002", "amount": 3.5},

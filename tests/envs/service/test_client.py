@@ -181,6 +181,28 @@ def test_a_full_server_is_an_infra_error(catalog: Catalog, tmp_path: Path, trans
         server.stop()
 
 
+@pytest.mark.parametrize("transport", ["http", "ws"])
+def test_close_returns_once_the_server_has_freed_the_slot(catalog: Catalog, tmp_path: Path, transport: Any) -> None:
+    """On a one-session server, two clients take turns: each reset right after the other's close
+    gets the slot (a ws close that returned before the server ended its session was refused)."""
+    from toolgym.envs.service.app import create_app
+
+    server = serve(create_app(catalog, trace_dir=tmp_path, max_sessions=1))
+    envs = [RemoteToolEnv(server.url, config=CONFIG, transport=transport) for _ in range(2)]
+    try:
+        refused = []
+        for turn in range(20):
+            env = envs[turn % 2]
+            obs, _ = env.reset(seed=0)
+            refused += [turn] if obs.startswith("infra_error") else []
+            env.close()
+        assert refused == []
+    finally:
+        for env in envs:
+            env.close()
+        server.stop()
+
+
 def test_a_session_lost_on_the_server_is_an_infra_error(served: Served, catalog: Catalog) -> None:
     local = local_env(catalog)
     env = RemoteToolEnv(served.url, config=CONFIG, transport="http")
