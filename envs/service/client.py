@@ -441,7 +441,8 @@ class RemoteToolEnv(gym.Env[str, Any]):
 
     def _disconnect(self) -> None:
         if self._ws is not None:
-            with contextlib.suppress(OSError, TimeoutError, WebSocketException):  # a dead one has nothing to close
+            # a dead connection has nothing to close
+            with contextlib.suppress(OSError, TimeoutError, WebSocketException):
                 self._ws.send(json.dumps({"type": "close"}))
                 # the server ends the session, then closes the connection: waiting for that close
                 # (not only our own handshake, which its protocol layer answers at once) means the

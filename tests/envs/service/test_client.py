@@ -182,7 +182,9 @@ def test_a_full_server_is_an_infra_error(catalog: Catalog, tmp_path: Path, trans
 
 
 @pytest.mark.parametrize("transport", ["http", "ws"])
-def test_close_returns_once_the_server_has_freed_the_slot(catalog: Catalog, tmp_path: Path, transport: Any) -> None:
+def test_close_returns_once_the_server_has_freed_the_slot(
+    catalog: Catalog, tmp_path: Path, transport: Any
+) -> None:
     """On a one-session server, two clients take turns: each reset right after the other's close
     gets the slot (a ws close that returned before the server ended its session was refused)."""
     from toolgym.envs.service.app import create_app
