@@ -78,6 +78,7 @@ class Settings:
     teval_subsets: bool = True
     fresh: bool = True
     kinds: tuple[str, ...] = ("e2e", "step")  # step runs only where a suite scores it
+    workers: int = 1  # `toolgym run --workers`: episodes on N processes (traces as on one)
 
     def generation(self, path: ModelPath) -> list[str]:
         return ["--temperature", "0", "--max-tokens", str(self.max_tokens)] if path.samples else []
@@ -188,6 +189,7 @@ def run_sample(settings: Settings, path: ModelPath, sample: Sample, log: list[st
         args += ["--tasks", sample.tasks_arg, "--max-steps", str(settings.max_steps), "--seed", "0"]
         args += [a for task_id in sample.task_ids for a in ("--task-id", task_id)]
         args += ["--mode", "step" if kind == "step" else "end-to-end", "--out", str(folder)]
+        args += ["--workers", str(settings.workers)] if settings.workers > 1 else []
         toolgym([*args, "--overwrite"] if settings.fresh else args, log)
         # a step run is scored by the suites that score step-wise traces (a sample of your own
         # tasks names every suite; CToolEval and ToolEyes refuse step traces, exit 1)

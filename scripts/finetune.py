@@ -672,6 +672,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=4, help="episode step limit in evaluation")
     p.add_argument("--max-tokens", type=int, default=96, help="new tokens per turn in evaluation")
     p.add_argument(
+        "--eval-workers",
+        type=int,
+        default=1,
+        help="evaluation episodes on N processes (toolgym run --workers)",
+    )
+    p.add_argument(
         "--work", type=Path, default=Path("runs/finetune"), help="generated tasks, traces, data, model, runs"
     )
     p.add_argument("--doc", type=Path, default=DOC, help="the document written (default docs/finetune.md)")
@@ -711,7 +717,9 @@ def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
     train = fine_tune(args.base, split.train, model_dir, config)
     sets = args.eval_sets.split(",") if args.eval_sets else list(bundled_task_sets())
     chosen = evaluation_samples(work, split.shown(), sets, args.eval_per_set) if args.eval_per_set else []
-    settings = Settings(work / "eval", args.max_steps, args.max_tokens, teval_subsets=False)
+    settings = Settings(
+        work / "eval", args.max_steps, args.max_tokens, teval_subsets=False, workers=args.eval_workers
+    )
     eval_minutes = {}
     for path in model_paths(args.base, model_dir) if chosen else []:
         started = time.monotonic()
