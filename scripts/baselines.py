@@ -447,6 +447,7 @@ def render(meta: dict[str, Any], chosen: Sequence[Sample], results: Results) -> 
         "report.html.",
         "",
         *server_note(meta),
+        *fine_tuned_note(meta),
         "## Sample",
         "",
         *sample_table(chosen),
@@ -494,6 +495,17 @@ def server_note(meta: dict[str, Any]) -> list[str]:
     ]
 
 
+def fine_tuned_note(meta: dict[str, Any]) -> list[str]:
+    if not any(label.startswith("fine-tuned") for label in meta["paths"]):
+        return []
+    return [
+        "The fine-tuned column is the base model after `scripts/finetune.py` (docs/finetune.md says on "
+        "what it was trained, how long, and how it does on held-out tasks), prompted and run exactly as "
+        "the in-process column.",
+        "",
+    ]
+
+
 def shown_command(command: str) -> str:
     """The command as the document shows it: where the document went and how the run was resumed
     or rendered change nothing in it."""
@@ -525,6 +537,9 @@ def model_paths(args: argparse.Namespace) -> list[ModelPath]:
         # a model folder (toolgym serve-model's) is a long path: the options below say which
         label = "server (a model folder)" if Path(args.model).is_dir() else f"server ({args.model})"
         paths.append(ModelPath(label, "server", tuple(agent)))
+    if args.fine_tuned:  # scripts/finetune.py's model: the base's column beside it says what training did
+        tuned = args.fine_tuned if args.fine_tuned.startswith("hf:") else f"hf:{args.fine_tuned}"
+        paths.append(ModelPath("fine-tuned (in process)", "fine-tuned", ("--agent", tuned)))
     if not paths:
         raise BaselineError("nothing to run: give --agent, or --base-url and --model")
     return paths
@@ -532,14 +547,16 @@ def model_paths(args: argparse.Namespace) -> list[ModelPath]:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m scripts.baselines", description=__doc__.split("\n")[0])
-    p.add_argument("--per-set", type=int, default=1, help="the first N tasks of each set (default 1)")
+    p.add_argument("--per-set", type=int, default=5, help="the first N tasks of each set (default 5)")
     p.add_argument("--sets", help="comma-separated bundled sets (default: all, `toolgym tasks`)")
-    p.add_argument("--max-steps", type=int, default=2, help="step limit per episode (default 2)")
-    p.add_argument("--max-tokens", type=int, default=64, help="new tokens per turn (default 64)")
+    p.add_argument("--max-steps", type=int, default=6, help="step limit per episode (default 6)")
+    p.add_argument("--max-tokens", type=int, default=96, help="new tokens per turn (default 96)")
     p.add_argument("--agent", default="hf:smollm2", help="in-process model, hf:PATH[#FILE.gguf] ('' skips)")
     p.add_argument("--base-url", help="the server path: an OpenAI-compatible base URL (.../v1)")
     p.add_argument("--model", help="the model name the server serves")
     p.add_argument("--api-key-env", help="environment variable holding the server's API key")
+    p.add_argument("--fine-tuned", help="a third column: scripts/finetune.py's model folder, in process")
+    p.add_argument("--workers", type=int, default=1, help="episodes on N processes (toolgym run --workers)")
     p.add_argument("--no-teval-subsets", action="store_true", help="skip T-Eval's step-wise subsets")
     p.add_argument("--resume", action="store_true", help="resume the runs in --out instead of rerunning")
     p.add_argument("--render-only", action="store_true", help="rewrite the document from --out's runs")
@@ -550,7 +567,14 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    settings = Settings(args.out, args.max_steps, args.max_tokens, not args.no_teval_subsets, not args.resume)
+    settings = Settings(
+        args.out,
+        args.max_steps,
+        args.max_tokens,
+        not args.no_teval_subsets,
+        not args.resume,
+        workers=args.workers,
+    )
     paths = model_paths(args)
     chosen = samples(args.per_set, args.sets.split(",") if args.sets else None)
     meta_file = settings.out / "baselines.json"

@@ -590,6 +590,20 @@ def bench_lines(bench: dict[str, Any]) -> list[str]:
     ]
 
 
+def eval_times(meta: dict[str, Any]) -> str:
+    """Each model's evaluation time and the load average (1 min) at its start and end."""
+    loads = meta.get("eval_load", {})
+    return ", ".join(
+        f"{label} {minutes:.1f} min"
+        + (
+            f" (load {loads[label][0]:.1f} at the start, {loads[label][1]:.1f} at the end)"
+            if label in loads
+            else ""
+        )
+        for label, minutes in meta["eval_minutes"].items()
+    )
+
+
 def render(meta: dict[str, Any], results: Results, bench: dict[str, Any] | None) -> str:
     lines = ["# Fine-tuning a real model on generated tasks", "", INTRO.format(base=meta["base"]), ""]
     lines += ["Reproduce (not in CI; the runs go to `--work`):", "", "```bash", meta["command"], "```", ""]
@@ -632,7 +646,7 @@ def render(meta: dict[str, Any], results: Results, bench: dict[str, Any] | None)
         "",
         "### Tokens and latency per model turn (wall clock)",
         "",
-        f"Evaluation: {', '.join(f'{k} {v:.1f} min' for k, v in meta['eval_minutes'].items())}.",
+        f"Evaluation: {eval_times(meta)}.",
         "",
         *usage_table(results),
     ]
@@ -720,11 +734,12 @@ def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
     settings = Settings(
         work / "eval", args.max_steps, args.max_tokens, teval_subsets=False, workers=args.eval_workers
     )
-    eval_minutes = {}
+    eval_minutes, eval_load = {}, {}
     for path in model_paths(args.base, model_dir) if chosen else []:
-        started = time.monotonic()
+        started, load_before = time.monotonic(), os.getloadavg()[0]
         run_path(settings, path, chosen, log)
         eval_minutes[path.label] = (time.monotonic() - started) / 60
+        eval_load[path.label] = [load_before, os.getloadavg()[0]]
     meta = {
         "command": shlex.join([*COMMAND, *(a for a in argv if a != "--render-only")]),
         "base": args.base,
@@ -736,6 +751,7 @@ def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
         "max_steps": args.max_steps,
         "max_tokens": args.max_tokens,
         "eval_minutes": eval_minutes,
+        "eval_load": eval_load,
         "machine": machine(),
         "versions": versions(),
     }

@@ -17,6 +17,8 @@ from scripts.baselines import (
     Settings,
     collect,
     main,
+    model_paths,
+    parser,
     run_path,
     task_file_sample,
     toolgym,
@@ -38,7 +40,10 @@ def rows(doc: str, section: str) -> list[list[str]]:
 def test_the_oracle_scores_every_teval_run_at_its_best(tmp_path: Path) -> None:
     # the plumbing on a model-free agent: e2e, step and T-Eval's subsets, each scored fixed and compat
     out, doc_file = tmp_path / "runs", tmp_path / "baselines.md"
-    assert main(["--agent", "oracle", "--sets", "teval", "--out", str(out), "--doc", str(doc_file)]) == 0
+    small = ["--per-set", "1", "--max-steps", "2"]
+    assert (
+        main(["--agent", "oracle", "--sets", "teval", "--out", str(out), "--doc", str(doc_file), *small]) == 0
+    )
     doc = doc_file.read_text(encoding="utf-8")
     assert ["teval", "teval", "1 of 20", "teval-weather-today-001"] in rows(doc, "Sample")
     episodes = {(r[0], r[1]): r[2] for r in rows(doc, "Episodes")}
@@ -55,8 +60,35 @@ def test_the_oracle_scores_every_teval_run_at_its_best(tmp_path: Path) -> None:
     assert "--doc" not in doc  # where the document went is no part of its command
     assert (out / "oracle" / "teval" / "e2e" / "report.html").is_file()
     # rendered again from the same folders, byte for byte
-    main(["--agent", "oracle", "--sets", "teval", "--out", str(out), "--doc", str(doc_file), "--render-only"])
+    main(
+        [
+            "--agent",
+            "oracle",
+            "--sets",
+            "teval",
+            "--out",
+            str(out),
+            "--doc",
+            str(doc_file),
+            *small,
+            "--render-only",
+        ]
+    )
     assert doc_file.read_text(encoding="utf-8") == doc
+
+
+def test_the_defaults_are_a_baseline_and_a_fine_tuned_model_is_a_third_column() -> None:
+    args = parser().parse_args(
+        ["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--fine-tuned", "runs/ft"]
+    )
+    assert (args.per_set, args.max_steps) == (5, 6)  # at least 5 tasks per set, up to 6 steps
+    paths = model_paths(args)
+    assert [p.slug for p in paths] == ["in-process", "server", "fine-tuned"]
+    assert paths[0].agent_args == ("--agent", "hf:smollm2") and paths[2].agent_args == (
+        "--agent",
+        "hf:runs/ft",
+    )
+    assert all(p.samples for p in paths)  # temperature 0 and the token budget on every model column
 
 
 def test_unknown_sets_and_missing_paths_are_refused(tmp_path: Path) -> None:
