@@ -506,10 +506,10 @@ def fine_tuned_note(meta: dict[str, Any]) -> list[str]:
     ]
 
 
-def shown_command(command: str) -> str:
-    """The command as the document shows it: where the document went and how the run was resumed
-    or rendered change nothing in it."""
-    words = shlex.split(command)[len(COMMAND) :]
+def shown_command(command: str, prefix: Sequence[str] = COMMAND) -> str:
+    """The command (`prefix` and its options) as the document shows it: where the document went
+    and how the run was resumed or rendered change nothing in it."""
+    words = shlex.split(command)[len(prefix) :]
     kept: list[str] = []
     skip = False
     for word in words:
@@ -519,7 +519,7 @@ def shown_command(command: str) -> str:
         skip = word == "--doc"
         if not skip:
             kept.append(word)
-    return shlex.join([*COMMAND, *kept])
+    return shlex.join([*prefix, *kept])
 
 
 def model_paths(args: argparse.Namespace) -> list[ModelPath]:

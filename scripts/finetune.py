@@ -59,6 +59,7 @@ from scripts.baselines import (
     metric_table,
     outcome_table,
     run_path,
+    shown_command,
     suite_error_table,
     task_file_sample,
     toolgym,
@@ -632,7 +633,8 @@ def eval_times(meta: dict[str, Any]) -> str:
 
 def render(meta: dict[str, Any], results: Results, bench: dict[str, Any] | None) -> str:
     lines = ["# Fine-tuning a real model on generated tasks", "", INTRO.format(base=meta["base"]), ""]
-    lines += ["Reproduce (not in CI; the runs go to `--work`):", "", "```bash", meta["command"], "```", ""]
+    command = shown_command(meta["command"], COMMAND)
+    lines += ["Reproduce (not in CI; the runs go to `--work`):", "", "```bash", command, "```", ""]
     lines += [WHY_A_SCRIPT, ""]
     lines += [f"Measured on {meta['machine']}. Versions: {meta['versions']}.", "", "## Data", ""]
     lines += [*data_lines(meta), "", "## Training", ""]

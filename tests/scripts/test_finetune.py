@@ -239,3 +239,14 @@ def test_each_evaluation_time_is_shown_with_the_load_it_ran_under() -> None:
     meta = {"eval_minutes": {"base": 41.25, "fine-tuned": 30.0}, "eval_load": {"base": [2.04, 2.5]}}
     # a document of a run from before the load was recorded shows the time alone
     assert eval_times(meta) == "base 41.2 min (load 2.0 at the start, 2.5 at the end), fine-tuned 30.0 min"
+
+
+def test_the_document_shows_its_command_without_where_it_was_written() -> None:
+    from scripts.baselines import shown_command
+    from scripts.finetune import COMMAND
+
+    ran = ".venv/bin/python -m scripts.finetune --full --work /w --doc /w/finetune.md --eval-workers 2"
+    assert (
+        shown_command(ran, COMMAND)
+        == ".venv/bin/python -m scripts.finetune --full --work /w --eval-workers 2"
+    )
