@@ -35,6 +35,7 @@ import argparse
 import contextlib
 import gc
 import hashlib
+import importlib
 import json
 import os
 import random
@@ -407,8 +408,7 @@ def learnt_positions_only() -> Iterator[bool]:
     prompt lists tool schemas, so within this block it projects the learnt positions alone: the
     same loss and gradients (tests/scripts/test_finetune.py), less work. Yields False, changing
     nothing, for a TRL without that switch."""
-    import trl.trainer.utils as fused
-
+    fused: Any = importlib.import_module("trl.trainer.utils")  # a private switch: typed as Any
     original = getattr(fused, "_use_triton", None)
     if original is None:
         yield False

@@ -197,7 +197,7 @@ def test_a_seeded_lora_run_prints_a_line_per_step_and_repeats_its_losses(
 )
 def test_the_head_projects_the_learnt_positions_alone_with_the_same_loss_and_gradients() -> None:
     import torch
-    from trl.trainer import add_fused_lm_head
+    from trl.trainer.utils import add_fused_lm_head
 
     tokenizer, model = load_base("hf:smollm2", TrainConfig(steps=1))
     add_fused_lm_head(model)  # as SFTTrainer does
@@ -218,8 +218,7 @@ def test_the_head_projects_the_learnt_positions_alone_with_the_same_loss_and_gra
     assert compact
     assert learnt_only[0] == pytest.approx(every_position[0], rel=1e-5)
     torch.testing.assert_close(learnt_only[1], every_position[1], rtol=1e-4, atol=1e-7)
-    import trl.trainer.utils as fused
-
+    fused: Any = importlib.import_module("trl.trainer.utils")
     assert fused._use_triton(torch.device("cpu")) is False  # put back after the block
 
 
