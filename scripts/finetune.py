@@ -657,8 +657,9 @@ def render(meta: dict[str, Any], results: Results, bench: dict[str, Any] | None)
         "",
         f"Both models run the same commands (scripts/baselines.py's): `toolgym run` end to end and "
         f"`--mode step` (teacher-forced on the golden chain, where the suite scores it), ReAct, temperature "
-        f"0, at most {meta['max_steps']} steps and {meta['max_tokens']} new tokens per turn, then `toolgym "
-        "eval` in fixed and compat mode.",
+        f"0, at most {meta['max_steps']} steps (a task that sets its own limit keeps it: the generated "
+        f"ones allow their golden chain's length + 4) and {meta['max_tokens']} new tokens per turn, then "
+        "`toolgym eval` in fixed and compat mode.",
         "",
         "### Episodes",
         "",
