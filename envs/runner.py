@@ -77,6 +77,8 @@ def trace_header(
     plans = [layer.plan.model_dump(mode="json") for layer in env.tool_layers if isinstance(layer, FaultLayer)]
     if plans:
         env_config = {**env_config, "faults": plans}
+    if env.reward_mode != "final":  # the default is not written: such headers read as before
+        env_config = {**env_config, "reward_mode": env.reward_mode}
     return TraceHeader(
         task_id=task.id,
         seed=seed,
@@ -146,6 +148,8 @@ def trace_end(env: ToolEnv, info: dict[str, Any], *, terminated: bool, reward: f
         reward=reward,
         error_counts=dict(env.error_counts),
         scores=info.get("scores", {}),
+        milestones=info.get("milestones"),
+        minefields=info.get("minefields"),
     )
 
 

@@ -34,7 +34,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, SupportsFloat, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, SupportsFloat, TypeVar, get_args, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
@@ -53,6 +53,7 @@ from toolgym.actions import (
     as_observation,
 )
 from toolgym.canonical import json_safe
+from toolgym.envs.milestones import EpisodeChecks, episode_checks, step_calls
 from toolgym.envs.rewards import Episode, EpisodeStep, RewardFn, reward_value, task_scores
 from toolgym.envs.spaces import AnyText
 from toolgym.envs.users import NO_MORE_USER_INPUT as NO_MORE_USER_INPUT  # its old home
@@ -72,6 +73,10 @@ from toolgym.world import World
 MAX_OBSERVATION_CHARS = 100_000
 MAX_CACHED_INSTRUCTIONS = 64  # tool sets whose rendered instructions an env keeps
 _T = TypeVar("_T")
+# "final": the last step's reward is the episode's; "milestones": every step's is the change in
+# milestone progress, the last one's the episode's (dense rewards for RL)
+RewardMode = Literal["final", "milestones"]
+REWARD_MODES: tuple[str, ...] = get_args(RewardMode)
 
 
 @runtime_checkable
@@ -321,6 +326,10 @@ def outage_of(obs: Observation | ObservationRecord) -> str | None:
     return f"{obs.tool}: {error.message}" if obs.tool else error.message
 
 
+def _as_scores(result: float | Mapping[str, float]) -> dict[str, float]:
+    return dict(result) if isinstance(result, Mapping) else {"reward": float(result)}
+
+
 def _tried_twice(fn: Callable[[], _T]) -> _T:
     """`fn()`, tried once more when it raises InfraError (a second one propagates; a cassette
     miss is not tried again: it would miss again)."""
@@ -352,12 +361,20 @@ class ToolEnv(gym.Env[str, Any]):
         cassette: ToolLayer | None = None,
         world_factory: WorldFactory = default_world_factory,
         user: UserSimulator | None = None,
+        reward_mode: RewardMode = "final",
     ) -> None:
         """`tool_layers` wrap the offered tools every episode, first innermost (see the module
         docstring); `cassette=c` is short for `tool_layers=[c]`. `world_factory(task)` builds the
         world of a task with apps, once per app set (then reset per episode); a fixed `world`
         serves every task instead. `user` plays the user of tasks with a scenario (`task.user`;
-        default a `RuleBasedUser`); tasks without one get a `ScriptedUser` of their replies."""
+        default a `RuleBasedUser`); tasks without one get a `ScriptedUser` of their replies.
+        `reward_mode="milestones"`: each step's reward is the change in milestone progress (a
+        task's own milestones, else those of its golden chain) and the last step's the usual one;
+        "final" (the default) rewards the last step only. A task's declared milestones and
+        minefields are checked in both modes (`toolgym.envs.milestones`)."""
+        if reward_mode not in REWARD_MODES:
+            raise ValueError(f"reward_mode must be one of {list(REWARD_MODES)}, not {reward_mode!r}")
+        self.reward_mode: RewardMode = reward_mode
         self.tools = tools or ToolSet()
         self.tasks = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks or [])
         self.protocol = get_protocol(protocol) if isinstance(protocol, str) else protocol
@@ -373,6 +390,7 @@ class ToolEnv(gym.Env[str, Any]):
         self.action_space = AnyText(MAX_OUTPUT_CHARS)
         self.task: Task | None = None
         self.episode: Episode | None = None
+        self.checks: EpisodeChecks | None = None  # this episode's milestones and minefields
         self.offered = ToolSet()
         self.error_counts: Counter[str] = Counter()
         self._done = False
@@ -496,6 +514,7 @@ class ToolEnv(gym.Env[str, Any]):
         self.task = task
         self.world = world
         self.episode = Episode(task=task, world=self.world)
+        self.checks = episode_checks(task, derive=self.reward_mode == "milestones")
         self.offered = offered
         for layer in self.tool_layers:
             self.offered = layer.wrap(self.offered, world=self.world)
@@ -695,6 +714,7 @@ class ToolEnv(gym.Env[str, Any]):
                 observations.append(_infra_observation("the world's state is unavailable", exc))
                 aborted = aborted or outage_of(observations[-1])
         self.episode.steps.append(step)
+        progress = self._check(step.index, actions, observations)
         limit = self.task.max_steps or self.max_steps
         truncated = not terminated and (index >= limit or self._user_ended == "turn_limit")
         result: float | Mapping[str, float] | None = None
@@ -703,13 +723,18 @@ class ToolEnv(gym.Env[str, Any]):
         if aborted is not None:  # ends unscored: not the agent's failure
             terminated, truncated, result = False, True, None
         self._done = terminated or truncated
+        if result is not None:
+            result = self._mined(result)
         reward = reward_value(result) if result is not None else 0.0
+        if result is None and not self._done and progress is not None:
+            reward = progress  # dense: the change in milestone progress
         info = self._step_info(step, records, observations)
         if aborted is not None:
             info["aborted"] = aborted
         if result is not None:
-            info["scores"] = dict(result) if isinstance(result, Mapping) else {"reward": reward}
+            info["scores"] = _as_scores(result)
             info["final_answer"] = self.episode.final_answer
+            self._checks_info(info)
         info["timing"] = _timing(time.perf_counter() - started, tool_time)
         if type(self.protocol).format_observation not in _FIELD_FORMATTERS:
             observations[:] = [as_observation(o) for o in observations]  # the protocol reads models
@@ -742,6 +767,51 @@ class ToolEnv(gym.Env[str, Any]):
             if self._user_ended is not None:
                 break  # the user left (turn limit): the step is truncated
         return tool_time, False, None
+
+    def score_unfinished(self) -> tuple[float, dict[str, Any]]:
+        """The reward of an episode its agent left before the end (an RL library ran out of turns),
+        scored on what it did, minefields and milestones included, and the end info (step,
+        scores, milestones) its trace's end record is made of."""
+        if self.task is None or self.episode is None:
+            raise RuntimeError("call reset() before score_unfinished()")
+        result = self._mined(self.reward_fn(self.task, self.episode))
+        info: dict[str, Any] = {
+            "step": len(self.episode.steps),
+            "final_answer": None,
+            "scores": _as_scores(result),
+        }
+        self._checks_info(info)
+        return reward_value(result), info
+
+    def _mined(self, result: float | Mapping[str, float]) -> float | Mapping[str, float]:
+        """The reward function's result, zeroed where a minefield was hit."""
+        if self.checks is None or not self.checks.hits:
+            return result
+        return {**_as_scores(result), "reward": 0.0}
+
+    def _checks_info(self, info: dict[str, Any]) -> None:
+        """An ending step's info gets the milestones' and minefields' scores and end record."""
+        if self.checks is not None:
+            info["scores"].update(self.checks.scores())
+            info.update(self.checks.end_record())
+
+    def _check(
+        self,
+        index: int,
+        actions: list[Action | ActionRecord],
+        observations: list[Observation | ObservationRecord],
+    ) -> float | None:
+        """Scores the episode's milestones and minefields after this step; the change in progress
+        under reward_mode "milestones", else None."""
+        if self.checks is None:
+            return None
+        before = self.checks.progress
+        try:
+            self.checks.observe(index, self.world, step_calls(actions, observations))
+        except KeyError as exc:  # a table or column the world does not have: the task's mistake
+            assert self.task is not None
+            raise task_use_error(self.task, exc) from None
+        return self.checks.progress - before if self.reward_mode == "milestones" else None
 
     def _step_info(
         self,

@@ -134,6 +134,111 @@ ASSERTION_KINDS: dict[str, type[_Assertion]] = {
 }
 
 
+# ---- milestones and minefields (Task.milestones / Task.minefields; scored by toolgym.envs.milestones)
+# How an expected value is compared with what the world or a call holds, column by column:
+# exact (canonical JSON equality), close (numbers within `tolerance`), contains (the expected
+# text inside the actual one, case-insensitive), rouge_l (ROUGE-L F1 over words: free text).
+ColumnMatch = Literal["exact", "close", "contains", "rouge_l"]
+MAX_MILESTONES = 12  # the best order-respecting mapping is exact: 2^n states per step
+CallOutcome = Literal["ok", "error", "any"]
+
+
+class _Fact(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    match: dict[str, ColumnMatch] = Field(
+        default_factory=dict, description="how each expected value is compared (default exact)"
+    )
+    tolerance: float = Field(default=0.01, ge=0, description="what `close` allows, absolute")
+
+
+class StateFact(_Fact):
+    """A fact about the world after a step: a row of `table` matching `where` (exactly) whose
+    columns hold `values` (compared by `match`); with `absent`, that no row matches `where`."""
+
+    table: str
+    where: dict[str, Any] = Field(default_factory=dict, description="columns a row must equal exactly")
+    values: dict[str, Any] = Field(default_factory=dict, description="columns scored by `match`")
+    absent: bool = Field(default=False, description="the fact is that no row matches `where`")
+
+    @model_validator(mode="after")
+    def _absent_has_no_values(self) -> StateFact:
+        if self.absent and self.values:
+            raise ValueError("an absent row has no values: put the columns that identify it in `where`")
+        unknown = set(self.match) - set(self.values)
+        if unknown:
+            raise ValueError(f"match names columns not in values: {sorted(unknown)}")
+        return self
+
+
+class CallFact(_Fact):
+    """A call of a step: `tool` called with (at least) `arguments` (compared by `match`), with
+    the outcome asked for (`ok`: no error; `error`; `any`: attempted, whatever happened)."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict, description="arguments scored by `match`")
+    outcome: CallOutcome = "ok"
+
+    @model_validator(mode="after")
+    def _match_names_arguments(self) -> CallFact:
+        unknown = set(self.match) - set(self.arguments)
+        if unknown:
+            raise ValueError(f"match names arguments not in arguments: {sorted(unknown)}")
+        return self
+
+
+class _Checkpoint(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    state: StateFact | None = Field(default=None, exclude_if=lambda v: v is None)
+    call: CallFact | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @model_validator(mode="after")
+    def _one_fact(self) -> _Checkpoint:
+        if (self.state is None) == (self.call is None):
+            raise ValueError(f"{self.id!r}: give exactly one of state and call")
+        return self
+
+
+class Milestone(_Checkpoint):
+    """A fact the agent should bring about, after the milestones in `after` (the DAG's edges):
+    matched to the step where it holds by the best mapping that respects the order."""
+
+    after: list[str] = Field(default_factory=list, description="milestones reached no later than this")
+
+
+class Minefield(_Checkpoint):
+    """A fact that must never hold, checked after every step: a hit zeroes the reward."""
+
+
+def _checkpoint_ids(items: Sequence[_Checkpoint], what: str) -> set[str]:
+    ids = [m.id for m in items]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise ValueError(f"{what} ids repeat: {repeated}")
+    return set(ids)
+
+
+def check_milestone_graph(milestones: Sequence[Milestone]) -> None:
+    """Unique ids, edges to known milestones, no cycle, at most MAX_MILESTONES; ValueError says which."""
+    if len(milestones) > MAX_MILESTONES:
+        raise ValueError(f"{len(milestones)} milestones: at most {MAX_MILESTONES} per task")
+    known = _checkpoint_ids(milestones, "milestone")
+    for m in milestones:
+        unknown = sorted(set(m.after) - known)
+        if unknown:
+            raise ValueError(f"milestone {m.id!r} comes after unknown milestones {unknown}")
+    placed: set[str] = set()
+    waiting = list(milestones)
+    while waiting:
+        ready = [m for m in waiting if set(m.after) <= placed]
+        if not ready:
+            raise ValueError(f"milestones form a cycle: {sorted(m.id for m in waiting)}")
+        placed.update(m.id for m in ready)
+        waiting = [m for m in waiting if m.id not in placed]
+
+
 # ---- golden actions, checked strictly -------------------------------------------------------------
 # The action models of toolgym.actions take what agents and protocols send and ignore keys they do
 # not know; a golden step is written by hand, so its action is checked with these strict copies
@@ -372,6 +477,20 @@ class Task(BaseModel):
         default_factory=list,
         description="state assertions on the final state: row_exists, row_absent, field_equals, count",
     )
+    # partial credit and forbidden moves over the whole trajectory (toolgym.envs.milestones). Left
+    # out of dumps when absent, so older tasks dump and hash as before; a mock-app task without
+    # milestones gets them derived from its golden chain where they are scored
+    milestones: list[Milestone] | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="facts to bring about, in the order of their `after` edges (a DAG); "
+        "null: derived from the golden chain",
+    )
+    minefields: list[Minefield] | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="facts that must never hold, checked after every step; a hit zeroes the reward",
+    )
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="anything else (suites and tools read their own keys)"
     )
@@ -406,6 +525,20 @@ class Task(BaseModel):
                 lines = validation_lines(exc.errors(), within=("user",))
                 raise ScenarioError(str(data.get("id", "?")), problems, lines) from None
         return data
+
+    @field_validator("milestones", mode="after")
+    @classmethod
+    def _milestones_form_a_dag(cls, value: list[Milestone] | None) -> list[Milestone] | None:
+        if value is not None:
+            check_milestone_graph(value)
+        return value
+
+    @field_validator("minefields", mode="after")
+    @classmethod
+    def _minefield_ids_are_unique(cls, value: list[Minefield] | None) -> list[Minefield] | None:
+        if value is not None:
+            _checkpoint_ids(value, "minefield")
+        return value
 
     @field_validator("expected_state", mode="after")
     @classmethod

@@ -174,6 +174,10 @@ class TraceEnd(BaseModel):
     reward: float
     error_counts: dict[str, int] = Field(default_factory=dict)
     scores: dict[str, float] = Field(default_factory=dict)
+    # where the task's milestones were reached ({id, step, similarity}; step null: never) and the
+    # minefields hit ({id, step}); absent for an episode without them, so such traces are as before
+    milestones: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
+    minefields: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Trace(BaseModel):
