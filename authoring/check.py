@@ -337,6 +337,15 @@ class TaskChecker:
             )
             why = parts or "nothing scores it: the task has no answer spec and changes no state"
             messages.append(f"the oracle scores {result.reward:.2f} ({why})")
+        checks = env.checks  # the task's own milestones and minefields, run with the oracle's episode
+        if checks is not None and checks.milestones and checks.progress < 1.0:
+            messages.append(
+                f"the oracle reaches {100 * checks.progress:.0f}% of the milestones "
+                f"(first missed: {checks.first_missed()})"
+            )
+        if checks is not None and checks.hits:
+            hits = ", ".join(f"{h.id} (step {h.step})" for h in checks.hits)
+            messages.append(f"the oracle hits minefields: {hits}")
         return messages
 
 

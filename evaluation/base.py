@@ -43,6 +43,9 @@ class SuiteResult(BaseModel):
     per_task: dict[str, dict[str, float]] = Field(default_factory=dict)
     counts: dict[str, int] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    # per task, what a number cannot say (the milestone missed first); absent when empty, so the
+    # results of the suites that have none read as before
+    per_task_notes: dict[str, str] = Field(default_factory=dict, exclude_if=lambda v: not v)
     # task category (ToolEyes' scenario, MTU's split, ...) -> per-task score -> mean (see by_category)
     by_category: dict[str, dict[str, float]] = Field(default_factory=dict)
 

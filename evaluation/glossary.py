@@ -175,6 +175,22 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric("NoToolAcc", "ctooleval", "no-tool tasks answered without calling any tool", CTOOLEVAL),
     Metric("TaskSuccess", "ctooleval", "share of tasks whose kind-specific check passed", CTOOLEVAL),
+    # milestones and minefields (toolgym.envs.milestones; the idea is Apple's ToolSandbox's)
+    Metric(
+        "milestone_progress",
+        "milestones",
+        "how far an episode got: the best order-respecting match of the task's milestones to its steps, "
+        "total similarity over the number of milestones",
+        TOOLGYM,
+    ),
+    Metric("all_milestones", "milestones", "episodes that reached every milestone fully", TOOLGYM),
+    Metric(
+        "minefield_episodes",
+        "milestones",
+        "episodes that brought about a fact the task forbids (a minefield), among tasks with minefields",
+        TOOLGYM,
+    ),
+    Metric("minefield_hits", "milestones", "minefields an episode hit (each zeroes its reward)", TOOLGYM),
     # toolgym's own episode scores (run.json, report)
     Metric(
         "reward",

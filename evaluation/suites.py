@@ -82,11 +82,13 @@ def benchmark_of(metadata: Mapping[str, object] | None, task_set: str) -> str | 
 
 def applicable(suite: str, benchmarks: Sequence[str | None]) -> tuple[list[int], Counter[str]]:
     """Which traces (by position) a suite scores: those of its own benchmark and those of none
-    (your own tasks); the others are counted by the benchmark they belong to."""
+    (your own tasks), or every one for a suite of no benchmark (`any_benchmark`: milestones); the
+    others are counted by the benchmark they belong to."""
     keep: list[int] = []
     skipped: Counter[str] = Counter()
+    everyone = suite in SUITES and bool(getattr(SUITES[suite], "any_benchmark", False))
     for i, benchmark in enumerate(benchmarks):
-        if benchmark is None or benchmark == suite:
+        if everyone or benchmark is None or benchmark == suite:
             keep.append(i)
         else:
             skipped[benchmark] += 1

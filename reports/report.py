@@ -23,7 +23,8 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from toolgym.evaluation.base import SuiteResult, error_kinds
+from toolgym.envs.milestones import MilestoneSummary, NotScored, trace_milestones
+from toolgym.evaluation.base import SuiteResult, error_kinds, is_teacher_forced
 from toolgym.evaluation.glossary import METRICS, anchor, glossary_entry
 from toolgym.files import write_atomically
 from toolgym.reports.robustness import RobustnessRow, robustness_rows
@@ -450,6 +451,46 @@ def tasks_section(data: ReportData) -> str:
     return _section("tasks", "Per task", body)
 
 
+def milestones_section(data: ReportData) -> str | None:
+    """Per task: mean milestone progress, the first milestone an episode missed, the episodes
+    that hit a minefield (toolgym.envs.milestones; traces without them are scored again)."""
+    groups: dict[tuple[str, str], list[MilestoneSummary | str]] = defaultdict(list)
+    for loaded in data.traces:
+        trace = loaded.trace
+        task = data.tasks.get(trace.header.task_id)
+        if task is None or trace.end is None or is_teacher_forced(trace):
+            continue
+        try:
+            found: MilestoneSummary | str | None = trace_milestones(trace, task)
+        except NotScored as exc:
+            found = f"not scored: {exc}"
+        if found is not None:
+            groups[(loaded.task_set, task.id)].append(found)
+    if not groups:
+        return None
+    rows = []
+    for (set_name, task_id), found_all in sorted(groups.items()):
+        scored = [f for f in found_all if isinstance(f, MilestoneSummary)]
+        progress = [f.progress for f in scored if f.progress is not None]
+        missed = next((f.first_missed for f in scored if f.first_missed is not None), None)
+        problems = [f for f in found_all if isinstance(f, str)]
+        rows.append(
+            [
+                set_name or "-",
+                task_id,
+                100 * sum(progress) / len(progress) if progress else "-",
+                missed or ("-" if not problems else problems[0]),
+                f"{sum(bool(f.hits) for f in scored)}/{len(scored)}",
+            ]
+        )
+    headers = ["set", "task", "milestone progress %", "first missed", "minefield hits (episodes)"]
+    body = _note(
+        "How far each episode got: milestones are the task's own, or derived from its golden chain "
+        "(each write's effect, each read the answer quotes); a minefield hit zeroes the reward."
+    ) + _table(headers, rows[:MAX_TASK_ROWS])
+    return _section("milestones", "Milestones", body)
+
+
 def tool_error_counts(traces: Iterable[LoadedTrace]) -> dict[str, Counter[str]]:
     """tool -> error kind -> count, from every observation of every step."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
@@ -613,6 +654,7 @@ def render_report(data: ReportData) -> str:
         metrics_section(data),
         category_section(data),
         tasks_section(data),
+        milestones_section(data),
         errors_section(data),
         steps_section(data),
         f1_section(data),
@@ -628,6 +670,7 @@ def render_report(data: ReportData) -> str:
             ("metrics", "Metrics"),
             ("categories", "Categories"),
             ("tasks", "Tasks"),
+            ("milestones", "Milestones"),
             ("errors", "Errors"),
             ("steps", "Steps"),
             ("tool-f1", "Tool F1"),

@@ -32,8 +32,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from toolgym.envs.milestones import NotScored, trace_milestones
 from toolgym.envs.runner import FILES_DIR
 from toolgym.errors import ErrorKind
+from toolgym.evaluation.base import is_teacher_forced
 from toolgym.files import write_atomically
 from toolgym.http import BearerCookie, CookieLogins, Credentials, Exposure, ServerThread, secure
 from toolgym.running.trials import (
@@ -44,7 +46,7 @@ from toolgym.running.trials import (
     records_from_traces,
 )
 from toolgym.tasks import Task
-from toolgym.trace import full_requests
+from toolgym.trace import Trace, full_requests
 
 INFRA_KINDS = frozenset({ErrorKind.INFRA_ERROR.value, "aborted"})  # not the model's fault
 MAX_IMAGE_BYTES = 8 * 1024 * 1024  # a bigger file is named, not embedded
@@ -118,7 +120,7 @@ def _episode(
     category = (
         record.category if record is not None and record.category else (task.category if task else None)
     )
-    return {
+    episode = {
         "id": f"{index}",
         "source": source.label,
         "rel": loaded.rel,
@@ -141,6 +143,21 @@ def _episode(
         "requests": full_requests(trace.steps),
         "end": end.model_dump(mode="json") if end is not None else None,
     }
+    milestones = _milestones(trace, task)
+    if milestones is not None:
+        episode["milestones"] = milestones
+    return episode
+
+
+def _milestones(trace: Trace, task: Task | None) -> str | None:
+    """The episode's milestones and minefields in a line, where its task has any."""
+    if task is None or trace.end is None or is_teacher_forced(trace):
+        return None
+    try:
+        found = trace_milestones(trace, task)
+    except NotScored as exc:
+        return f"not scored: {exc}"
+    return found.text() if found is not None else None
 
 
 def collect_view_data(
@@ -464,6 +481,7 @@ function summaryView(e) {
   if (e.query) more.push(part("task", pre(e.query)));
   more.push(part("tools offered", pre(h.tools.map(t => t.name + " " + t.version + " (" + t.backend + ")").join("\n"))));
   if (end && Object.keys(end.scores).length) more.push(part("scores", pre(end.scores)));
+  if (e.milestones) more.push(part("milestones and minefields", pre(e.milestones)));
   if (e.error) more.push(part("why it stopped", pre(e.error)));
   if (e.usage) more.push(part("model usage", pre(e.usage)));
   return el("div", {class: "summary"}, el("h2", {}, e.task_id + " · trial " + e.trial), meta, outcome, ...more);

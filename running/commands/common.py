@@ -191,6 +191,13 @@ def print_results(results: Mapping[str, SuiteResult], failures: Mapping[str, str
             console.print("counts: " + ", ".join(f"{k} {v}" for k, v in result.counts.items()))
         for note in result.notes:
             console.print(f"note: {escape(note)}")
+        if result.per_task_notes:
+            table = Table(title=f"{name}: per task")
+            table.add_column("task")
+            table.add_column("")
+            for task_id, said in result.per_task_notes.items():
+                table.add_row(escape(task_id), escape(said))
+            console.print(table)
     for name, message in failures.items():
         # one line whatever the terminal's width: it names the suite, and a plug-in's package
         console.print(f"[red]{escape(name)}: not scored[/red]: {escape(message)}", soft_wrap=True)

@@ -99,6 +99,39 @@ def test_the_oracle_runs_the_task_as_a_run_does(transfer: Task) -> None:
     assert check_tasks([nothing], oracle=False) == []
 
 
+def test_the_oracle_must_reach_the_tasks_milestones_and_hit_no_minefield(transfer: Task) -> None:
+    reachable = {
+        "id": "balance",
+        "state": {
+            "table": "mtu_banking_accounts",
+            "where": {"account_number": "123456"},
+            "values": {"balance_cents": 432550},
+        },
+    }
+    unreachable = {
+        "id": "wrong",
+        "after": ["balance"],
+        "state": {
+            "table": "mtu_banking_accounts",
+            "where": {"account_number": "123456"},
+            "values": {"balance_cents": 1},
+        },
+    }
+    mine = {"id": "any-transfer", "call": {"tool": "transfer_funds", "outcome": "any"}}
+    assert check_task(_with(transfer, id="sound", milestones=[reachable])) == []
+    problems = [
+        p.message
+        for p in check_task(
+            _with(transfer, id="unsound", milestones=[reachable, unreachable], minefields=[mine])
+        )
+    ]
+    assert "the oracle reaches 50% of the milestones (first missed: wrong)" in problems
+    assert "the oracle hits minefields: any-transfer (step 1)" in problems
+    typo = {"id": "typo", "state": {"table": "mtu_banking_acounts"}}
+    (problem,) = check_task(_with(transfer, id="typo", milestones=[typo]))
+    assert "mtu_banking_acounts" in problem.message
+
+
 def test_one_checker_serves_many_calls(transfer: Task) -> None:
     """What the generator does: one checker, its worlds reused, over batch after batch."""
     with TaskChecker() as checker:

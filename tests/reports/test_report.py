@@ -201,6 +201,10 @@ def test_single_trial_report_has_no_pass_k_and_says_there_are_no_errors(tmp_path
     page = parse(html_text)
     assert "pass-k" not in page.sections and "tool-f1" not in page.sections
     assert "No errors in 2 traces (2 tool calls)." in html_text
+    # the door's write has milestones, derived from its golden chain and scored again from the trace
+    assert "milestones" in page.sections
+    door = page.cells.index("mtu-door-003", page.cells.index("milestone progress %"))
+    assert page.cells[door + 1 : door + 4] == ["100.00", "-", "0/1"]
     assert len(decode_images(page)) == 3
     # the same data gives the same bytes (PNG metadata carries no version or date)
     assert render_report(collect_report_data(tmp_path, load_task_index(default_task_paths()))) == html_text

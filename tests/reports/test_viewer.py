@@ -226,6 +226,8 @@ def check_state_diff(page: Page, url: str) -> None:
     assert diffs.count() >= 1
     changed = json.loads(diffs.first.inner_text())
     assert changed["express_shipments"]["changed"][0]["after"]["cancel_reason"]
+    # its milestones, derived from the golden chain and scored again from the trace's calls
+    assert "milestones and minefields\nmilestones 100%" in page.locator(".summary").inner_text()
 
 
 def check_llm_episode(page: Page, url: str, runs: Runs) -> None:
