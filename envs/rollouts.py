@@ -53,7 +53,7 @@ from toolgym.envs.runner import (
 )
 from toolgym.envs.runner import EpisodeResult as RunnerResult
 from toolgym.envs.teacher import run_step_episode
-from toolgym.envs.tool_env import ToolEnv
+from toolgym.envs.tool_env import RewardMode, ToolEnv
 from toolgym.envs.users import UserSimulator
 from toolgym.files import FILES_PREFIX, owned_prefix, remove_orphaned_dirs, write_atomically
 from toolgym.mocks.app import strict_arguments
@@ -194,6 +194,8 @@ class EnvConfig:
     mode: EpisodeMode = "end-to-end"
     # app tools take arguments of their declared types only (toolgym.mocks.app.strict_arguments)
     strict_arguments: bool = False
+    # "milestones": each step's reward is the change in milestone progress (ToolEnv(reward_mode=...))
+    reward_mode: RewardMode = "final"
 
 
 @dataclass(frozen=True)
@@ -364,6 +366,7 @@ class EpisodeWorker:
                 tool_layers=[FaultLayer(cfg.faults, known_tools=cfg.fault_tools)] if cfg.faults else [],
                 reward_fn=fault_aware(task_scores) if cfg.faults else task_scores,
                 user=self._users() if self._users is not None else None,
+                reward_mode=cfg.reward_mode,
                 **extra,
             )
             self._envs[task_set] = env

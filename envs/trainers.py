@@ -34,7 +34,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from toolgym.actions import FinalAnswer, ToolCall
-from toolgym.envs.rewards import reward_value
 from toolgym.envs.tool_env import ToolEnv, default_world_factory
 from toolgym.tasks import TaskSet
 from toolgym.tools import BaseTool, ToolSet
@@ -123,12 +122,16 @@ class GRPOToolEnv:
     def __init__(self, env: ToolEnv) -> None:
         self.env = env
         self.reward: float | None = None
+        # each step's reward: 0 but the last, or under reward_mode "milestones" the change in
+        # milestone progress (TRL takes one reward per rollout: a reward function may read these)
+        self.step_rewards: list[float] = []
 
     def reset(self, task_id: str | None = None, seed: int | None = None, **example: Any) -> str | None:
         """A new episode on the example's task (`task_id`); None: the prompt already holds the query."""
         options = {"task": task_id} if task_id is not None else None
         self.env.reset(seed=seed, options=options)
         self.reward = None
+        self.step_rewards = []
         return None
 
     def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
@@ -137,6 +140,7 @@ class GRPOToolEnv:
         if self.reward is not None:
             return "The episode is over."
         obs, reward, terminated, truncated, _ = self.env.step(ToolCall(name=name, arguments=arguments))
+        self.step_rewards.append(float(reward))
         if terminated or truncated:
             self.reward = float(reward)
         return obs
@@ -152,16 +156,16 @@ class GRPOToolEnv:
         if self.reward is None:
             _, reward, *_ = self.env.step(FinalAnswer(text=text))
             self.reward = float(reward)
+            self.step_rewards.append(self.reward)
         return "Answer recorded."
 
     def get_reward(self) -> float:
         """The episode's reward; scored now if the model stopped without a final answer."""
         if self.reward is not None:
             return self.reward
-        task, episode = self.env.task, self.env.episode
-        if task is None or episode is None:
+        if self.env.task is None or self.env.episode is None:
             return 0.0
-        return reward_value(self.env.reward_fn(task, episode))
+        return self.env.score_unfinished()[0]
 
 
 def grpo_environment_class(tools: ToolSet) -> type[GRPOToolEnv]:
@@ -295,7 +299,7 @@ class VerlEpisodes:
         env = self.envs.get(key)
         if env is None or env.task is None or env.episode is None:
             return 0.0
-        return reward_value(env.reward_fn(env.task, env.episode))
+        return env.score_unfinished()[0]
 
     def close(self, key: str) -> None:
         env = self.envs.pop(key, None)

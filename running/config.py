@@ -101,6 +101,7 @@ class RunConfig(_Section):
     faults: list[Path] = Field(default_factory=list)
     retriever: str | None = None
     strict_arguments: bool = False  # no argument coercion (toolgym.mocks.app.strict_arguments)
+    reward_mode: Literal["final", "milestones"] = "final"  # dense: each step's change in milestone progress
     llm: LLMOptions = LLMOptions()
     user: EndpointOptions = EndpointOptions()
     simulator: EndpointOptions = EndpointOptions()

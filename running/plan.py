@@ -621,6 +621,7 @@ def execute(
         worlds=plan.worlds,
         mode=plan.config.mode,
         strict_arguments=plan.config.strict_arguments,
+        reward_mode=plan.config.reward_mode,
         on_episode=on_episode,
         run_config=plan.config.recorded(),
         task_sources=[s.model_dump(mode="json") for s in plan.sources],

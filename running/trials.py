@@ -58,6 +58,7 @@ from toolgym.envs.rollouts import (
     rollout,
 )
 from toolgym.envs.task_sets import set_name_of
+from toolgym.envs.tool_env import RewardMode
 from toolgym.files import SpaceReserve, remove_stale_temps, write_atomically
 from toolgym.models.llm import Usage
 from toolgym.tasks import Task, TaskSet
@@ -348,6 +349,7 @@ def run_trials(
     run_config: Mapping[str, Any] | None = None,
     task_sources: Sequence[Mapping[str, Any]] = (),
     strict_arguments: bool = False,
+    reward_mode: RewardMode = "final",
 ) -> RunSummary:
     """Run every task `trials` times; write the traces and OUT/run.json (the module docstring says
     how a run resumes and stops). Episodes run in this process, up to `concurrency` at once, or on
@@ -357,7 +359,8 @@ def run_trials(
     a plan every episode runs under (FaultPlanError before any episode for a tool no task offers);
     `user` / `worlds`: how workers build the user simulator / the tasks' worlds; `mode="step"`:
     teacher-forced on each golden chain (`toolgym.envs.teacher`); `strict_arguments`: no argument
-    coercion (`toolgym.mocks.app.strict_arguments`). `run_config` and `task_sources` go into
+    coercion (`toolgym.mocks.app.strict_arguments`); `reward_mode="milestones"`: dense rewards
+    (`ToolEnv(reward_mode=...)`). `run_config` and `task_sources` go into
     run.json as given (`toolgym.running.plan`). `overwrite` replaces a run of another
     config, `retry_aborted` reruns its aborted episodes, `limit` picks a slice of the episodes;
     `cancel` or `max_consecutive_aborts` aborts in a row stop the run, `resume` is the command that
@@ -375,6 +378,7 @@ def run_trials(
         worlds=worlds,
         mode=mode,
         strict_arguments=strict_arguments,
+        reward_mode=reward_mode,
     )
     summary = RunSummary(
         agent=agent_name,
@@ -404,6 +408,7 @@ def run_settings(settings: Mapping[str, Any] | None, env: EnvConfig) -> dict[str
     extra: dict[str, Any] = {"faults": env.faults.model_dump(mode="json")} if env.faults is not None else {}
     extra |= {"mode": env.mode} if env.mode != "end-to-end" else {}
     extra |= {"strict_arguments": True} if env.strict_arguments else {}
+    extra |= {"reward_mode": env.reward_mode} if env.reward_mode != "final" else {}
     return {**(settings or {}), **extra}
 
 

@@ -8,15 +8,13 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toolgym.envs.demo import resolve_task_set
-from toolgym.envs.rewards import reward_value
 from toolgym.envs.runner import step_fields, trace_end, trace_header, trace_name
-from toolgym.envs.tool_env import ToolEnv
+from toolgym.envs.tool_env import RewardMode, ToolEnv
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 from toolgym.trace import TraceWriter
@@ -55,12 +53,18 @@ def load_env(
     tools: ToolSet | None = None,
     protocol: str = "react",
     max_steps: int = 10,
+    reward_mode: RewardMode = "final",
 ) -> ToolEnv:
     """A ToolEnv over a task set given by name (bundled or a plug-in's), file or TaskSet, with the
-    registered tools (`toolgym tools`) unless `tools` is given."""
+    registered tools (`toolgym tools`) unless `tools` is given; `reward_mode="milestones"`: dense
+    rewards (each step's change in milestone progress)."""
     task_set = tasks if isinstance(tasks, TaskSet) else resolve_task_set(tasks)
     return ToolEnv(
-        registered_tools() if tools is None else tools, task_set, protocol=protocol, max_steps=max_steps
+        registered_tools() if tools is None else tools,
+        task_set,
+        protocol=protocol,
+        max_steps=max_steps,
+        reward_mode=reward_mode,
     )
 
 
@@ -123,20 +127,18 @@ class TextEpisode:
         self._hash_before = info.get("state_hash")
         if terminated or truncated:
             self._end(info, terminated=terminated, reward=float(reward))
-        return Turn(str(obs), self.reward or 0.0, self.done, info)
+        # the step's own reward until the end (0, or the change in milestone progress under
+        # reward_mode "milestones"), then the episode's
+        return Turn(str(obs), self.reward if self.reward is not None else float(reward), self.done, info)
 
     def finish(self) -> float:
         """The episode's reward; an episode the model left unfinished (no final answer, turns
         used up on the library's side) is scored now on what it did, and its trace ends truncated."""
         if self.reward is not None:
             return self.reward
-        task, episode = self.env.task, self.env.episode
-        if task is None or episode is None:
+        if self.env.task is None or self.env.episode is None:
             return 0.0
-        result = self.env.reward_fn(task, episode)
-        reward = reward_value(result)
-        scores = dict(result) if isinstance(result, Mapping) else {"reward": reward}
-        info = {"step": len(episode.steps), "final_answer": None, "scores": scores}
+        reward, info = self.env.score_unfinished()
         self._end(info, terminated=False, reward=reward)
         return reward
 

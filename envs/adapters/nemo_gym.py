@@ -62,7 +62,9 @@ def nemo_gym_rows(
     return rows
 
 
-def _config(name: str, toolgym_url: str, protocol: str, max_steps: int, model_server: str) -> str:
+def _config(
+    name: str, toolgym_url: str, protocol: str, max_steps: int, model_server: str, reward_mode: str = "final"
+) -> str:
     """The server's config: YAML is a superset of JSON, so json.dumps writes it."""
     config = {
         f"{name}_resources_server": {
@@ -73,6 +75,7 @@ def _config(name: str, toolgym_url: str, protocol: str, max_steps: int, model_se
                     "description": "toolgym task sets: tool calls on mock apps and real tools, scored by toolgym",
                     "toolgym_url": toolgym_url,
                     "protocol": protocol,
+                    **({"reward_mode": reward_mode} if reward_mode != "final" else {}),
                 }
             }
         },
@@ -100,9 +103,11 @@ def write_resources_server(
     max_steps: int = 10,
     model_server: str = "policy_model",
     seed: int | None = None,
+    reward_mode: str = "final",
 ) -> Path:
     """Writes the resources server `root/resources_servers/<name>/` (see the module docstring) with
-    the rows of `tasks`; returns its config file."""
+    the rows of `tasks`; returns its config file. `reward_mode="milestones"`: the sessions' step
+    rewards are the changes in milestone progress (the gymnasium agent sums them)."""
     folder = Path(root) / "resources_servers" / name
     (folder / "configs").mkdir(parents=True, exist_ok=True)
     (folder / "data").mkdir(exist_ok=True)
@@ -112,5 +117,7 @@ def write_resources_server(
     data = folder / "data" / f"{Path(tasks).stem}.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     config = folder / "configs" / f"{name}.yaml"
-    config.write_text(_config(name, toolgym_url, protocol, max_steps, model_server), encoding="utf-8")
+    config.write_text(
+        _config(name, toolgym_url, protocol, max_steps, model_server, reward_mode), encoding="utf-8"
+    )
     return config

@@ -35,6 +35,9 @@ class ToolgymServerConfig(BaseResourcesServerConfig):  # type: ignore[misc]
     toolgym_token: str | None = None
     """The env server's bearer token, when it has one."""
     timeout_s: float = 300.0
+    reward_mode: str = "final"
+    """milestones: each step's reward is the change in milestone progress (the gymnasium agent sums
+    them), the last step's the usual one; final: the last step's only."""
 
 
 class ToolgymServer(GymnasiumServer):  # type: ignore[misc]
@@ -66,6 +69,8 @@ class ToolgymServer(GymnasiumServer):  # type: ignore[misc]
         }
         if metadata.get("seed") is not None:
             body["seed"] = metadata["seed"]
+        if self.config.reward_mode != "final":  # a server before reward_mode takes the default
+            body["config"]["reward_mode"] = self.config.reward_mode
         answer = await self._call("/reset", body)
         self.toolgym_sessions[str(session_id)] = answer["observation"]["session_id"]
         return None, {"task_id": metadata["task_id"]}

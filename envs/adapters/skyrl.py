@@ -9,9 +9,10 @@ makes it by its dataset rows' `env_class`:
 
 `skyrl_dataset(tasks)` gives the rows (`prompt`, `env_class`, `task_id`, `seed`, the set's name in
 `tasks`). `env_config` (the trainer's `environment.skyrl_gym.toolgym` section) may name `tasks`,
-`protocol`, `max_turns` and `trace_dir`; a row's own values win. The reward is the episode's (task
-reward: state checks and the answer), given on the step that ends it, 0 before; a turn cap reached
-before a final answer ends the episode and scores what it did.
+`protocol`, `max_turns`, `trace_dir` and `reward_mode`; a row's own values win. The reward is the
+episode's (task reward: state checks and the answer), given on the step that ends it, 0 before, or
+with `reward_mode: milestones` each step's change in milestone progress before it (dense rewards); a
+turn cap reached before a final answer ends the episode and scores what it did.
 """
 
 from __future__ import annotations
@@ -51,7 +52,13 @@ class ToolgymSkyRLEnv(BaseTextEnv):  # type: ignore[misc]
         self.task_id = str(given["task_id"])
         self.seed = int(given["seed"]) if given.get("seed") is not None else None
         self.max_turns = int(given.get("max_turns") or 10)
-        env = load_env(given["tasks"], protocol=str(given.get("protocol", "react")), max_steps=self.max_turns)
+        mode = str(given.get("reward_mode") or "final")
+        env = load_env(
+            given["tasks"],
+            protocol=str(given.get("protocol", "react")),
+            max_steps=self.max_turns,
+            reward_mode="milestones" if mode == "milestones" else "final",
+        )
         self.episode = TextEpisode(env, agent="skyrl", trace_dir=given.get("trace_dir"))
 
     def init(self, prompt: list[Message] | None = None) -> tuple[list[Message], dict[str, Any]]:

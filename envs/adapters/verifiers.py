@@ -48,6 +48,7 @@ class ToolgymData(vf.TaskData):  # type: ignore[misc]
     protocol: str = "react"
     max_steps: int = 10
     trace_dir: str | None = None
+    reward_mode: str = "final"
 
 
 class ToolgymConfig(vf.TasksetConfig):  # type: ignore[misc]
@@ -61,6 +62,9 @@ class ToolgymConfig(vf.TasksetConfig):  # type: ignore[misc]
     """The episodes' seed; None: each task's own."""
     trace_dir: str | None = None
     """Where each episode's toolgym trace goes (none when unset)."""
+    reward_mode: str = "final"
+    """milestones: the episode's milestone progress is among the rollout's metrics (verifiers takes
+    one reward per rollout: the usual one)."""
 
 
 class ToolgymTask(vf.Task[ToolgymData]):  # type: ignore[misc]
@@ -86,6 +90,7 @@ class ToolgymTaskset(vf.Taskset[ToolgymTask, ToolgymConfig]):  # type: ignore[mi
                     protocol=config.protocol,
                     max_steps=config.max_steps,
                     trace_dir=config.trace_dir,
+                    reward_mode=config.reward_mode,
                 )
                 yield ToolgymTask(data, config.task)
         finally:
@@ -101,7 +106,12 @@ class ToolgymEnvConfig(vf.EnvConfig):  # type: ignore[misc]
 class ToolgymEnv(vf.Env[ToolgymEnvConfig]):  # type: ignore[misc]
     async def run(self, task: ToolgymTask, agents: Any) -> None:
         data = task.data
-        env = load_env(data.task_set, protocol=data.protocol, max_steps=data.max_steps)
+        env = load_env(
+            data.task_set,
+            protocol=data.protocol,
+            max_steps=data.max_steps,
+            reward_mode="milestones" if data.reward_mode == "milestones" else "final",
+        )
         episode = TextEpisode(env, agent="verifiers", trace_dir=data.trace_dir)
         try:
             opening = episode.reset(data.task_id, data.seed)

@@ -80,6 +80,11 @@ class SessionConfig(BaseModel):
         description="app tools take arguments of their declared types only: no coercion of a JSON "
         "number or boolean into a string parameter (default: the server's, --strict-arguments)",
     )
+    reward_mode: Literal["final", "milestones"] | None = Field(
+        None,
+        description="milestones: each step's reward is the change in milestone progress (dense "
+        "rewards for RL), the last step's the usual one; final (default): the last step's only",
+    )
 
 
 @dataclass
@@ -202,6 +207,7 @@ class Catalog:
             user=user,
             info=chosen.info or "full",
             strict_arguments=bool(chosen.strict_arguments),
+            reward_mode=chosen.reward_mode or "final",
         )
 
     @property
@@ -252,6 +258,7 @@ class ResolvedConfig:
     user: str = "rule"
     info: str = "full"
     strict_arguments: bool = False  # no argument coercion (toolgym.mocks.app.strict_arguments)
+    reward_mode: str = "final"  # "milestones": dense rewards (ToolEnv(reward_mode=...))
 
     def simulator(self, catalog: Catalog) -> UserSimulator | None:
         """A fresh simulator for one session's env (None: the env's default, rule-based)."""
@@ -280,6 +287,8 @@ class ResolvedConfig:
             "user": self.user,
             "info": self.info,
             "strict_arguments": self.strict_arguments,
+            # the default is left out: configs (and what clients see of them) read as before
+            **({"reward_mode": self.reward_mode} if self.reward_mode != "final" else {}),
         }
 
     def as_dict(self) -> dict[str, Any]:

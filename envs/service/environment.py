@@ -306,6 +306,7 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
                 if config.faults is not None
                 else (),
                 user=config.simulator(self.catalog),
+                reward_mode="milestones" if config.reward_mode == "milestones" else "final",
             )
         self._config = config
         return self._env

@@ -335,6 +335,16 @@ OPTIONS: Final[list[RunOption]] = [
         "strict_arguments",
     ),
     RunOption(
+        "reward_mode",
+        _opt(
+            str,
+            help="milestones: each step's reward is the change in milestone progress (the task's own "
+            "milestones, else those of its golden chain) and the last step's the usual one; final: "
+            "the last step's only",
+        ),
+        "reward_mode",
+    ),
+    RunOption(
         "retriever",
         _opt(
             str | None,

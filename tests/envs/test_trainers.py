@@ -88,6 +88,38 @@ def test_grpo_rollouts_each_have_their_own_episode() -> None:
     assert first.get_reward() < 1.0
 
 
+def test_grpo_rollouts_keep_dense_step_rewards_under_milestones() -> None:
+    factory = grpo_environment_factory(ToolSet(), MTU, protocol="openai", reward_mode="milestones")
+    rows = {row["task_id"]: row for row in grpo_dataset(MTU)}
+    env = factory()
+    env.reset(**rows["mtu-transfer-011"])
+    env.get_account_balance(account_number="123456")  # type: ignore[attr-defined]
+    env.transfer_funds(**TRANSFER)  # type: ignore[attr-defined]
+    env.final_answer("Done: $500 moved from checking to savings, completed.")
+    # the read brings no milestone about; the transfer all four (two balances, two transactions)
+    assert env.step_rewards == [0.0, 1.0, 1.0] and env.get_reward() == 1.0
+    env.reset(**rows["mtu-transfer-011"])
+    assert env.step_rewards == []
+
+
+def test_verl_steps_return_dense_rewards_under_milestones() -> None:
+    tools = {t.name: t for t in verl_tools(ToolSet(), MTU, reward_mode="milestones")}
+
+    async def main() -> list[float]:
+        rewards = []
+        for name, args in (
+            ("get_account_balance", {"account_number": "123456"}),
+            ("transfer_funds", TRANSFER),
+        ):
+            instance, _ = await tools[name].create(create_kwargs={"task_id": "mtu-transfer-011"})
+            _, reward, _ = await tools[name].execute(instance, args, agent_data=_AgentData("rollout"))
+            await tools[name].release(instance)
+            rewards.append(reward)
+        return rewards
+
+    assert anyio.run(main) == [0.0, 1.0]
+
+
 def _word_tokenizer(words: list[str]) -> Any:
     """A tiny real tokenizer (a word-level vocabulary, no download) for trainers that need one."""
     from tokenizers import Tokenizer, models, pre_tokenizers

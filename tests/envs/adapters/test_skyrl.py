@@ -99,3 +99,21 @@ def test_rows_name_the_env_and_every_task() -> None:
     assert [r["task_id"] for r in rows] == [t.id for t in resolve_task_set(TASK_SET)]
     assert {r["env_class"] for r in rows} == {"toolgym"} and "toolgym" in skyrl_gym.registry
     assert rows[0]["prompt"][0]["role"] == "system" and "Action Input" in rows[0]["prompt"][0]["content"]
+
+
+def test_dense_rewards_arrive_step_by_step(tmp_path: Path) -> None:
+    row = _row(WRITE_TASK)
+    extras = {k: v for k, v in row.items() if k not in ("prompt", "env_class")}
+    env = skyrl_gym.make(row["env_class"], env_config={"reward_mode": "milestones"}, extras=extras)
+    env.init(row["prompt"])
+    react = get_protocol("react")
+    local = ToolEnv(tasks=resolve_task_set(TASK_SET), reward_mode="milestones")
+    local.reset(options={"task": WRITE_TASK})
+    got, expected = [], []
+    for action in _scripts(WRITE_TASK)["golden"]:
+        reply = react.format_action(action)
+        got.append(env.step(reply)["reward"])
+        expected.append(local.step(reply)[1])
+    env.close()
+    local.close()
+    assert got == expected and got[0] > 0 and got[-1] == 1.0

@@ -17,6 +17,7 @@ import pytest
 from toolgym.envs.service.catalog import Catalog
 from toolgym.envs.service.client import RemoteEnvError, RemoteToolEnv, step_body
 from toolgym.envs.service.environment import SLIM_DROPS
+from toolgym.envs.tool_env import ToolEnv
 from toolgym.trace import read_trace
 
 from .support import TASK_ID, TASK_SET, Served, free_port, golden_outputs, local_env, serve, without_timing
@@ -51,6 +52,35 @@ def test_remote_env_matches_in_process(served: Served, catalog: Catalog, transpo
     finally:
         remote.close()
         local.close()
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_dense_rewards_arrive_as_in_process(served: Served, catalog: Catalog, transport: Any) -> None:
+    config = {**CONFIG, "reward_mode": "milestones"}
+    local = ToolEnv(catalog.tools, catalog.task_set(TASK_SET), reward_mode="milestones")
+    remote = RemoteToolEnv(served.url, config=config, transport=transport, agent="oracle")
+    try:
+        local.reset(seed=0, options={"task": TASK_ID})
+        remote.reset(seed=0, options={"task": TASK_ID})
+        rewards = []
+        for raw in golden_outputs(local):
+            expected, got = local.step(raw), remote.step(raw)
+            assert got[:4] == expected[:4]
+            rewards.append(float(got[1]))
+        assert rewards[0] > 0 and rewards[-1] == 1.0  # the write's milestones, then the usual reward
+        assert without_timing(got[4])["milestones"] == without_timing(expected[4])["milestones"]
+        end = read_trace_bytes(remote.trace())[-1]
+        assert end["scores"]["milestone_progress"] == 1.0 and end["milestones"]
+    finally:
+        remote.close()
+        local.close()
+
+
+def test_a_bad_reward_mode_is_refused_with_a_4xx(served: Served) -> None:
+    answer = httpx.post(
+        served.url + "/reset", json={"task_id": TASK_ID, "config": {**CONFIG, "reward_mode": "dense"}}
+    )
+    assert 400 <= answer.status_code < 500 and "reward_mode" in answer.text
 
 
 @pytest.mark.parametrize("transport", ["ws", "http"])

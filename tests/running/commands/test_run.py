@@ -308,6 +308,25 @@ def test_strict_arguments_refuse_a_number_for_a_string_parameter(tmp_path: Path)
     assert kinds == {False: None, True: "argument_error"}
 
 
+def test_reward_mode_milestones_runs_dense_rewards_and_records_them(tmp_path: Path) -> None:
+    out = tmp_path / "dense"
+    args = ["run", "--tasks", "mtu", "--task-id", "mtu-transfer-011", "--reward-mode", "milestones"]
+    result = CliRunner().invoke(app, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert RunSummary.load(out).settings["reward_mode"] == "milestones"
+    [trace] = out.rglob("*.jsonl")
+    lines = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["env_config"]["reward_mode"] == "milestones"
+    assert lines[-1]["scores"]["milestone_progress"] == 1.0 and len(lines[-1]["milestones"]) == 4
+    plain = tmp_path / "plain"
+    assert CliRunner().invoke(app, [*args[:-2], "--out", str(plain)]).exit_code == 0
+    [trace] = plain.rglob("*.jsonl")
+    lines = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    assert "reward_mode" not in lines[0]["env_config"] and "milestones" not in lines[-1]
+    bad = CliRunner().invoke(app, [*args[:-1], "dense", "--out", str(tmp_path / "bad")])
+    assert bad.exit_code == 2 and "--reward-mode" in flat(bad.output) and "dense" in flat(bad.output)
+
+
 NAMELESS = """
 from toolgym.actions import FinalAnswer
 
