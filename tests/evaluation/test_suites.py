@@ -25,7 +25,7 @@ MULTITURN_TASKS = MTU_TASKS.with_name("multiturn.jsonl")
 
 
 def test_registry_and_modes() -> None:
-    assert sorted(SUITES) == ["ctooleval", "gta", "mtu", "teval", "tooleyes"]
+    assert sorted(SUITES) == ["ctooleval", "gta", "milestones", "mtu", "teval", "tooleyes"]
     for name, suite in SUITES.items():
         assert isinstance(suite, MetricSuite) and suite.name == name and get_suite(name) is suite
     with pytest.raises(EvaluationError, match="unknown metric suite 'bfcl'"):

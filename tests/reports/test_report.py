@@ -164,6 +164,7 @@ def test_report_of_a_multi_trial_llm_run(llm_run: Path, tmp_path: Path) -> None:
         "metrics",
         "categories",
         "tasks",
+        "milestones",  # the run's mock-app tasks: milestones derived from their golden chains
         "errors",
         "steps",
         "pass-k",
