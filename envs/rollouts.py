@@ -41,6 +41,7 @@ from typing import Any, Literal, Protocol
 
 from toolgym.canonical import canonical_hash
 from toolgym.envs.agents import Agent, AsyncAgent, OracleAgent
+from toolgym.envs.budgets import Budget
 from toolgym.envs.faults import FaultLayer, FaultPlan, fault_aware
 from toolgym.envs.rewards import task_scores
 from toolgym.envs.runner import (
@@ -196,6 +197,8 @@ class EnvConfig:
     strict_arguments: bool = False
     # "milestones": each step's reward is the change in milestone progress (ToolEnv(reward_mode=...))
     reward_mode: RewardMode = "final"
+    # what each episode may spend (toolgym.envs.budgets); None: no limit
+    budget: Budget | None = None
 
 
 @dataclass(frozen=True)
@@ -367,6 +370,7 @@ class EpisodeWorker:
                 reward_fn=fault_aware(task_scores) if cfg.faults else task_scores,
                 user=self._users() if self._users is not None else None,
                 reward_mode=cfg.reward_mode,
+                budget=cfg.budget,
                 **extra,
             )
             self._envs[task_set] = env

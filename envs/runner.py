@@ -150,6 +150,7 @@ def trace_end(env: ToolEnv, info: dict[str, Any], *, terminated: bool, reward: f
         scores=info.get("scores", {}),
         milestones=info.get("milestones"),
         minefields=info.get("minefields"),
+        budget=info.get("budget"),
     )
 
 
@@ -214,6 +215,7 @@ class _Episode:
         self.files_dir = trace_dir / FILES_DIR if keep_files and trace_dir is not None else None
         self.reward, self.terminated, self.truncated, self.steps, self.latency = 0.0, False, False, 0, 0.0
         self.step_info: dict[str, Any] = {}
+        self.charged: tuple[int, int, float] = (0, 0, 0.0)  # the agent's usage charged so far
 
     @property
     def done(self) -> bool:
@@ -225,8 +227,10 @@ class _Episode:
         return self.step_info or self.reset_info
 
     def step(self, raw: Any) -> None:
-        """`env.step(raw)`, and its line in the trace."""
+        """`env.step(raw)`, and its line in the trace; the model turn that made `raw` charged to
+        the episode's budget first."""
         env, agent = self.env, self.agent
+        self._charge_turn()
         self.observation, r, self.terminated, self.truncated, self.step_info = env.step(raw)
         step_info = self.step_info
         self.reward = float(r)
@@ -248,6 +252,19 @@ class _Episode:
         self.hash_before = step_info.get("state_hash")
         if step_info.get("aborted"):
             raise EpisodeAborted(str(step_info["aborted"]))
+
+    def _charge_turn(self) -> None:
+        """What the agent's usage (the LLM agents': tokens and seconds in requests, over the
+        episode) grew by since the last step, charged to the env's budget."""
+        usage = getattr(self.agent, "usage", None)
+        if self.env.meter is None or usage is None:
+            return
+        now = (int(usage.prompt_tokens), int(usage.completion_tokens), float(usage.latency_s))
+        before = self.charged
+        self.env.charge(
+            prompt_tokens=now[0] - before[0], completion_tokens=now[1] - before[1], seconds=now[2] - before[2]
+        )
+        self.charged = now
 
     def finish(self) -> EpisodeResult:
         """The end line, and the episode's result."""

@@ -53,6 +53,7 @@ from toolgym.actions import (
     as_observation,
 )
 from toolgym.canonical import json_safe
+from toolgym.envs.budgets import Budget, BudgetMeter
 from toolgym.envs.milestones import EpisodeChecks, episode_checks, step_calls
 from toolgym.envs.rewards import Episode, EpisodeStep, RewardFn, reward_value, task_scores
 from toolgym.envs.spaces import AnyText
@@ -362,6 +363,7 @@ class ToolEnv(gym.Env[str, Any]):
         world_factory: WorldFactory = default_world_factory,
         user: UserSimulator | None = None,
         reward_mode: RewardMode = "final",
+        budget: Budget | None = None,
     ) -> None:
         """`tool_layers` wrap the offered tools every episode, first innermost (see the module
         docstring); `cassette=c` is short for `tool_layers=[c]`. `world_factory(task)` builds the
@@ -371,10 +373,14 @@ class ToolEnv(gym.Env[str, Any]):
         `reward_mode="milestones"`: each step's reward is the change in milestone progress (a
         task's own milestones, else those of its golden chain) and the last step's the usual one;
         "final" (the default) rewards the last step only. A task's declared milestones and
-        minefields are checked in both modes (`toolgym.envs.milestones`)."""
+        minefields are checked in both modes (`toolgym.envs.milestones`). `budget`: what an episode
+        may spend (tokens and cost charged with `charge`, wall time); one over it ends `truncated`
+        with the budget named (`toolgym.envs.budgets`)."""
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {list(REWARD_MODES)}, not {reward_mode!r}")
         self.reward_mode: RewardMode = reward_mode
+        self.budget = budget
+        self.meter: BudgetMeter | None = None  # this episode's spending, with a budget
         self.tools = tools or ToolSet()
         self.tasks = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks or [])
         self.protocol = get_protocol(protocol) if isinstance(protocol, str) else protocol
@@ -515,6 +521,7 @@ class ToolEnv(gym.Env[str, Any]):
         self.world = world
         self.episode = Episode(task=task, world=self.world)
         self.checks = episode_checks(task, derive=self.reward_mode == "milestones")
+        self.meter = BudgetMeter(self.budget) if self.budget is not None else None
         self.offered = offered
         for layer in self.tool_layers:
             self.offered = layer.wrap(self.offered, world=self.world)
@@ -717,6 +724,8 @@ class ToolEnv(gym.Env[str, Any]):
         progress = self._check(step.index, actions, observations)
         limit = self.task.max_steps or self.max_steps
         truncated = not terminated and (index >= limit or self._user_ended == "turn_limit")
+        budget_stop = self._over_budget(started) if not terminated and aborted is None else None
+        truncated = truncated or budget_stop is not None
         result: float | Mapping[str, float] | None = None
         if aborted is None and (terminated or truncated):
             result, aborted = self._score(self.task, self.episode, observations)
@@ -725,12 +734,16 @@ class ToolEnv(gym.Env[str, Any]):
         self._done = terminated or truncated
         if result is not None:
             result = self._mined(result)
+            if budget_stop is not None:
+                result = {**_as_scores(result), "budget_stop": 1.0}
         reward = reward_value(result) if result is not None else 0.0
         if result is None and not self._done and progress is not None:
             reward = progress  # dense: the change in milestone progress
         info = self._step_info(step, records, observations)
         if aborted is not None:
             info["aborted"] = aborted
+        if budget_stop is not None:
+            info["budget"] = budget_stop
         if result is not None:
             info["scores"] = _as_scores(result)
             info["final_answer"] = self.episode.final_answer
@@ -767,6 +780,22 @@ class ToolEnv(gym.Env[str, Any]):
             if self._user_ended is not None:
                 break  # the user left (turn limit): the step is truncated
         return tool_time, False, None
+
+    def charge(self, *, prompt_tokens: int = 0, completion_tokens: int = 0, seconds: float = 0.0) -> None:
+        """What a model turn spent (tokens, seconds in requests), counted against the budget
+        before the step it produced; nothing without a budget. The runner charges every turn of an
+        agent with `usage` (the LLM agents)."""
+        if self.meter is not None:
+            self.meter.charge(
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, seconds=seconds
+            )
+
+    def _over_budget(self, started: float) -> str | None:
+        """The step's wall time charged; the budget it leaves the episode over, if any."""
+        if self.meter is None:
+            return None
+        self.meter.charge(seconds=time.perf_counter() - started)
+        return self.meter.over()
 
     def score_unfinished(self) -> tuple[float, dict[str, Any]]:
         """The reward of an episode its agent left before the end (an RL library ran out of turns),

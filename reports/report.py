@@ -315,6 +315,16 @@ def summary_section(data: ReportData) -> str:
         ("mean steps", sum(e.steps for e in finished) / len(finished) if finished else "-"),
         ("errors (all kinds)", errors),
     ]
+    stopped = [e for e in finished if e.scores.get("budget_stop")]
+    if stopped:  # stopped by a budget, not failed by the agent: counted apart
+        solved_unstopped = sum(e.success for e in finished if not e.scores.get("budget_stop"))
+        rows.insert(
+            7,
+            (
+                "budget stops (episodes past a token, cost or time budget)",
+                f"{len(stopped)}; success without them {solved_unstopped}/{len(finished) - len(stopped)}",
+            ),
+        )
     backends = tool_backends(headers)
     if backends:
         # simulated tools say so: "simulated:deterministic 5 tools", beside real ones and mocks

@@ -22,7 +22,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from toolgym.envs.budgets import Budget, Price
 
 
 class TaskFormat(StrEnum):
@@ -78,6 +80,30 @@ class RayOptions(_Section):
     tool_server_host: str = "127.0.0.1"
 
 
+class BudgetOptions(_Section):
+    """What each episode may spend (toolgym.envs.budgets); None: no limit of that kind."""
+
+    tokens: int | None = Field(None, ge=1)
+    seconds: float | None = Field(None, gt=0)
+    cost: float | None = Field(None, gt=0)
+    price: Price | None = None  # the run's model's price, USD per million tokens (needed for cost)
+
+    @model_validator(mode="after")
+    def _checked(self) -> BudgetOptions:
+        try:
+            self.budget()  # Budget's own checks (a cost needs a price) when the config is read
+        except ValidationError as exc:
+            raise ValueError(
+                "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+            ) from None
+        return self
+
+    def budget(self) -> Budget | None:
+        if self.tokens is None and self.seconds is None and self.cost is None:
+            return None
+        return Budget(tokens=self.tokens, seconds=self.seconds, cost=self.cost, price=self.price)
+
+
 class RunConfig(_Section):
     """Everything that says what a run runs (not how this invocation treats an earlier run in the
     same folder: `--overwrite`, `--retry-aborted` are no part of it)."""
@@ -101,6 +127,7 @@ class RunConfig(_Section):
     faults: list[Path] = Field(default_factory=list)
     retriever: str | None = None
     strict_arguments: bool = False  # no argument coercion (toolgym.mocks.app.strict_arguments)
+    budget: BudgetOptions = BudgetOptions()
     reward_mode: Literal["final", "milestones"] = "final"  # dense: each step's change in milestone progress
     llm: LLMOptions = LLMOptions()
     user: EndpointOptions = EndpointOptions()
@@ -171,8 +198,9 @@ _OPTION_OF: dict[str, str] = {
     "llm.seed": "--llm-seed",
     "ray.enabled": "--ray",
     "ray.tool_server_tools": "--ray-tool-server-tool",
+    "budget.price": "--price",
 }
-_PREFIXED = ("user", "simulator", "ray")  # their options are --user-*, --simulator-*, --ray-*
+_PREFIXED = ("user", "simulator", "ray", "budget")  # their options are --user-*, --simulator-*, ...
 
 
 def option_of(path: str) -> str:

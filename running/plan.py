@@ -622,6 +622,7 @@ def execute(
         mode=plan.config.mode,
         strict_arguments=plan.config.strict_arguments,
         reward_mode=plan.config.reward_mode,
+        budget=plan.config.budget.budget(),
         on_episode=on_episode,
         run_config=plan.config.recorded(),
         task_sources=[s.model_dump(mode="json") for s in plan.sources],

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.canonical import canonical_hash, escape_surrogates
+from toolgym.envs.budgets import Budget
 from toolgym.envs.faults import FaultPlan, offered_tool_names
 from toolgym.envs.rollouts import (
     AgentFactory,
@@ -350,6 +351,7 @@ def run_trials(
     task_sources: Sequence[Mapping[str, Any]] = (),
     strict_arguments: bool = False,
     reward_mode: RewardMode = "final",
+    budget: Budget | None = None,
 ) -> RunSummary:
     """Run every task `trials` times; write the traces and OUT/run.json (the module docstring says
     how a run resumes and stops). Episodes run in this process, up to `concurrency` at once, or on
@@ -379,6 +381,7 @@ def run_trials(
         mode=mode,
         strict_arguments=strict_arguments,
         reward_mode=reward_mode,
+        budget=budget,
     )
     summary = RunSummary(
         agent=agent_name,
@@ -409,6 +412,9 @@ def run_settings(settings: Mapping[str, Any] | None, env: EnvConfig) -> dict[str
     extra |= {"mode": env.mode} if env.mode != "end-to-end" else {}
     extra |= {"strict_arguments": True} if env.strict_arguments else {}
     extra |= {"reward_mode": env.reward_mode} if env.reward_mode != "final" else {}
+    extra |= (
+        {"budget": env.budget.model_dump(mode="json", exclude_none=True)} if env.budget is not None else {}
+    )
     return {**(settings or {}), **extra}
 
 

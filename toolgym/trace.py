@@ -178,6 +178,8 @@ class TraceEnd(BaseModel):
     # minefields hit ({id, step}); absent for an episode without them, so such traces are as before
     milestones: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
     minefields: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
+    # the budget that stopped the episode (tokens, cost, seconds); absent when none did
+    budget: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Trace(BaseModel):

@@ -335,6 +335,35 @@ OPTIONS: Final[list[RunOption]] = [
         "strict_arguments",
     ),
     RunOption(
+        "budget_tokens",
+        _opt(
+            int | None,
+            help="stop an episode past this many prompt + completion tokens (truncated, the budget named)",
+        ),
+        "budget.tokens",
+    ),
+    RunOption(
+        "budget_seconds",
+        _opt(
+            float | None,
+            help="stop an episode past this much wall time (model turns and steps; not reproducible)",
+        ),
+        "budget.seconds",
+    ),
+    RunOption(
+        "budget_cost",
+        _opt(float | None, help="stop an episode past this cost in USD; needs --price"),
+        "budget.cost",
+    ),
+    RunOption(
+        "price",
+        _opt(
+            str | None,
+            help="the model's price: PROMPT,COMPLETION in USD per million tokens (for --budget-cost)",
+        ),
+        "budget.price",
+    ),
+    RunOption(
         "reward_mode",
         _opt(
             str,

@@ -70,6 +70,9 @@ def print_totals(summary: RunSummary) -> None:
     finished = [e for e in summary.episodes if e.status != "aborted"]
     solved = sum(e.success for e in finished)
     console.print(f"success: {solved}/{len(finished)} episodes = {solved / max(len(finished), 1):.1%}")
+    stopped = sum(1 for e in finished if e.scores.get("budget_stop"))
+    if stopped:  # stopped by a budget: not the agent's failure to count with the others
+        console.print(f"budget stops: {stopped} of them stopped past a token, cost or time budget")
     rows = pass_k_table(summary.episodes)
     if summary.trials > 1 and rows:
         passk = Table(title="pass@k / pass^k (tau-bench estimators, mean over tasks)")

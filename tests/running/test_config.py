@@ -14,6 +14,7 @@ import typer
 from toolgym.cli import app
 from toolgym.running.commands.run_options import OPTIONS, run_signature
 from toolgym.running.config import (
+    BudgetOptions,
     EndpointOptions,
     LLMOptions,
     RayOptions,
@@ -157,7 +158,9 @@ def test_the_run_commands_options_are_the_models_settings() -> None:
         found = set()
         for name, info in model.model_fields.items():
             kind = info.annotation
-            if isinstance(kind, type) and issubclass(kind, LLMOptions | EndpointOptions | RayOptions):
+            if isinstance(kind, type) and issubclass(
+                kind, LLMOptions | EndpointOptions | RayOptions | BudgetOptions
+            ):
                 found |= leaves(kind, f"{name}.")  # type: ignore[arg-type]
             else:
                 found.add(prefix + name)
