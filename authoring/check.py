@@ -311,6 +311,7 @@ class TaskChecker:
     def _oracle_problems(self, task: Task, base: Path) -> list[str]:
         """The oracle's episode, as `toolgym run --agent oracle` runs it: reward 1, or why not."""
         from toolgym.envs.agents import OracleAgent
+        from toolgym.envs.milestones import summary_of
         from toolgym.envs.runner import run_episode
 
         env = self._env(base)
@@ -344,8 +345,7 @@ class TaskChecker:
                 f"(first missed: {checks.first_missed()})"
             )
         if checks is not None and checks.hits:
-            hits = ", ".join(f"{h.id} (step {h.step})" for h in checks.hits)
-            messages.append(f"the oracle hits minefields: {hits}")
+            messages.append(f"the oracle hits minefields: {', '.join(summary_of(checks).hits)}")
         return messages
 
 

@@ -34,6 +34,7 @@ from rapidfuzz.distance import LCSseq
 from toolgym.actions import Action, ActionRecord, Observation, ObservationRecord, ToolCall
 from toolgym.canonical import canonical_hash, canonical_json
 from toolgym.tasks import (
+    UNSPACED_SCRIPTS,
     CallFact,
     ColumnMatch,
     Milestone,
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 
 
 # ---- similarity of one value ---------------------------------------------------------------------
-_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f]")
+_UNSPACED = re.compile(f"[{UNSPACED_SCRIPTS}]")  # the scripts answers are matched in, too
 _WORDS = re.compile(r"[^\W_]+")
 
 

@@ -335,8 +335,8 @@ class AnswerSpec(BaseModel):
 # A "word character" for answer boundaries: letters and digits of spaced scripts. Han, kana and
 # other unspaced scripts are no word characters here (Chinese has no spaces between words), so
 # "58" is found in "58天" and "南京" in "寄往南京的包裹".
-_UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f"
-_WORD = rf"[^\W{_UNSPACED}]"
+UNSPACED_SCRIPTS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f"
+_WORD = rf"[^\W{UNSPACED_SCRIPTS}]"
 # one word character at a position (compiled once: a pattern with _WORD in it costs about a
 # millisecond to compile, and every alias of every scored answer used to compile its own)
 _WORD_CHAR = re.compile(_WORD)
