@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from toolgym.actions import ACTION_ADAPTER, Action, AskUser, FinalAnswer, NoCall, ToolCall
+from toolgym.envs.perturb import offered_action
 from toolgym.protocols.base import ActionProtocol, RawOutput
 from toolgym.tasks import Task
 
@@ -103,7 +104,10 @@ class OracleAgent(ScriptedAgent):
         super().__init__(protocol)
 
     def start(self, task: Task, observation: str, info: dict[str, Any]) -> None:
-        self._actions = [golden_action(step.action, self.protocol) for step in task.golden]
+        # under a perturbation plan the golden calls are written with the names offered
+        self._actions = [
+            golden_action(offered_action(step.action, info), self.protocol) for step in task.golden
+        ]
         self._next = 0
 
 

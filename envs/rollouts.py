@@ -43,6 +43,7 @@ from toolgym.canonical import canonical_hash
 from toolgym.envs.agents import Agent, AsyncAgent, OracleAgent
 from toolgym.envs.budgets import Budget
 from toolgym.envs.faults import FaultLayer, FaultPlan, fault_aware
+from toolgym.envs.perturb import PerturbLayer, PerturbPlan, distractor_pool
 from toolgym.envs.rewards import task_scores
 from toolgym.envs.runner import (
     FILES_DIR,
@@ -54,7 +55,7 @@ from toolgym.envs.runner import (
 )
 from toolgym.envs.runner import EpisodeResult as RunnerResult
 from toolgym.envs.teacher import run_step_episode
-from toolgym.envs.tool_env import RewardMode, ToolEnv
+from toolgym.envs.tool_env import RewardMode, ToolEnv, ToolLayer
 from toolgym.envs.users import UserSimulator
 from toolgym.files import FILES_PREFIX, owned_prefix, remove_orphaned_dirs, write_atomically
 from toolgym.mocks.app import strict_arguments
@@ -185,6 +186,8 @@ class EnvConfig:
     # target any of them, not only this episode's)
     faults: FaultPlan | None = None
     fault_tools: tuple[str, ...] = ()
+    # a tool-schema perturbation plan every episode's offered tools go through (toolgym.envs.perturb)
+    perturb: PerturbPlan | None = None
     # the user simulator of tasks with a scenario; None: the env's default (rule-based)
     user: UserSpec | None = None
     # where tasks' worlds come from; None: the env's default (in-process mock worlds, simulated
@@ -366,7 +369,7 @@ class EpisodeWorker:
                 self.tasks[task_set],
                 protocol=cfg.protocol,
                 max_steps=cfg.max_steps,
-                tool_layers=[FaultLayer(cfg.faults, known_tools=cfg.fault_tools)] if cfg.faults else [],
+                tool_layers=self._tool_layers(),
                 reward_fn=fault_aware(task_scores) if cfg.faults else task_scores,
                 user=self._users() if self._users is not None else None,
                 reward_mode=cfg.reward_mode,
@@ -375,6 +378,18 @@ class EpisodeWorker:
             )
             self._envs[task_set] = env
         return env
+
+    def _tool_layers(self) -> list[ToolLayer]:
+        """A fault plan's layer, then a perturbation's (outermost: the agent's names are mapped
+        back before a fault rule or a cassette sees the call)."""
+        cfg = self.context.env
+        layers: list[ToolLayer] = []
+        if cfg.faults is not None:
+            layers.append(FaultLayer(cfg.faults, known_tools=cfg.fault_tools))
+        if cfg.perturb is not None:
+            pool = distractor_pool(self.toolset) if cfg.perturb.distractors else []
+            layers.append(PerturbLayer(cfg.perturb, pool=pool))
+        return layers
 
     def agents(self, name: str) -> AgentFactory:
         found = self._agents.get(name)

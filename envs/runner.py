@@ -16,6 +16,7 @@ from typing import Any
 from toolgym.canonical import canonical_hash
 from toolgym.envs.agents import Agent, AsyncAgent, agent_name
 from toolgym.envs.faults import FaultLayer
+from toolgym.envs.perturb import PERTURBATION_KEY, PerturbLayer
 from toolgym.envs.tool_env import ToolEnv, kept_raw
 from toolgym.errors import InfraError
 from toolgym.files import FileHandle, write_atomically
@@ -73,10 +74,14 @@ def trace_header(
     golden: bool = False,
 ) -> TraceHeader:
     """The header of an episode's trace, taken after `env.reset` (the offered tools are known).
-    An episode under fault plans names them in `env_config["faults"]`."""
+    An episode under fault plans names them in `env_config["faults"]`; one under a perturbation
+    plan holds the plan and the offered names' mapping in `env_config["perturbation"]`."""
     plans = [layer.plan.model_dump(mode="json") for layer in env.tool_layers if isinstance(layer, FaultLayer)]
     if plans:
         env_config = {**env_config, "faults": plans}
+    perturbations = [layer.record() for layer in env.tool_layers if isinstance(layer, PerturbLayer)]
+    if perturbations:  # the layer is outermost: the last one is what the agent saw
+        env_config = {**env_config, PERTURBATION_KEY: perturbations[-1]}
     if env.reward_mode != "final":  # the default is not written: such headers read as before
         env_config = {**env_config, "reward_mode": env.reward_mode}
     return TraceHeader(

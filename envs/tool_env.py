@@ -55,6 +55,7 @@ from toolgym.actions import (
 from toolgym.canonical import json_safe
 from toolgym.envs.budgets import Budget, BudgetMeter
 from toolgym.envs.milestones import EpisodeChecks, episode_checks, step_calls
+from toolgym.envs.perturb import PerturbedToolSet
 from toolgym.envs.rewards import Episode, EpisodeStep, RewardFn, reward_value, task_scores
 from toolgym.envs.spaces import AnyText
 from toolgym.envs.users import NO_MORE_USER_INPUT as NO_MORE_USER_INPUT  # its old home
@@ -89,7 +90,8 @@ class ToolLayer(Protocol):
         ...
 
     def start_episode(self) -> None:
-        """Called once per reset, after `wrap`."""
+        """Called once per reset, after `wrap`. A layer may also have `episode_info() -> dict`,
+        which reset adds to its info (`PerturbLayer`: the offered names' mapping)."""
         ...
 
 
@@ -552,6 +554,11 @@ class ToolEnv(gym.Env[str, Any]):
             self.world.take_diff()  # start the per-step diffs from the reset state
         if task.user is not None:
             info["user"] = self._user_info()
+        for layer in self.tool_layers:
+            # a layer that changes what the agent is offered says how (a perturbation's mapping)
+            layer_info = getattr(layer, "episode_info", None)
+            if callable(layer_info):
+                info.update(layer_info())
         self._last_render = prompt
         self._emit("reset", info)
         return _clip(prompt), info
@@ -836,7 +843,10 @@ class ToolEnv(gym.Env[str, Any]):
             return None
         before = self.checks.progress
         try:
-            self.checks.observe(index, self.world, step_calls(actions, observations))
+            calls = step_calls(actions, observations)
+            if isinstance(self.offered, PerturbedToolSet):  # milestones name the real tools
+                calls = self.offered.real_calls(calls)
+            self.checks.observe(index, self.world, calls)
         except KeyError as exc:  # a table or column the world does not have: the task's mistake
             assert self.task is not None
             raise task_use_error(self.task, exc) from None

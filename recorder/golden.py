@@ -28,6 +28,7 @@ from toolgym.envs.agents import Agent, TaskScriptAgent, agent_factory  # noqa: F
 from toolgym.envs.agents import agent_name as name_of
 from toolgym.envs.demo import bundled_task_sets
 from toolgym.envs.faults import FaultLayer, FaultPlan, FaultPlanError, offered_tool_names
+from toolgym.envs.perturb import PerturbLayer, PerturbPlan, distractor_pool, perturbation_of
 from toolgym.envs.rollouts import load_object as rollout_object
 from toolgym.envs.runner import EpisodeResult, run_episode
 from toolgym.envs.task_sets import TaskSource, named_file, source_of
@@ -306,18 +307,22 @@ class EnvPool:
     def __init__(self, toolset: ToolSet, cassette: Cassette | None = None) -> None:
         self.toolset = toolset
         self.cassette = cassette
-        self._envs: dict[tuple[int, str, int, str, str], ToolEnv] = {}
+        self._envs: dict[tuple[int, str, int, str, str, str], ToolEnv] = {}
 
     def env_for(self, task_set: TaskSet, trace: Trace) -> ToolEnv:
         max_steps = int(trace.header.env_config.get("max_steps", 10))
         # an episode recorded under fault plans is re-run under them, outside the cassette
         plans = [FaultPlan.parse(p) for p in trace.header.env_config.get("faults") or []]
+        # ... and one under a tool-schema perturbation sees the tools as it saw them (outermost)
+        perturbation = perturbation_of(trace)
+        perturb = PerturbPlan.parse(perturbation.get("plan")) if perturbation is not None else None
         key = (
             id(task_set),
             trace.header.protocol,
             max_steps,
             canonical_json([p.model_dump() for p in plans]),
             str(trace.header.env_config.get("user")),
+            canonical_json(perturb.model_dump() if perturb is not None else None),
         )
         if key not in self._envs:
             self._envs[key] = ToolEnv(
@@ -331,6 +336,9 @@ class EnvPool:
             for plan in plans:
                 known = offered_tool_names(self.toolset, list(task_set))
                 self._envs[key].add_tool_layer(FaultLayer(plan, known_tools=known))
+            if perturb is not None:
+                pool = distractor_pool(self.toolset) if perturb.distractors else []
+                self._envs[key].add_tool_layer(PerturbLayer(perturb, pool=pool))
         return self._envs[key]
 
     def close(self) -> None:

@@ -27,7 +27,7 @@ from toolgym.envs.milestones import MilestoneSummary, NotScored, trace_milestone
 from toolgym.evaluation.base import SuiteResult, error_kinds, is_teacher_forced
 from toolgym.evaluation.glossary import METRICS, anchor, glossary_entry
 from toolgym.files import write_atomically
-from toolgym.reports.robustness import RobustnessRow, robustness_rows
+from toolgym.reports.robustness import PerturbationRow, RobustnessRow, perturbation_rows, robustness_rows
 from toolgym.running.trials import (
     EpisodeRecord,
     LoadedTrace,
@@ -60,6 +60,7 @@ class ReportData:
     suite_failures: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     robustness: list[RobustnessRow] = field(default_factory=list)  # clean, then each fault plan
+    perturbation: list[PerturbationRow] = field(default_factory=list)  # clean, then each perturbation
 
     @property
     def episode_count(self) -> int:
@@ -122,6 +123,8 @@ def collect_report_data(
     )
     _read_eval_files(directory, data)
     data.robustness, found = robustness_rows(directory, episodes, traces, tasks, summary)
+    data.problems += found
+    data.perturbation, found = perturbation_rows(directory, episodes, traces, tasks, summary)
     data.problems += found
     return data
 
@@ -645,6 +648,59 @@ def robustness_section(data: ReportData) -> str | None:
     return _section("robustness", "Robustness: clean vs fault plans", body)
 
 
+def perturbation_section(data: ReportData) -> str | None:
+    rows = data.perturbation
+    if not rows:
+        return None
+    labels = [f"{r.agent} / {r.plan}" if len({x.agent for x in rows}) > 1 else r.plan for r in rows]
+    body = _img(
+        bar_figure(
+            labels,
+            {
+                "success rate": [r.success_rate or 0.0 for r in rows],
+                "mean reward": [r.mean_reward or 0.0 for r in rows],
+            },
+            ylabel="rate",
+            ylim=1.05,
+        ),
+        "success rate and mean reward, clean and under each tool-schema perturbation",
+    )
+    clean = rows[0].success_rate
+    body += _table(
+        [
+            "agent",
+            "plan",
+            "episodes",
+            "success rate",
+            "vs clean",
+            "mean reward",
+            "unknown tools",
+            "argument errors",
+            "distractor calls",
+        ],
+        [
+            [
+                r.agent,
+                r.plan,
+                r.episodes,
+                "-" if r.success_rate is None else r.success_rate,
+                "-" if r.success_rate is None or clean is None else f"{r.success_rate - clean:+.3f}",
+                "-" if r.mean_reward is None else r.mean_reward,
+                r.unknown_tools,
+                r.argument_errors,
+                r.distractor_calls,
+            ]
+            for r in rows
+        ],
+    )
+    body += _note(
+        "The same episodes with the tools offered under each plan (scrambled names, renamed "
+        "arguments, no descriptions or types, distractor tools); scores map the calls back to the "
+        "real names. The other sections count the clean run only."
+    )
+    return _section("perturbation", "Robustness: clean vs perturbed tool schemas", body)
+
+
 STYLE = """
 body { font-family: system-ui, -apple-system, Segoe UI, Roboto, sans-serif; margin: 2em auto; max-width: 1100px;
        color: #222; padding: 0 1em; }
@@ -670,6 +726,7 @@ def render_report(data: ReportData) -> str:
         f1_section(data),
         pass_k_section(data),
         robustness_section(data),
+        perturbation_section(data),
         glossary_section(),
     ]
     present = [s for s in sections if s is not None]
@@ -686,6 +743,7 @@ def render_report(data: ReportData) -> str:
             ("tool-f1", "Tool F1"),
             ("pass-k", "pass@k"),
             ("robustness", "Robustness"),
+            ("perturbation", "Perturbations"),
         )
         if any(s.startswith(f'<section id="{ident}"') for s in present)
     )

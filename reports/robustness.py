@@ -1,5 +1,6 @@
-"""Robustness under fault plans: a clean run against the same run under each plan (`toolgym run
---faults PLAN` writes them as OUT/ and OUT/faults/<plan>/).
+"""Robustness under fault plans and tool-schema perturbations: a clean run against the same run under
+each plan (`toolgym run --faults PLAN` writes them as OUT/ and OUT/faults/<plan>/, `--perturb PLAN` as
+OUT/perturbed/<plan>/).
 
 Per agent and plan: episodes, success rate, mean reward scored with the faults and without them
 (the episodes that met no injected fault), injected faults, infra errors, retries (a tool call
@@ -17,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.envs.faults import injected_of
+from toolgym.envs.perturb import perturbation_of
 from toolgym.running.trials import (
     FAULTS_DIR,
+    PERTURBED_DIR,
     EpisodeRecord,
     LoadedTrace,
     RunSummary,
@@ -132,12 +135,43 @@ def _run_agent(summary: RunSummary | None, traces: Sequence[LoadedTrace]) -> str
     return ", ".join(agents) or "-"
 
 
-def faulted_runs(directory: Path) -> list[Path]:
-    """The faulted runs beside a clean run: DIR/faults/<plan>/ folders holding traces."""
-    root = directory / FAULTS_DIR
+def side_runs(directory: Path, folder: str) -> list[Path]:
+    """The runs beside a clean run in DIR/<folder>/<plan>/ (faults/, perturbed/) that hold traces."""
+    root = directory / folder
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir() if p.is_dir())
+
+
+@dataclass(frozen=True)
+class SideRun:
+    """One faulted or perturbed run, read back: its plan's name, agent, episodes and traces."""
+
+    plan: str
+    agent: str
+    episodes: Sequence[EpisodeRecord]
+    traces: Sequence[LoadedTrace]
+
+
+def read_side_runs(
+    directory: Path, folder: str, setting: str, tasks: Mapping[str, Task]
+) -> tuple[list[SideRun], list[str]]:
+    """The runs under DIR/<folder>/, each named by its plan (run.json's `settings[setting]`, else the
+    folder's name), and the problems met reading them."""
+    runs: list[SideRun] = []
+    problems: list[str] = []
+    for run in side_runs(directory, folder):
+        traces, found = load_traces(run)
+        problems += [f"{folder}/{run.name}/{p}" for p in found]
+        summary, problem = read_run_summary(run)
+        if problem is not None:
+            problems.append(f"{folder}/{run.name}/{problem}")
+        episodes = summary.episodes if summary is not None else records_from_traces(traces, tasks)
+        plan = run.name
+        if summary is not None and isinstance(summary.settings.get(setting), Mapping):
+            plan = str(summary.settings[setting].get("name", plan))
+        runs.append(SideRun(plan, _run_agent(summary, traces), episodes, traces))
+    return runs, problems
 
 
 def robustness_rows(
@@ -149,20 +183,84 @@ def robustness_rows(
 ) -> tuple[list[RobustnessRow], list[str]]:
     """One row for the clean run and one per faulted run under DIR/faults/ (none without it), and
     the problems met reading them."""
-    runs = faulted_runs(directory)
+    runs, problems = read_side_runs(directory, FAULTS_DIR, "faults", tasks)
     if not runs:
-        return [], []
+        return [], problems
     rows = [robustness_row(_run_agent(clean_summary, clean_traces), CLEAN, clean_episodes, clean_traces)]
-    problems: list[str] = []
-    for run in runs:
-        traces, found = load_traces(run)
-        problems += [f"{FAULTS_DIR}/{run.name}/{p}" for p in found]
-        summary, problem = read_run_summary(run)
-        if problem is not None:
-            problems.append(f"{FAULTS_DIR}/{run.name}/{problem}")
-        episodes = summary.episodes if summary is not None else records_from_traces(traces, tasks)
-        plan = run.name
-        if summary is not None and isinstance(summary.settings.get("faults"), Mapping):
-            plan = str(summary.settings["faults"].get("name", plan))
-        rows.append(robustness_row(_run_agent(summary, traces), plan, episodes, traces))
+    rows += [robustness_row(run.agent, run.plan, run.episodes, run.traces) for run in runs]
+    return rows, problems
+
+
+@dataclass
+class PerturbationRow:
+    """One run under a tool-schema perturbation plan (or the clean run), from its records."""
+
+    agent: str
+    plan: str
+    episodes: int = 0  # finished (aborted ones are left out, as everywhere)
+    successes: int = 0
+    reward_sum: float = 0.0
+    unknown_tools: int = 0  # calls of a tool not offered (a real name under scrambled names)
+    argument_errors: int = 0
+    distractor_calls: int = 0
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.successes / self.episodes if self.episodes else None
+
+    @property
+    def mean_reward(self) -> float | None:
+        return self.reward_sum / self.episodes if self.episodes else None
+
+
+def perturbation_row(
+    agent: str, plan: str, episodes: Iterable[EpisodeRecord], traces: Sequence[LoadedTrace]
+) -> PerturbationRow:
+    by_rel = {t.rel: t.trace for t in traces}
+    row = PerturbationRow(agent=agent, plan=plan)
+    for e in episodes:
+        if e.status == "aborted":
+            continue
+        row.episodes += 1
+        row.successes += int(e.success)
+        row.reward_sum += e.reward
+        row.unknown_tools += e.error_counts.get("unknown_tool", 0)
+        row.argument_errors += e.error_counts.get("argument_error", 0)
+        trace = by_rel.get(e.trace or "")
+        if trace is not None:
+            row.distractor_calls += distractor_calls(trace)
+    return row
+
+
+def distractor_calls(trace: Trace) -> int:
+    """The calls of an episode to distractor tools (its header's perturbation mapping says which)."""
+    record = perturbation_of(trace)
+    tools = record.get("tools") if record is not None else None
+    if not isinstance(tools, Mapping):
+        return 0
+    distractors = {
+        name for name, entry in tools.items() if isinstance(entry, Mapping) and entry.get("distractor")
+    }
+    return sum(
+        1
+        for step in trace.steps
+        for action in step.actions
+        if action.get("type") == "tool_call" and action.get("name") in distractors
+    )
+
+
+def perturbation_rows(
+    directory: Path,
+    clean_episodes: Sequence[EpisodeRecord],
+    clean_traces: Sequence[LoadedTrace],
+    tasks: Mapping[str, Task],
+    clean_summary: RunSummary | None = None,
+) -> tuple[list[PerturbationRow], list[str]]:
+    """One row for the clean run and one per perturbed run under DIR/perturbed/ (none without it),
+    and the problems met reading them."""
+    runs, problems = read_side_runs(directory, PERTURBED_DIR, "perturb", tasks)
+    if not runs:
+        return [], problems
+    rows = [perturbation_row(_run_agent(clean_summary, clean_traces), CLEAN, clean_episodes, clean_traces)]
+    rows += [perturbation_row(run.agent, run.plan, run.episodes, run.traces) for run in runs]
     return rows, problems

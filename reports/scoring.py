@@ -8,8 +8,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from toolgym.envs.perturb import unperturbed
 from toolgym.evaluation.base import EvaluationError, SuiteResult, by_category
 from toolgym.running.trials import LoadedTrace, load_traces
 from toolgym.tasks import Task, TaskSet
@@ -32,8 +34,13 @@ def score_suites(
 
     if loaded is None:
         loaded, _ = load_traces(directory)
-    # an episode its infrastructure aborted (an env-service trace ends `aborted`) is never scored
-    loaded = [t for t in loaded if t.trace.end is None or t.trace.end.status != "aborted"]
+    # an episode its infrastructure aborted (an env-service trace ends `aborted`) is never scored;
+    # one under a tool-schema perturbation is scored under the real names
+    loaded = [
+        replace(t, trace=unperturbed(t.trace))
+        for t in loaded
+        if t.trace.end is None or t.trace.end.status != "aborted"
+    ]
     benchmarks = [
         benchmark_of(
             index[t.trace.header.task_id].metadata if t.trace.header.task_id in index else None, t.task_set

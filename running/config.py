@@ -125,6 +125,8 @@ class RunConfig(_Section):
     threads: int | None = Field(None, ge=1)  # torch's threads for an hf: model; None: torch_threads()
     max_consecutive_aborts: int = Field(5, ge=0)
     faults: list[Path] = Field(default_factory=list)
+    # tool-schema perturbation plans: preset names (toolgym.envs.perturb.PRESETS) or JSON files
+    perturb: list[str] = Field(default_factory=list)
     retriever: str | None = None
     strict_arguments: bool = False  # no argument coercion (toolgym.mocks.app.strict_arguments)
     budget: BudgetOptions = BudgetOptions()
@@ -156,6 +158,7 @@ class RunConfig(_Section):
 
     def _map_paths(self, root: Path, absolute: Callable[[Path], Path]) -> RunConfig:
         from toolgym.envs.demo import bundled_task_sets
+        from toolgym.envs.perturb import PRESETS
 
         bundled = bundled_task_sets()
         tasks = [
@@ -173,6 +176,10 @@ class RunConfig(_Section):
                 "agent": agent,
                 "out": None if self.out is None else absolute(self.out),
                 "faults": [absolute(p) for p in self.faults],
+                "perturb": [
+                    p if p in PRESETS and not (root / p).exists() else str(absolute(Path(p)))
+                    for p in self.perturb
+                ],
                 "llm": llm,
             }
         )

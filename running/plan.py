@@ -25,12 +25,20 @@ from toolgym.models.llm import API_PATHS, API_PROTOCOLS, DEFAULT_KEY_ENV, LLMCon
 from toolgym.models.setups import PRESETS, Example
 from toolgym.running.config import EndpointOptions, RunConfig, RunConfigError
 from toolgym.running.task_sources import TaskSource, named_task_files, source_of
-from toolgym.running.trials import FAULTS_DIR, EpisodeRecord, RunSummary, parse_limit, run_trials
+from toolgym.running.trials import (
+    FAULTS_DIR,
+    PERTURBED_DIR,
+    EpisodeRecord,
+    RunSummary,
+    parse_limit,
+    run_trials,
+)
 from toolgym.tasks import TaskSet
 from toolgym.tools import ToolSet
 
 if TYPE_CHECKING:
     from toolgym.envs.faults import FaultPlan
+    from toolgym.envs.perturb import PerturbPlan
     from toolgym.envs.ray_rollouts import ToolServerSpec
     from toolgym.envs.rollouts import Executor
     from toolgym.envs.tool_env import ToolEnv
@@ -58,6 +66,7 @@ class RunPlan:
     executor: Executor | None = None
     tool_server: ToolServerSpec | None = None
     faults: list[FaultPlan] = field(default_factory=list)
+    perturbations: list[PerturbPlan] = field(default_factory=list)
     retrieval: dict[str, Any] | None = None
     user: UserSpec | None = None
     worlds: WorldSpec | None = None
@@ -67,26 +76,33 @@ class RunPlan:
 
     @property
     def episodes(self) -> int:
-        """Episodes the plan runs: each task's trials (within `limit`), again under each fault plan."""
+        """Episodes the plan runs: each task's trials (within `limit`), again under each fault plan
+        and each perturbation plan."""
         total = self.config.trials * sum(len(s) for _, s in self.sets)
         if self.limit is not None:
             total = len(range(total)[self.limit])
-        return total * (1 + len(self.faults))
+        return total * (1 + len(self.faults) + len(self.perturbations))
 
 
 @dataclass
 class RunResults:
     summary: RunSummary
     faulted: list[tuple[FaultPlan, RunSummary]] = field(default_factory=list)
+    perturbed: list[tuple[PerturbPlan, RunSummary]] = field(default_factory=list)
+
+    @property
+    def runs(self) -> list[RunSummary]:
+        """The clean run, then each faulted and each perturbed one."""
+        return [self.summary, *(s for _, s in self.faulted), *(s for _, s in self.perturbed)]
 
     @property
     def stopped(self) -> RunSummary | None:
         """The first of the runs that stopped before its end (None: all finished)."""
-        return next((r for r in [self.summary, *(s for _, s in self.faulted)] if r.stopped), None)
+        return next((r for r in self.runs if r.stopped), None)
 
     @property
     def aborted(self) -> int:
-        return len(self.summary.aborted) + sum(len(s.aborted) for _, s in self.faulted)
+        return sum(len(s.aborted) for s in self.runs)
 
 
 # ---- plan --------------------------------------------------------------------------------------
@@ -104,6 +120,7 @@ def plan_run(config: RunConfig) -> RunPlan:
     _refuse_broken_golden(sets, sources)
     sets, retrieval, notes = _retrieved(config, sets, toolset)
     faults = fault_plans(config.faults, sets)  # a bad plan stops the run before any episode
+    perturbations = perturb_plans(config)
     user_config = endpoint_config(config.user, config.llm.timeout, config.llm.max_retries, "--user")
     client = _llm_client(config, api) if config.agent == "llm" else None
     tool_server = tool_server_spec(config)
@@ -130,6 +147,7 @@ def plan_run(config: RunConfig) -> RunPlan:
         executor=executor,
         tool_server=tool_server,
         faults=faults,
+        perturbations=perturbations,
         retrieval=retrieval,
         limit=limit,
         notes=notes,
@@ -346,6 +364,29 @@ def fault_plans(paths: Sequence[Path], sets: Sequence[tuple[str, TaskSet]]) -> l
     names = [p.name for p in plans]
     if len(set(names)) != len(names):
         raise RunConfigError(f"fault plans need distinct names, got {names}", "--faults")
+    return plans
+
+
+def perturb_plans(config: RunConfig) -> list[PerturbPlan]:
+    """The perturbation plans (presets or files), loaded; distinct names; none in step mode, whose
+    golden chain is written with the real names."""
+    from toolgym.envs.perturb import PerturbPlan, PerturbPlanError
+
+    plans: list[PerturbPlan] = []
+    for given in config.perturb:
+        try:
+            plans.append(PerturbPlan.load(given))
+        except PerturbPlanError as exc:
+            raise RunConfigError(exc.message, "--perturb") from None
+    names = [p.name for p in plans]
+    if len(set(names)) != len(names):
+        raise RunConfigError(f"perturbation plans need distinct names, got {names}", "--perturb")
+    if plans and config.mode == "step":
+        raise RunConfigError(
+            "--perturb runs end to end: a step-mode run feeds the golden chain, written with the real "
+            "tool names",
+            "--perturb",
+        )
     return plans
 
 
@@ -594,7 +635,8 @@ def execute(
     cancel: Cancel | None = None,
     on_episode: Callable[[EpisodeRecord], None] | None = None,
 ) -> RunResults:
-    """Run the plan: the clean run, then the same episodes under each fault plan (OUT/faults/NAME),
+    """Run the plan: the clean run, then the same episodes under each fault plan (OUT/faults/NAME)
+    and each perturbation plan (OUT/perturbed/NAME),
     stopping when `cancel` is set. A run that fails before any episode leaves no folder behind."""
     cancel = cancel if cancel is not None else Cancel()
     if plan.client is not None:
@@ -635,6 +677,13 @@ def execute(
             out = plan.out / FAULTS_DIR / fault_plan.name
             results.faulted.append(
                 (fault_plan, run_trials(plan.sets, plan.agents, out=out, faults=fault_plan, **common))
+            )
+        for perturb_plan in plan.perturbations:
+            if cancel.is_set():
+                break
+            out = plan.out / PERTURBED_DIR / perturb_plan.name
+            results.perturbed.append(
+                (perturb_plan, run_trials(plan.sets, plan.agents, out=out, perturb=perturb_plan, **common))
             )
     except Exception:
         if created:

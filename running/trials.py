@@ -5,6 +5,7 @@ Layout of a run directory:
     OUT/run.json                              the run summary (agent, settings, one record per episode)
     OUT/trial-<t>/<set>/<task>.seed<s>.jsonl  one trace per episode
     OUT/faults/<plan>/...                     the same again under each fault plan (`run --faults`)
+    OUT/perturbed/<plan>/...                  ... and under each tool-schema perturbation (`run --perturb`)
 
 Episodes run through `toolgym.envs.rollouts`: in this process (each thread with its own ToolEnv
 and mock worlds, reset every episode, so parallel episodes never share state; the tools themselves
@@ -42,6 +43,7 @@ from typing import Any
 from toolgym.canonical import canonical_hash, escape_surrogates
 from toolgym.envs.budgets import Budget
 from toolgym.envs.faults import FaultPlan, offered_tool_names
+from toolgym.envs.perturb import PerturbPlan
 from toolgym.envs.rollouts import (
     AgentFactory,
     AgentSpec,
@@ -68,6 +70,7 @@ from toolgym.trace import Trace, read_trace
 
 SUMMARY_FILE = "run.json"
 FAULTS_DIR = "faults"  # OUT/faults/<plan>/: a faulted run beside the clean one, not part of it
+PERTURBED_DIR = "perturbed"  # OUT/perturbed/<plan>/: a run under a tool-schema perturbation plan
 SUCCESS_THRESHOLD = 1.0 - 1e-9  # tau-bench: an episode succeeds when its reward is 1
 _TRIAL_RE = re.compile(r"^trial-(\d+)$")
 
@@ -270,11 +273,12 @@ def parse_limit(text: str) -> slice:
 
 
 def clear_run(out: Path) -> None:
-    """Remove what a run wrote into `out` (run.json, traces, faulted runs, eval results, report),
+    """Remove what a run wrote into `out` (run.json, traces, faulted and perturbed runs, eval results,
+    report),
     and nothing else."""
     (out / SUMMARY_FILE).unlink(missing_ok=True)
     for child in out.iterdir() if out.is_dir() else ():
-        if child.is_dir() and (_TRIAL_RE.match(child.name) or child.name == FAULTS_DIR):
+        if child.is_dir() and (_TRIAL_RE.match(child.name) or child.name in (FAULTS_DIR, PERTURBED_DIR)):
             shutil.rmtree(child)
     for pattern in OWN_FILES:
         for path in out.glob(pattern):
@@ -338,6 +342,7 @@ def run_trials(
     on_episode: Callable[[EpisodeRecord], None] | None = None,
     executor: Executor | None = None,
     faults: FaultPlan | None = None,
+    perturb: PerturbPlan | None = None,
     user: UserSpec | None = None,
     limit: slice | None = None,
     retry_aborted: bool = False,
@@ -359,6 +364,7 @@ def run_trials(
     (trial, task set, task) order and the traces are the same bytes whichever executor ran them.
     `make_agent` may name an agent (`oracle`, `scripted:FILE`, `package.module:factory`). `faults`:
     a plan every episode runs under (FaultPlanError before any episode for a tool no task offers);
+    `perturb`: a tool-schema perturbation plan every episode's offered tools go through;
     `user` / `worlds`: how workers build the user simulator / the tasks' worlds; `mode="step"`:
     teacher-forced on each golden chain (`toolgym.envs.teacher`); `strict_arguments`: no argument
     coercion (`toolgym.mocks.app.strict_arguments`); `reward_mode="milestones"`: dense rewards
@@ -376,6 +382,7 @@ def run_trials(
         max_steps=max_steps,
         faults=faults,
         fault_tools=tuple(_fault_tools(faults, toolset, task_sets)),  # a bad plan raises here
+        perturb=perturb,
         user=user,
         worlds=worlds,
         mode=mode,
@@ -407,8 +414,9 @@ def run_trials(
 
 def run_settings(settings: Mapping[str, Any] | None, env: EnvConfig) -> dict[str, Any]:
     """run.json's `settings`: the caller's, and what makes the same episodes another run (a fault
-    plan, step mode, arguments without coercion), which a resume must match."""
+    plan, a perturbation plan, step mode, arguments without coercion), which a resume must match."""
     extra: dict[str, Any] = {"faults": env.faults.model_dump(mode="json")} if env.faults is not None else {}
+    extra |= {"perturb": env.perturb.model_dump(mode="json")} if env.perturb is not None else {}
     extra |= {"mode": env.mode} if env.mode != "end-to-end" else {}
     extra |= {"strict_arguments": True} if env.strict_arguments else {}
     extra |= {"reward_mode": env.reward_mode} if env.reward_mode != "final" else {}
@@ -614,7 +622,8 @@ def trial_of(path: Path, root: Path) -> int:
 
 def find_traces(root: Path, *, partial: bool = False, recursive: bool = False) -> list[Path]:
     """Every trace file of the run (or trace folder) at root: finished `*.jsonl`; with `partial`,
-    also `*.jsonl.partial`. The faulted runs under root/faults/ are runs of their own and left out,
+    also `*.jsonl.partial`. The faulted and perturbed runs under root/faults/ and root/perturbed/ are
+    runs of their own and left out,
     and so are other runs below root (a folder with its own run.json) unless `recursive`."""
     found = [p for p in root.rglob("*.jsonl") if p.is_file()]
     if partial:
@@ -623,7 +632,8 @@ def find_traces(root: Path, *, partial: bool = False, recursive: bool = False) -
     return sorted(
         p
         for p in found
-        if p.relative_to(root).parts[0] != FAULTS_DIR and not any(parent in nested for parent in p.parents)
+        if p.relative_to(root).parts[0] not in (FAULTS_DIR, PERTURBED_DIR)
+        and not any(parent in nested for parent in p.parents)
     )
 
 

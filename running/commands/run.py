@@ -127,7 +127,7 @@ def stopped_at_once(plan: RunPlan, resume: str) -> NoReturn:
 
 
 def report(plan: RunPlan, results: RunResults, json_output: bool) -> None:
-    from toolgym.running.trials import FAULTS_DIR
+    from toolgym.running.trials import FAULTS_DIR, PERTURBED_DIR
 
     print_run(results.summary)
     client = plan.client
@@ -142,6 +142,10 @@ def report(plan: RunPlan, results: RunResults, json_output: bool) -> None:
     console.print(f"traces and run.json written to {plan.out}/")
     for fault_plan, summary in results.faulted:
         console.print(f"under fault plan {fault_plan.name} (in {plan.out / FAULTS_DIR / fault_plan.name}/):")
+        print_run(summary)
+    for perturb_plan, summary in results.perturbed:
+        folder = plan.out / PERTURBED_DIR / perturb_plan.name
+        console.print(f"under perturbation {perturb_plan.name} (in {folder}/):")
         print_run(summary)
     if json_output:
         print(json.dumps(results.summary.to_json(), indent=2, sort_keys=True))

@@ -294,6 +294,17 @@ OPTIONS: Final[list[RunOption]] = [
         "faults",
     ),
     RunOption(
+        "perturb",
+        _opt(
+            list[str] | None,
+            "--perturb",
+            help="tool-schema perturbation: a preset (scrambled-names, renamed-arguments, no-descriptions, "
+            "no-types, distractors-3, distractors-10, distractors-all, all) or a plan file (JSON, "
+            "docs/faults.md); the run is repeated under each, in OUT/perturbed/<plan>/",
+        ),
+        "perturb",
+    ),
+    RunOption(
         "user_base_url",
         _opt(
             str | None,
