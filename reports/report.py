@@ -4,7 +4,8 @@ Sections: summary; scores per metric (episode scores from the traces, and the me
 when `toolgym eval` wrote eval.<mode>.json or --suite asked for them); scores per task category;
 per task; error kinds per tool; steps per episode; per-category tool F1 (when a GTA result is present);
 pass@k / pass^k (when tasks have several trials); robustness, clean vs each fault plan (when
-`toolgym run --faults` left faulted runs in DIR/faults/). Everything from traces is HTML-escaped: tool
+`toolgym run --faults` left faulted runs in DIR/faults/) and clean vs each tool-schema perturbation (in
+DIR/perturbed/, `run --perturb`). Everything from traces is HTML-escaped: tool
 names, task ids and error messages come from models and task files. No scripts, no external links.
 """
 

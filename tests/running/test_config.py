@@ -47,6 +47,7 @@ def a_config(root: Path) -> RunConfig:
         concurrency=2,
         max_consecutive_aborts=0,
         faults=[root / "flaky.json"],
+        perturb=["all", str(root / "plans" / "mine.json")],
         retriever="bm25:top3",
         llm=LLMOptions(
             base_url="http://127.0.0.1:8000/v1",
@@ -87,6 +88,7 @@ def test_a_config_files_paths_are_relative_to_its_folder_and_options_win(
     (folder / "mine.jsonl").write_text("", encoding="utf-8")
     (folder / "run.toml").write_text(
         'agent = "scripted:script.jsonl"\ntasks = ["mine.jsonl", "mtu"]\nout = "runs/a"\ntrials = 2\n'
+        'perturb = ["no-types", "plans/mine.json"]\n'
         '[llm]\nfew_shot = "shots.json"\ntemperature = 0.3\n',
         encoding="utf-8",
     )
@@ -95,6 +97,8 @@ def test_a_config_files_paths_are_relative_to_its_folder_and_options_win(
     assert config.tasks == [str(folder / "mine.jsonl"), "mtu"]  # a registered name stays a name
     assert config.agent == f"scripted:{folder / 'script.jsonl'}"
     assert config.out == folder / "runs" / "a" and config.llm.few_shot == folder / "shots.json"
+    # a perturbation preset stays a name, a plan file is taken beside the config file
+    assert config.perturb == ["no-types", str(folder / "plans" / "mine.json")]
     assert config.trials == 5  # the command line wins
     assert (config.llm.temperature, config.llm.top_p) == (0.3, 0.5)  # a section merges key by key
     # the options' own paths are the current folder's
