@@ -80,12 +80,19 @@ def _score_suite(
         return f"none of the {len(loaded)} traces is a {name} task" + (
             f" (they belong to: {others})" if others else ""
         )
+    traces = [loaded[i].trace for i in keep]
     try:
-        result = score_suite(
-            name, [loaded[i].trace for i in keep], task_set, "compat" if mode == "compat" else "fixed"
-        )
+        result = score_suite(name, traces, task_set, "compat" if mode == "compat" else "fixed")
     except EvaluationError as exc:
         return str(exc)
+    stopped = sum(1 for t in traces if t.end is not None and t.end.budget is not None)
+    if stopped:  # ended by a budget (tokens, cost, time), not by the agent: counted apart
+        result.counts["budget_stops"] = stopped
+        result.notes.append(
+            f"{stopped} of the {len(traces)} episodes scored were stopped by a budget (`run --budget-*`); "
+            "they are scored as the truncated episodes they are, and `toolgym report` gives success "
+            "without them"
+        )
     if skipped:
         result.counts["skipped_other_benchmark"] = sum(skipped.values())
         result.notes.append(

@@ -106,6 +106,11 @@ def test_run_takes_budgets_and_records_them(tmp_path: Path) -> None:
     [trace] = out.rglob("*.jsonl")
     end = json.loads(trace.read_text(encoding="utf-8").splitlines()[-1])
     assert end["budget"] == "seconds" and end["status"] == "truncated" and end["steps"] == 1
+    scored = CliRunner().invoke(app, ["eval", str(out), "--suite", "mtu"])  # eval counts them apart
+    assert scored.exit_code == 0 and "budget_stops 1" in scored.output
+    payload = json.loads((out / "eval.fixed.json").read_text(encoding="utf-8"))
+    assert payload["results"]["mtu"]["counts"]["budget_stops"] == 1
+    assert "stopped by a budget" in payload["results"]["mtu"]["notes"][0]
     bad = CliRunner().invoke(app, [*args[:-2], "--budget-cost", "0.1", "--out", str(tmp_path / "bad")])
     assert bad.exit_code == 2 and "price" in bad.output
     plain = CliRunner().invoke(app, [*args[:-2], "--out", str(tmp_path / "plain")])
