@@ -13,10 +13,12 @@ repeat at temperature 0; a wall-time budget depends on the machine (it is not re
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 BUDGET_KINDS = ("tokens", "cost", "seconds")  # checked in this order: the first one over is named
 
@@ -39,6 +41,46 @@ class Price(BaseModel):
                 raise ValueError(f"a price is PROMPT,COMPLETION in USD per million tokens, not {value!r}")
             return {"prompt": parts[0].strip(), "completion": parts[1].strip()}
         return value
+
+
+class PriceTableError(ValueError):
+    """A price table that cannot be read, or that does not price the run's model."""
+
+
+def load_price_table(path: Path) -> dict[str, Price]:
+    """A price table: a JSON object of model name -> "PROMPT,COMPLETION" or {"prompt": P,
+    "completion": C}, USD per million tokens (the user's own figures: prices change)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PriceTableError(f"cannot read price table {path}: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise PriceTableError(f"price table {path} is not JSON: {exc}") from None
+    if not isinstance(data, dict) or not data:
+        raise PriceTableError(
+            f"price table {path}: a JSON object of model name -> price, not {type(data).__name__}"
+        )
+    table: dict[str, Price] = {}
+    for model, price in data.items():
+        try:
+            table[str(model)] = Price.model_validate(price)
+        except ValidationError as exc:
+            reason = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+            raise PriceTableError(f"price table {path}: {model}: {reason}") from None
+    return table
+
+
+def price_of(table: dict[str, Price], model: str) -> Price:
+    """The model's price in the table: its exact name, else the longest name it ends with (a
+    server's `org/model` under the table's `model`)."""
+    if model in table:
+        return table[model]
+    found = sorted((name for name in table if model.endswith(f"/{name}")), key=len)
+    if found:
+        return table[found[-1]]
+    raise PriceTableError(
+        f"the price table has no price for model {model!r}; it prices: {', '.join(sorted(table))}"
+    )
 
 
 class Budget(BaseModel):

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from toolgym.envs.budgets import Budget, Price
+from toolgym.envs.budgets import Budget, Price, PriceTableError, load_price_table, price_of
 
 
 class TaskFormat(StrEnum):
@@ -87,9 +87,12 @@ class BudgetOptions(_Section):
     seconds: float | None = Field(None, gt=0)
     cost: float | None = Field(None, gt=0)
     price: Price | None = None  # the run's model's price, USD per million tokens (needed for cost)
+    price_table: Path | None = None  # model name -> price (JSON), for the run's model; `price` wins
 
     @model_validator(mode="after")
     def _checked(self) -> BudgetOptions:
+        if self.price is None and self.price_table is not None:
+            return self  # the table is read when the run's model is known (`budget(model)`)
         try:
             self.budget()  # Budget's own checks (a cost needs a price) when the config is read
         except ValidationError as exc:
@@ -98,10 +101,19 @@ class BudgetOptions(_Section):
             ) from None
         return self
 
-    def budget(self) -> Budget | None:
+    def budget(self, model: str | None = None) -> Budget | None:
+        """The episodes' budget; a cost budget without `price` takes `model`'s price from the
+        price table (PriceTableError when the table cannot say it)."""
         if self.tokens is None and self.seconds is None and self.cost is None:
             return None
-        return Budget(tokens=self.tokens, seconds=self.seconds, cost=self.cost, price=self.price)
+        price = self.price
+        if price is None and self.cost is not None and self.price_table is not None:
+            if model is None:
+                raise PriceTableError(
+                    "a price table prices a model, and this run names none (--agent llm --model M)"
+                )
+            price = price_of(load_price_table(self.price_table), model)
+        return Budget(tokens=self.tokens, seconds=self.seconds, cost=self.cost, price=price)
 
 
 class RunConfig(_Section):
@@ -170,12 +182,16 @@ class RunConfig(_Section):
         llm = self.llm
         if llm.few_shot is not None:
             llm = llm.model_copy(update={"few_shot": absolute(llm.few_shot)})
+        budget = self.budget
+        if budget.price_table is not None:
+            budget = budget.model_copy(update={"price_table": absolute(budget.price_table)})
         return self.model_copy(
             update={
                 "tasks": tasks,
                 "agent": agent,
                 "out": None if self.out is None else absolute(self.out),
                 "faults": [absolute(p) for p in self.faults],
+                "budget": budget,
                 "perturb": [
                     p if p in PRESETS and not (root / p).exists() else str(absolute(Path(p)))
                     for p in self.perturb
@@ -206,6 +222,7 @@ _OPTION_OF: dict[str, str] = {
     "ray.enabled": "--ray",
     "ray.tool_server_tools": "--ray-tool-server-tool",
     "budget.price": "--price",
+    "budget.price_table": "--price-table",
 }
 _PREFIXED = ("user", "simulator", "ray", "budget")  # their options are --user-*, --simulator-*, ...
 

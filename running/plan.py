@@ -37,6 +37,7 @@ from toolgym.tasks import TaskSet
 from toolgym.tools import ToolSet
 
 if TYPE_CHECKING:
+    from toolgym.envs.budgets import Budget
     from toolgym.envs.faults import FaultPlan
     from toolgym.envs.perturb import PerturbPlan
     from toolgym.envs.ray_rollouts import ToolServerSpec
@@ -67,6 +68,7 @@ class RunPlan:
     tool_server: ToolServerSpec | None = None
     faults: list[FaultPlan] = field(default_factory=list)
     perturbations: list[PerturbPlan] = field(default_factory=list)
+    budget: Budget | None = None
     retrieval: dict[str, Any] | None = None
     user: UserSpec | None = None
     worlds: WorldSpec | None = None
@@ -121,6 +123,7 @@ def plan_run(config: RunConfig) -> RunPlan:
     sets, retrieval, notes = _retrieved(config, sets, toolset)
     faults = fault_plans(config.faults, sets)  # a bad plan stops the run before any episode
     perturbations = perturb_plans(config)
+    budget = episode_budget(config)
     user_config = endpoint_config(config.user, config.llm.timeout, config.llm.max_retries, "--user")
     client = _llm_client(config, api) if config.agent == "llm" else None
     tool_server = tool_server_spec(config)
@@ -148,6 +151,7 @@ def plan_run(config: RunConfig) -> RunPlan:
         tool_server=tool_server,
         faults=faults,
         perturbations=perturbations,
+        budget=budget,
         retrieval=retrieval,
         limit=limit,
         notes=notes,
@@ -365,6 +369,20 @@ def fault_plans(paths: Sequence[Path], sets: Sequence[tuple[str, TaskSet]]) -> l
     if len(set(names)) != len(names):
         raise RunConfigError(f"fault plans need distinct names, got {names}", "--faults")
     return plans
+
+
+def episode_budget(config: RunConfig) -> Budget | None:
+    """What each episode may spend; a cost budget priced from `--price-table` by the run's model
+    (an LLM server's `--model`, an in-process `hf:` model's spec)."""
+    from toolgym.envs.budgets import PriceTableError
+
+    model = config.llm.model if config.agent == "llm" else None
+    if config.agent.startswith("hf:"):
+        model = config.agent.removeprefix("hf:")
+    try:
+        return config.budget.budget(model)
+    except PriceTableError as exc:
+        raise RunConfigError(str(exc), "--price-table") from None
 
 
 def perturb_plans(config: RunConfig) -> list[PerturbPlan]:
@@ -664,7 +682,7 @@ def execute(
         mode=plan.config.mode,
         strict_arguments=plan.config.strict_arguments,
         reward_mode=plan.config.reward_mode,
-        budget=plan.config.budget.budget(),
+        budget=plan.budget,
         on_episode=on_episode,
         run_config=plan.config.recorded(),
         task_sources=[s.model_dump(mode="json") for s in plan.sources],

@@ -363,7 +363,7 @@ OPTIONS: Final[list[RunOption]] = [
     ),
     RunOption(
         "budget_cost",
-        _opt(float | None, help="stop an episode past this cost in USD; needs --price"),
+        _opt(float | None, help="stop an episode past this cost in USD; needs --price or --price-table"),
         "budget.cost",
     ),
     RunOption(
@@ -373,6 +373,15 @@ OPTIONS: Final[list[RunOption]] = [
             help="the model's price: PROMPT,COMPLETION in USD per million tokens (for --budget-cost)",
         ),
         "budget.price",
+    ),
+    RunOption(
+        "price_table",
+        _opt(
+            Path | None,
+            help="prices per model (JSON: model name -> PROMPT,COMPLETION or {prompt, completion}, USD per "
+            "million tokens); the run's model's price, for --budget-cost",
+        ),
+        "budget.price_table",
     ),
     RunOption(
         "reward_mode",

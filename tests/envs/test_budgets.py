@@ -13,11 +13,13 @@ from typer.testing import CliRunner
 
 from toolgym.actions import ToolCall
 from toolgym.cli import app
-from toolgym.envs.budgets import Budget, BudgetMeter, Price
+from toolgym.envs.budgets import Budget, BudgetMeter, Price, PriceTableError, load_price_table, price_of
 from toolgym.envs.demo import default_task_paths, resolve_task_set
 from toolgym.envs.runner import run_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.reports.report import collect_report_data, render_report
+from toolgym.running.config import BudgetOptions, LLMOptions, RunConfig
+from toolgym.running.plan import episode_budget
 from toolgym.running.trials import RunSummary, load_task_index
 from toolgym.tasks import Task
 from toolgym.trace import read_trace
@@ -123,3 +125,38 @@ def test_run_takes_budgets_and_records_them(tmp_path: Path) -> None:
         "prompt": 2.5,
         "completion": 10.0,
     }
+
+
+def test_a_price_table_prices_the_runs_model(tmp_path: Path) -> None:
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"gpt-x": "2.5,10", "small": {"prompt": 0.1, "completion": 0.4}}))
+    prices = load_price_table(table)
+    assert price_of(prices, "gpt-x") == Price(prompt=2.5, completion=10.0)
+    assert price_of(prices, "org/small") == Price(prompt=0.1, completion=0.4)  # a server's org/model
+    with pytest.raises(PriceTableError, match="no price for model 'other'; it prices: gpt-x, small"):
+        price_of(prices, "other")
+    llm = RunConfig(
+        agent="llm", llm=LLMOptions(model="org/small"), budget=BudgetOptions(cost=0.1, price_table=table)
+    )
+    budget = episode_budget(llm)
+    assert budget is not None and budget.price == Price(prompt=0.1, completion=0.4) and budget.cost == 0.1
+    # `--price` wins over the table
+    given = llm.budget.model_copy(update={"price": Price(prompt=1, completion=1)})
+    assert episode_budget(llm.model_copy(update={"budget": given})).price == Price(prompt=1, completion=1)  # type: ignore[union-attr]
+    for bad, said in (
+        ("[]", "a JSON object"),
+        ("{", "not JSON"),
+        ('{"m": "1"}', "m: a price is PROMPT,COMPLETION"),
+    ):
+        table.write_text(bad)
+        with pytest.raises(PriceTableError, match=said):
+            load_price_table(table)
+
+
+def test_run_refuses_a_price_table_that_cannot_price_its_model(tmp_path: Path) -> None:
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"gpt-x": "2.5,10"}))
+    args = ["run", "--tasks", "mtu", "--task-id", "mtu-transfer-011", "--out", str(tmp_path / "r")]
+    result = CliRunner().invoke(app, [*args, "--budget-cost", "0.1", "--price-table", str(table)])
+    assert result.exit_code == 2 and "--price-table" in result.output and "names none" in result.output
+    assert not (tmp_path / "r").exists()
