@@ -85,10 +85,12 @@ def test_every_shape_is_there(generated: Generated) -> None:
             assert task.user.known[slot] not in task.query
     refusals = _by_shape(tasks, "refuse")
     assert refusals
-    for task in refusals:
-        assert [type(s.action) for s in task.golden] == [FinalAnswer]
+    for task in refusals:  # the answer alone, or after lookups that change nothing
+        assert type(task.golden[-1].action) is FinalAnswer and not task.expected_state
+        assert all(type(s.action) is ToolCall for s in task.golden[:-1])
         assert task.answer is not None and task.answer.whitelist is not None
         assert "cannot" in task.answer.whitelist[0]
+    assert any(len(t.golden) == 1 for t in refusals)
     withheld = [t for t in refusals if "transfer" not in (t.tools or []) and "banking" in (t.apps or [])]
     assert withheld, "a refusal whose needed tool is not offered"
 
