@@ -113,10 +113,10 @@ def write_set(category: str, specs: Sequence[Spec], out_dir: Path) -> Path:
     return path
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="folder of the three files")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     builders: dict[str, Callable[[], list[Spec]]] = {
         INSUFFICIENT: insufficient_info,
