@@ -44,8 +44,23 @@ NOT_FOUND: Final = [
     "couldn't find",
     "don't see",
     "do not see",
+    "don't have",
+    "do not have",
+    "there is no",
+    "there's no",
+    "not among",
 ]
-NEEDS: Final = [*CANNOT, "need", "missing", "please tell me", "please specify", "let me know"]
+NEEDS: Final = [
+    *CANNOT,
+    "need",
+    "missing",
+    "please tell me",
+    "please specify",
+    "please provide",
+    "let me know",
+    "could you tell me",
+    "can you tell me",
+]
 
 
 # ---- a task before it is built ---------------------------------------------------------------------
