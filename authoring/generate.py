@@ -815,6 +815,9 @@ def summary(result: Generated) -> list[str]:
         lines.append(
             f"{label}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: str(kv[0])))
         )
+    behaviours = Counter(t.category for t in tasks if t.category != t.metadata["shape"])
+    if behaviours:  # the behaviour-category templates' (categories.py)
+        lines.append("categories: " + ", ".join(f"{k} {v}" for k, v in sorted(behaviours.items())))
     apps = Counter(a for t in tasks for a in t.metadata["apps"])
     lines.append("apps: " + ", ".join(f"{k} {v}" for k, v in sorted(apps.items())))
     spans = Counter(len(t.metadata["apps"]) for t in tasks)

@@ -56,6 +56,7 @@ def test_category_keeps_the_behaviour_templates_and_the_tasks_pass_the_oracle(tm
     assert len(tasks) == 8 and {t["category"] for t in tasks} == {"insufficient_info", "hidden_precondition"}
     assert all(t["minefields"] for t in tasks if t["category"] == "insufficient_info")
     assert all(t["metadata"]["blocked_by"] for t in tasks if t["category"] == "hidden_precondition")
+    assert "categories: hidden_precondition 4, insufficient_info 4" in made.stdout, made.stdout
     run = _toolgym("run", "--agent", "oracle", "--tasks", "cat.jsonl", "--out", "runs/cat", cwd=tmp_path)
     assert run.returncode == 0 and "= 100.0%" in run.stdout, run.stdout + run.stderr
     none = _toolgym(
