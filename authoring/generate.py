@@ -743,11 +743,15 @@ def generate(
     """N tasks over the templates of `apps` (app or group names), each passing `toolgym check`
     (`check=False`: not checked), deterministic in its arguments (not in `jobs`); `templates`
     replaces the registered ones, and `categories` keeps only the templates of those behaviour
-    categories (`Template.category`). A template whose app fails check_app gives no task."""
+    categories (`Template.category`); without it, the registered behaviour-category templates are
+    left out (asked for by name: a run without `--category` writes what it wrote before they came).
+    A template whose app fails check_app gives no task."""
     if n < 1:
         raise ValueError(f"--n must be at least 1, not {n}")
     chosen = list(templates) if templates is not None else templates_for(resolve_apps(apps))
-    if categories is not None:
+    if categories is None and templates is None:
+        chosen = [t for t in chosen if t.category is None]
+    elif categories is not None:
         chosen = [t for t in chosen if t.category in categories]
         if not chosen:
             raise ValueError(

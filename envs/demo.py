@@ -90,6 +90,12 @@ def bundled_task_sets() -> dict[str, Path]:
     return dict(TASK_SETS)
 
 
+def benchmark_task_sets() -> dict[str, Path]:
+    """The registered sets but the behaviour-category ones: what the fine-tune and the baselines
+    evaluate by default (toolgym's seven benchmark sets and the plug-ins' sets)."""
+    return {name: path for name, path in dict(TASK_SETS).items() if name not in CATEGORY_SETS}
+
+
 def resolve_task_sets(given: list[str] | None) -> list[Path]:
     """Task set files from `--tasks` values: a bundled set's name or a file path (default:
     toolgym's default sets); `envs/task_sets.py` names them. ValueError names what is neither."""

@@ -106,7 +106,7 @@ def generate_command(
         str | None,
         typer.Option(
             help="only the templates of these behaviour categories, comma-separated: insufficient_info,"
-            " hidden_precondition"
+            " hidden_precondition (without it, none of theirs: they come only when asked for)"
         ),
     ] = None,
     rewrite_model: Annotated[
