@@ -32,8 +32,18 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from toolgym.actions import AskUser, FinalAnswer, ToolCall
+from toolgym.errors import ErrorKind
 from toolgym.mocks.world import MockWorld
-from toolgym.tasks import AnswerSpec, GoldenStep, Task, UserScenario, alias_found
+from toolgym.tasks import (
+    AnswerSpec,
+    CallFact,
+    GoldenStep,
+    Minefield,
+    StateFact,
+    Task,
+    UserScenario,
+    alias_found,
+)
 from toolgym.tools import DEFAULT_CLOCK
 
 if TYPE_CHECKING:
@@ -72,6 +82,9 @@ class Template:
     lang: str = "en"
     # how many times a user scenario lets the user answer; the engine adds the ask steps' count
     max_user_turns: int = 4
+    # the behaviour its tasks test (`insufficient_info`, `hidden_precondition`: the categories of the
+    # bundled sets, `--category`); the task's category, which is otherwise its shape
+    category: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not re.fullmatch(r"[A-Za-z0-9_.:-]+", self.name):
@@ -101,6 +114,7 @@ class Draft:
         self.lang = template.lang
         self._world = world
         self.steps: list[ToolCall | AskUser] = []
+        self.failing: dict[int, ErrorKind] = {}  # index in steps -> the kind that call must fail with
         self.asks: list[_Ask] = []
         self.known_ids: set[str] = set()
         self.withheld: list[str] = []
@@ -109,6 +123,9 @@ class Draft:
         self.query_text: str | None = None
         self.final_text: str | None = None
         self.groups: list[list[str]] = []
+        self.claims: list[str] = []
+        self.minefields: list[Minefield] = []
+        self.blocked_by: str | None = None
 
     # ---- reading the world --------------------------------------------------------------------
     @property
@@ -147,6 +164,47 @@ class Draft:
         content = obs.content
         return content if isinstance(content, dict) else {"result": content}
 
+    def fail(self, name: str, /, kind: ErrorKind = ErrorKind.TOOL_ERROR, **arguments: Any) -> str:
+        """A golden call that must fail with `kind` (a lookup of an id that does not exist: the
+        error is the evidence), recorded with `expect_error`; its error message is returned. A call
+        that succeeds, or fails otherwise, is a Skip."""
+        call = ToolCall(name=name, arguments=arguments)
+        obs = self._world.step(call)
+        if obs.error is None or obs.error.kind != kind:
+            raise Skip(f"{name} was to fail with {kind}: {obs.text[:120]}")
+        self.failing[len(self.steps)] = kind
+        self.steps.append(call)
+        return obs.error.message
+
+    def blocked(self, name: str, /, **arguments: Any) -> str:
+        """The write the task asks for fails on the world as it is now, with a typed tool error
+        that says why (a hidden precondition): tried on a fork, so nothing changes and nothing is
+        recorded. The message is returned and kept in the task's metadata (`blocked_by`); a call
+        that succeeds is a Skip (the precondition is not hidden here)."""
+        other = self._world.fork()
+        try:
+            obs = other.step(ToolCall(name=name, arguments=arguments))
+        finally:
+            other.close()
+        if obs.error is None or obs.error.kind != ErrorKind.TOOL_ERROR:
+            raise Skip(f"{name} is not blocked: {obs.text[:120]}")
+        self.blocked_by = obs.error.message
+        return obs.error.message
+
+    def forbid_call(self, mine_id: str, tool: str, /, **arguments: Any) -> None:
+        """A minefield: any attempt of `tool` (with at least `arguments`), refused or not: a tool
+        that was not offered, or the write a faked answer would make."""
+        fact = CallFact(tool=tool, arguments=arguments, outcome="any")
+        self.minefields.append(Minefield(id=mine_id, call=fact))
+
+    def forbid_state(
+        self, mine_id: str, table: str, where: Mapping[str, Any], /, *, absent: bool = False, **values: Any
+    ) -> None:
+        """A minefield: the row `where` comes to hold `values` (a change nobody asked for), or with
+        `absent`, the row is gone (a deletion nobody asked for)."""
+        fact = StateFact(table=table, where=dict(where), values=values, absent=absent)
+        self.minefields.append(Minefield(id=mine_id, state=fact))
+
     def ask(self, slot: str, value: Any, question: str, *, keywords: Sequence[str] = ()) -> str:
         """A value the query leaves out: the golden chain asks the user `question`, whom the task's
         user scenario lets answer `value` for `slot` when asked (and never unprompted). The rule
@@ -172,14 +230,26 @@ class Draft:
         self.final_text = text
         self.groups = [[g] if isinstance(g, str) else [str(a) for a in g] for g in groups]
 
-    def refuse(self, tools: Sequence[str], text: str) -> None:
+    def refuse(
+        self,
+        tools: Sequence[str],
+        text: str,
+        *groups: str | Sequence[str],
+        claims: Sequence[str] = (),
+    ) -> None:
         """The task cannot be done: `tools` (what it needs) are not offered (or none is: no tool of
-        the apps does it, `tools=()`), and the golden chain is only the final answer `text`, which
-        must say so in the words of REFUSAL_WORDS[lang]."""
+        the apps does it, `tools=()`; or the one that would is offered but the world or the query
+        lacks what it needs). The golden chain is the reads made before (to look, never to change
+        anything), then the final answer `text`, which must say so in the words of
+        REFUSAL_WORDS[lang] and contain each of `groups` (what is missing, say). `claims` are
+        what a faked answer says ("I've transferred"): the answer's blacklist, with "successfully"
+        beside them in English."""
         self.withheld = list(tools)
         self.refused = True
         self.final_text = text
         self.groups = [list(REFUSAL_WORDS[self.lang])]
+        self.groups += [[g] if isinstance(g, str) else [str(a) for a in g] for g in groups]
+        self.claims = [*(["successfully"] if claims and self.lang == "en" else []), *claims]
 
 
 # ---- from a draft to a task ------------------------------------------------------------------------
@@ -285,6 +355,17 @@ def _scenario(template: Template, draft: Draft, query: str, answer: AnswerSpec |
     )
 
 
+def _answer_spec(draft: Draft, final: str) -> AnswerSpec | None:
+    """What a right final answer must (and must not) say; Skip when the golden one does not."""
+    if not draft.groups:
+        return None
+    if not all(any(alias_found(final, a) for a in g) for g in draft.groups):
+        raise Skip("the final answer does not contain what the answer spec asks for")
+    if any(alias_found(final, claim) for claim in draft.claims):
+        raise Skip("the final answer says what a faked answer says")
+    return AnswerSpec(whitelist=draft.groups, blacklist=[draft.claims] if draft.claims else None)
+
+
 def finish(template: Template, draft: Draft, world: MockWorld, info: WorldInfo, task_id: str) -> Task:
     """The task a finished draft describes; raises Skip when it is not a task one can trust. The
     world is still in the state the chain left it in, and is reset here."""
@@ -295,11 +376,9 @@ def finish(template: Template, draft: Draft, world: MockWorld, info: WorldInfo, 
     if leak is not None:
         raise Skip(leak)
     calls = [s for s in draft.steps if isinstance(s, ToolCall)]
-    if draft.refused and draft.steps:
-        raise Skip("a refusal's golden chain is its answer alone")
-    answer = AnswerSpec(whitelist=draft.groups) if draft.groups else None
-    if answer is not None and not all(any(alias_found(final, a) for a in g) for g in draft.groups):
-        raise Skip("the final answer does not contain what the answer spec asks for")
+    if draft.refused and (len(calls) < len(draft.steps) or any(c.name in info.writes for c in calls)):
+        raise Skip("a refusal's golden chain is reads (looking, never changing) and its answer")
+    answer = _answer_spec(draft, final)
     shape = _shape(draft, calls, info)
     expected: list[dict[str, Any]] = []
     if any(c.name in info.writes for c in calls):
@@ -313,7 +392,19 @@ def finish(template: Template, draft: Draft, world: MockWorld, info: WorldInfo, 
     if draft.withheld and any(w not in info.owner for w in draft.withheld):
         raise Skip(f"withheld tools not in the apps: {draft.withheld}")
     used = list(dict.fromkeys(info.owner[c.name] for c in calls)) or list(template.apps)
-    golden = [GoldenStep(action=s) for s in draft.steps] + [GoldenStep(action=FinalAnswer(text=final))]
+    golden = [GoldenStep(action=s, expect_error=draft.failing.get(i)) for i, s in enumerate(draft.steps)]
+    golden.append(GoldenStep(action=FinalAnswer(text=final)))
+    metadata: dict[str, Any] = {
+        "generator": "toolgym generate",
+        "template": template.name,
+        "shape": shape,
+        "apps": used,
+        "chain_length": len(calls),
+        "difficulty": _difficulty(len(calls), len(used), len(draft.asks), shape),
+        "lang": template.lang,
+    }
+    if draft.blocked_by is not None:  # the typed error the asked-for write meets before the chain
+        metadata["blocked_by"] = draft.blocked_by
     return Task(
         id=task_id,
         query=query,
@@ -322,20 +413,13 @@ def finish(template: Template, draft: Draft, world: MockWorld, info: WorldInfo, 
         answer=answer,
         clock=world.start,
         seed=world.seed,
-        category=shape,
+        category=template.category or shape,
         max_steps=len(golden) + 4,
         user=_scenario(template, draft, query, answer) if draft.asks else None,
         apps=list(template.apps),
         expected_state=expected,
-        metadata={
-            "generator": "toolgym generate",
-            "template": template.name,
-            "shape": shape,
-            "apps": used,
-            "chain_length": len(calls),
-            "difficulty": _difficulty(len(calls), len(used), len(draft.asks), shape),
-            "lang": template.lang,
-        },
+        minefields=draft.minefields or None,
+        metadata=metadata,
     )
 
 
@@ -351,6 +435,13 @@ def templates_for(apps: Iterable[str]) -> list[Template]:
     for app in sorted(chosen - covered):
         found.extend(fallback_templates(app))
     return sorted(found, key=lambda t: t.name)
+
+
+def template_categories() -> list[str]:
+    """The behaviour categories the registered templates test (`--category`), sorted."""
+    from toolgym.authoring.templates import TEMPLATES
+
+    return sorted({t.category for t in TEMPLATES.values() if t.category is not None})
 
 
 def resolve_apps(names: Iterable[str]) -> list[str]:
@@ -647,13 +738,26 @@ def generate(
     templates: Sequence[Template] | None = None,
     check: bool = True,
     clock: datetime = DEFAULT_CLOCK,
+    categories: Sequence[str] | None = None,
 ) -> Generated:
     """N tasks over the templates of `apps` (app or group names), each passing `toolgym check`
     (`check=False`: not checked), deterministic in its arguments (not in `jobs`); `templates`
-    replaces the registered ones. A template whose app fails check_app gives no task."""
+    replaces the registered ones, and `categories` keeps only the templates of those behaviour
+    categories (`Template.category`); without it, the registered behaviour-category templates are
+    left out (asked for by name: a run without `--category` writes what it wrote before they came).
+    A template whose app fails check_app gives no task."""
     if n < 1:
         raise ValueError(f"--n must be at least 1, not {n}")
     chosen = list(templates) if templates is not None else templates_for(resolve_apps(apps))
+    if categories is None and templates is None:
+        chosen = [t for t in chosen if t.category is None]
+    elif categories is not None:
+        chosen = [t for t in chosen if t.category in categories]
+        if not chosen:
+            raise ValueError(
+                f"no templates of categories {', '.join(categories)} for apps {', '.join(apps)}"
+                f" (categories: {', '.join(template_categories()) or 'none'})"
+            )
     if not chosen:
         raise ValueError(f"no templates for apps {', '.join(apps)}")
     names = [t.name for t in chosen]
@@ -715,6 +819,9 @@ def summary(result: Generated) -> list[str]:
         lines.append(
             f"{label}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: str(kv[0])))
         )
+    behaviours = Counter(t.category for t in tasks if t.category != t.metadata["shape"])
+    if behaviours:  # the behaviour-category templates' (categories.py)
+        lines.append("categories: " + ", ".join(f"{k} {v}" for k, v in sorted(behaviours.items())))
     apps = Counter(a for t in tasks for a in t.metadata["apps"])
     lines.append("apps: " + ", ".join(f"{k} {v}" for k, v in sorted(apps.items())))
     spans = Counter(len(t.metadata["apps"]) for t in tasks)
@@ -752,5 +859,6 @@ __all__ = [
     "held_out",
     "resolve_apps",
     "summary",
+    "template_categories",
     "templates_for",
 ]

@@ -50,6 +50,23 @@ def mock_task_sets() -> dict[str, Path]:
     return {p.stem: p for p in mock_task_paths()}
 
 
+# the behaviour-category sets (fixtures/categories, scripts/make_category_tasks.py): registered by
+# name, never run by default (the demo and the counts of the mock-app sets stay as they were)
+CATEGORY_SETS: dict[str, str] = {
+    "insufficient-info": "insufficient_info.jsonl",
+    "hidden-preconditions": "hidden_preconditions.jsonl",
+    "canonicalization": "canonicalization.jsonl",
+}
+
+
+def category_task_sets() -> dict[str, Path]:
+    """The behaviour-category task sets by name: `insufficient-info` (say it cannot be done),
+    `hidden-preconditions` (change a state first, as a typed error says) and `canonicalization`
+    (relative dates, units and names to the canonical arguments)."""
+    root = Path(str(package_files("toolgym.fixtures"))) / "categories"
+    return {name: root / file for name, file in CATEGORY_SETS.items()}
+
+
 def _task_sets_of(plugin: Plugin, loaded: Any) -> list[tuple[str, Path]]:
     """A `toolgym.tasks` entry point's sets: a task file's path (the set takes the entry point's
     name), a {name: path} mapping, or a callable returning either."""
@@ -68,8 +85,15 @@ TASK_SETS: Registry[Path] = Registry("tasks", _task_sets_of)
 def bundled_task_sets() -> dict[str, Path]:
     """The registered task sets by name (`--tasks demo`, `--tasks mtu`, a plug-in's set, ...):
     the `toolgym.tasks` entry points. Only toolgym's demo and mock-app sets are run by default
-    (`default_task_paths`); ToolEyes' 382 episodes and the plug-ins' sets when asked for."""
+    (`default_task_paths`); ToolEyes' 382 episodes, the behaviour-category sets and the plug-ins'
+    sets when asked for."""
     return dict(TASK_SETS)
+
+
+def benchmark_task_sets() -> dict[str, Path]:
+    """The registered sets but the behaviour-category ones: what the fine-tune and the baselines
+    evaluate by default (toolgym's seven benchmark sets and the plug-ins' sets)."""
+    return {name: path for name, path in dict(TASK_SETS).items() if name not in CATEGORY_SETS}
 
 
 def resolve_task_sets(given: list[str] | None) -> list[Path]:

@@ -36,7 +36,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from toolgym.envs.demo import bundled_task_sets, resolve_task_set
+from toolgym.envs.demo import benchmark_task_sets, bundled_task_sets, resolve_task_set
 from toolgym.envs.rollouts import usable_cpus
 from toolgym.evaluation.suites import SUITES, benchmark_of
 from toolgym.running.trials import RunSummary
@@ -144,9 +144,10 @@ def trace_bytes_without_wall_clock(path: Path) -> bytes:
 
 
 def samples(per_set: int, names: Sequence[str] | None = None) -> list[Sample]:
-    """The first `per_set` tasks of each bundled set (of `names`, default all), in file order."""
+    """The first `per_set` tasks of each bundled set (of `names`, default all but the behaviour
+    categories: `benchmark_task_sets`), in file order."""
     bundled = bundled_task_sets()
-    chosen = list(names) if names else list(bundled)
+    chosen = list(names) if names else list(benchmark_task_sets())
     unknown = [n for n in chosen if n not in bundled]
     if unknown:
         raise BaselineError(f"unknown task sets {', '.join(unknown)}; bundled: {', '.join(bundled)}")

@@ -68,7 +68,7 @@ from scripts.baselines import (
     versions,
 )
 from toolgym.canonical import canonical_hash
-from toolgym.envs.demo import bundled_task_sets, resolve_task_set
+from toolgym.envs.demo import benchmark_task_sets, resolve_task_set
 from toolgym.tasks import Task, TaskSet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,7 +145,7 @@ class Split:
 
 def bundled_tasks() -> dict[str, tuple[str, Task]]:
     """Every task of the bundled sets (the evaluation's side), by id: (set name, task)."""
-    return {task.id: (name, task) for name in bundled_task_sets() for task in resolve_task_set(name)}
+    return {task.id: (name, task) for name in benchmark_task_sets() for task in resolve_task_set(name)}
 
 
 def repeats(task: Task, evaluated: Iterable[Task]) -> dict[str, str]:
@@ -758,7 +758,7 @@ def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
         (work / "bench.json").write_text(json.dumps(measured, indent=2) + "\n", encoding="utf-8")
         return
     train = fine_tune(args.base, split.train, model_dir, config)
-    sets = args.eval_sets.split(",") if args.eval_sets else list(bundled_task_sets())
+    sets = args.eval_sets.split(",") if args.eval_sets else list(benchmark_task_sets())
     chosen = evaluation_samples(work, split.shown(), sets, args.eval_per_set) if args.eval_per_set else []
     settings = Settings(
         work / "eval", args.max_steps, args.max_tokens, teval_subsets=False, workers=args.eval_workers

@@ -102,6 +102,13 @@ def generate_command(
         int | None,
         typer.Option(help="worker processes (default: one per CPU); the output does not depend on it"),
     ] = None,
+    category: Annotated[
+        str | None,
+        typer.Option(
+            help="only the templates of these behaviour categories, comma-separated: insufficient_info,"
+            " hidden_precondition (without it, none of theirs: they come only when asked for)"
+        ),
+    ] = None,
     rewrite_model: Annotated[
         str | None, typer.Option(help="rephrase the queries with this model (an OpenAI-compatible server's)")
     ] = None,
@@ -119,16 +126,18 @@ def generate_command(
     ] = "record_missing",
 ) -> None:
     """Generate tasks whose golden chains are drafted on seeded worlds and verified: reads, writes
-    with expected_state, chains across apps, questions the agent must ask, and requests it must
-    refuse. Deterministic: the same arguments (and the same rewriter cassette) write the same bytes."""
+    with expected_state, chains across apps, questions the agent must ask, requests it must refuse,
+    and writes that a hidden precondition blocks until another write is made first. Deterministic:
+    the same arguments (and the same rewriter cassette) write the same bytes."""
     from toolgym.authoring.generate import dump, generate, summary
     from toolgym.files import write_atomically
 
     names = [a.strip() for a in apps.split(",") if a.strip()]
     if not names:
         raise typer.BadParameter("name at least one app or group", param_hint="--apps")
+    categories = [c.strip() for c in category.split(",") if c.strip()] if category is not None else None
     try:
-        result = generate(names, n, seed, holdout=holdout, jobs=jobs)
+        result = generate(names, n, seed, holdout=holdout, jobs=jobs, categories=categories)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     rephrased = None

@@ -4,9 +4,10 @@ The modules: `banking.py`, `shopping.py`, `ctool.py` (the English ctool apps; `c
 phrases the same templates in Chinese), `cross.py` (tasks across banking, shopping and the ctool
 apps), `mtu_home.py`, `mtu_travel.py`, `mtu_leisure.py` and `mtu_cross.py` (the mtu apps, with
 `mtu_shared.py`'s helpers), `teval_places.py`, `teval_info.py` and `teval_office.py` (the teval
-apps, with `teval_common.py`'s helpers), `common.py` (what every module shares), each registered in
-pyproject.toml. `generic.py` builds plain read templates for an app that no template covers
-(plug-in apps).
+apps, with `teval_common.py`'s helpers), `categories.py` (two behaviour categories over several
+apps: insufficient information and hidden preconditions; `Template.category`, `toolgym generate
+--category`), `common.py` (what every module shares), each registered in pyproject.toml.
+`generic.py` builds plain read templates for an app that no template covers (plug-in apps).
 
 ## Writing a template
 
@@ -32,15 +33,29 @@ phrases the query and gives the final answer:
     d.answer(text, *groups)              the golden final answer and what a right answer must
                                          contain: each group a value read from the world (or a
                                          list of its aliases); all must be in `text`
-    d.refuse(tools, text)                the task cannot be done: `tools` are withheld from the
-                                         task's tools (or `()`: no tool does it); the golden chain
-                                         is `text` alone, which says so ("cannot", "无法", ...)
+    d.refuse(tools, text, *groups, claims=...)
+                                         the task cannot be done: `tools` are withheld from the
+                                         task's tools (or `()`: none is, or no tool does it); the
+                                         golden chain is the reads made before (looking, never
+                                         changing) and `text`, which says so ("cannot", "无法", ...)
+                                         and holds each of `groups`; `claims` (what a faked answer
+                                         says) are the answer's blacklist
+    d.fail(tool, **arguments)            a golden call that must fail (`expect_error`): a lookup
+                                         of an id that does not exist; returns the error message
+    d.blocked(tool, **arguments)         the write asked for fails now with a typed error (tried
+                                         on a fork, not recorded): a hidden precondition, whose
+                                         message goes to the metadata (`blocked_by`)
+    d.forbid_call(id, tool, **arguments) a minefield: any attempt of `tool` with those arguments
+    d.forbid_state(id, table, where, absent=False, **values)
+                                         a minefield: the row comes to hold `values` (or is gone)
     raise Skip("why")                    this world does not fit; the engine tries another draft
 
 The engine does the rest: the recorded calls (and asks) are the golden chain; a chain with a write
 gets `expected_state` from what it changed (no assertion that already holds initially); `tools`
 offers every tool of the template's apps but the withheld ones; the metadata says template, shape
-(read, write, ask, refuse), apps the chain used, chain length and difficulty. Every draft is
+(read, write, ask, refuse), apps the chain used, chain length and difficulty. The task's category
+is its shape, or the template's `category` (a behaviour: `insufficient_info`,
+`hidden_precondition`) when it names one. Every draft is
 verified, duplicate queries are dropped, and a template gives as many distinct tasks as its slots
 allow: give several phrasings, and slots with many values.
 

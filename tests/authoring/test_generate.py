@@ -4,6 +4,7 @@ task through toolgym check's own checker, and plug-in apps (a real distribution 
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 import textwrap
@@ -85,10 +86,12 @@ def test_every_shape_is_there(generated: Generated) -> None:
             assert task.user.known[slot] not in task.query
     refusals = _by_shape(tasks, "refuse")
     assert refusals
-    for task in refusals:
-        assert [type(s.action) for s in task.golden] == [FinalAnswer]
+    for task in refusals:  # the answer alone, or after lookups that change nothing
+        assert type(task.golden[-1].action) is FinalAnswer and not task.expected_state
+        assert all(type(s.action) is ToolCall for s in task.golden[:-1])
         assert task.answer is not None and task.answer.whitelist is not None
         assert "cannot" in task.answer.whitelist[0]
+    assert any(len(t.golden) == 1 for t in refusals)
     withheld = [t for t in refusals if "transfer" not in (t.tools or []) and "banking" in (t.apps or [])]
     assert withheld, "a refusal whose needed tool is not offered"
 
@@ -167,11 +170,46 @@ def _nothing_changes(d: Draft) -> None:
     d.answer("done", "done")
 
 
+def _refuses_after_a_write(d: Draft) -> None:
+    d.query(["Close my account ACC-10001."])
+    d.knows("ACC-10001")
+    d.call("deposit", account_id="ACC-10001", amount=5.0)  # a refusal changes nothing: never a task
+    d.refuse((), "I cannot close accounts.")
+
+
+def _fails_that_succeeds(d: Draft) -> None:
+    d.query(["What's in ACC-10001?"])
+    d.knows("ACC-10001")
+    d.fail("get_balance", account_id="ACC-10001")  # it exists: no evidence of anything missing
+    d.refuse((), "I cannot find it.")
+
+
+def _blocked_that_is_not(d: Draft) -> None:
+    d.query(["Put $5 into ACC-10001."])
+    d.knows("ACC-10001")
+    d.blocked("deposit", account_id="ACC-10001", amount=5.0)  # nothing blocks it: no precondition
+    d.call("deposit", account_id="ACC-10001", amount=5.0)
+    d.answer("Done.")
+
+
 def test_drafts_that_leak_or_fail_give_no_task() -> None:
-    for fn in (_leaky, _nothing_changes):
+    for fn in (_leaky, _nothing_changes, _refuses_after_a_write, _fails_that_succeeds, _blocked_that_is_not):
         result = generate([], 3, templates=[Template(f"t.{fn.__name__}", ("banking",), fn)], jobs=1)
         assert result.tasks == []
         assert result.skipped
+    skipped = generate(
+        [], 1, templates=[Template("t.w", ("banking",), _refuses_after_a_write)], jobs=1
+    ).skipped
+    assert any("a refusal's golden chain is reads" in reason for reason in skipped), skipped
+
+
+def test_blocked_tries_the_write_on_a_fork_and_records_nothing() -> None:
+    with MockWorld(["banking"], seed=0) as world:
+        before = world.state_hash()
+        d = Draft(Template("t.blocked", ("banking",), _leaky), world, random.Random(0))
+        message = d.blocked("transfer", from_account_id="ACC-10001", to_account_id="ACC-10002", amount=10**7)
+        assert message.startswith("422 Unprocessable Entity: insufficient funds in ACC-10001")
+        assert d.steps == [] and d.blocked_by == message and world.state_hash() == before
 
 
 PLUGIN = '''

@@ -229,8 +229,11 @@ def test_the_oracle_reaches_every_derived_milestone_of_every_bundled_mock_app_ta
         env = ToolEnv(tasks=tasks, reward_mode="milestones")
         for task in tasks:
             result = run_episode(env, OracleAgent(env.protocol), task)
-            if env.checks is None:  # nothing derived: a chain of reads the answer does not quote
+            # nothing derived (a chain of reads the answer does not quote), or minefields alone (a
+            # refusal's): no milestone to reach, and the oracle steps on no minefield
+            if env.checks is None or not env.checks.milestones:
                 assert not derived_milestones(task)
+                assert result.scores.get("minefield_hits", 0.0) == 0.0, task.id
                 continue
             assert result.scores["milestone_progress"] == 1.0, (task.id, env.checks.first_missed())
             checked += 1

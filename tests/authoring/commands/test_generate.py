@@ -48,6 +48,24 @@ def test_generate_writes_checked_deterministic_tasks_and_a_holdout(tmp_path: Pat
     assert "= 100.0%" in run.stdout, run.stdout
 
 
+def test_category_keeps_the_behaviour_templates_and_the_tasks_pass_the_oracle(tmp_path: Path) -> None:
+    args = ["generate", "--apps", "banking,ctool", "--n", "8", "--jobs", "1", "--out", "cat.jsonl"]
+    made = _toolgym(*args, "--category", "insufficient_info,hidden_precondition", cwd=tmp_path)
+    assert made.returncode == 0, made.stdout + made.stderr
+    tasks = [json.loads(line) for line in (tmp_path / "cat.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(tasks) == 8 and {t["category"] for t in tasks} == {"insufficient_info", "hidden_precondition"}
+    assert all(t["minefields"] for t in tasks if t["category"] == "insufficient_info")
+    assert all(t["metadata"]["blocked_by"] for t in tasks if t["category"] == "hidden_precondition")
+    assert "categories: hidden_precondition 4, insufficient_info 4" in made.stdout, made.stdout
+    run = _toolgym("run", "--agent", "oracle", "--tasks", "cat.jsonl", "--out", "runs/cat", cwd=tmp_path)
+    assert run.returncode == 0 and "= 100.0%" in run.stdout, run.stdout + run.stderr
+    none = _toolgym(
+        "generate", "--apps", "teval", "--n", "2", "--out", "x.jsonl", "--category", "canon", cwd=tmp_path
+    )
+    assert none.returncode == 2 and "no templates of categories canon" in none.stderr + none.stdout
+    assert "hidden_precondition, insufficient_info" in none.stderr + none.stdout
+
+
 def test_an_unknown_app_is_one_line(tmp_path: Path) -> None:
     result = _toolgym("generate", "--apps", "bankng", "--n", "3", "--out", "x.jsonl", cwd=tmp_path)
     assert result.returncode == 2

@@ -47,9 +47,10 @@ def assert_every_template_passes(
             assert task.user is not None and task.user.known
             assert task.user.must_not_volunteer == list(task.user.known)
             assert not any(v in task.query for v in task.user.known.values())
-        if meta["shape"] == "refuse":
-            assert len(task.golden) == 1 and task.golden[0].action.type == "final_answer"
-            assert task.answer is not None
+        if meta["shape"] == "refuse":  # the answer, after lookups at most
+            assert task.golden[-1].action.type == "final_answer"
+            assert all(s.action.type == "tool_call" for s in task.golden[:-1])
+            assert task.answer is not None and not task.expected_state
     return result
 
 

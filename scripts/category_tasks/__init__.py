@@ -1,0 +1,1 @@
+"""The builders of the behaviour-category task sets (scripts/make_category_tasks.py): one module per set."""
