@@ -1,4 +1,5 @@
-"""toolgym task sets as a NeMo Gym environment (nemo-gym 0.4.0, Python >= 3.12): a resources server
+"""toolgym task sets as a NeMo Gym environment (nemo-gym 0.7.0, Python >= 3.13.14; 0.4.0, Python >= 3.12,
+with `nemo_gym="0.4.0"`): a resources server
 in NeMo Gym's venv that drives `toolgym env-server` sessions over HTTP (`nemo_gym_server.py`, its
 `app.py`), played by NeMo Gym's own `gymnasium_agent`, with rows NeMo Gym's rollout collection
 reads. toolgym and NeMo Gym never share a process or a venv.
@@ -14,8 +15,11 @@ reads. toolgym and NeMo Gym never share a process or a venv.
 `write_resources_server(root, tasks, ...)` writes `root/resources_servers/<name>/`: `app.py`,
 `requirements.txt` (nemo-gym: what `ng_run` installs in the server's venv), `configs/<name>.yaml`
 (the resources server `<name>_resources_server` and its agent `<name>_agent`, a gymnasium_agent
-on the model server `policy_model`) and `data/<set>.jsonl` (`nemo_gym_rows`). Run `ng_run` from
-`root`: NeMo Gym looks for a local server under the working directory.
+on the model server `policy_model`; from NeMo Gym 0.5 on, also the environment server
+`<name>_environment_server` through which rollout collection reaches the agent, a `legacy_agent`
+relay, which 0.7 would otherwise generate with a deprecation warning) and `data/<set>.jsonl`
+(`nemo_gym_rows`). Run `ng_run` from `root`: NeMo Gym looks for a local server under the working
+directory.
 """
 
 from __future__ import annotations
@@ -29,7 +33,16 @@ from toolgym.envs.adapters.episode import load_env
 from toolgym.envs.tool_env import task_prompt
 
 SERVER_SOURCE = Path(__file__).with_name("nemo_gym_server.py")
-NEMO_GYM_VERSION = "0.4.0"
+NEMO_GYM_VERSION = "0.7.0"  # the newest tested (tests/envs/adapters/test_nemo_gym.py); 0.4.0 too
+# NeMo Gym's Python floor per release (0.5 to 0.7 declare >= 3.13.14; 0.7.0 runs on 3.13.0 when
+# installed with --ignore-requires-python)
+NEMO_GYM_PYTHON = {"0.4": "3.12", "0.5": "3.13.14", "0.6": "3.13.14", "0.7": "3.13.14"}
+
+
+def has_environment_servers(nemo_gym: str) -> bool:
+    """Whether a NeMo Gym release reaches agents through environment servers (0.5 and later)."""
+    major, minor = (int(x) for x in nemo_gym.split(".")[:2])
+    return (major, minor) >= (0, 5)
 
 
 def nemo_gym_rows(
@@ -63,10 +76,16 @@ def nemo_gym_rows(
 
 
 def _config(
-    name: str, toolgym_url: str, protocol: str, max_steps: int, model_server: str, reward_mode: str = "final"
+    name: str,
+    toolgym_url: str,
+    protocol: str,
+    max_steps: int,
+    model_server: str,
+    reward_mode: str = "final",
+    nemo_gym: str = NEMO_GYM_VERSION,
 ) -> str:
     """The server's config: YAML is a superset of JSON, so json.dumps writes it."""
-    config = {
+    config: dict[str, Any] = {
         f"{name}_resources_server": {
             "resources_servers": {
                 name: {
@@ -90,6 +109,15 @@ def _config(
             }
         },
     }
+    if has_environment_servers(nemo_gym):
+        config[f"{name}_environment_server"] = {
+            "environment_servers": {
+                "legacy_agent": {
+                    "entrypoint": "app.py",
+                    "agent_server": {"type": "responses_api_agents", "name": f"{name}_agent"},
+                }
+            }
+        }
     return json.dumps(config, indent=2) + "\n"
 
 
@@ -104,20 +132,22 @@ def write_resources_server(
     model_server: str = "policy_model",
     seed: int | None = None,
     reward_mode: str = "final",
+    nemo_gym: str = NEMO_GYM_VERSION,
 ) -> Path:
     """Writes the resources server `root/resources_servers/<name>/` (see the module docstring) with
     the rows of `tasks`; returns its config file. `reward_mode="milestones"`: the sessions' step
-    rewards are the changes in milestone progress (the gymnasium agent sums them)."""
+    rewards are the changes in milestone progress (the gymnasium agent sums them). `nemo_gym`: the
+    NeMo Gym release the server runs on (its requirement and its config's layout)."""
     folder = Path(root) / "resources_servers" / name
     (folder / "configs").mkdir(parents=True, exist_ok=True)
     (folder / "data").mkdir(exist_ok=True)
     shutil.copyfile(SERVER_SOURCE, folder / "app.py")
-    (folder / "requirements.txt").write_text(f"nemo-gym=={NEMO_GYM_VERSION}\nhttpx\n", encoding="utf-8")
+    (folder / "requirements.txt").write_text(f"nemo-gym=={nemo_gym}\nhttpx\n", encoding="utf-8")
     rows = nemo_gym_rows(tasks, agent=f"{name}_agent", protocol=protocol, seed=seed)
     data = folder / "data" / f"{Path(tasks).stem}.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     config = folder / "configs" / f"{name}.yaml"
     config.write_text(
-        _config(name, toolgym_url, protocol, max_steps, model_server, reward_mode), encoding="utf-8"
+        _config(name, toolgym_url, protocol, max_steps, model_server, reward_mode, nemo_gym), encoding="utf-8"
     )
     return config

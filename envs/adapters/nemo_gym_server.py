@@ -1,4 +1,4 @@
-"""A NeMo Gym resources server over toolgym (nemo-gym 0.4.0): this file is the server's `app.py`,
+"""A NeMo Gym resources server over toolgym (nemo-gym 0.4.0 to 0.7.0): this file is the server's `app.py`,
 written into a resources-server folder by `toolgym.envs.adapters.nemo_gym.write_resources_server`
 and run by NeMo Gym (`ng_run`) in NeMo Gym's own venv, which needs Python >= 3.12. It imports
 nothing of toolgym: toolgym runs as `toolgym env-server` in its own venv, and this server drives
@@ -16,7 +16,7 @@ episode's trace on its side (`toolgym env-server --trace-dir`).
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 from nemo_gym.base_resources_server import (  # type: ignore[import-not-found,unused-ignore]
@@ -41,6 +41,9 @@ class ToolgymServerConfig(BaseResourcesServerConfig):  # type: ignore[misc]
 
 
 class ToolgymServer(GymnasiumServer):  # type: ignore[misc]
+    # NeMo Gym >= 0.7 asks each server whether it needs Ray (undeclared: Ray on, with a warning);
+    # this one only calls toolgym over HTTP. A class variable older versions ignore.
+    ray_enabled: ClassVar[bool] = False
     config: ToolgymServerConfig
     toolgym_sessions: dict[str, str] = Field(default_factory=dict)
 

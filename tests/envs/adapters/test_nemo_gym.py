@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from tests.models.fake_openai import FakeOpenAI, serve, text
 from toolgym import FinalAnswer, ToolEnv
 from toolgym.actions import Action
-from toolgym.envs.adapters.nemo_gym import nemo_gym_rows, write_resources_server
+from toolgym.envs.adapters.nemo_gym import has_environment_servers, nemo_gym_rows, write_resources_server
 from toolgym.envs.agents import ScriptedAgent
 from toolgym.envs.demo import resolve_task_set
 from toolgym.envs.runner import run_episode
@@ -41,12 +41,20 @@ SCRIPTS = {
     "ctool-express-cancel-002": "golden",
     "ctool-express-redirect-003": "no_calls",
 }
-# the servers whose venv NeMo Gym would build with uv: they get NeMo Gym's venv instead
+# the servers whose venv NeMo Gym would build with uv: they get NeMo Gym's venv instead (0.5 on
+# adds the environment server that relays rollouts to the agent)
 SERVER_DIRS = (
     "resources_servers/toolgym",
     "responses_api_agents/gymnasium_agent",
     "responses_api_models/openai_model",
 )
+ENVIRONMENT_SERVER_DIR = "environment_servers/legacy_agent"
+
+
+def venv_nemo_gym(venv: Path) -> str:
+    """The NeMo Gym release installed in `venv` (its dist-info's version)."""
+    (info,) = next((venv / "lib").glob("python3.*/site-packages")).glob("nemo_gym-*.dist-info")
+    return info.name.removeprefix("nemo_gym-").removesuffix(".dist-info")
 
 
 def _actions(task_id: str) -> list[Action]:
@@ -85,6 +93,33 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             process.wait(timeout=30)
 
 
+def _collect_beside(
+    command: list[str], servers: subprocess.Popen[bytes], cwd: Path, environ: dict[str, str], log: Path
+) -> tuple[int, str]:
+    """Runs the rollout collection while NeMo Gym's servers run; fails at once (no 600 s hang:
+    `ng_collect_rollouts` waits forever on servers that died) when `ng_run` exits first."""
+    with log.open("wb") as out:
+        collect = subprocess.Popen(
+            command, cwd=cwd, env=environ, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = time.monotonic() + 600
+        try:
+            while collect.poll() is None:
+                if servers.poll() is not None:
+                    raise AssertionError(
+                        f"ng_run exited with {servers.returncode} while the rollouts were collected: "
+                        + log.read_text(errors="replace")[-2000:]
+                    )
+                if time.monotonic() > deadline:
+                    raise AssertionError(
+                        "ng_collect_rollouts took over 600 s: " + log.read_text(errors="replace")[-2000:]
+                    )
+                time.sleep(0.5)
+        finally:
+            _stop(collect)
+    return collect.returncode, log.read_text(errors="replace")
+
+
 def test_the_rows_open_with_the_instructions_and_the_query(tmp_path: Path) -> None:
     rows = nemo_gym_rows(TASK_SET)
     tasks = resolve_task_set(TASK_SET)
@@ -102,6 +137,20 @@ def test_the_rows_open_with_the_instructions_and_the_query(tmp_path: Path) -> No
     assert (tmp_path / "resources_servers" / "toolgym" / "app.py").read_text().count(
         "class ToolgymServer("
     ) == 1
+    # the current layout: an environment server relays rollouts to the agent; 0.4.0 has none
+    relay = config["toolgym_environment_server"]["environment_servers"]["legacy_agent"]
+    assert relay["agent_server"] == {"type": "responses_api_agents", "name": "toolgym_agent"}
+    old = OmegaConf.load(
+        write_resources_server(tmp_path / "old", TASK_SET, toolgym_url="x", nemo_gym="0.4.0")
+    )
+    assert isinstance(old, DictConfig) and "toolgym_environment_server" not in old
+    requirement = (tmp_path / "old" / "resources_servers" / "toolgym" / "requirements.txt").read_text()
+    assert requirement.startswith("nemo-gym==0.4.0\n")
+    assert (
+        (tmp_path / "resources_servers" / "toolgym" / "requirements.txt")
+        .read_text()
+        .startswith("nemo-gym==0.7.0")
+    )
 
 
 @pytest.fixture
@@ -132,11 +181,12 @@ def env_server(tmp_path: Path) -> Iterator[str]:
 )
 def test_nemo_gym_rollouts_score_as_toolgym_run(tmp_path: Path, env_server: str) -> None:
     work = tmp_path / "ng"
-    config = write_resources_server(work, TASK_SET, toolgym_url=env_server)
+    release = venv_nemo_gym(VENV)
+    config = write_resources_server(work, TASK_SET, toolgym_url=env_server, nemo_gym=release)
     data = work / "rows.jsonl"
     rows = [r for r in nemo_gym_rows(TASK_SET) if r["task_id"] in SCRIPTS]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    for folder in SERVER_DIRS:
+    for folder in (*SERVER_DIRS, *((ENVIRONMENT_SERVER_DIR,) if has_environment_servers(release) else ())):
         (work / folder).mkdir(parents=True, exist_ok=True)
         (work / folder / ".venv").symlink_to(VENV)
     site = next((VENV / "lib").glob("python3.*/site-packages"))
@@ -164,14 +214,10 @@ def test_nemo_gym_rollouts_score_as_toolgym_run(tmp_path: Path, env_server: str)
             _wait_for(head, servers, 300)
             collect = [str(VENV / "bin" / "ng_collect_rollouts"), "+agent_name=toolgym_agent", *common]
             collect += [f"+input_jsonl_fpath={data}", f"+output_jsonl_fpath={tmp_path / 'rollouts.jsonl'}"]
-            collected = subprocess.run(
-                collect, cwd=work, env=environ, capture_output=True, text=True, timeout=600, check=False
-            )
+            code, output = _collect_beside(collect, servers, work, environ, tmp_path / "collect.log")
         finally:
             _stop(servers)
-    assert collected.returncode == 0, (
-        collected.stdout[-3000:] + collected.stderr[-3000:] + (tmp_path / "ng_run.log").read_text()[-3000:]
-    )
+    assert code == 0, output[-3000:] + (tmp_path / "ng_run.log").read_text()[-3000:]
 
     rollouts = [json.loads(line) for line in (tmp_path / "rollouts.jsonl").open()]
     rewards = {r["info"]["task_id"]: r["reward"] for r in rollouts}
