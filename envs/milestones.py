@@ -285,12 +285,20 @@ class EpisodeChecks:
     def __post_init__(self) -> None:
         self._mapping = BestMapping(self.milestones)
 
-    def observe(self, step: int, world: World | None, calls: Sequence[CallSeen]) -> None:
+    def observe(
+        self, step: int, world: World | None, calls: Sequence[CallSeen], *, user_turns: int = 0
+    ) -> None:
+        """Scores the world and calls after `step`; `user_turns`: the user's answers before it began
+        (a minefield `before_user_turns` is disarmed once the user has answered that often)."""
         self.steps = step
         self._mapping.add_step(step, [fact_similarity(m, world, calls) for m in self.milestones])
         hit = {h.id for h in self.hits}
         for mine in self.minefields:
-            if mine.id not in hit and fact_similarity(mine, world, calls) >= 1.0:
+            if mine.id in hit or (
+                mine.before_user_turns is not None and user_turns >= mine.before_user_turns
+            ):
+                continue
+            if fact_similarity(mine, world, calls) >= 1.0:
                 self.hits.append(MinefieldHit(mine.id, step))
 
     @property
@@ -546,6 +554,7 @@ def checks_of_trace(trace: Trace, task: Task) -> EpisodeChecks | None:
     if checks is None:
         return None
     world = MockWorld(task.apps or (), seed=task.seed, clock=task.clock) if task.apps else None
+    user_turns = 0  # the user's answers before each step, as the env counted them
     try:
         for step in trace.steps:
             calls: list[CallSeen] = []
@@ -565,13 +574,23 @@ def checks_of_trace(trace: Trace, task: Task) -> EpisodeChecks | None:
                     f"{trace.header.task_id}: step {step.index} run again does not reach the state the trace recorded"
                 )
             try:
-                checks.observe(step.index, world, calls)
+                checks.observe(step.index, world, calls, user_turns=user_turns)
             except KeyError as exc:  # a table or column the world does not have: the task's mistake
                 raise NotScored(f"{task.id}: {exc.args[0] if exc.args else exc}") from None
+            user_turns += sum(1 for obs in step.observations if _user_answer(obs))
     finally:
         if world is not None:
             world.close()
     return checks
+
+
+def _user_answer(obs: dict[str, Any]) -> bool:
+    """Whether a recorded observation is an answer of the user (not its leaving at the turn limit)."""
+    if obs.get("type") != "user":
+        return False
+    content = obs.get("content")
+    marker = content.get("user") if isinstance(content, dict) else None
+    return not isinstance(marker, dict) or marker.get("turn") is not None
 
 
 def trace_milestones(trace: Trace, task: Task) -> MilestoneSummary | None:

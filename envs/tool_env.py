@@ -711,6 +711,7 @@ class ToolEnv(gym.Env[str, Any]):
         if steps:
             steps[-1].pack()  # the step before this one is history now
         index = len(steps) + 1
+        user_turns = self._user_turn  # the user's answers before this step (minefields' before_user_turns)
         assert self._ctx is not None
         self._ctx.extras["step"] = index  # tool layers place a call by step (fault windows)
         self._ctx.extras.pop("faults", None)  # a fault layer lists what it injected this step here
@@ -728,7 +729,7 @@ class ToolEnv(gym.Env[str, Any]):
                 observations.append(_infra_observation("the world's state is unavailable", exc))
                 aborted = aborted or outage_of(observations[-1])
         self.episode.steps.append(step)
-        progress = self._check(step.index, actions, observations)
+        progress = self._check(step.index, actions, observations, user_turns)
         limit = self.task.max_steps or self.max_steps
         truncated = not terminated and (index >= limit or self._user_ended == "turn_limit")
         budget_stop = self._over_budget(started) if not terminated and aborted is None else None
@@ -836,9 +837,10 @@ class ToolEnv(gym.Env[str, Any]):
         index: int,
         actions: list[Action | ActionRecord],
         observations: list[Observation | ObservationRecord],
+        user_turns: int,
     ) -> float | None:
-        """Scores the episode's milestones and minefields after this step; the change in progress
-        under reward_mode "milestones", else None."""
+        """Scores the episode's milestones and minefields after this step (`user_turns`: the user's
+        answers before it); the change in progress under reward_mode "milestones", else None."""
         if self.checks is None:
             return None
         before = self.checks.progress
@@ -846,7 +848,7 @@ class ToolEnv(gym.Env[str, Any]):
             calls = step_calls(actions, observations)
             if isinstance(self.offered, PerturbedToolSet):  # milestones name the real tools
                 calls = self.offered.real_calls(calls)
-            self.checks.observe(index, self.world, calls)
+            self.checks.observe(index, self.world, calls, user_turns=user_turns)
         except KeyError as exc:  # a table or column the world does not have: the task's mistake
             assert self.task is not None
             raise task_use_error(self.task, exc) from None

@@ -2,7 +2,7 @@
 
 Every task's query leaves out facts only the user knows (a time, an account number, a message), so
 the agent must ask; its golden chain asks (AskUser), calls the apps with the user's facts and
-answers. The golden calls are run here on a fresh world: a failing call stops the script. Run: python scripts/make_multiturn_tasks.py
+answers. A write made before the user first answers is a minefield (a guess, not what the user said). The golden calls are run here on a fresh world: a failing call stops the script. Run: python scripts/make_multiturn_tasks.py
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from toolgym.actions import AskUser, FinalAnswer, ToolCall
 from toolgym.mocks.world import MockWorld
-from toolgym.tasks import AnswerSpec, GoldenStep, Task, TaskSet, UserScenario
+from toolgym.tasks import AnswerSpec, CallFact, GoldenStep, Minefield, Task, TaskSet, UserScenario
 
 OUT = Path(__file__).resolve().parents[1] / "fixtures" / "mock_tasks" / "multiturn.jsonl"
 CLOCK = datetime(2024, 1, 1, tzinfo=UTC)
@@ -355,9 +355,24 @@ def build(draft: Draft, number: int) -> Task:
         clock=CLOCK,
         seed=0,
         user=draft.scenario,
+        minefields=unconfirmed_writes(draft, world) or None,
     )
     world.close()
     return task
+
+
+def unconfirmed_writes(draft: Draft, world: MockWorld) -> list[Minefield]:
+    """A minefield per write tool of the golden chain, armed until the user first answers: a
+    write made before the user said what to write is a guess (toolgym.tasks.Minefield)."""
+    writes = sorted({c.name for c in draft.calls if world.tools.get(c.name).mutates_state})
+    return [
+        Minefield(
+            id=f"{name}-before-the-user-answered",
+            call=CallFact(tool=name, outcome="any"),
+            before_user_turns=1,
+        )
+        for name in writes
+    ]
 
 
 def main() -> None:

@@ -209,7 +209,16 @@ class Milestone(_Checkpoint):
 
 
 class Minefield(_Checkpoint):
-    """A fact that must never hold, checked after every step: a hit zeroes the reward."""
+    """A fact that must never hold, checked after every step: a hit zeroes the reward. With
+    `before_user_turns`, only while the simulated user has answered fewer times than that (counted
+    when the step starts): a write before the user confirmed."""
+
+    before_user_turns: int | None = Field(
+        default=None,
+        ge=1,
+        exclude_if=lambda v: v is None,
+        description="armed only until the user has answered this many times (a write before the user confirmed)",
+    )
 
 
 def _checkpoint_ids(items: Sequence[_Checkpoint], what: str) -> set[str]:

@@ -17,6 +17,7 @@ from toolgym.envs.agents import OracleAgent, ScriptedAgent
 from toolgym.envs.demo import bundled_task_sets
 from toolgym.envs.milestones import (
     BestMapping,
+    checks_of_trace,
     derived_milestones,
     progress_text,
     rouge_l,
@@ -358,3 +359,31 @@ def test_a_task_naming_an_unknown_table_is_the_tasks_error() -> None:
     env.reset(options={"task": task})
     with pytest.raises(Exception, match="bank_acounts"):
         env.step("Final Answer: Done.")
+
+
+def test_a_write_before_the_user_answered_is_a_minefield_hit_and_after_it_is_not(tmp_path: Path) -> None:
+    """The bundled multi-turn tasks: each write tool is a minefield until the user first answers (a
+    guess is not what the user said); the oracle asks first and hits nothing."""
+    tasks = TaskSet.load(bundled_task_sets()["multiturn"])
+    task = tasks["multiturn-alarm-001"]
+    assert task.minefields is not None and task.minefields[0].before_user_turns == 1
+    write = next(g.action for g in task.golden if isinstance(g.action, ToolCall))
+    guess: list[Action] = [write, FinalAnswer(text="Your Gym alarm is set for 06:15 on weekdays.")]
+    env = ToolEnv(tasks=tasks)
+    guessed = run_episode(env, ScriptedAgent(env.protocol, guess), task, trace_dir=tmp_path / "guess")
+    assert guessed.reward == 0.0 and guessed.scores["minefield_hits"] == 1.0
+    end = read_trace(guessed.trace_path).end  # type: ignore[arg-type]
+    assert end is not None and end.minefields == [{"id": "set_alarm-before-the-user-answered", "step": 1}]
+    asked = run_episode(env, OracleAgent(env.protocol), task, trace_dir=tmp_path / "asked")
+    assert asked.reward == 1.0 and asked.scores["minefield_hits"] == 0.0
+    # scored again from the traces alone, the user's answers counted as the env counted them
+    for result, hits in ((guessed, 1), (asked, 0)):
+        checks = checks_of_trace(read_trace(result.trace_path), task)  # type: ignore[arg-type]
+        assert checks is not None and len(checks.hits) == hits
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        Task.model_validate(
+            {
+                **task.model_dump(mode="json"),
+                "minefields": [{"id": "x", "call": {"tool": "set_alarm"}, "before_user_turns": 0}],
+            }
+        )
