@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 BASE_STAMP := $(VENV)/.installed-base
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install install-dev verifiers-venv demo test lint typecheck bench clean
+.PHONY: install install-dev verifiers-venv demo test lint typecheck newest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,11 @@ test: lint $(VERIFIERS_STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=30; tests=$$?; \
 	wait $$types; typed=$$?; echo "mypy (beside the suite):"; cat $$types_log; rm -f $$types_log; \
 	test $$tests -eq 0 && test $$typed -eq 0
+
+# each paired library at its newest release, in a venv of its own, its pairing's tests run there;
+# writes docs/newest-releases.md (minutes of installs: not part of `make test`)
+newest: $(DEV_STAMP)
+	$(BIN)/python -m scripts.newest_releases
 
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/bench_step.py
