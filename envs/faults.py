@@ -122,16 +122,7 @@ class FaultPlan(BaseModel):
     @classmethod
     def load(cls, path: Path | str) -> FaultPlan:
         """A plan from a JSON file; the file name (without .json) is its default name."""
-        p = Path(path)
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise FaultPlanError(f"cannot read fault plan {p}: {exc.strerror or exc}") from None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise FaultPlanError(f"fault plan {p} is not JSON: {exc}") from None
-        if isinstance(data, dict) and "name" not in data:
-            data = {"name": p.stem, **data}
-        return cls.parse(data)
+        return cls.parse(read_plan_file(Path(path), "fault plan", FaultPlanError))
 
     def check_tools(self, names: Iterable[str]) -> None:
         """Raise FaultPlanError if a rule's pattern matches none of `names`: a typo'd tool name is
@@ -143,6 +134,20 @@ class FaultPlan(BaseModel):
                 f"fault plan {self.name!r} names tools that are not offered: {', '.join(unmatched)}; "
                 f"offered: {', '.join(known) or 'none'}"
             )
+
+
+def read_plan_file(path: Path, what: str, error: type[ArgumentError], hint: str = "") -> Any:
+    """A plan file's JSON data, its file name (without .json) the default `name`; `error` (a typed
+    argument error) for a file that cannot be read (`hint` appended) or is not JSON."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise error(f"cannot read {what} {path}: {exc.strerror or exc}{hint}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise error(f"{what} {path} is not JSON: {exc}") from None
+    if isinstance(data, dict) and "name" not in data:
+        data = {"name": path.stem, **data}
+    return data
 
 
 def fault_rng(seed: int, tool: str, step: int, call: int, rule: int) -> random.Random:

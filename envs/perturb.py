@@ -37,6 +37,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolgym.actions import Action, Observation, ToolCall
+from toolgym.envs.faults import read_plan_file
 from toolgym.envs.milestones import CallSeen
 from toolgym.errors import ArgumentError, ErrorKind
 from toolgym.tools import BaseTool, ParamSpec, ToolContext, ToolSet
@@ -119,18 +120,8 @@ class PerturbPlan(BaseModel):
         p = Path(path)
         if str(path) in PRESETS and not p.exists():
             return cls.named(str(path))
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise PerturbPlanError(
-                f"cannot read perturbation plan {p}: {exc.strerror or exc} "
-                f"(or name a preset: {', '.join(PRESETS)})"
-            ) from None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise PerturbPlanError(f"perturbation plan {p} is not JSON: {exc}") from None
-        if isinstance(data, dict) and "name" not in data:
-            data = {"name": p.stem, **data}
-        return cls.parse(data)
+        hint = f" (or name a preset: {', '.join(PRESETS)})"
+        return cls.parse(read_plan_file(p, "perturbation plan", PerturbPlanError, hint))
 
 
 def _hex(seed: int, *parts: str, length: int) -> str:

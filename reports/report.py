@@ -28,7 +28,13 @@ from toolgym.envs.milestones import MilestoneSummary, NotScored, trace_milestone
 from toolgym.evaluation.base import SuiteResult, error_kinds, is_teacher_forced
 from toolgym.evaluation.glossary import METRICS, anchor, glossary_entry
 from toolgym.files import write_atomically
-from toolgym.reports.robustness import PerturbationRow, RobustnessRow, perturbation_rows, robustness_rows
+from toolgym.reports.robustness import (
+    PerturbationRow,
+    PlanRow,
+    RobustnessRow,
+    perturbation_rows,
+    robustness_rows,
+)
 from toolgym.running.trials import (
     EpisodeRecord,
     LoadedTrace,
@@ -594,12 +600,10 @@ def pass_k_section(data: ReportData) -> str | None:
     return _section("pass-k", "pass@k and pass^k", body)
 
 
-def robustness_section(data: ReportData) -> str | None:
-    rows = data.robustness
-    if not rows:
-        return None
+def _plan_rates(rows: Sequence[PlanRow], what: str) -> str:
+    """The bars of a robustness table: success rate and mean reward, clean and under each plan."""
     labels = [f"{r.agent} / {r.plan}" if len({x.agent for x in rows}) > 1 else r.plan for r in rows]
-    body = _img(
+    return _img(
         bar_figure(
             labels,
             {
@@ -609,8 +613,15 @@ def robustness_section(data: ReportData) -> str | None:
             ylabel="rate",
             ylim=1.05,
         ),
-        "success rate and mean reward, clean and under each fault plan",
+        f"success rate and mean reward, clean and under each {what}",
     )
+
+
+def robustness_section(data: ReportData) -> str | None:
+    rows = data.robustness
+    if not rows:
+        return None
+    body = _plan_rates(rows, "fault plan")
     body += _table(
         [
             "agent",
@@ -653,19 +664,7 @@ def perturbation_section(data: ReportData) -> str | None:
     rows = data.perturbation
     if not rows:
         return None
-    labels = [f"{r.agent} / {r.plan}" if len({x.agent for x in rows}) > 1 else r.plan for r in rows]
-    body = _img(
-        bar_figure(
-            labels,
-            {
-                "success rate": [r.success_rate or 0.0 for r in rows],
-                "mean reward": [r.mean_reward or 0.0 for r in rows],
-            },
-            ylabel="rate",
-            ylim=1.05,
-        ),
-        "success rate and mean reward, clean and under each tool-schema perturbation",
-    )
+    body = _plan_rates(rows, "tool-schema perturbation")
     clean = rows[0].success_rate
     body += _table(
         [

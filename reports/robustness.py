@@ -65,12 +65,27 @@ def episode_faults(trace: Trace) -> EpisodeFaults:
 
 
 @dataclass
-class RobustnessRow:
+class PlanRow:
+    """One run under a plan (or the clean run): what every robustness table shows of it."""
+
     agent: str
     plan: str
     episodes: int = 0  # finished (aborted ones are left out, as everywhere)
     successes: int = 0
     reward_sum: float = 0.0
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.successes / self.episodes if self.episodes else None
+
+    @property
+    def mean_reward(self) -> float | None:
+        """Every finished episode's reward (under a fault plan: scored with the faults)."""
+        return self.reward_sum / self.episodes if self.episodes else None
+
+
+@dataclass
+class RobustnessRow(PlanRow):
     clean_reward_sum: float = 0.0  # over the episodes that met no injected fault
     clean_episodes: int = 0
     faulted_episodes: int = 0
@@ -79,15 +94,6 @@ class RobustnessRow:
     infra_errors: int = 0
     retries: int = 0
     by_kind: dict[str, list[int]] = field(default_factory=dict)  # kind -> [episodes hit, recovered]
-
-    @property
-    def success_rate(self) -> float | None:
-        return self.successes / self.episodes if self.episodes else None
-
-    @property
-    def mean_reward(self) -> float | None:
-        """Scored with the faults: every finished episode."""
-        return self.reward_sum / self.episodes if self.episodes else None
 
     @property
     def mean_reward_without_faults(self) -> float | None:
@@ -192,25 +198,12 @@ def robustness_rows(
 
 
 @dataclass
-class PerturbationRow:
+class PerturbationRow(PlanRow):
     """One run under a tool-schema perturbation plan (or the clean run), from its records."""
 
-    agent: str
-    plan: str
-    episodes: int = 0  # finished (aborted ones are left out, as everywhere)
-    successes: int = 0
-    reward_sum: float = 0.0
     unknown_tools: int = 0  # calls of a tool not offered (a real name under scrambled names)
     argument_errors: int = 0
     distractor_calls: int = 0
-
-    @property
-    def success_rate(self) -> float | None:
-        return self.successes / self.episodes if self.episodes else None
-
-    @property
-    def mean_reward(self) -> float | None:
-        return self.reward_sum / self.episodes if self.episodes else None
 
 
 def perturbation_row(
