@@ -19,7 +19,7 @@ from inspect_ai.log import EvalLog
 from inspect_ai.model import ChatMessage, ModelOutput, ModelUsage, get_model
 
 from toolgym import plugins
-from toolgym.actions import Action, FinalAnswer, ToolCall
+from toolgym.actions import Action, AskUser, FinalAnswer, ToolCall
 from toolgym.envs.agents import ScriptedAgent
 from toolgym.envs.demo import resolve_task_set
 from toolgym.envs.runner import run_episode
@@ -45,6 +45,10 @@ def reply(action: Action, index: int) -> ModelOutput:
     if isinstance(action, ToolCall):
         output = ModelOutput.for_tool_call(
             MODEL, action.name, dict(action.arguments), tool_call_id=f"call_{index}"
+        )
+    elif isinstance(action, AskUser):  # the openai protocol's reserved function
+        output = ModelOutput.for_tool_call(
+            MODEL, "ask_user", {"text": action.text}, tool_call_id=f"call_{index}"
         )
     else:
         output = ModelOutput.from_content(MODEL, action.text if isinstance(action, FinalAnswer) else "Hmm.")
@@ -82,17 +86,19 @@ def golden(tasks: TaskSet, task_id: str) -> list[Action]:
 
 
 @pytest.mark.parametrize(
-    ("task_id", "change"),
+    ("set_name", "task_id", "change"),
     [
-        ("mtu-transfer-011", None),  # the golden replies: solved
-        ("mtu-transfer-011", "wrong_argument"),  # a write with a wrong amount: the state differs
-        ("mtu-balance-002", "prose"),  # prose without a call: a wrong final answer
+        ("mtu", "mtu-transfer-011", None),  # the golden replies: solved
+        ("mtu", "mtu-transfer-011", "wrong_argument"),  # a write with a wrong amount: the state differs
+        ("mtu", "mtu-balance-002", "prose"),  # prose without a call: a wrong final answer
+        ("multiturn", "multiturn-alarm-001", None),  # asks the simulated user, then writes
+        ("multiturn", "multiturn-alarm-001", "guess"),  # writes before the user answered: a minefield
     ],
 )
 def test_a_bundled_set_scores_what_toolgym_run_scores(
-    tmp_path: Path, task_id: str, change: str | None
+    tmp_path: Path, set_name: str, task_id: str, change: str | None
 ) -> None:
-    tasks = resolve_task_set("mtu")
+    tasks = resolve_task_set(set_name)
     actions = golden(tasks, task_id)
     if change == "wrong_argument":
         first = actions[0]
@@ -100,7 +106,9 @@ def test_a_bundled_set_scores_what_toolgym_run_scores(
         actions[0] = first.model_copy(update={"arguments": {**first.arguments, "amount": 1.0}})
     elif change == "prose":
         actions = [FinalAnswer(text="I think it is about a thousand dollars.")]
-    log = run_inspect(task_id, actions, tmp_path / "logs", tasks="mtu")
+    elif change == "guess":
+        actions = [a for a in actions if not isinstance(a, AskUser)]
+    log = run_inspect(task_id, actions, tmp_path / "logs", tasks=set_name)
     reward, scores = toolgym_scores(tasks, task_id, actions)
     assert log.samples is not None
     (score,) = log.samples[0].scores.values()  # type: ignore[union-attr]
@@ -110,7 +118,7 @@ def test_a_bundled_set_scores_what_toolgym_run_scores(
         k: v for k, v in scores.items() if k != "reward"
     }
     assert (reward == 1.0) is (change is None)
-    assert "mtu/TN" in value  # the set's suite, per task
+    assert "mtu/TN" in value  # the set's suite (multiturn's tasks are MTU's), per task
     # the episode's toolgym trace, beside Inspect's log
     trace_path = Path(score.metadata["trace"])  # type: ignore[index]
     if not trace_path.is_absolute():
