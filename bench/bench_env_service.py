@@ -3,7 +3,7 @@
     python bench/bench_env_service.py [--rounds N] [--quick]
 
 Servers, each its own process on 127.0.0.1, served the same way (uvicorn, access log off, the
-env service's `UVICORN_SETTINGS`: no permessage-deflate; openenv-core's `HTTPEnvServer` underneath):
+env service's `UVICORN_SETTINGS`: no permessage-deflate):
 - `toolgym env-server`'s app, traces off (the overhead of the transport and session, not of disk),
   a second one with traces on, and a third with `steps_on_loop` (steps on the event loop);
 - openenv-core's echo environment: openenv ships it only as its `openenv init` template, so this

@@ -1,5 +1,6 @@
 """`toolgym mcp`: the command only. The MCP server (`toolgym.envs.mcp_server`, with the mcp SDK and
-its 0.6 s of imports) is imported when the command runs, not when `toolgym` starts."""
+its 0.6 s of imports) is imported when the command runs, not when `toolgym` starts; without the
+SDK (the `mcp` extra), or with a 1.x, the command says so in one line."""
 
 from __future__ import annotations
 
@@ -42,6 +43,12 @@ def mcp_command(
     """Serve a seeded mock world (--apps, --tasks, --seed) or the built-in tools over MCP: stdio by
     default, streamable HTTP with --http. Each MCP session gets its own world; prompts are the
     task queries, resources the world's tables, state hash and files."""
+    from toolgym.toolservers.mcp_sdk import mcp_problem
+
+    problem = mcp_problem()  # no SDK, or a 1.x: one line naming the extra, before any import fails
+    if problem is not None:
+        typer.echo(f"cannot start the MCP server: {problem}", err=True)
+        raise typer.Exit(code=2)
     import anyio
 
     from toolgym.envs.mcp_server import McpSetupError, http_app, make_config, serve_stdio

@@ -36,11 +36,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-import mcp.types as types
-from mcp import MCPError
-from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel.server import NotificationOptions, Server
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+try:  # the SDK is the `mcp` extra
+    import mcp.types as types
+    from mcp import MCPError
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel.server import NotificationOptions, Server
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+except ImportError:  # no SDK, or a 1.x (which lacks these names): one line naming the extra
+    from toolgym.toolservers.mcp_sdk import require_mcp
+
+    require_mcp()
+    raise
 
 from toolgym.actions import Observation
 from toolgym.canonical import canonical_json

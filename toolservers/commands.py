@@ -230,12 +230,19 @@ def _tool_providers(apps: list[str], docs: list[Path], console: Console) -> list
 
 def _announce(cfg: ServerConfig, providers: list[ToolProvider], console: Console) -> None:
     """The banner: where the server listens, its tools and faces, when models load."""
+    from rich.markup import escape
+
+    from toolgym.toolservers.mcp_sdk import mcp_problem
+
     served = cfg.tools or [p.name for p in providers]
     shown = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
     console.print(f"toolgym server on http://{shown}:{cfg.port}  tools: {', '.join(served)}")
+    no_mcp = mcp_problem() if cfg.mcp else None
     faces = (
         ["native /v1"]
         + (["AgentLego /openapi.json"] if cfg.agentlego else [])
-        + (["MCP /mcp"] if cfg.mcp else [])
+        + (["MCP /mcp"] if cfg.mcp and no_mcp is None else [])
     )
     console.print(f"faces: {', '.join(faces)}; models load {'lazily' if cfg.load == 'lazy' else 'at start'}")
+    if no_mcp is not None:
+        console.print(f"no MCP at /mcp (it answers 501): {escape(no_mcp)}")

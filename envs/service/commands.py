@@ -140,7 +140,7 @@ def env_server(
     user_api_key_env: UserApiKeyEnvOption = None,
 ) -> None:
     """Serve ToolEnv sessions: OpenEnv's /reset, /step, /state, /schema and /ws (GenericEnvClient works
-    unchanged), server-side traces; needs toolgym's `service` extra (openenv-core)."""
+    unchanged), server-side traces."""
     from rich.console import Console
 
     from toolgym.envs.service.catalog import ServiceError, SessionConfig
@@ -160,7 +160,7 @@ def env_server(
             strict_arguments=strict_arguments or None,  # None: a session's default, coercion
         )
         catalog = _catalog(tasks, tools, tool_server, token, defaults, user_llm)
-        from toolgym.envs.service.app import create_app  # openenv-core: an ImportError names the extra
+        from toolgym.envs.service.app import create_app  # the server's modules load when it starts
 
         bind_socket(host, port).close()  # a port in use: one line now, not uvicorn's log after start-up
     except (InsecureBindError, ImportError, ServiceError, ToolgymError, ValueError, OSError) as exc:

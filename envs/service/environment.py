@@ -1,10 +1,10 @@
-"""One env-service session as an openenv-core `Environment`: a ToolEnv, its trace file and the
-wire types (`ToolgymAction`, `ToolgymObservation`, `ToolgymState`).
+"""One env-service session: a ToolEnv, its trace file and the wire types (`ToolgymAction`,
+`ToolgymObservation`, `ToolgymState`, OpenEnv's body types extended, wire.py).
 
-openenv-core's `HTTPEnvServer` drives this class unchanged; the service's `/ws` and stateful
-HTTP routes (app.py) call it on worker threads, one call of a session at a time (workers.py). The
-session writes one trace per episode with the runner's pieces, so a session's trace is
-byte-identical to `run_episode`'s for the same task, seed and actions.
+The service's `/ws` and stateful HTTP routes (app.py) call a session on worker threads, one call
+of a session at a time (workers.py, sessions.py). The session writes one trace per episode with
+the runner's pieces, so a session's trace is byte-identical to `run_episode`'s for the same task,
+seed and actions.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from toolgym.actions import ACTION_ADAPTER, Action
 from toolgym.envs.agents import Agent
 from toolgym.envs.faults import FaultLayer
 from toolgym.envs.runner import step_fields, trace_end, trace_header, trace_name
-from toolgym.envs.service import OPENENV_MISSING
 from toolgym.envs.service.catalog import REWARDS, Catalog, ResolvedConfig, ServiceError, SessionConfig
 from toolgym.envs.service.traces import TraceFile, TraceRetention, spare_descriptor
+from toolgym.envs.service.wire import EnvironmentMetadata, WireAction, WireObservation, WireState
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.mocks.app import strict_arguments
 from toolgym.mocks.world import MockWorld
@@ -32,20 +32,12 @@ from toolgym.tasks import Task
 from toolgym.trace import TraceEnd
 from toolgym.world import World
 
-try:
-    from openenv.core.env_server.interfaces import Environment
-    from openenv.core.env_server.types import Action as OpenEnvAction
-    from openenv.core.env_server.types import EnvironmentMetadata, State
-    from openenv.core.env_server.types import Observation as OpenEnvObservation
-except ImportError as exc:  # the default install has no openenv-core
-    raise ImportError(OPENENV_MISSING) from exc
-
 # a session's memory bound (--max-session-bytes): its worlds' databases and its episode's inputs
 # and observations; half of it for the worlds it keeps between episodes
 DEFAULT_MAX_SESSION_BYTES = 64 << 20
 
 
-class ToolgymAction(OpenEnvAction):
+class ToolgymAction(WireAction):
     """One step's input, exactly one of: `text` (raw model output, parsed by the session's
     protocol), `message` (an OpenAI-style assistant message) or `action` (a structured toolgym
     action, `{"type": "tool_call", "name": ..., "arguments": {...}}`, or a list of them)."""
@@ -88,7 +80,7 @@ class ToolgymAction(OpenEnvAction):
         return ACTION_ADAPTER.validate_python(self.action)
 
 
-class ToolgymObservation(OpenEnvObservation):
+class ToolgymObservation(WireObservation):
     """What reset and step return: `text` is ToolEnv's observation, `info` its info (JSON; the
     wall-clock `timing` as plain numbers), `reward` and `done` as openenv has them."""
 
@@ -99,7 +91,7 @@ class ToolgymObservation(OpenEnvObservation):
     session_id: str | None = None
 
 
-class ToolgymState(State):
+class ToolgymState(WireState):
     """A session's state (`/state`, the WebSocket `state` message)."""
 
     session_id: str | None = None
@@ -113,7 +105,7 @@ class ToolgymState(State):
 
 
 class ResetOptions(BaseModel):
-    """The keys a reset may carry besides openenv's `seed` and `episode_id`."""
+    """The keys a reset may carry besides OpenEnv's `seed` and `episode_id`."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -148,7 +140,7 @@ def wire_info(info: dict[str, Any], slim: bool = False) -> dict[str, Any]:
     return out
 
 
-Answer = dict[str, Any]  # openenv's wire answer: {observation: {...}, reward, done}
+Answer = dict[str, Any]  # OpenEnv's wire answer: {observation: {...}, reward, done}
 
 
 _DATABASE_BYTES = "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
@@ -171,17 +163,26 @@ def cap_world(world: MockWorld, max_bytes: int) -> None:
 
 
 def observation_of(answer: Answer) -> ToolgymObservation:
-    """The answer as openenv's Observation object (its fields are built, not parsed: no checks)."""
+    """The answer as an Observation object (its fields are built, not parsed: no checks)."""
     return ToolgymObservation.model_construct(
         **answer["observation"], reward=answer["reward"], done=answer["done"]
     )
 
 
-class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymState]):
+def metadata() -> EnvironmentMetadata:
+    """What a session is (`GET /metadata`)."""
+    from toolgym.trace import toolgym_version
+
+    return EnvironmentMetadata(
+        name="toolgym",
+        description="toolgym ToolEnv sessions: tasks, real tools and deterministic mock apps",
+        version=toolgym_version(),
+    )
+
+
+class ToolgymEnvironment:
     """A session: builds its ToolEnv from the catalog at the first reset (and again when a reset
     changes the config), writes each episode's trace under `trace_dir/<session id>/`."""
-
-    SUPPORTS_CONCURRENT_SESSIONS = True  # each session has its own ToolEnv and world
 
     def __init__(
         self,
@@ -192,7 +193,6 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         retention: TraceRetention | None = None,
         max_bytes: int | None = DEFAULT_MAX_SESSION_BYTES,
     ) -> None:
-        super().__init__()
         self.max_bytes = max_bytes  # the session's memory bound (None: none), see _check_bound
         self.catalog = catalog
         self.trace_dir = trace_dir
@@ -215,20 +215,18 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         self._refused = False  # a step went past the memory bound: the episode takes no more
         self._idle_bytes: dict[int, int] = {}  # database bytes of the worlds other than the current
 
-    # ---- openenv's Environment (the service's routes call the `*_answer` methods) ----------
+    # ---- the session as Python objects (the service's routes call the `*_answer` methods) -----
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> ToolgymObservation:
         return observation_of(self.reset_answer(seed, episode_id, **kwargs))
 
-    def step(
-        self, action: ToolgymAction, timeout_s: float | None = None, **kwargs: Any
-    ) -> ToolgymObservation:
+    def step(self, action: ToolgymAction) -> ToolgymObservation:
         return observation_of(self.step_answer(action))
 
     # ---- the wire answers (what the service's routes send, without an Observation object) ------
     def reset_answer(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Answer:
-        """`reset`'s answer as openenv's wire dict (what `serialize_observation` makes of it)."""
+        """`reset`'s answer as OpenEnv's wire dict."""
         self._check_open()
         raw_config = kwargs.get("config")
         # a config resolved before is not validated again (a valid config gives no errors of
@@ -311,13 +309,8 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
         self._config = config
         return self._env
 
-    def rename(self, session_id: str) -> None:
-        """The session's id becomes `session_id` (the session table's)."""
-        self.session_id = session_id
-        self._status = {**self._status, "session_id": session_id}
-
     def step_answer(self, action: ToolgymAction) -> Answer:
-        """`step`'s answer as openenv's wire dict."""
+        """`step`'s answer as OpenEnv's wire dict."""
         self._check_open()
         env = self._env
         if env is None or env.task is None:
@@ -350,18 +343,12 @@ class ToolgymEnvironment(Environment[ToolgymAction, ToolgymObservation, ToolgymS
 
     @property
     def state(self) -> ToolgymState:
-        # from the fields kept at reset and step: openenv reads it on the event loop's thread,
-        # and the world's SQLite connection belongs to the session's thread
+        # from the fields kept at reset and step: the service reads it beside a running step
+        # (HTTP /state), and the world's SQLite connection belongs to the step's thread
         return ToolgymState.model_construct(**self._status)
 
     def get_metadata(self) -> EnvironmentMetadata:
-        from toolgym.trace import toolgym_version
-
-        return EnvironmentMetadata(
-            name="toolgym",
-            description="toolgym ToolEnv sessions: tasks, real tools and deterministic mock apps",
-            version=toolgym_version(),
-        )
+        return metadata()
 
     def close(self) -> None:
         if self._closed:

@@ -6,8 +6,8 @@ calls), and on the loop it would hold every other session's answers meanwhile. W
 does per call is parse small bodies, hand the call over and send the answer.
 
 `Workers` is an elastic pool: a call that finds no idle thread starts one, and a thread idle for
-`idle_s` ends, so idle sessions hold no thread (openenv-core's session executors keep one thread
-per session for its whole life). `Lane` is one session's executor on the pool: its calls run one
+`idle_s` ends, so idle sessions hold no thread (a thread per session would hold one for the
+session's whole life). `Lane` is one session's queue on the pool: its calls run one
 at a time in the order given (its world's SQLite connection is used by one thread at a time), on
 whichever worker is free. The hand-over is a queue put and a `call_soon_threadsafe`, about half
 the CPU of `loop.run_in_executor` on a `ThreadPoolExecutor` (35 against 70 µs a round trip on
@@ -22,7 +22,6 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
 from typing import Any, TypeVar
 
 from toolgym.envs.service.catalog import ServiceError
@@ -35,38 +34,20 @@ WORKER_IDLE_S = 10.0
 
 
 class _Job:
-    """A call and where its outcome goes: an asyncio future (`Lane.run`) or a concurrent one
-    (`Executor.submit`, which openenv-core's session table uses to build and close sessions)."""
+    """A call and the event loop's future its outcome goes to."""
 
-    __slots__ = ("args", "fn", "future", "kwargs", "loop")
+    __slots__ = ("args", "fn", "future")
 
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        loop: asyncio.AbstractEventLoop | None,
-        future: asyncio.Future[Any] | Future[Any],
-    ) -> None:
-        self.fn, self.args, self.kwargs, self.loop, self.future = fn, args, kwargs, loop, future
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Future[Any]) -> None:
+        self.fn, self.args, self.future = fn, args, future
 
     def run(self) -> None:
-        future = self.future
-        if isinstance(future, Future):
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(self.fn(*self.args, **self.kwargs))
-            except BaseException as exc:  # as ThreadPoolExecutor: the caller gets it
-                future.set_exception(exc)
-            return
-        assert self.loop is not None
         try:
-            outcome: tuple[Any, BaseException | None] = (self.fn(*self.args, **self.kwargs), None)
+            outcome: tuple[Any, BaseException | None] = (self.fn(*self.args), None)
         except BaseException as exc:
             outcome = (None, exc)
         with contextlib.suppress(RuntimeError):  # a closed loop (the server stopped): nobody waits
-            self.loop.call_soon_threadsafe(_settle, future, *outcome)
+            self.future.get_loop().call_soon_threadsafe(_settle, self.future, *outcome)
 
 
 def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
@@ -78,9 +59,9 @@ def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None)
         future.set_result(result)
 
 
-class Workers(Executor):
-    """Threads started on demand and ended after `idle_s` idle. As an Executor (`submit`), each
-    call runs on its own; `lane()` gives an executor whose calls run one at a time."""
+class Workers:
+    """Threads started on demand and ended after `idle_s` idle. `run` runs a call on its own;
+    `lane()` gives a queue whose calls run one at a time."""
 
     def __init__(self, idle_s: float = WORKER_IDLE_S, name: str = "toolgym-session") -> None:
         self.idle_s = idle_s
@@ -105,15 +86,10 @@ class Workers(Executor):
     async def run(self, fn: Callable[..., T], /, *args: Any) -> T:
         """`fn(*args)` on a worker, on its own (no lane); awaited on the event loop."""
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._start(None, _Job(fn, args, {}, future.get_loop(), future))
+        self._start(None, _Job(fn, args, future))
         return await future
 
-    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
-        future: Future[T] = Future()
-        self._start(None, _Job(fn, args, kwargs, None, future))
-        return future
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+    def shutdown(self) -> None:
         """Idle workers end now, busy ones after their call (not waited for: a call may block on a
         remote tool; the threads are daemons)."""
         self._shutdown = True
@@ -166,7 +142,7 @@ class Workers(Executor):
                 self._threads -= 1
 
 
-class Lane(Executor):
+class Lane:
     """One session's calls, one at a time in the order given, on its pool's workers."""
 
     def __init__(self, workers: Workers) -> None:
@@ -175,20 +151,11 @@ class Lane(Executor):
         self._pending: deque[_Job] = deque()
         self._running = False
 
-    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """`fn(...)` on a worker, after the lane's earlier calls; awaited on the event loop."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._add(_Job(fn, args, kwargs, loop, future))
+    async def run(self, fn: Callable[..., T], /, *args: Any) -> T:
+        """`fn(*args)` on a worker, after the lane's earlier calls; awaited on the event loop."""
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._add(_Job(fn, args, future))
         return await future
-
-    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
-        future: Future[T] = Future()
-        self._add(_Job(fn, args, kwargs, None, future))
-        return future
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Nothing to stop: the lane holds no thread (the pool's end when idle)."""
 
     def _add(self, job: _Job) -> None:
         with self._lock:

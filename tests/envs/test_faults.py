@@ -346,7 +346,6 @@ def test_a_faulted_episode_replays_from_its_cassette_byte_identical_with_zero_li
 
 # ---- the env service -----------------------------------------------------------------------------
 def test_an_env_service_session_runs_under_its_fault_plan(tmp_path: Path) -> None:
-    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
     from toolgym.envs.service.catalog import Catalog, ServiceError
     from toolgym.envs.service.environment import ToolgymAction, ToolgymEnvironment
 

@@ -23,9 +23,16 @@ from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
 
 import httpx2
-import mcp.types as types
-from mcp import Client, MCPError
-from mcp.client.streamable_http import streamable_http_client
+
+try:  # the SDK is the `mcp` extra
+    import mcp.types as types
+    from mcp import Client, MCPError
+    from mcp.client.streamable_http import streamable_http_client
+except ImportError:  # no SDK, or a 1.x (which lacks these names): one line naming the extra
+    from toolgym.toolservers.mcp_sdk import require_mcp
+
+    require_mcp()
+    raise
 
 from toolgym.errors import ErrorKind, InfraError, ToolError, error_for_kind
 from toolgym.files import FileHandle, StoredFile

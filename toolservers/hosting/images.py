@@ -75,12 +75,14 @@ IMAGES: dict[str, ImageDef] = {
     d.name: d
     for d in (
         ImageDef("base", f"toolgym/base:{DEBIAN_SUITE}", ""),
-        ImageDef("toolserver", "toolgym/toolserver:latest", "toolgym", target="toolserver"),
-        ImageDef("mockserver", "toolgym/mockserver:latest", "toolgym", target="mockserver"),
+        # the tool server's /mcp face needs the `mcp` extra; the mock server takes the same wheels,
+        # so the CPU images share every layer but their last
+        ImageDef("toolserver", "toolgym/toolserver:latest", "toolgym[mcp]", target="toolserver"),
+        ImageDef("mockserver", "toolgym/mockserver:latest", "toolgym[mcp]", target="mockserver"),
         ImageDef(
             "toolserver-gpu",
             "toolgym/toolserver-gpu:latest",
-            "toolgym[gpu]",
+            "toolgym[gpu,mcp]",
             also=("torch", "torchvision"),
             explicit_only=True,
             constraints="constraints-gpu.txt",

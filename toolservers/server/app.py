@@ -10,7 +10,9 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterable, Sequence
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import uvicorn
@@ -24,14 +26,16 @@ from starlette.types import ASGIApp
 from toolgym import http
 from toolgym.errors import ErrorKind
 from toolgym.tools import BaseTool, ToolSet
+from toolgym.toolservers.mcp_sdk import mcp_problem
 
 from .agentlego import agentlego_router, agentlego_routes
 from .config import ServerConfig, is_loopback
 from .http import error_body, json_response, render_error
-from .mcp_face import build_mcp
 from .native import call_route, native_router, toolgym_version
 from .providers import ToolProvider, from_toolset
 from .runtime import ToolRuntime
+
+logger = logging.getLogger(__name__)
 
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/ready", "/v1/version", "/", "/openapi.json"})
 # the request body limit beyond any tool's own (multipart framing, JSON envelope)
@@ -67,9 +71,10 @@ def create_app(
     `unix_socket`: it listens on a unix socket, which no browser reaches (any Host is answered)."""
     config = config or ServerConfig()
     runtime = runtime or ToolRuntime(_providers(tools), config)
-    mcp_endpoint = mcp_lifespan = None
+    mcp_endpoint: Callable[..., Any] | None = None
+    mcp_lifespan: AbstractAsyncContextManager[None] | None = None
     if config.mcp:
-        mcp_endpoint, mcp_lifespan = build_mcp(runtime, config.title)
+        mcp_endpoint, mcp_lifespan = _mcp_face(runtime, config.title)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -117,6 +122,25 @@ def create_app(
     )
     http.secure(app, exposure, render_error)
     return app
+
+
+def _mcp_face(
+    runtime: ToolRuntime, title: str
+) -> tuple[Callable[..., Any], AbstractAsyncContextManager[None] | None]:
+    """The /mcp endpoint and the context its lifespan enters. Without a usable MCP SDK (the `mcp`
+    extra; a 1.x beside OpenEnv 0.10) the endpoint answers 501 with the reason, and the other
+    faces serve as before."""
+    problem = mcp_problem()
+    if problem is None:
+        from .mcp_face import build_mcp  # the SDK's imports: only for a server that serves MCP
+
+        return build_mcp(runtime, title)
+    logger.warning("no MCP at /mcp: %s", problem)
+
+    async def unavailable(request: Request) -> Response:
+        return json_response({**error_body(ErrorKind.INFRA_ERROR.value, problem), "detail": problem}, 501)
+
+    return unavailable, None
 
 
 def _file_upload_path(path: str) -> bool:

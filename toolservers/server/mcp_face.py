@@ -19,12 +19,18 @@ import binascii
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-import mcp.types as types
-from mcp import MCPError
-from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel.server import Server
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+try:  # the SDK is the `mcp` extra
+    import mcp.types as types
+    from mcp import MCPError
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel.server import Server
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+    from mcp.server.transport_security import TransportSecuritySettings
+except ImportError:  # no SDK, or a 1.x (which lacks these names): one line naming the extra
+    from toolgym.toolservers.mcp_sdk import require_mcp
+
+    require_mcp()
+    raise
 
 from toolgym.errors import ErrorKind
 from toolgym.files import FileHandle, FileStore

@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from toolgym.http import BodyError
 from toolgym.tools import DEFAULT_CLOCK
+from toolgym.toolservers.mcp_sdk import mcp_problem
 
 from .http import error_body, json_response, parse_json, read_body
 from .runtime import ToolRuntime
@@ -190,6 +191,6 @@ def runtime_faces(runtime: ToolRuntime) -> list[str]:
     faces = ["native"]
     if runtime.config.agentlego:
         faces.append("agentlego")
-    if runtime.config.mcp:
+    if runtime.config.mcp and mcp_problem() is None:  # without the SDK, /mcp only says why
         faces.append("mcp")
     return faces

@@ -20,7 +20,6 @@ def catalog() -> Catalog:
 
 @pytest.fixture
 def served(catalog: Catalog, tmp_path: Path) -> Iterator[Served]:
-    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
     from toolgym.envs.service.app import create_app
 
     trace_dir = tmp_path / "traces"
@@ -34,6 +33,5 @@ def served(catalog: Catalog, tmp_path: Path) -> Iterator[Served]:
 @pytest.fixture
 def server_process(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
     """`toolgym env-server` in its own process, to be killed by the test."""
-    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
     with env_server(tmp_path / "traces", "--max-sessions", "128") as started:  # room for 100 idle sessions
         yield started

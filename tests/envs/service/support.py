@@ -43,15 +43,21 @@ def serve(app: Any, ws_max_size: int | None = None) -> ThreadedServer:
 
 @contextlib.contextmanager
 def env_server(
-    trace_dir: Path, *options: str, env: dict[str, str] | None = None, soft_file_limit: int | None = None
+    trace_dir: Path,
+    *options: str,
+    env: dict[str, str] | None = None,
+    soft_file_limit: int | None = None,
+    python: str = sys.executable,
+    prelude: str = "",
 ) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
     """`toolgym env-server` in its own process (with `options`, extra `env` variables, and a
-    lower soft limit on open files to start with): its URL, process and trace folder."""
+    lower soft limit on open files to start with), run by `python` after `prelude` (Python code):
+    its URL, process and trace folder."""
     port = free_port()
     command = [
-        sys.executable,
-        "-m",
-        "toolgym.cli",
+        python,
+        "-c",
+        f"{prelude}\nimport sys\nfrom toolgym.cli import main\nmain(sys.argv[1:])",
         "env-server",
         "--port",
         str(port),

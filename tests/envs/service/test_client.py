@@ -193,7 +193,6 @@ def test_structured_actions_and_messages_on_the_wire() -> None:
 
 @pytest.mark.parametrize("transport", ["ws", "http"])
 def test_a_full_server_is_an_infra_error(catalog: Catalog, tmp_path: Path, transport: Any) -> None:
-    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
     from toolgym.envs.service.app import create_app
 
     server = serve(create_app(catalog, trace_dir=tmp_path, max_sessions=1))
@@ -300,7 +299,6 @@ def test_http_client_on_a_descriptor_past_1024(served: Served, catalog: Catalog)
 
 
 def test_a_websocket_session_reaped_while_idle(catalog: Catalog, tmp_path: Path) -> None:
-    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
     from toolgym.envs.service.app import create_app
 
     local = local_env(catalog)

@@ -22,6 +22,7 @@ def test_generic_env_client_against_the_command(
     server_process: tuple[str, subprocess.Popen[bytes], Path], catalog: Catalog
 ) -> None:
     """`toolgym env-server` in its own process: openenv-core's client gets the in-process episode."""
+    pytest.importorskip("openenv.core.generic_client", reason="openenv-core's client (the dev extra)")
     from openenv.core.generic_client import GenericEnvClient
 
     url, _, trace_dir = server_process
@@ -65,15 +66,43 @@ def test_no_token_beyond_loopback() -> None:
     assert "token" in result.output
 
 
-def test_without_openenv_the_command_names_the_extra() -> None:
+# the server's process as if no OpenEnv were installed (nor the MCP SDK): neither is needed
+NOTHING_ELSE = "import sys; sys.modules['openenv'] = sys.modules['mcp'] = None"
+
+
+def test_without_openenv_or_mcp_the_command_serves_episodes(tmp_path: Path, catalog: Catalog) -> None:
+    """OpenEnv's protocol is toolgym's own code: a server with no `openenv` and no `mcp` to import
+    runs an episode over each transport as in-process."""
+    from toolgym.envs.service.client import RemoteToolEnv, Transport
+
+    outputs = golden_outputs(local_env(catalog))
+    transports: tuple[Transport, ...] = ("ws", "http")
+    with env_server(tmp_path / "traces", prelude=NOTHING_ELSE) as (url, _, _):
+        for transport in transports:
+            remote = RemoteToolEnv(url, transport=transport, config={"tasks": TASK_SET})
+            try:
+                remote.reset(seed=0, options={"task": TASK_ID})
+                for raw in outputs:
+                    _, reward, terminated, _, _ = remote.step(raw)
+            finally:
+                remote.close()
+            assert terminated and reward == 1.0, transport
+
+
+def test_the_service_and_the_command_import_neither_openenv_nor_mcp() -> None:
     code = (
-        "import sys; sys.modules['openenv'] = None\n"
-        "from typer.testing import CliRunner\n"
-        "from toolgym.cli import app\n"
-        "print(CliRunner().invoke(app, ['env-server']).output)\n"
+        "import sys\n"
+        "import toolgym.cli\n"
+        "from toolgym.envs.service.app import create_app\n"
+        "from toolgym.envs.service.catalog import Catalog\n"
+        "import toolgym.envs.service.client\n"
+        "import toolgym.toolservers.clients, toolgym.toolservers.server\n"
+        "create_app(Catalog.build())\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'openenv', 'mcp', 'fastmcp'}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "pip install 'toolgym[service]'" in " ".join(out.split())
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
 
 
 def test_unreachable_tool_server() -> None:
@@ -86,16 +115,6 @@ def test_bad_default_task_set() -> None:
     result = CliRunner().invoke(app, ["env-server", "--default-tasks", "nope"])
     assert result.exit_code == 2
     assert "nope" in result.output
-
-
-def test_without_openenv_the_server_names_the_extra_and_the_client_still_imports() -> None:
-    code = (
-        "import sys; sys.modules['openenv'] = None\n"
-        "import toolgym.envs.service.client\n"
-        "try:\n    import toolgym.envs.service.app\nexcept ImportError as exc:\n    print(exc)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "pip install 'toolgym[service]'" in out
 
 
 def test_a_half_given_or_keyless_user_llm_stops_the_server_before_serving() -> None:
@@ -115,9 +134,7 @@ def test_the_command_offers_the_operators_user_llm(tmp_path: Path) -> None:
     """`toolgym env-server --user-base-url ... --user-model ...` in its own process: a session that
     chooses `user: llm` is answered by that endpoint, and the key never leaves the server."""
     import httpx
-    import pytest
 
-    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
     from tests.models.fake_openai import FakeOpenAI, text
     from tests.models.fake_openai import serve as serve_openai
 
@@ -148,9 +165,7 @@ def test_strict_arguments_are_the_servers_default_and_each_sessions_choice(tmp_p
     number refused for a string parameter (argument_error), one that sets config.strict_arguments
     false gets it coerced, as `toolgym run` without --strict-arguments does."""
     import httpx
-    import pytest
 
-    pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
     from toolgym.toolservers.hosting.base import wait_healthy
 
     from .support import free_port

@@ -7,9 +7,6 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
-
-pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
-
 from pydantic import ValidationError
 
 from toolgym.actions import ToolCall

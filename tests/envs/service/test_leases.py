@@ -12,9 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
-
-pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
 
 from toolgym.envs.service.app import create_app
 from toolgym.envs.service.catalog import Catalog

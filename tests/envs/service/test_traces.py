@@ -10,8 +10,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-pytest.importorskip("openenv", reason="the env service needs openenv-core (toolgym[service])")
-
 from toolgym.envs.agents import OracleAgent
 from toolgym.envs.runner import run_episode
 from toolgym.envs.service.app import create_app
