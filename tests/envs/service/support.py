@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolgym.envs.agents import golden_action
+import httpx
+
+from toolgym.envs.agents import OracleAgent, golden_action
+from toolgym.envs.runner import run_episode
 from toolgym.envs.service.catalog import Catalog
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.mocks.service.server import ThreadedServer
@@ -108,6 +111,24 @@ def golden_outputs(env: ToolEnv, task_id: str = TASK_ID) -> list[Any]:
     golden action in the form the protocol's prompt asks for)."""
     task: Task = env.tasks[task_id]
     return [env.protocol.format_action(golden_action(step.action, env.protocol)) for step in task.golden]
+
+
+def reference_trace(catalog: Catalog, tmp_path: Path, protocol: str = "react") -> bytes:
+    """The trace `run_episode` writes for the oracle on TASK_ID, seed 0 (what a session writes)."""
+    env = local_env(catalog, protocol)
+    result = run_episode(
+        env, OracleAgent(env.protocol), env.tasks[TASK_ID], seed=0, trace_dir=tmp_path / "local"
+    )
+    env.close()
+    assert result.trace_path is not None
+    return result.trace_path.read_bytes()
+
+
+def fetch_trace(url: str, session_id: str, name: str, token: str | None = None) -> bytes:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    response = httpx.get(f"{url}/sessions/{session_id}/traces/{name}", headers=headers, timeout=60)
+    assert response.status_code == 200, response.text
+    return response.content
 
 
 def without_timing(info: dict[str, Any]) -> dict[str, Any]:

@@ -25,8 +25,6 @@ from openenv.core.generic_client import GenericEnvClient
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
-from toolgym.envs.agents import OracleAgent
-from toolgym.envs.runner import run_episode
 from toolgym.envs.service.app import create_app
 from toolgym.envs.service.catalog import Catalog
 from toolgym.envs.tool_env import ToolEnv
@@ -46,29 +44,15 @@ from .support import (
     Gate,
     Served,
     env_server,
+    fetch_trace,
     golden_outputs,
     local_env,
+    reference_trace,
     serve,
     without_timing,
 )
 
 RESET = {"task_id": TASK_ID, "config": {"tasks": TASK_SET}, "seed": 0, "agent": "oracle"}
-
-
-def reference_trace(catalog: Catalog, tmp_path: Path, protocol: str = "react") -> bytes:
-    env = local_env(catalog, protocol)
-    result = run_episode(
-        env, OracleAgent(env.protocol), env.tasks[TASK_ID], seed=0, trace_dir=tmp_path / "local"
-    )
-    env.close()
-    assert result.trace_path is not None
-    return result.trace_path.read_bytes()
-
-
-def fetch_trace(url: str, session_id: str, name: str) -> bytes:
-    response = httpx.get(f"{url}/sessions/{session_id}/traces/{name}")
-    assert response.status_code == 200, response.text
-    return response.content
 
 
 def test_generic_env_client_sync_matches_in_process(served: Served, catalog: Catalog, tmp_path: Path) -> None:
