@@ -39,12 +39,12 @@ def mcp_problem() -> str | None:
     except importlib.metadata.PackageNotFoundError:
         version = "of no known release"
     release = _RELEASE.match(version)
-    if release is None or not SUPPORTED <= (int(release[1]), int(release[2])) < (SUPPORTED[0] + 1, 0):
-        return (
-            f"toolgym's MCP features need mcp>=2.3,<3, not the installed mcp {version} (OpenEnv 0.10 "
-            f"pins mcp<2: keep OpenEnv in a venv of its own, then {MCP_EXTRA})"
-        )
-    return None
+    found = (int(release[1]), int(release[2])) if release is not None else None
+    if found is not None and SUPPORTED <= found < (SUPPORTED[0] + 1, 0):
+        return None
+    # the usual way to a 1.x: OpenEnv 0.10's pin (fastmcp 3 needs mcp<2)
+    hint = " (OpenEnv 0.10 pins mcp<2: keep OpenEnv in a venv of its own)" if found and found < (2, 0) else ""
+    return f"toolgym's MCP features need mcp>=2.3,<3, not the installed mcp {version}{hint}: {MCP_EXTRA}"
 
 
 def require_mcp() -> None:
