@@ -399,7 +399,7 @@ def create_app(
     leases = Leases(default_s=default_lease_s, max_s=idle_timeout_s, clock=clock)
     workers = Workers(worker_idle_s)
     table = SessionTable(
-        lambda session_id: factory(session_id),
+        factory,  # with the session's id
         workers,
         max_sessions=max_sessions,
         idle_timeout_s=idle_timeout_s,
@@ -409,7 +409,8 @@ def create_app(
     sessions = _Sessions(table, leases)
     app = FastAPI(title="toolgym env service", docs_url=None, redoc_url=None)
     _add_error_handlers(app)
-    app.router.on_shutdown.extend([leases.stop, table.stop, _shutdown(workers)])
+    # idle workers end at shutdown, busy ones after their call
+    app.router.on_shutdown.extend([leases.stop, table.stop, workers.shutdown])
     _add_session_routes(app, sessions, catalog, trace_dir)
     app.router.add_websocket_route("/ws", functools.partial(serve_session, table))
     _add_mcp_routes(app)
@@ -424,13 +425,6 @@ def create_app(
     )
     secure(app, exposure, render_error)
     return app
-
-
-def _shutdown(workers: Workers) -> Callable[[], None]:
-    def stop() -> None:  # idle workers end now, busy ones after their call
-        workers.shutdown()
-
-    return stop
 
 
 def _add_error_handlers(app: FastAPI) -> None:

@@ -21,7 +21,7 @@ def _table(catalog: Catalog, tmp_path: Path, **options: object) -> tuple[Session
     closed: list[str] = []
     table = SessionTable(
         lambda sid: ToolgymEnvironment(catalog, tmp_path, sid),
-        Workers(idle_s=5),
+        Workers(idle_s=0.5, name="test-session-table"),  # its own threads, gone soon after
         on_close=closed.append,
         **options,  # type: ignore[arg-type]
     )
