@@ -56,7 +56,14 @@ PAIRINGS: tuple[Pairing, ...] = (
     Pairing("TRL", "trl", ("tests/envs/test_trainers.py",)),
     Pairing("SkyRL-Gym", "skyrl-gym", ("tests/envs/adapters/test_skyrl.py",)),
     Pairing("Inspect", "inspect-ai", ("tests/toolgym/test_inspect_tasks.py",)),
-    Pairing("OpenEnv (client)", "openenv-core", ("tests/envs/service/test_client.py",)),
+    Pairing(
+        "OpenEnv (client)",
+        "openenv",
+        ("tests/envs/service/test_app.py",),
+        own_venv="an overlay, as any: openenv (0.10) pins mcp<2, which the overlay takes; toolgym's env "
+        "service needs no mcp (tests/envs/service/test_openenv_clients.py also builds `toolgym[service] "
+        "openenv` from scratch)",
+    ),
     Pairing(
         "verifiers",
         "verifiers",
@@ -148,7 +155,19 @@ def check(pairing: Pairing) -> Checked:
     return result
 
 
-def render(results: list[Checked]) -> str:
+def kept_rows(doc: Path, replaced: set[str]) -> dict[str, str]:
+    """The table rows of an earlier run (by library) that this run does not check again."""
+    if not doc.is_file():
+        return {}
+    rows: dict[str, str] = {}
+    for line in doc.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 5 and cells[0] not in ("library", "---"):
+            rows[cells[0]] = line
+    return {name: line for name, line in rows.items() if name not in replaced}
+
+
+def render(results: list[Checked], kept: dict[str, str] | None = None) -> str:
     day = datetime.now(UTC).date().isoformat()
     lines = [
         "# Newest releases, checked",
@@ -160,7 +179,14 @@ def render(results: list[Checked]) -> str:
         "| library | release | tests | outcome | own venv, and why |",
         "|---|---|---|---|---|",
     ]
-    for r in results:
+    fresh = {r.pairing.name: r for r in results}
+    earlier = kept or {}
+    for pairing in PAIRINGS:  # the pairings' order, whichever run checked each
+        r = fresh.get(pairing.name)
+        if r is None:
+            if pairing.name in earlier:
+                lines.append(earlier[pairing.name])
+            continue
         tests = ", ".join(f"`{t}`" for t in r.pairing.tests)
         note = r.pairing.own_venv or "no: an overlay on toolgym's venv"
         outcome = r.outcome + (f" ({r.note})" if r.note else "")
@@ -185,7 +211,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             json.dumps({"dist": pairing.dist, "version": results[-1].version, "outcome": results[-1].outcome})
         )
-    args.doc.write_text(render(results), encoding="utf-8")
+    # a run of some libraries (--only) keeps the other rows of the document as they were
+    kept = kept_rows(args.doc, {r.pairing.name for r in results}) if args.only else {}
+    args.doc.write_text(render(results, kept), encoding="utf-8")
     print(f"written to {args.doc}")
     return 0 if all("failed" not in r.outcome and "error" not in r.outcome for r in results) else 1
 
