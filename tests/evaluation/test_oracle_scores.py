@@ -24,7 +24,7 @@ from toolgym.trace import Trace
 
 HAVE_ML = importlib.util.find_spec("sentence_transformers") is not None
 # metrics that count what went wrong (0 is their best), not shares of what went right
-LOWER_IS_BETTER = frozenset({"tool_hallucinations", "param_hallucinations"})
+LOWER_IS_BETTER = frozenset({"tool_hallucinations", "param_hallucinations", "minefield_episodes"})
 # similarity-scored metrics: embeddings of identical texts give 1 within float error
 TOLERANCE = 1e-3
 
