@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -106,13 +107,27 @@ def overlay(venv: Path) -> None:
     Path(purelib, "toolgym.pth").write_text(f"import site; site.addsitedir({ours!r})\n", encoding="utf-8")
 
 
+def interpreter(name: str) -> str:
+    """A Python by command name (`python3.13`): TOOLGYM_PYTHON_<version> if set, else on PATH (pyenv
+    shims answer only for the versions selected), else pyenv's own copy of that version."""
+    given = os.environ.get("TOOLGYM_PYTHON_" + name.removeprefix("python").replace(".", "_"))
+    if given:
+        return given
+    found = shutil.which(name)
+    if found and subprocess.run([found, "--version"], capture_output=True, check=False).returncode == 0:
+        return found
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    copies = sorted(pyenv.glob(f"{name.removeprefix('python')}.*/bin/{name}"))
+    return str(copies[-1]) if copies else name
+
+
 def install(pairing: Pairing, venv: Path) -> str:
     """The newest release in the pairing's venv; its installed version."""
     if pairing.python is None:
         overlay(venv)
         pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python")]
     else:
-        subprocess.run([pairing.python, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run([interpreter(pairing.python), "-m", "venv", "--clear", str(venv)], check=True)
         pip = [str(venv / "bin" / "python"), "-m", "pip"]
     subprocess.run([*pip, "install", "--quiet", "--upgrade", *pairing.pip_args, pairing.dist], check=True)
     probe = f"import importlib.metadata as m; print(m.version({pairing.dist!r}))"
