@@ -17,6 +17,7 @@ changing, and installing them takes minutes.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import re
@@ -136,10 +137,21 @@ def install(pairing: Pairing, venv: Path) -> str:
     ).stdout.strip()
 
 
-def run_tests(pairing: Pairing, venv: Path) -> str:
-    """The pairing's tests, on the overlay's Python (or toolgym's, told where the library's own venv
-    is); pytest's summary counts."""
-    python = sys.executable if pairing.python is not None or pairing.env else str(venv / "bin" / "python")
+def ours(dist: str) -> str | None:
+    """The release of `dist` in toolgym's own venv (None: not installed there)."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def run_tests(pairing: Pairing, venv: Path, *, in_ours: bool = False) -> str:
+    """The pairing's tests, on the overlay's Python (or toolgym's: told where the library's own venv
+    is, or `in_ours` when the newest release is the one toolgym's venv has: the overlay adds nothing,
+    and a code sandbox, which reads its interpreter's own site-packages, would not see the packages
+    behind an overlay); pytest's summary counts."""
+    toolgyms = pairing.python is not None or bool(pairing.env) or in_ours
+    python = sys.executable if toolgyms else str(venv / "bin" / "python")
     environ = {**os.environ, **{k: v.format(venv=venv) for k, v in pairing.env.items()}}
     done = subprocess.run(
         [python, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *pairing.tests],
@@ -165,7 +177,10 @@ def check(pairing: Pairing) -> Checked:
     except subprocess.CalledProcessError as exc:
         result.outcome, result.note = "not installed", f"pip exited {exc.returncode}"
         return result
-    result.outcome = run_tests(pairing, venv)
+    same = pairing.python is None and not pairing.env and result.version == ours(pairing.dist)
+    result.outcome = run_tests(pairing, venv, in_ours=same)
+    if same:
+        result.note = "the release toolgym's venv has: run there"
     result.seconds = time.perf_counter() - started
     return result
 
