@@ -13,12 +13,13 @@ repeat at temperature 0; a wall-time budget depends on the machine (it is not re
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from toolgym.jsonl import read_json_file
 
 BUDGET_KINDS = ("tokens", "cost", "seconds")  # checked in this order: the first one over is named
 
@@ -50,12 +51,7 @@ class PriceTableError(ValueError):
 def load_price_table(path: Path) -> dict[str, Price]:
     """A price table: a JSON object of model name -> "PROMPT,COMPLETION" or {"prompt": P,
     "completion": C}, USD per million tokens (the user's own figures: prices change)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PriceTableError(f"cannot read price table {path}: {exc.strerror or exc}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise PriceTableError(f"price table {path} is not JSON: {exc}") from None
+    data = read_json_file(path, "price table", PriceTableError)
     if not isinstance(data, dict) or not data:
         raise PriceTableError(
             f"price table {path}: a JSON object of model name -> price, not {type(data).__name__}"

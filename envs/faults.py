@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import json
 import random
 import time
 import typing
@@ -41,6 +40,7 @@ from toolgym.actions import ErrorInfo, Observation, ToolCall
 from toolgym.canonical import canonical_json
 from toolgym.envs.rewards import Episode, RewardFn, with_count
 from toolgym.errors import ArgumentError, ErrorKind
+from toolgym.jsonl import read_json_file
 from toolgym.tasks import Task
 from toolgym.tools import ToolContext, ToolSet
 from toolgym.world import World
@@ -139,12 +139,7 @@ class FaultPlan(BaseModel):
 def read_plan_file(path: Path, what: str, error: type[ArgumentError], hint: str = "") -> Any:
     """A plan file's JSON data, its file name (without .json) the default `name`; `error` (a typed
     argument error) for a file that cannot be read (`hint` appended) or is not JSON."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise error(f"cannot read {what} {path}: {exc.strerror or exc}{hint}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise error(f"{what} {path} is not JSON: {exc}") from None
+    data = read_json_file(path, what, error, hint)
     if isinstance(data, dict) and "name" not in data:
         data = {"name": path.stem, **data}
     return data

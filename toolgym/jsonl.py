@@ -1,4 +1,5 @@
-"""Reading JSONL files of objects (one JSON object per line; blank lines are skipped).
+"""Reading JSONL files of objects (one JSON object per line; blank lines are skipped), and a JSON
+file whose problems are an error of the caller's (`read_json_file`).
 
 Every problem is a `JSONLError` (a ValueError) that names the file and, where there is one, the
 line: a line that is not JSON, a line that is JSON but not an object, bytes that are not UTF-8, a
@@ -11,6 +12,17 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+
+def read_json_file(path: Path, what: str, error: type[Exception], hint: str = "") -> Any:
+    """A JSON file's data (`what`: the file's role in messages); `error(message)` for a file that
+    cannot be read (`hint` appended) or is not JSON."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise error(f"cannot read {what} {path}: {exc.strerror or exc}{hint}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise error(f"{what} {path} is not JSON: {exc}") from None
 
 
 class JSONLError(ValueError):
