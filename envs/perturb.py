@@ -186,14 +186,15 @@ class PerturbedTool(BaseTool):
     invokes it: `PerturbedToolSet.call` maps the call back and calls the real tool set."""
 
     def __init__(self, tool: BaseTool, plan: PerturbPlan, *, change: bool, distractor: bool) -> None:
+        # what the plan changes of this tool (`change`: the tool matches the plan's pattern)
+        undescribed = change and plan.drop_descriptions
+        untyped = change and plan.drop_types
+        renaming = change and plan.rename_arguments
         self.real_name = tool.name
         self.distractor = distractor
-        self.name = (
-            _hex(plan.seed, "tool", tool.name, length=8) if change and plan.scramble_names else tool.name
-        )
-        if self.name != tool.name:
-            self.name = f"fn_{self.name}"
-        self.description = "" if change and plan.drop_descriptions else tool.description
+        scrambled = change and plan.scramble_names
+        self.name = f"fn_{_hex(plan.seed, 'tool', tool.name, length=8)}" if scrambled else tool.name
+        self.description = "" if undescribed else tool.description
         self.category = tool.category
         self.mutates_state = tool.mutates_state
         self.version = tool.version
@@ -205,13 +206,13 @@ class PerturbedTool(BaseTool):
         renamed: dict[str, Any] = {}
         for real, pschema in properties.items():
             offered = real
-            if change and plan.rename_arguments:
+            if renaming:
                 offered = f"arg_{_hex(plan.seed, 'argument', tool.name, real, length=6)}"
                 while offered in renamed:  # a clash of six hex digits: made unique deterministically
                     offered += "_"
-            if change and plan.drop_descriptions and isinstance(pschema, Mapping):
+            if undescribed and isinstance(pschema, Mapping):
                 pschema = _undescribed(pschema)
-            if change and plan.drop_types:
+            if untyped:
                 pschema = _untyped(pschema)
             self.arguments[offered] = real
             renamed[offered] = pschema
@@ -219,14 +220,14 @@ class PerturbedTool(BaseTool):
         schema["properties"] = renamed
         if "required" in schema:
             schema["required"] = [to_offered.get(r, r) for r in schema["required"]]
-        if change and plan.drop_descriptions:
+        if undescribed:
             schema = _undescribed(schema)
         self._schema = schema
         self._params = [
             ParamSpec(
                 name=to_offered.get(p.name, p.name),
                 type=p.type,
-                description=None if change and plan.drop_descriptions else p.description,
+                description=None if undescribed else p.description,
                 optional=p.optional,
                 default=p.default,
                 enum=p.enum,
@@ -253,10 +254,20 @@ class PerturbedTool(BaseTool):
     def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
         raise ArgumentError(f"{self.name}: a perturbed tool is called through its tool set")
 
+    @property
+    def renamed_arguments(self) -> dict[str, str]:
+        """{offered: real} of the arguments offered under another name."""
+        return {k: v for k, v in self.arguments.items() if k != v}
+
+    @property
+    def changed(self) -> bool:
+        """Whether the agent could tell this tool from the real one by its name or arguments."""
+        return self.distractor or self.name != self.real_name or bool(self.renamed_arguments)
+
     def mapping(self) -> dict[str, Any]:
         """What the trace header records of this tool."""
         record: dict[str, Any] = {"name": self.real_name}
-        renamed = {k: v for k, v in self.arguments.items() if k != v}
+        renamed = self.renamed_arguments
         if renamed:
             record["arguments"] = renamed
         if self.distractor:
@@ -313,11 +324,7 @@ class PerturbedToolSet(ToolSet):
     def mapping(self) -> dict[str, Any]:
         """{offered name: {name: real, arguments: {offered: real}, distractor}} of every tool that
         the plan changed (a tool offered as it is is left out)."""
-        return {
-            name: tool.mapping()
-            for name, tool in self.perturbed.items()
-            if tool.distractor or name != tool.real_name or any(k != v for k, v in tool.arguments.items())
-        }
+        return {name: tool.mapping() for name, tool in self.perturbed.items() if tool.changed}
 
 
 def _forward(obs: Observation, tool: PerturbedTool) -> Observation:
@@ -435,12 +442,19 @@ def perturbation_of(trace: Trace) -> Mapping[str, Any] | None:
     return found if isinstance(found, Mapping) else None
 
 
+def perturbed_tools(trace: Trace) -> Mapping[str, Any]:
+    """The header's mapping of offered names (`PerturbedToolSet.mapping`); empty for a trace of
+    unperturbed tools."""
+    record = perturbation_of(trace)
+    tools = record.get("tools") if record is not None else None
+    return tools if isinstance(tools, Mapping) else {}
+
+
 def unperturbed(trace: Trace) -> Trace:
     """`trace` with its calls, observations and offered tools under the real names (a copy; a trace
     of unperturbed tools comes back as it is). Scores are computed on this view."""
-    record = perturbation_of(trace)
-    tools = record.get("tools") if record is not None else None
-    if not isinstance(tools, Mapping) or not tools:
+    tools = perturbed_tools(trace)
+    if not tools:
         return trace
     steps = [
         step.model_copy(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.envs.faults import injected_of
-from toolgym.envs.perturb import perturbation_of
+from toolgym.envs.perturb import perturbed_tools
 from toolgym.running.trials import (
     FAULTS_DIR,
     PERTURBED_DIR,
@@ -74,6 +74,15 @@ class PlanRow:
     successes: int = 0
     reward_sum: float = 0.0
 
+    def count(self, episode: EpisodeRecord) -> bool:
+        """Counts a finished episode (False, uncounted, for an aborted one: left out everywhere)."""
+        if episode.status == "aborted":
+            return False
+        self.episodes += 1
+        self.successes += int(episode.success)
+        self.reward_sum += episode.reward
+        return True
+
     @property
     def success_rate(self) -> float | None:
         return self.successes / self.episodes if self.episodes else None
@@ -111,13 +120,10 @@ def robustness_row(
     by_rel = {t.rel: t.trace for t in traces}
     row = RobustnessRow(agent=agent, plan=plan)
     for e in episodes:
-        if e.status == "aborted":
+        if not row.count(e):
             continue
         trace = by_rel.get(e.trace or "")
         faults = episode_faults(trace) if trace is not None else EpisodeFaults()
-        row.episodes += 1
-        row.successes += int(e.success)
-        row.reward_sum += e.reward
         row.infra_errors += e.error_counts.get("infra_error", 0)
         row.injected += len(faults.injected)
         row.retries += faults.retries
@@ -212,11 +218,8 @@ def perturbation_row(
     by_rel = {t.rel: t.trace for t in traces}
     row = PerturbationRow(agent=agent, plan=plan)
     for e in episodes:
-        if e.status == "aborted":
+        if not row.count(e):
             continue
-        row.episodes += 1
-        row.successes += int(e.success)
-        row.reward_sum += e.reward
         row.unknown_tools += e.error_counts.get("unknown_tool", 0)
         row.argument_errors += e.error_counts.get("argument_error", 0)
         trace = by_rel.get(e.trace or "")
@@ -227,12 +230,10 @@ def perturbation_row(
 
 def distractor_calls(trace: Trace) -> int:
     """The calls of an episode to distractor tools (its header's perturbation mapping says which)."""
-    record = perturbation_of(trace)
-    tools = record.get("tools") if record is not None else None
-    if not isinstance(tools, Mapping):
-        return 0
     distractors = {
-        name for name, entry in tools.items() if isinstance(entry, Mapping) and entry.get("distractor")
+        name
+        for name, entry in perturbed_tools(trace).items()
+        if isinstance(entry, Mapping) and entry.get("distractor")
     }
     return sum(
         1
