@@ -26,7 +26,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from inspect_ai import Epochs, Task, task
 from inspect_ai.agent import agent_bridge
@@ -38,11 +38,12 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from toolgym.envs.demo import resolve_task_set, resolve_task_sets
 from toolgym.envs.runner import EpisodeResult, arun_episode
 from toolgym.envs.task_sets import named_task_files
-from toolgym.envs.tool_env import ToolEnv
+from toolgym.envs.tool_env import REWARD_MODES, RewardMode, ToolEnv
 from toolgym.evaluation.base import EvaluationError
 from toolgym.evaluation.suites import benchmark_of, score_suite
 from toolgym.models.llm import AsyncChatClient, LLMAgent, LLMConfig
 from toolgym.tasks import TaskSet
+from toolgym.tools import ToolSet
 from toolgym.trace import read_trace
 
 RESULT_KEY = "toolgym"  # the sample store's key for the episode's result
@@ -107,14 +108,19 @@ class BridgedChatClient(AsyncChatClient):
 
 @solver
 def toolgym_agent(
-    tasks: str, *, protocol: str = "openai", max_steps: int = 10, seed: int = 0, reward_mode: str = "final"
+    tasks: str,
+    *,
+    protocol: str = "openai",
+    max_steps: int = 10,
+    seed: int = 0,
+    reward_mode: RewardMode = "final",
 ) -> Solver:
     """Play the sample's task as a toolgym episode, the eval's model behind toolgym's LLM agent."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         task_set = _task_set(tasks)
         task = task_set[str(state.sample_id)]
-        env = ToolEnv(_toolset(), task_set, protocol=protocol, max_steps=max_steps, reward_mode=reward_mode)  # type: ignore[arg-type]
+        env = ToolEnv(_toolset(), task_set, protocol=protocol, max_steps=max_steps, reward_mode=reward_mode)
         client = BridgedChatClient(LLMConfig(base_url=BRIDGED_URL, model=BRIDGED_MODEL, api_key="inspect"))
         agent = LLMAgent(client, env, seed=seed, name=f"inspect:{state.model}")
         try:
@@ -131,7 +137,7 @@ def toolgym_agent(
     return solve
 
 
-def _toolset() -> Any:
+def _toolset() -> ToolSet:
     from toolgym.toolservers.registry import default_toolset
 
     return default_toolset()
@@ -203,10 +209,16 @@ def toolgym(
     """Any toolgym task set as an Inspect task: a bundled set's name or a task file (a plug-in's
     set by its registered name). `protocol`: openai (native tool calls, default) or react."""
     resolve_task_sets([tasks])  # an unknown set is an error now, not in every sample
+    if reward_mode not in REWARD_MODES:
+        raise ValueError(f"reward_mode {reward_mode!r}: one of {', '.join(REWARD_MODES)}")
     return Task(
         dataset=dataset_of(tasks),
         solver=toolgym_agent(
-            tasks, protocol=protocol, max_steps=max_steps, seed=seed, reward_mode=reward_mode
+            tasks,
+            protocol=protocol,
+            max_steps=max_steps,
+            seed=seed,
+            reward_mode=cast(RewardMode, reward_mode),
         ),
         scorer=toolgym_scorer(tasks),
         epochs=Epochs(epochs) if epochs > 1 else None,

@@ -188,6 +188,8 @@ def test_a_plugins_set_scores_what_toolgym_run_scores(tmp_path: Path, pantry_plu
 def test_an_unknown_set_is_refused_before_any_sample() -> None:
     with pytest.raises(ValueError, match="no-such-set"):
         toolgym_task(tasks="no-such-set")
+    with pytest.raises(ValueError, match="reward_mode 'dense': one of final, milestones"):
+        toolgym_task(tasks="mtu", reward_mode="dense")
 
 
 SCRIPT = """
