@@ -69,7 +69,8 @@ def test_lanes_run_side_by_side_and_errors_reach_the_caller() -> None:
 
 
 def test_idle_workers_end_and_come_back_when_needed() -> None:
-    workers = Workers(idle_s=0.1)
+    # a name of its own: env servers that other tests in this process started keep their workers
+    workers = Workers(idle_s=0.1, name="toolgym-test-idle-workers")
     lanes = [workers.lane() for _ in range(8)]
     gate = threading.Barrier(8, timeout=30)
 
@@ -79,7 +80,8 @@ def test_idle_workers_end_and_come_back_when_needed() -> None:
     asyncio.run(main())
     assert workers.threads == 8
     assert _wait_for(lambda: workers.threads == 0), f"{workers.threads} workers still alive"
-    assert not [t for t in threading.enumerate() if t.name == workers.name]
+    # the count drops in the thread's last lines: the thread itself ends a moment later
+    assert _wait_for(lambda: not [t for t in threading.enumerate() if t.name == workers.name])
     assert asyncio.run(_one(lanes[0])) == "again"  # a new worker for the next call
     workers.shutdown()
     assert _wait_for(lambda: workers.threads == 0)
