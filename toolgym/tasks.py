@@ -187,12 +187,46 @@ class CallFact(_Fact):
         return self
 
 
+class TimeWindow(BaseModel):
+    """When a milestone counts or a minefield is armed, in simulated time: from `from_s` to
+    `until_s` seconds after the event `after_event` fired (after the episode's start when null);
+    with `before_event`, only until that event has fired. A window after an event that never
+    fires never opens."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    after_event: str | None = Field(
+        default=None, description="the event the window starts from; null: the start"
+    )
+    from_s: float = Field(default=0.0, ge=0, description="seconds after that when the window opens")
+    until_s: float | None = Field(
+        default=None, ge=0, description="seconds after that when it closes; null: never"
+    )
+    before_event: str | None = Field(default=None, description="the window closes when this event fires")
+
+    @model_validator(mode="after")
+    def _opens_before_it_closes(self) -> TimeWindow:
+        if self.until_s is not None and self.until_s < self.from_s:
+            raise ValueError(
+                f"the window closes (until_s {self.until_s}) before it opens (from_s {self.from_s})"
+            )
+        return self
+
+    def events(self) -> set[str]:
+        return {e for e in (self.after_event, self.before_event) if e is not None}
+
+
 class _Checkpoint(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     state: StateFact | None = Field(default=None, exclude_if=lambda v: v is None)
     call: CallFact | None = Field(default=None, exclude_if=lambda v: v is None)
+    window: TimeWindow | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="when, in simulated time, the fact counts (a milestone) or is armed (a minefield)",
+    )
 
     @model_validator(mode="after")
     def _one_fact(self) -> _Checkpoint:
@@ -221,7 +255,7 @@ class Minefield(_Checkpoint):
     )
 
 
-def _checkpoint_ids(items: Sequence[_Checkpoint], what: str) -> set[str]:
+def _checkpoint_ids(items: Sequence[_Checkpoint | Event], what: str) -> set[str]:
     ids = [m.id for m in items]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:
@@ -246,6 +280,105 @@ def check_milestone_graph(milestones: Sequence[Milestone]) -> None:
             raise ValueError(f"milestones form a cycle: {sorted(m.id for m in waiting)}")
         placed.update(m.id for m in ready)
         waiting = [m for m in waiting if m.id not in placed]
+
+
+# ---- events, notifications and simulated time (Task.events / Task.time; run by toolgym.mocks.events)
+class EventCall(BaseModel):
+    """An app API the environment calls when an event fires (a write, usually: a message arrives,
+    a booking is cancelled, a price changes)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Notification(BaseModel):
+    """What the agent is told when an event fires, in its next observation. Which notifications
+    reach it is the env's verbosity: "high" all events (those without a text get a plain one),
+    "medium" (the default) those with a notification, "low" the important ones, "none" none."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str = Field(min_length=1)
+    important: bool = Field(default=False, description="delivered at verbosity low too")
+
+
+class Event(BaseModel):
+    """A change the environment makes to the world, not the agent: `calls` (the apps' own APIs,
+    so hashes, diffs, checkpoints and fork cover it) and an optional notification. Exactly one
+    trigger: a simulated time (`at`), after the agent's step `after_step`, after another event
+    (`after_event`), or when a fact about the world holds (`when`, checked after each step and
+    each event); `delay_s` later than the trigger (not with `at`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1)
+    at: datetime | None = Field(default=None, exclude_if=lambda v: v is None)
+    after_step: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
+    after_event: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    when: StateFact | None = Field(default=None, exclude_if=lambda v: v is None)
+    delay_s: float = Field(default=0.0, ge=0, description="simulated seconds after the trigger")
+    calls: list[EventCall] = Field(
+        default_factory=list, description="app APIs called as the environment, in order"
+    )
+    notify: Notification | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @model_validator(mode="after")
+    def _one_trigger(self) -> Event:
+        triggers = [t for t in ("at", "after_step", "after_event", "when") if getattr(self, t) is not None]
+        if len(triggers) != 1:
+            raise ValueError(
+                f"event {self.id!r}: give exactly one of at, after_step, after_event, when (got {triggers or 'none'})"
+            )
+        if self.at is not None and self.delay_s:
+            raise ValueError(f"event {self.id!r}: an event at a time takes no delay_s")
+        if not self.calls and self.notify is None:
+            raise ValueError(f"event {self.id!r} changes nothing: give calls, a notification or both")
+        return self
+
+
+class TimePolicy(BaseModel):
+    """How simulated time passes in an episode: each step costs `per_step_s` plus `per_output_token_s`
+    for each token of the agent's output (toolgym's own count: `toolgym.mocks.events.output_tokens`,
+    so one output costs the same time whatever model or tokenizer wrote it); the `wait` tool lets
+    the agent pass up to `max_wait_s` at once. Nothing reads the wall clock."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    per_step_s: float = Field(default=0.0, ge=0, description="simulated seconds each step takes")
+    per_output_token_s: float = Field(default=0.0, ge=0, description="simulated seconds per output token")
+    max_wait_s: float = Field(default=3600.0, gt=0, description="the most one wait call may pass")
+
+
+def check_event_graph(events: Sequence[Event], clock: datetime) -> None:
+    """Unique ids, `after_event` naming known events without a cycle, times on the task's clock's
+    kind (aware or naive) and after its start; ValueError says which."""
+    known = _checkpoint_ids(events, "event")
+    parent: dict[str, str] = {}
+    for event in events:
+        if event.after_event is not None:
+            if event.after_event not in known:
+                raise ValueError(
+                    f"event {event.id!r} comes after unknown event {event.after_event!r}{_maybe(event.after_event, known)}"
+                )
+            parent[event.id] = event.after_event
+        if event.at is not None:
+            if (event.at.tzinfo is None) != (clock.tzinfo is None):
+                raise ValueError(
+                    f"event {event.id!r}: `at` and the task's clock must both have a time zone, or neither"
+                )
+            if event.at <= clock:
+                raise ValueError(
+                    f"event {event.id!r} is at {event.at.isoformat()}, not after the task's start {clock.isoformat()}"
+                )
+    for start in parent:
+        seen, node = {start}, parent[start]
+        while node in parent:
+            if parent[node] in seen:
+                raise ValueError(f"events wait on each other in a cycle: {sorted(seen | {node})}")
+            seen.add(node)
+            node = parent[node]
 
 
 # ---- golden actions, checked strictly -------------------------------------------------------------
@@ -500,6 +633,20 @@ class Task(BaseModel):
         exclude_if=lambda v: v is None,
         description="facts that must never hold, checked after every step; a hit zeroes the reward",
     )
+    # a world that moves (toolgym.mocks.events): the environment's own changes and how simulated
+    # time passes. Left out of dumps when absent, so older tasks dump and hash as before
+    events: list[Event] | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="changes the environment makes to the world (at a time, after a step or an "
+        "event, or when a fact holds), with the notifications they send the agent",
+    )
+    time: TimePolicy | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="how simulated time passes per step and output token, and the longest wait; "
+        "a task with events or a time policy offers the `wait` and `current_time` tools",
+    )
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="anything else (suites and tools read their own keys)"
     )
@@ -548,6 +695,23 @@ class Task(BaseModel):
         if value is not None:
             _checkpoint_ids(value, "minefield")
         return value
+
+    @model_validator(mode="after")
+    def _events_are_consistent(self) -> Task:
+        """Events form no cycle and name known events; time windows name known events."""
+        events = self.events or []
+        check_event_graph(events, self.clock)
+        known = {e.id for e in events}
+        for item in [*(self.milestones or []), *(self.minefields or [])]:
+            unknown = sorted(item.window.events() - known) if item.window is not None else []
+            if unknown:
+                raise ValueError(f"{item.id!r}: its time window names unknown events {unknown}")
+        return self
+
+    @property
+    def dynamic(self) -> bool:
+        """The world moves on its own or time passes: the env runs a timeline (toolgym.mocks.events)."""
+        return bool(self.events) or self.time is not None
 
     @field_validator("expected_state", mode="after")
     @classmethod
