@@ -27,6 +27,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rapidfuzz.distance import LCSseq
@@ -262,6 +263,49 @@ class BestMapping:
         return [Reached(milestone, *at.get(i, (None, 0.0))) for i, milestone in enumerate(self.ids)]
 
 
+# ---- time windows ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StepClock:
+    """Simulated time at a step: the episode's start, when the step's actions began (a call fact's
+    time), when the step ended (a state fact's) and when each event fired so far
+    (toolgym.mocks.events)."""
+
+    start: datetime
+    acted: datetime
+    ended: datetime
+    fired: Mapping[str, datetime] = field(default_factory=dict)
+
+
+def in_window(item: Milestone | Minefield, clock: StepClock | None) -> bool:
+    """Whether `item`'s fact is in its time window at this step (no window: always; no clock: the
+    task's time never moves, so a window after an event never opens and one from the start is at
+    0 s). A call counts at the time the step's actions began, a state at the time the step ended."""
+    window = item.window
+    if window is None:
+        return True
+    if clock is None:
+        return window.after_event is None and window.from_s == 0
+    at = clock.acted if item.call is not None else clock.ended
+    fired = clock.fired
+    if window.before_event is not None and window.before_event in fired and at >= fired[window.before_event]:
+        return False
+    if window.after_event is not None and window.after_event not in fired:
+        return False
+    since = (
+        at - (fired[window.after_event] if window.after_event is not None else clock.start)
+    ).total_seconds()
+    return window.from_s <= since and (window.until_s is None or since <= window.until_s)
+
+
+def state_fact_holds(fact: StateFact, world: World | None) -> bool:
+    """Whether a fact about the world holds fully now (an event's `when`: toolgym.mocks.events)."""
+    from toolgym.mocks.world import MockWorld
+
+    if not isinstance(world, MockWorld):
+        raise UnreadableWorld(f"a fact about table {fact.table!r} is read on an in-process world only")
+    return state_similarity(fact, world) >= 1.0
+
+
 # ---- an episode's checks --------------------------------------------------------------------------
 @dataclass
 class MinefieldHit:
@@ -286,16 +330,29 @@ class EpisodeChecks:
         self._mapping = BestMapping(self.milestones)
 
     def observe(
-        self, step: int, world: World | None, calls: Sequence[CallSeen], *, user_turns: int = 0
+        self,
+        step: int,
+        world: World | None,
+        calls: Sequence[CallSeen],
+        *,
+        user_turns: int = 0,
+        clock: StepClock | None = None,
     ) -> None:
         """Scores the world and calls after `step`; `user_turns`: the user's answers before it began
-        (a minefield `before_user_turns` is disarmed once the user has answered that often)."""
+        (a minefield `before_user_turns` is disarmed once the user has answered that often);
+        `clock`: the step's simulated time, for the items with a time window (outside its window a
+        milestone scores 0 and a minefield is not armed)."""
         self.steps = step
-        self._mapping.add_step(step, [fact_similarity(m, world, calls) for m in self.milestones])
+        self._mapping.add_step(
+            step,
+            [fact_similarity(m, world, calls) if in_window(m, clock) else 0.0 for m in self.milestones],
+        )
         hit = {h.id for h in self.hits}
         for mine in self.minefields:
-            if mine.id in hit or (
-                mine.before_user_turns is not None and user_turns >= mine.before_user_turns
+            if (
+                mine.id in hit
+                or (mine.before_user_turns is not None and user_turns >= mine.before_user_turns)
+                or not in_window(mine, clock)
             ):
                 continue
             if fact_similarity(mine, world, calls) >= 1.0:
@@ -553,6 +610,10 @@ def checks_of_trace(trace: Trace, task: Task) -> EpisodeChecks | None:
     checks = episode_checks(task, derive=True)
     if checks is None:
         return None
+    if task.dynamic:  # the events' writes and times are the env's: its end record keeps the scores
+        raise NotScored(
+            f"{task.id}: a task with events or simulated time is scored when it runs, not again from its trace"
+        )
     world = MockWorld(task.apps or (), seed=task.seed, clock=task.clock) if task.apps else None
     user_turns = 0  # the user's answers before each step, as the env counted them
     try:

@@ -125,6 +125,8 @@ def step_fields(
         "tokens": tokens,
         "request": request,
         "model_latency_ms": model_latency_ms,
+        "clock": info.get("clock"),
+        "events": info.get("events"),
     }
 
 

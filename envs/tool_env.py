@@ -54,7 +54,7 @@ from toolgym.actions import (
 )
 from toolgym.canonical import json_safe
 from toolgym.envs.budgets import Budget, BudgetMeter
-from toolgym.envs.milestones import EpisodeChecks, episode_checks, step_calls
+from toolgym.envs.milestones import EpisodeChecks, StepClock, episode_checks, state_fact_holds, step_calls
 from toolgym.envs.perturb import PerturbedToolSet
 from toolgym.envs.rewards import Episode, EpisodeStep, RewardFn, reward_value, task_scores
 from toolgym.envs.spaces import AnyText
@@ -62,6 +62,7 @@ from toolgym.envs.users import NO_MORE_USER_INPUT as NO_MORE_USER_INPUT  # its o
 from toolgym.envs.users import RuleBasedUser, ScriptedUser, UserSimulator
 from toolgym.errors import ErrorKind, FormatError, InfraError
 from toolgym.files import FileStore
+from toolgym.mocks.events import TIMELINE_EXTRA, StepTime, Timeline, Verbosity, timeline_tool_names
 from toolgym.protocols import get_protocol
 from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol, plain_output
 from toolgym.protocols.json_protocol import check_arguments
@@ -366,6 +367,7 @@ class ToolEnv(gym.Env[str, Any]):
         user: UserSimulator | None = None,
         reward_mode: RewardMode = "final",
         budget: Budget | None = None,
+        verbosity: Verbosity = "medium",
     ) -> None:
         """`tool_layers` wrap the offered tools every episode, first innermost (see the module
         docstring); `cassette=c` is short for `tool_layers=[c]`. `world_factory(task)` builds the
@@ -377,12 +379,17 @@ class ToolEnv(gym.Env[str, Any]):
         "final" (the default) rewards the last step only. A task's declared milestones and
         minefields are checked in both modes (`toolgym.envs.milestones`). `budget`: what an episode
         may spend (tokens and cost charged with `charge`, wall time); one over it ends `truncated`
-        with the budget named (`toolgym.envs.budgets`)."""
+        with the budget named (`toolgym.envs.budgets`). A task with events or a time policy runs on a
+        timeline (`toolgym.mocks.events`): `verbosity` chooses which events notify the agent
+        ("none", "low": the important ones, "medium": those with a notification, "high": all)."""
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {list(REWARD_MODES)}, not {reward_mode!r}")
         self.reward_mode: RewardMode = reward_mode
         self.budget = budget
         self.meter: BudgetMeter | None = None  # this episode's spending, with a budget
+        Timeline.check_verbosity(verbosity)
+        self.verbosity: Verbosity = verbosity
+        self.timeline: Timeline | None = None  # this episode's simulated time and events
         self.tools = tools or ToolSet()
         self.tasks = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks or [])
         self.protocol = get_protocol(protocol) if isinstance(protocol, str) else protocol
@@ -514,6 +521,9 @@ class ToolEnv(gym.Env[str, Any]):
         self._seed(seed)
         task = self._pick_task(options)
         world, offered = self._world_and_tools(task)
+        timeline = self._timeline(task, world, offered)
+        if timeline is not None:
+            offered = offered.merged(timeline.tools)  # under the layers, as every tool is
         if self._owns_files and self.episode is not None:
             # each episode starts with the files of a fresh env: a file an earlier task announced
             # must neither resolve nor be listed in an error message now (the trace would depend on
@@ -524,6 +534,7 @@ class ToolEnv(gym.Env[str, Any]):
         self.episode = Episode(task=task, world=self.world)
         self.checks = episode_checks(task, derive=self.reward_mode == "milestones")
         self.meter = BudgetMeter(self.budget) if self.budget is not None else None
+        self.timeline = timeline
         self.offered = offered
         for layer in self.tool_layers:
             self.offered = layer.wrap(self.offered, world=self.world)
@@ -536,6 +547,8 @@ class ToolEnv(gym.Env[str, Any]):
         self.user = self.scenario_user if task.user is not None else self._scripted_user
         self.user.start(task, episode_seed)
         self._ctx = ToolContext(files=self.files, seed=episode_seed, clock=task.clock, task_id=task.id)
+        if timeline is not None:
+            self._ctx.extras[TIMELINE_EXTRA] = timeline  # where its `wait` and `current_time` find it
         files = self._load_files(task)
         if self.world is not None:
             self.world.reset(seed=task.seed, clock=task.clock)
@@ -552,6 +565,8 @@ class ToolEnv(gym.Env[str, Any]):
         if self.world is not None:
             info["state_hash"] = self.world.state_hash()
             self.world.take_diff()  # start the per-step diffs from the reset state
+        if timeline is not None:
+            info["clock"] = timeline.now_iso()
         if task.user is not None:
             info["user"] = self._user_info()
         for layer in self.tool_layers:
@@ -562,6 +577,28 @@ class ToolEnv(gym.Env[str, Any]):
         self._last_render = prompt
         self._emit("reset", info)
         return _clip(prompt), info
+
+    def _timeline(self, task: Task, world: World | None, offered: ToolSet) -> Timeline | None:
+        """The timeline of a task with events or a time policy (None for a static one); its tools
+        must not clash with the task's, and its events need an in-process world."""
+        if not task.dynamic:
+            return None
+        from toolgym.mocks.world import MockWorld
+
+        clash = timeline_tool_names(offered.names)
+        if clash:
+            raise task_use_error(task, ValueError(f"the env's own tools {clash} clash with the task's tools"))
+        if world is not None and not isinstance(world, MockWorld):
+            raise task_use_error(
+                task,
+                ValueError(f"a task with events runs on an in-process world, not a {type(world).__name__}"),
+            )
+        try:
+            return Timeline(
+                task, world, holds=lambda fact: state_fact_holds(fact, world), verbosity=self.verbosity
+            )
+        except ValueError as exc:
+            raise task_use_error(task, exc) from None
 
     # ---- stepping -------------------------------------------------------------------------
     def parse_action(self, action: Any) -> list[Action] | Observation:
@@ -717,7 +754,12 @@ class ToolEnv(gym.Env[str, Any]):
         self._ctx.extras.pop("faults", None)  # a fault layer lists what it injected this step here
         # each call's arguments checked once: the run and the info record both need the answer
         problems, records = self._action_records(actions, trusted)
+        if self.timeline is not None:  # the turn took simulated time: what fell due meanwhile fires
+            self.timeline.begin_step(index, records if given else action)
         tool_time, terminated, aborted = self._run_all(actions, problems, observations)
+        step_time = self.timeline.end_step(index) if self.timeline is not None else None
+        if step_time is not None:
+            observations.extend(step_time.notifications)
         # ReAct's parse of the same text gives the same records: a packed step keeps the text alone
         parser = self.protocol if type(self.protocol) is ReActProtocol and not given else None
         raw = None if given else _keepable(action)  # actions given as objects: no raw output
@@ -729,7 +771,7 @@ class ToolEnv(gym.Env[str, Any]):
                 observations.append(_infra_observation("the world's state is unavailable", exc))
                 aborted = aborted or outage_of(observations[-1])
         self.episode.steps.append(step)
-        progress = self._check(step.index, actions, observations, user_turns)
+        progress = self._check(step.index, actions, observations, user_turns, step_time)
         limit = self.task.max_steps or self.max_steps
         truncated = not terminated and (index >= limit or self._user_ended == "turn_limit")
         budget_stop = self._over_budget(started) if not terminated and aborted is None else None
@@ -748,6 +790,10 @@ class ToolEnv(gym.Env[str, Any]):
         if result is None and not self._done and progress is not None:
             reward = progress  # dense: the change in milestone progress
         info = self._step_info(step, records, observations)
+        if step_time is not None and self.timeline is not None:
+            info["clock"] = self.timeline.now_iso()
+            if step_time.events:
+                info["events"] = step_time.events
         if aborted is not None:
             info["aborted"] = aborted
         if budget_stop is not None:
@@ -838,17 +884,22 @@ class ToolEnv(gym.Env[str, Any]):
         actions: list[Action | ActionRecord],
         observations: list[Observation | ObservationRecord],
         user_turns: int,
+        step_time: StepTime | None,
     ) -> float | None:
         """Scores the episode's milestones and minefields after this step (`user_turns`: the user's
-        answers before it); the change in progress under reward_mode "milestones", else None."""
+        answers before it; `step_time`: its simulated time, for time windows); the change in
+        progress under reward_mode "milestones", else None."""
         if self.checks is None:
             return None
         before = self.checks.progress
+        clock = None  # a static task's time never moves
+        if step_time is not None and self.timeline is not None and self.task is not None:
+            clock = StepClock(self.task.clock, step_time.acted_at, self.timeline.now(), self.timeline.fired())
         try:
             calls = step_calls(actions, observations)
             if isinstance(self.offered, PerturbedToolSet):  # milestones name the real tools
                 calls = self.offered.real_calls(calls)
-            self.checks.observe(index, self.world, calls, user_turns=user_turns)
+            self.checks.observe(index, self.world, calls, user_turns=user_turns, clock=clock)
         except KeyError as exc:  # a table or column the world does not have: the task's mistake
             assert self.task is not None
             raise task_use_error(self.task, exc) from None

@@ -59,7 +59,7 @@ from toolgym.canonical import canonical_json
 from toolgym.envs.users import UserLLM
 from toolgym.errors import ErrorKind, InfraError, UnknownToolError
 from toolgym.files import FileHandle, UnknownFileError
-from toolgym.tools import BaseTool, ToolContext, ToolSet
+from toolgym.tools import ENV_BACKEND, BaseTool, ToolContext, ToolSet
 from toolgym.world import StateEffects, World
 
 CassetteMode = Literal["live", "record", "replay", "record_missing"]
@@ -560,7 +560,10 @@ class Cassette:
         ctx: ToolContext,
         binding: StateBinding,
     ) -> Observation:
-        """One tool call through the cassette; `live` runs it for real (ToolSet.call)."""
+        """One tool call through the cassette; `live` runs it for real (ToolSet.call). The env's
+        own tools (a timeline's `wait`) act on the episode, not a backend: run, never recorded."""
+        if t.backend == ENV_BACKEND:
+            return live(call, ctx)
         if self.mode == "live":
             self.stats.live_calls += 1
             return live(call, ctx)

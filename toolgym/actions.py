@@ -58,7 +58,8 @@ class ErrorInfo(BaseModel):
     message: str
 
 
-ObservationType = Literal["task", "tool_result", "error", "user", "note", "final"]
+# "notification": what an event of a moving world tells the agent (toolgym.mocks.events)
+ObservationType = Literal["task", "tool_result", "error", "user", "note", "final", "notification"]
 
 
 class Observation(BaseModel):

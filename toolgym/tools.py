@@ -35,6 +35,9 @@ ToolCategory = Literal["perception", "operation", "logic", "creativity", "app"]
 ParamType = Literal["text", "int", "float", "bool", "image", "file", "list", "object"]
 
 DEFAULT_CLOCK = datetime(2024, 1, 1, tzinfo=UTC)
+# the backend of the env's own tools (a timeline's `wait` and `current_time`): they act on the
+# episode, not on a tool backend, so a cassette or a replay runs them, never records them
+ENV_BACKEND = "toolgym-env"
 
 
 @dataclass(frozen=True)

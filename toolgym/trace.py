@@ -14,7 +14,9 @@ task definition, so `toolgym verify` can tell a changed task from a changed tool
 `faults` to steps (what a fault plan injected, latencies included); 1.3 adds `tokens` to steps
 (the token ids and logprobs of the model's turn, where the model server returned them); 1.4 adds
 `request` and `model_latency_ms` to steps (what an LLM agent sent the model, as a delta on the
-step before: `full_requests` rebuilds each whole request; and how long the model took). Readers accept
+step before: `full_requests` rebuilds each whole request; and how long the model took); 1.5 adds
+`clock` and `events` to steps (in a world that moves, toolgym.mocks.events: the simulated time when
+the step ended and the events that fired in it, each with its time and calls). Readers accept
 every 1.x trace (fields a version lacks take their defaults) and refuse other major versions.
 The JSON Schema of the three line kinds is `trace_json_schema()` (docs/trace-schema.json).
 """
@@ -45,7 +47,7 @@ from toolgym.canonical import (
 from toolgym.files import with_filename
 from toolgym.jsonl import JSONLError, TornLineError, iter_jsonl_lines
 
-TRACE_SCHEMA_VERSION = "1.4"
+TRACE_SCHEMA_VERSION = "1.5"
 SUPPORTED_MAJOR = "1"
 _R = TypeVar("_R", bound=BaseModel)
 
@@ -143,6 +145,15 @@ class TraceStep(BaseModel):
     model_latency_ms: float | None = Field(
         default=None,
         description="wall-clock time of the model's answer, retries included (schema 1.4); LLM agents only",
+    )
+    clock: str | None = Field(
+        default=None,
+        description="the simulated time when the step ended (schema 1.5); tasks with events or a time policy only",
+    )
+    events: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="events the environment fired in this step: id, simulated time, calls, whether "
+        "the agent was notified (schema 1.5)",
     )
 
 
@@ -272,6 +283,8 @@ def step_json(fields: Mapping[str, Any]) -> str:
         and all(type(record[name]) in (str, type(None)) for name in _HASH_FIELDS)
         and type(record["state_diff"]) in (dict, type(None))
         and type(record["faults"]) in (list, type(None))
+        and type(record["events"]) in (list, type(None))
+        and type(record["clock"]) in (str, type(None))
         and all(type(record[name]) in (float, type(None)) for name in _FLOAT_FIELDS)
         and all(isinstance(record[name], (BaseModel, type(None))) for name in _MODEL_FIELDS)
     )
@@ -341,8 +354,9 @@ def _value_json(value: Any) -> str:
 
 
 # fields of schema 1.4 on are left out when null, so the steps of agents that call no model (the
-# oracle, scripted agents) keep the bytes they had before those fields existed
-OMITTED_WHEN_NULL = frozenset({"request", "model_latency_ms"})
+# oracle, scripted agents) and of static tasks (no clock, no events) keep the bytes they had
+# before those fields existed
+OMITTED_WHEN_NULL = frozenset({"request", "model_latency_ms", "clock", "events"})
 
 
 def _drop_unset(fields: dict[str, Any]) -> dict[str, Any]:

@@ -155,7 +155,7 @@ def test_bad_bytes_and_bad_records_name_the_file_and_line(tmp_path: Path) -> Non
 
 def test_header_pins_the_task_definition(tmp_path: Path) -> None:
     trace = read_trace(record(tmp_path))
-    assert trace.header.schema_version == TRACE_SCHEMA_VERSION == "1.4"
+    assert trace.header.schema_version == TRACE_SCHEMA_VERSION == "1.5"
     assert trace.header.task_hash == canonical_hash(TASK.model_dump(mode="json"))
 
 

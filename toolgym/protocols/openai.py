@@ -192,8 +192,13 @@ class OpenAIProtocol(ActionProtocol):
         }
 
     def format_observation(self, obs: Observation) -> str:
+        message = (  # a notification answers no call: the chat API takes it as the user's message
+            {"role": "user", "content": obs.text}
+            if obs.type == "notification"
+            else {"role": "tool", "tool_call_id": obs.call_id, "content": obs.text}
+        )
         return json.dumps(
-            {"role": "tool", "tool_call_id": obs.call_id, "content": obs.text},
+            message,
             ensure_ascii=False,
             separators=(",", ":"),
         )
