@@ -69,8 +69,8 @@ def dynamic_task() -> Task:
 
 def write_task_file(folder: Path) -> Path:
     """The task in a task file of its own (for `toolgym run --tasks`)."""
-    path = folder / "dynamic.json"
-    path.write_text(json.dumps([task_data()]))
+    path = folder / "dynamic.jsonl"
+    path.write_text(json.dumps(task_data()) + "\n")
     return path
 
 
