@@ -627,12 +627,14 @@ def test_a_dynamic_episodes_exports_carry_the_notifications_the_model_was_sent(
     assert all(any(note in t["value"] for t in turns) for note in notes)
 
 
+@pytest.mark.parametrize("protocol", ["openai", "react"])
 def test_a_dynamic_episode_without_requests_exports_the_notifications_as_the_agent_sends_them(
-    tmp_path: Path,
+    protocol: str, tmp_path: Path
 ) -> None:
-    """A scripted agent's openai-protocol trace keeps no requests: the export rebuilds what the LLM
-    agent would have sent, each notification a user message after the step's tool message."""
-    env = ToolEnv(tasks=[dyn.dynamic_task()], protocol="openai")
+    """A scripted agent's trace keeps no requests: the export rebuilds what the LLM agent would have
+    sent, each notification a user message after the step's tool message (openai), or the line
+    after the tool result's in the step's observation (react)."""
+    env = ToolEnv(tasks=[dyn.dynamic_task()], protocol=protocol)
     run = tmp_path / "run"
     agent = ScriptedAgent(env.protocol, dyn.actions())
     run_episode(env, agent, env.tasks[dyn.TASK_ID], seed=0, trace_dir=run)
@@ -651,8 +653,14 @@ def test_a_dynamic_episode_without_requests_exports_the_notifications_as_the_age
 
     record = exported("openai")
     roles = [m["role"] for m in record["messages"]]
+    assert openai_format_problems(record) == []
+    if protocol == "react":
+        assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+        assert [record["messages"][i]["content"].split("\n")[-1] for i in (3, 5)] == [
+            "Observation: " + note for note in notes
+        ]
+        return
     assert roles == ["system", "user", "assistant", "tool", "user", "assistant", "tool", "user", "assistant"]
     assert [record["messages"][i]["content"] for i in (4, 7)] == notes
-    assert openai_format_problems(record) == []
     hf = exported("hf")
     assert [m["content"] for m in hf["messages"] if m["role"] == "user"][1:] == notes
