@@ -13,7 +13,11 @@ time:
   a model would have written, so the trace is an ordinary `openai`-protocol trace that `toolgym
   eval`, `report`, `verify` and `export` read. A failing call is a result with `isError` (the
   typed error in `structuredContent`); an unknown tool is a protocol error (JSON-RPC -32602), as
-  the MCP spec separates them; it is not an env step.
+  the MCP spec separates them; it is not an env step. A task with events (a world that moves,
+  `toolgym.mocks.events`) adds the env's `wait` and `current_time` tools; the notifications its
+  events fire during a call come back as extra text blocks of that call's result, and as MCP log
+  messages (`notifications/message`, logger `toolgym.events`, level info) sent before it, for
+  hosts that show the server's messages (`logging/setLevel` sets the session's threshold).
 - **resources** (read-only): the episode (`toolgym://episode`: task, step, done, reward), the
   world's state hash (`toolgym://world/state-hash`), each table's rows (`toolgym://world/tables/
   <table>`) and the session's files (`toolgym://files/<sha256>`: task files and produced files).
@@ -29,6 +33,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import typing
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -40,6 +45,7 @@ import anyio
 try:  # the SDK is the `mcp` extra
     import mcp.types as types
     from mcp import MCPError
+    from mcp.server.connection import allowed_log_levels
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel.server import NotificationOptions, Server
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
@@ -64,6 +70,9 @@ from toolgym.toolservers.server.mcp_face import decode_data_uri, error_result, f
 from toolgym.trace import TraceWriter
 
 FINAL_ANSWER = "final_answer"
+EVENTS_LOGGER = "toolgym.events"  # the MCP log messages that carry a moving world's notifications
+NOTIFICATION_LEVEL: types.LoggingLevel = "info"
+_LEVELS: tuple[types.LoggingLevel, ...] = typing.get_args(types.LoggingLevel)  # least severe first
 SERVER_NAME = "toolgym"
 _T = TypeVar("_T")
 
@@ -134,6 +143,7 @@ class WorldSession:
         self.files: dict[str, FileHandle] = {}
         self._writer: TraceWriter | None = None
         self._hash_before: str | None = None
+        self.log_level: types.LoggingLevel = "debug"  # the client's `logging/setLevel`: all by default
 
     async def run(self, fn: Callable[[], _T]) -> _T:
         async with self.lock:
@@ -162,8 +172,9 @@ class WorldSession:
             self._writer = TraceWriter(path, header)
         return obs
 
-    def step(self, message: dict[str, Any]) -> tuple[Observation, dict[str, Any]]:
-        """One env step of an assistant message; its first observation and the step's info."""
+    def step(self, message: dict[str, Any]) -> tuple[list[Observation], dict[str, Any]]:
+        """One env step of an assistant message; its observations (the call's first, then any
+        notifications) and the step's info."""
         with strict_arguments(self.config.strict_arguments):
             _, reward, terminated, truncated, info = self.env.step(message)
         if self._writer is not None:
@@ -179,7 +190,7 @@ class WorldSession:
         for obs in observations:
             for handle in obs.files:
                 self._keep(handle)
-        return observations[0], info
+        return observations, info
 
     def _keep(self, handle: FileHandle) -> None:
         self.files[handle.sha256] = handle
@@ -243,6 +254,8 @@ def build_server(config: McpWorldConfig, *, single: bool) -> tuple[Server[Any], 
     )
     if not single:
         server.add_request_handler("server/discover", types.RequestParams, handlers.discover)
+    # declares the logging capability the notifications' log messages need (handshake versions)
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, handlers.set_level)
     handlers.server = server
     return server, handlers.close_all
 
@@ -342,14 +355,28 @@ class _Handlers:
         message = _step_message(session, name, arguments)
         if isinstance(message, types.CallToolResult):
             return message
-        obs, info = await session.run(lambda: session.step(message))
+        observations, info = await session.run(lambda: session.step(message))
+        notifications = [o.text for o in observations if o.type == "notification"]
+        await _log_notifications(ctx, session, notifications)
         if name == FINAL_ANSWER:
             result = {"reward": session.reward, "scores": info.get("scores", {}), "steps": info["step"]}
-            return types.CallToolResult(
+            answer = types.CallToolResult(
                 content=[types.TextContent(text=f"episode over: reward {session.reward}")],
                 structured_content=result,
             )
-        return await _tool_result(session, obs)
+        else:
+            answer = await _tool_result(session, observations[0])
+        # what the world told the agent during the call: after the call's own content, as the next
+        # observation of every other surface holds it
+        answer.content.extend(types.TextContent(text=text) for text in notifications)
+        return answer
+
+    async def set_level(
+        self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        session = await self.session_of(ctx)
+        session.log_level = params.level
+        return types.EmptyResult()
 
     # ---- prompts: the task queries ---------------------------------------------------------
     async def list_prompts(
@@ -444,6 +471,24 @@ async def _tool_result(session: WorldSession, obs: Observation) -> types.CallToo
     if session.done:
         content.append(types.TextContent(text=f"the step limit ended the episode: reward {session.reward}"))
     return types.CallToolResult(content=content, structured_content={"result": obs.content})
+
+
+async def _log_notifications(ctx: ServerRequestContext[Any], session: WorldSession, texts: list[str]) -> None:
+    """Each notification as an MCP log message on the call's own stream, when the client takes
+    messages at that level: its `logging/setLevel` (handshake versions) and the request's opt-in
+    (2026-07-28's `_meta` log level, checked by the SDK's own rule)."""
+    allowed = allowed_log_levels(ctx.protocol_version, ctx.meta)
+    if NOTIFICATION_LEVEL not in allowed or _LEVELS.index(NOTIFICATION_LEVEL) < _LEVELS.index(
+        session.log_level
+    ):
+        return
+    for text in texts:
+        message = types.LoggingMessageNotification(
+            params=types.LoggingMessageNotificationParams(
+                level=NOTIFICATION_LEVEL, logger=EVENTS_LOGGER, data=text
+            )
+        )
+        await ctx.session.send_notification(message, related_request_id=ctx.request_id)
 
 
 def _resources(session: WorldSession) -> list[types.Resource]:

@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from toolgym.actions import FinalAnswer, ToolCall
 from toolgym.envs.tool_env import ToolEnv, default_world_factory
+from toolgym.mocks.events import TIMELINE_TOOLSET
 from toolgym.tasks import TaskSet
 from toolgym.tools import BaseTool, ToolSet
 
@@ -51,8 +52,11 @@ _JSON_TYPES: dict[str, type] = {
 
 
 def offered_tools(tools: ToolSet, tasks: TaskSet) -> ToolSet:
-    """`tools` and the mock APIs of every app set the tasks use: what a rollout may call."""
+    """`tools`, the mock APIs of every app set the tasks use and, when a task's world moves, the
+    env's `wait` and `current_time` (`toolgym.mocks.events`): what a rollout may call."""
     out = tools
+    if any(task.dynamic for task in tasks):
+        out = out.merged(ToolSet(t for t in TIMELINE_TOOLSET if t.name not in out))
     seen: set[tuple[str, ...]] = set()
     for task in tasks:
         if task.apps and tuple(task.apps) not in seen:

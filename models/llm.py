@@ -869,6 +869,31 @@ def _output_text(message_item: object) -> str:
     )
 
 
+# how a notification's text begins (toolgym.mocks.events renders it "Notification (<time>): <text>"):
+# the one mark a Responses user message rendered as text has of being one
+NOTIFICATION_PREFIX = "Notification ("
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One observation of a step as the agent puts it back into the history: the call it answers
+    (None: none, or the env could not tell), its text, and whether it is a notification (an event
+    of a moving world, answering no call)."""
+
+    call_id: str | None
+    text: str
+    notification: bool = False
+
+
+def _text_or(value: Any, default: str) -> str:
+    """`value` when it is text, else `default`."""
+    return value if isinstance(value, str) else default
+
+
+def _call_id(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _text_of(message: ChatCompletionMessage) -> str:
     content = getattr(message, "content", None)
     if content is None:
@@ -1105,42 +1130,36 @@ class LLMAgent:
                 items.append(_dump(item))
         return items
 
-    def _observed(self, observation: str, info: Mapping[str, Any]) -> list[tuple[str | None, str]]:
-        """(call id, text) per observation of the last step. From info when it is that step's info;
-        else from the rendered text (toolgym.envs.runner.run_episode passes the reset info to every
-        act), where the openai protocol writes one tool message as JSON per line."""
+    def _observed(self, observation: str, info: Mapping[str, Any]) -> list[Observed]:
+        """The observations of the last step. From info when it is that step's info; else from the
+        rendered text (toolgym.envs.runner.run_episode passes the reset info to every act), where
+        the openai protocol writes one message as JSON per line (a notification as the user's)."""
         if info.get("step") == self._turns and isinstance(info.get("observations"), list):
             parsed = [Observation.model_validate(o) for o in info["observations"]]
-            return [(o.call_id, o.text) for o in parsed]
-        pairs: list[tuple[str | None, str]] = []
-        for line in observation.split("\n"):
-            try:
-                message = json.loads(line)
-            except ValueError:
-                message = None  # a clipped line or the clip marker: keep it as plain text
-            if isinstance(message, dict) and message.get("type") == "function_call_output":
-                call_id, output = message.get("call_id"), message.get("output")
-                pairs.append(
-                    (
-                        call_id if isinstance(call_id, str) else None,
-                        output if isinstance(output, str) else line,
-                    )
-                )
-            elif isinstance(message, dict) and self.responses and message.get("role") == "user":
-                content = message.get("content")
-                pairs.append((None, content if isinstance(content, str) else line))
-            elif isinstance(message, dict) and message.get("role") == "tool":
-                call_id = message.get("tool_call_id")
-                content = message.get("content")
-                pairs.append(
-                    (
-                        call_id if isinstance(call_id, str) else None,
-                        content if isinstance(content, str) else line,
-                    )
-                )
-            elif line.strip():
-                pairs.append((None, line))
-        return pairs
+            return [Observed(o.call_id, o.text, o.type == "notification") for o in parsed]
+        return [self._observed_line(line) for line in observation.split("\n") if line.strip()]
+
+    def _observed_line(self, line: str) -> Observed:
+        """One line of a rendered observation: a tool message or function_call_output (answering
+        its call), a user message (the chat form's is a notification; the Responses form's only
+        when it reads as one: it also carries the answers to calls the env could not read), or
+        plain text (a clipped line or the clip marker)."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            return Observed(None, line)
+        if message.get("type") == "function_call_output":
+            return Observed(_call_id(message.get("call_id")), _text_or(message.get("output"), line))
+        if message.get("role") == "tool":
+            return Observed(_call_id(message.get("tool_call_id")), _text_or(message.get("content"), line))
+        if message.get("role") == "user" and (self.native or self.responses):
+            content = _text_or(message.get("content"), line)
+            if message.get("type") != "message":  # the chat form: only a notification is the user's
+                return Observed(None, content, True)
+            return Observed(None, content, content.startswith(NOTIFICATION_PREFIX))
+        return Observed(None, line)
 
     def _force_golden(self, info: Mapping[str, Any]) -> None:
         """Teacher forcing (toolgym.envs.teacher): the golden step ran, not the model's output, so
@@ -1165,8 +1184,9 @@ class LLMAgent:
             self.messages.append({"role": "user", "content": observation})
             return
         observed = self._observed(observation, info)
-        by_id = {call_id: text for call_id, text in observed if call_id in self._pending_ids}
-        loose = [text for call_id, text in observed if call_id not in by_id]
+        answers = [o for o in observed if not o.notification]
+        by_id = {o.call_id: o.text for o in answers if o.call_id in self._pending_ids}
+        loose = [o.text for o in answers if o.call_id not in by_id]
         # every tool_call id must get a tool message, or the next request is rejected: calls the env
         # did not answer by id (ask_user, no_call, a reply that failed to parse) get the loose texts
         for call_id in self._pending_ids:
@@ -1183,4 +1203,7 @@ class LLMAgent:
             )
         if loose:
             self.messages.append({"role": "user", "content": "\n".join(loose)})
+        # a notification answers no call: the world told the agent, as the user's message after the
+        # step's tool messages, one each (as the openai protocol renders them)
+        self.messages.extend({"role": "user", "content": o.text} for o in observed if o.notification)
         self._pending_ids = []

@@ -9,6 +9,10 @@ form. A trace without requests (the oracle, scripted agents, golden traces) come
 agent would have sent it: the protocol's instructions, its tools, and the episode in the
 protocol's own form (tool calls for openai/responses, text for react/json).
 
+A world that moves (`toolgym.mocks.events`) tells the agent of its events: each notification is a
+user message after the step's tool messages, as the LLM agent sends it (in sharegpt, where turns
+alternate, it joins the step's observation turn on a line of its own).
+
 A reply that did not parse is seen, not learnt, in every format: each format keeps that mark
 where it has per-turn weights, and leaves the reply out where it has none.
 
@@ -202,6 +206,7 @@ def episode_messages(trace: Trace, task: Task) -> list[dict[str, Any]]:
             messages.append({"role": "assistant", "content": _raw_text(step.raw), "weight": 0})
             if observations:
                 messages.append({"role": "user", "content": observations[0]["text"]})
+            messages.extend(_notifications(observations))
             continue
         answered = observations[: len(step.actions)]
         calls = [(a, o) for a, o in zip(step.actions, answered, strict=False) if a["type"] == "tool_call"]
@@ -230,9 +235,16 @@ def episode_messages(trace: Trace, task: Task) -> list[dict[str, Any]]:
             elif a["type"] == "no_call" and o.get("type") == "user":  # a message to a simulated user
                 messages.append({"role": "assistant", "content": a.get("thought") or ""})
                 messages.append({"role": "user", "content": o["text"]})
+        messages.extend(_notifications(observations))
     while messages and messages[-1]["role"] != "assistant":
         messages.pop()  # a training example ends with what the model wrote
     return messages
+
+
+def _notifications(observations: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A step's notifications (a moving world's events, after its actions' observations) as the LLM
+    agent sends them: a user message each, after the step's tool messages."""
+    return [{"role": "user", "content": o["text"]} for o in observations if o.get("type") == "notification"]
 
 
 # ---- the episode as the model saw it ----------------------------------------------------------
@@ -479,7 +491,12 @@ def sharegpt_record(episode: Episode, seen: Conversation) -> dict[str, Any] | No
             )
             pending = []
         if m["role"] == "user":
-            turns.append({"from": "human", "value": m["content"]})
+            if turns and turns[-1]["from"] in ("human", "observation"):
+                # a notification after a step's tool results (or another user message): one turn,
+                # since LLaMA-Factory's turns alternate (human/observation, then gpt/function_call)
+                turns[-1]["value"] += "\n" + m["content"]
+            else:
+                turns.append({"from": "human", "value": m["content"]})
         elif m.get("tool_calls"):
             calls = [
                 {"name": c["function"]["name"], "arguments": _arguments(c["function"]["arguments"])}

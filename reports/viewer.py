@@ -10,7 +10,10 @@ episode step by step (the request sent to the model, rebuilt from the deltas a t
 raw output and its latency; parsed actions; observations, with the images tools produced inline
 as data URIs; state diffs; faults; the reward and scores) and two episodes side by side, steps
 aligned, differing steps marked (golden vs replay, two agents). Errors are told apart as the
-run's infrastructure's (`infra_error`, an aborted episode) or the model's (every other kind).
+run's infrastructure's (`infra_error`, an aborted episode) or the model's (every other kind). An
+episode of a world that moves (`toolgym.mocks.events`) shows its timeline in simulated time: each
+step's clock, the events that fired in it (id, time, the apps' calls they made, whether they
+notified) and the notifications the agent got, beside its steps; each step's card shows them too.
 
 Everything in traces came from models, tools and task files: the payload is embedded as JSON
 with `<` escaped, and the script writes it into the page as text only (never as markup).
@@ -296,6 +299,8 @@ img.obs{max-width:100%;max-height:28em;border:1px solid #ccc;display:block;margi
 .meta{font-size:.9em;color:#444}.meta span{margin-right:1.2em}
 .msg{border-left:3px solid #aab;padding-left:.5em;margin:.3em 0}
 .missing{color:#a33;font-style:italic}
+.msg.notification{border-left-color:#d08c2b;background:#fff7e8}
+tr.agent-step{background:#f0f4fa}tr.event td:first-child,tr.agent-step td:first-child{white-space:nowrap}
 """
 
 # The page's script: a hash router over three views (#/, #/episode/ID, #/compare/A/B). It builds
@@ -447,20 +452,56 @@ function observationView(e, o) {
   if (!files.length || typeof o.content === "string") out.push(pre(o.text));
   const label = (o.tool ? o.tool + ": " : "") + o.type + (o.call_id ? " (" + o.call_id + ")" : "");
   const err = o.error ? el("div", {}, kindBadge(o.error.kind || "error"), o.error.message || pretty(o.error)) : null;
-  return el("div", {class: "msg"}, el("b", {}, label), err, ...out);
+  return el("div", {class: o.type === "notification" ? "msg notification" : "msg"}, el("b", {}, label), err, ...out);
+}
+
+// ---- a world that moves: the events each step fired, and the episode's timeline ----
+const eventCalls = ev => (ev.calls || []).map(c => c.tool + " " + JSON.stringify(c.arguments) +
+  (c.ok ? "" : " (failed: " + (c.error || "error") + ")")).join("\n");
+const notificationsOf = s => s.observations.filter(o => o.type === "notification");
+function notifiedCell(s, ev) {
+  if (!ev.notified) return el("td", {}, "no");
+  const note = notificationsOf(s).find(o => o.content && o.content.event === ev.id);
+  return el("td", {class: "notified"}, note ? note.text : "yes");
+}
+function eventRow(s, ev, withStep) {
+  return el("tr", {class: "event", "data-event": ev.id}, el("td", {}, ev.time),
+    withStep ? el("td", {}, s.index) : null, el("td", {}, "event " + ev.id),
+    el("td", {}, pre(eventCalls(ev) || "no calls")), notifiedCell(s, ev));
+}
+function eventsView(s) {
+  if (!s.events || !s.events.length) return null;
+  return part("events fired", el("table", {class: "events"},
+    el("tr", {}, ...["time", "event", "calls", "notified"].map(h => el("th", {}, h))),
+    ...s.events.map(ev => eventRow(s, ev, false))));
+}
+function timelineView(e) {
+  if (!e.steps.some(s => s.clock)) return null;
+  const table = el("table", {id: "timeline"},
+    el("tr", {}, ...["simulated time", "step", "what", "calls", "notified"].map(h => el("th", {}, h))));
+  for (const s of e.steps) {
+    for (const ev of s.events || []) table.append(eventRow(s, ev, true));
+    const did = s.actions.map(a => a.type === "tool_call" ? a.name : a.type).join(", ") || "(no action parsed)";
+    table.append(el("tr", {class: "agent-step", "data-step": s.index}, el("td", {}, s.clock || "–"),
+      el("td", {}, s.index), el("td", {}, "the agent's step: " + did), el("td", {}), el("td", {})));
+  }
+  return part("timeline (simulated time: events, notifications and the agent's steps)", table);
 }
 function stepView(e, i, differs) {
   const s = e.steps[i];
   const latency = el("span", {class: "latency"}, "step " + num(s.latency_ms) + " ms");
   const model = s.model_latency_ms !== null && s.model_latency_ms !== undefined ?
     el("span", {class: "model-latency"}, "model " + num(s.model_latency_ms) + " ms") : null;
+  const clock = s.clock ? el("span", {class: "clock"}, "clock " + s.clock) : null;
   const card = el("section", {class: "step" + (differs ? " differs" : ""), "data-step": s.index},
     el("h3", {}, "step " + s.index, " ", ...s.error_kinds.map(kindBadge)),
-    el("div", {class: "meta"}, latency, model),
+    el("div", {class: "meta"}, latency, model, clock),
     requestView(e, i),
     part("raw model output", s.raw === null ? el("i", {}, "(not kept: an object the trace cannot hold)") : pre(s.raw, "raw")),
     part("parsed actions", pre(s.actions, "actions")),
     part("observations", ...s.observations.map(o => observationView(e, o))));
+  const events = eventsView(s);
+  if (events) card.append(events);
   if (s.state_diff) card.append(part("state diff (" + (s.state_hash_before || "").slice(0, 12) + " → " +
     (s.state_hash_after || "").slice(0, 12) + ")", pre(s.state_diff, "diff")));
   if (s.faults && s.faults.length) card.append(part("injected faults", pre(s.faults)));
@@ -482,6 +523,8 @@ function summaryView(e) {
   more.push(part("tools offered", pre(h.tools.map(t => t.name + " " + t.version + " (" + t.backend + ")").join("\n"))));
   if (end && Object.keys(end.scores).length) more.push(part("scores", pre(end.scores)));
   if (e.milestones) more.push(part("milestones and minefields", pre(e.milestones)));
+  const timeline = timelineView(e);
+  if (timeline) more.push(timeline);
   if (e.error) more.push(part("why it stopped", pre(e.error)));
   if (e.usage) more.push(part("model usage", pre(e.usage)));
   return el("div", {class: "summary"}, el("h2", {}, e.task_id + " · trial " + e.trial), meta, outcome, ...more);

@@ -12,6 +12,7 @@ import pytest
 from pydantic import TypeAdapter
 from typer.testing import CliRunner
 
+from tests.envs import dynamic_fixture as dyn
 from tests.models.fake_openai import FakeOpenAI, Reply, calls, serve, text
 from tests.reports.export_checks import check_exports_equal_requests, export
 from tests.running.test_commands import llm_args
@@ -34,7 +35,7 @@ from toolgym.reports.export import (
 from toolgym.running.trials import load_traces
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
-from toolgym.trace import TurnTokens
+from toolgym.trace import TurnTokens, read_trace
 
 MTU = next(p for p in mock_task_paths() if p.stem == "mtu")
 TASKS = TaskSet.load(MTU)
@@ -572,3 +573,94 @@ def test_a_responses_run_exports_its_system_message_tools_and_calls(tmp_path: Pa
     assert ids == ["fake_0_0", "fake_0_1"] == [m["tool_call_id"] for m in record["messages"][3:5]]
     assert record["messages"][-1] == {"role": "assistant", "content": ANSWER}
     assert openai_format_problems(record) == []
+
+
+# ---- a world that moves: notifications are what the model saw after the step's tool messages -----
+def _dynamic_script(protocol: str) -> dict[str, list[Reply]]:
+    """Ask, wait for the reply (its notification ends the wait), answer (tests/envs/dynamic_fixture.py)."""
+    ask, wait, answer = dyn.actions()
+    if protocol == "openai":
+        assert isinstance(ask, ToolCall) and isinstance(wait, ToolCall)
+        return {
+            dyn.QUERY_KEY: [
+                calls((ask.name, ask.arguments)),
+                calls((wait.name, wait.arguments)),
+                text(dyn.FINAL),
+            ]
+        }
+    react = ReActProtocol()
+    return {dyn.QUERY_KEY: [text(react.format_action(a)) for a in (ask, wait, answer)]}
+
+
+def _notification_texts(trace_path: Path) -> list[str]:
+    trace = read_trace(trace_path)
+    return [o["text"] for s in trace.steps for o in s.observations if o.get("type") == "notification"]
+
+
+@pytest.mark.parametrize("protocol", ["openai", "react"])
+def test_a_dynamic_episodes_exports_carry_the_notifications_the_model_was_sent(
+    protocol: str, tmp_path: Path
+) -> None:
+    """The invariant above on a world that moves: each notification reached the model in the next
+    request, after the step's tool messages, and every export carries it there."""
+    run = tmp_path / "run"
+    with serve(FakeOpenAI(_dynamic_script(protocol))) as fake:
+        args = ["--protocol", protocol, "--token-ids", "--tasks", str(dyn.write_task_file(tmp_path))]
+        result = CliRunner().invoke(app, llm_args(fake, run, *args))
+    assert result.exit_code == 0, result.output
+    trace_path = next(run.rglob(f"{dyn.TASK_ID}.seed0.jsonl"))
+    checked = check_exports_equal_requests(trace_path, run, tmp_path)
+    notes = _notification_texts(trace_path)
+    assert len(notes) == 2 and checked.trace.end is not None and checked.trace.end.reward == 1.0
+    messages = checked.messages
+    if protocol == "openai":  # a user message each, right after the step's tool message
+        for note in notes:
+            at = messages.index({"role": "user", "content": note})
+            assert messages[at - 1]["role"] == "tool" and messages[at + 1]["role"] == "assistant"
+    else:  # the step's observation text: the tool result's line, then the notification's
+        for note in notes:
+            (seen,) = [m for m in messages if m["role"] == "user" and note in m["content"]]
+            assert seen["content"].endswith("\nObservation: " + note)
+    (sharegpt,) = export(run, "sharegpt", tmp_path / "sharegpt.jsonl")
+    turns = sharegpt["conversations"]
+    assert [t["from"] in ("human", "observation") for t in turns] == [i % 2 == 0 for i in range(len(turns))]
+    assert all(any(note in t["value"] for t in turns) for note in notes)
+
+
+@pytest.mark.parametrize("protocol", ["openai", "react"])
+def test_a_dynamic_episode_without_requests_exports_the_notifications_as_the_agent_sends_them(
+    protocol: str, tmp_path: Path
+) -> None:
+    """A scripted agent's trace keeps no requests: the export rebuilds what the LLM agent would have
+    sent, each notification a user message after the step's tool message (openai), or the line
+    after the tool result's in the step's observation (react)."""
+    env = ToolEnv(tasks=[dyn.dynamic_task()], protocol=protocol)
+    run = tmp_path / "run"
+    agent = ScriptedAgent(env.protocol, dyn.actions())
+    run_episode(env, agent, env.tasks[dyn.TASK_ID], seed=0, trace_dir=run)
+    env.close()
+    notes = _notification_texts(run / f"{dyn.TASK_ID}.seed0.jsonl")
+    tasks = dyn.write_task_file(tmp_path)
+
+    def exported(fmt: str) -> dict[str, Any]:
+        out = tmp_path / f"{fmt}.jsonl"
+        args = ["export", str(run), "--format", fmt, "--tasks", str(tasks), "--out", str(out)]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+        assert isinstance(record, dict)
+        return record
+
+    record = exported("openai")
+    roles = [m["role"] for m in record["messages"]]
+    assert openai_format_problems(record) == []
+    if protocol == "react":
+        assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+        assert [record["messages"][i]["content"].split("\n")[-1] for i in (3, 5)] == [
+            "Observation: " + note for note in notes
+        ]
+        return
+    assert roles == ["system", "user", "assistant", "tool", "user", "assistant", "tool", "user", "assistant"]
+    assert [record["messages"][i]["content"] for i in (4, 7)] == notes
+    hf = exported("hf")
+    assert [m["content"] for m in hf["messages"] if m["role"] == "user"][1:] == notes

@@ -475,3 +475,49 @@ def test_view_refuses_an_open_bind_without_a_token(runs: Runs) -> None:
     )
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "beyond loopback" in result.stderr
+
+
+@needs_chromium
+def test_a_dynamic_episode_shows_its_timeline_events_and_notifications(tmp_path: Path) -> None:
+    """A world that moves (tests/envs/dynamic_fixture.py's task, a scripted agent): the episode's
+    timeline lists the fired events (id, simulated time, the app calls they made, their
+    notification) and the agent's steps at their clocks; each step's card shows its clock, its
+    events and the notification among its observations."""
+    from tests.envs import dynamic_fixture as dyn
+    from toolgym.envs.agents import ScriptedAgent
+    from toolgym.envs.runner import run_episode
+
+    task = dyn.dynamic_task()
+    env = ToolEnv(tasks=[task], protocol="openai")
+    run_episode(env, ScriptedAgent(env.protocol, dyn.actions()), task, seed=0, trace_dir=tmp_path / "run")
+    env.close()
+    reminder = f"Notification (2024-01-01T00:00:10+00:00): {dyn.REMINDER}"
+    reply = f"Notification (2024-01-01T00:05:10+00:00): {dyn.reply_text(dyn.friends()[1])}"
+    with serve_viewer([tmp_path / "run"], {task.id: task}) as url, browser() as (page, errors):
+        page.goto(url)
+        page.click(f"#episodes tr.row[data-id='{episode_id(page, 'run', dyn.TASK_ID)}'] td.task")
+        page.wait_for_selector("#timeline")
+        rows = [
+            [cell.strip() for cell in row.locator("td").all_inner_texts()]
+            for row in page.locator("#timeline tr.event, #timeline tr.agent-step").all()
+        ]
+        cells = [row[:3] for row in rows]
+        assert cells == [
+            ["2024-01-01T00:00:10+00:00", "1", "event reminder"],
+            ["2024-01-01T00:00:10+00:00", "1", "the agent's step: send_message"],
+            ["2024-01-01T00:05:10+00:00", "2", "event reply"],
+            ["2024-01-01T00:05:10+00:00", "2", "the agent's step: wait"],
+            ["2024-01-01T00:05:20+00:00", "3", "the agent's step: final_answer"],
+        ]
+        assert rows[0][3:] == ["no calls", reminder]
+        assert "send_message" in rows[2][3] and dyn.ANSWER_TEXT in rows[2][3] and rows[2][4] == reply
+        first, second = (
+            page.locator("section.step[data-step='1']"),
+            page.locator("section.step[data-step='2']"),
+        )
+        assert first.locator(".clock").inner_text() == "clock 2024-01-01T00:00:10+00:00"
+        assert first.locator(".msg.notification pre").inner_text() == reminder
+        assert second.locator(".msg.notification pre").inner_text() == reply
+        assert second.locator("table.events tr.event").get_attribute("data-event") == "reply"
+        assert no_stray_text(page)
+        assert errors == []
