@@ -46,6 +46,9 @@ TIMELINE_TOOLS: Final = (WAIT_TOOL, TIME_TOOL)
 Verbosity = Literal["none", "low", "medium", "high"]
 VERBOSITIES: Final[tuple[Verbosity, ...]] = ("none", "low", "medium", "high")
 NO_POLICY: Final = TimePolicy()
+# how a notification's text begins: "Notification (<simulated time>): <text>" (an agent that reads
+# rendered text back tells notifications by it)
+NOTIFICATION_PREFIX: Final = "Notification ("
 _TOKENS = re.compile(r"\w+|[^\w\s]")
 
 
@@ -283,7 +286,7 @@ class Timeline:
     def _notification(self, event: Event, when: datetime) -> Observation:
         return Observation(
             type="notification",
-            text=f"Notification ({when.isoformat()}): {notification_text(event)}",
+            text=f"{NOTIFICATION_PREFIX}{when.isoformat()}): {notification_text(event)}",
             content={"event": event.id, "time": when.isoformat()},
         )
 

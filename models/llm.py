@@ -61,6 +61,7 @@ from toolgym.actions import Observation
 from toolgym.canonical import escape_surrogates
 from toolgym.envs.rollouts import run_stopped_by_driver
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.mocks.events import NOTIFICATION_PREFIX
 from toolgym.models.activity import Activity, doing
 from toolgym.models.setups import system_prompt, tools_in_prompt_refusal
 from toolgym.protocols.json_protocol import content_of_message
@@ -869,9 +870,8 @@ def _output_text(message_item: object) -> str:
     )
 
 
-# how a notification's text begins (toolgym.mocks.events renders it "Notification (<time>): <text>"):
-# the one mark a Responses user message rendered as text has of being one
-NOTIFICATION_PREFIX = "Notification ("
+# how a notification's text begins (toolgym.mocks.events.NOTIFICATION_PREFIX) is the one mark a
+# Responses user message rendered as text has of being one
 
 
 @dataclass(frozen=True)
