@@ -1,0 +1,5 @@
+from scripts.dynamic_tasks.common import Spec
+
+
+def wait_for_reply() -> list[Spec]:
+    return []
