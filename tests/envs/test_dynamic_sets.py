@@ -106,12 +106,13 @@ def test_the_oracle_scores_1_and_agents_ignoring_notifications_fail_every_task(n
         env.close()
 
 
-def test_the_golden_results_are_what_the_env_answers_the_oracle() -> None:
-    tasks = load("dynamic-world-changes")
+@pytest.mark.parametrize("name", list(SETS))
+def test_the_golden_results_are_what_the_env_answers_the_oracle(name: str) -> None:
+    tasks = load(name)
     env = ToolEnv(tasks=tasks, protocol="json")
     try:
         for t in tasks:
-            obs, _ = env.reset(options={"task": t.id})
+            env.reset(options={"task": t.id})
             for step in t.golden:
                 if not isinstance(step.action, ToolCall):
                     continue
