@@ -112,7 +112,8 @@ def build(spec: Spec, category: str, number: int) -> Task:
         else GoldenStep(action=FinalAnswer(text=answer))
         for step in task.golden
     ]
-    return task.model_copy(update={"golden": golden, "answer": AnswerSpec(whitelist=whitelist)})
+    done = task.model_copy(update={"golden": golden, "answer": AnswerSpec(whitelist=whitelist)})
+    return Task.model_validate(done.model_dump(mode="json", exclude_none=True))  # checked as a file reads it
 
 
 def write_set(category: str, specs: Sequence[Spec], out_dir: Path) -> Path:

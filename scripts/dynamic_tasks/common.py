@@ -25,8 +25,6 @@ from toolgym.tasks import (
     TimeWindow,
 )
 
-__all__ = ["StateFact"]
-
 OUT_DIR: Final = Path(__file__).resolve().parents[2] / "fixtures" / "dynamic"
 MONDAY: Final = datetime(2024, 1, 8, tzinfo=UTC)  # the week most tasks happen in
 

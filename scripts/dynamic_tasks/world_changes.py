@@ -11,7 +11,6 @@ from typing import Any
 from scripts.dynamic_tasks.common import (
     MONDAY,
     Spec,
-    StateFact,
     at,
     call,
     dollars,
@@ -24,6 +23,7 @@ from scripts.dynamic_tasks.common import (
     row,
     wait,
 )
+from toolgym.tasks import StateFact
 
 ADAPT_S = 900.0  # adapting within fifteen simulated minutes of the change
 
