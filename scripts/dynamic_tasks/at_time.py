@@ -364,6 +364,66 @@ def _lunch_at(
     )
 
 
+def _reserve_at_open(
+    name: str, restaurant: str, city: str, day: datetime, hour: str, party: int, moment: datetime
+) -> Spec:
+    apps = ("mtu_restaurants",)
+    venue = one(apps, moment, "mtu_restaurants_venues", restaurant_name=restaurant, city=city)
+    start = at(moment, minutes=-45)
+    date = day.date().isoformat()
+    return Spec(
+        name=name,
+        kind="reserve_at_opening",
+        query=(
+            f"{restaurant} in {city} opens its book for {day:%A} ({date}) at {hhmm(moment)} today and turns away "
+            f"earlier requests. At {hhmm(moment)}, reserve a table for {party} there on {date} at {hour}."
+        ),
+        apps=list(apps),
+        clock=start,
+        calls=[
+            call("FindRestaurants", city=city, cuisine=venue["cuisine"]),
+            wait(3600),
+            call(
+                "ReserveRestaurant",
+                restaurant_name=restaurant,
+                city=city,
+                date=date,
+                time=hour,
+                party_size=str(party),
+            ),
+        ],
+        answer="",
+        whitelist=[],
+        answer_from=lambda results: (
+            f"Reserved a table for {party} at {restaurant} on {date} at {hour} (reservation "
+            f"{results[-1]['reservation_id']}), right after the book opened at {hhmm(moment)}.",
+            [[results[-1]["reservation_id"]], [hour]],
+        ),
+        events=[event("book_opens", f"{restaurant} now takes reservations for {date}.", when_at=moment)],
+        state=[
+            row(
+                "mtu_restaurants_reservations",
+                restaurant_id=venue["restaurant_id"],
+                date=date,
+                time=hour,
+                party_size=party,
+                status="confirmed",
+            )
+        ],
+        milestones=[
+            done(
+                "reserved",
+                "ReserveRestaurant",
+                after_event="book_opens",
+                within_s=SOON_S,
+                restaurant_name=restaurant,
+            )
+        ],
+        minefields=[early("reserved_early", "ReserveRestaurant", "book_opens", restaurant_name=restaurant)],
+        per_step_s=20.0,
+    )
+
+
 def at_time() -> list[Spec]:
     tuesday = at(MONDAY, hours=24)
     return [
@@ -447,5 +507,14 @@ def at_time() -> list[Spec]:
             2,
             "TA-0003",
             at(MONDAY, hours=11, minutes=30),
+        ),
+        _reserve_at_open(
+            "mtu-reserve-at-opening",
+            "Black Forest Beer Hall",
+            "San Francisco",
+            at(MONDAY, hours=96),
+            "19:00",
+            4,
+            at(MONDAY, hours=10),
         ),
     ]

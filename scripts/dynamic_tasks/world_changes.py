@@ -545,6 +545,73 @@ def _venue_closed(name: str, me: str, group: str, member: str, first: str, backu
     )
 
 
+def _appointment_moved(name: str, appointment_id: str, new_time: str, moment: datetime) -> Spec:
+    apps = ("mtu_appointments",)
+    booked = one(apps, moment, "mtu_appointments_appointments", appointment_id=appointment_id)
+    title, date, address = (
+        booked["appointment_name"],
+        booked["appointment_date"],
+        booked["appointment_address"],
+    )
+    hours, minutes = (int(part) for part in new_time.split(":"))
+    remind = f"{hours - 1:02d}:{minutes:02d}"
+    start = at(moment, minutes=-25)
+    return Spec(
+        name=name,
+        kind="appointment_moved",
+        query=(
+            f'The office may move my "{title}" on {date} (now {booked["appointment_time"]}) this morning. If they '
+            "move it, set a reminder one hour before the new time; if not, leave everything as it is."
+        ),
+        apps=list(apps),
+        clock=start,
+        calls=[
+            wait(3600),
+            call(
+                "set_appointment_reminder",
+                appointment_name=title,
+                appointment_date=date,
+                appointment_time=new_time,
+                appointment_address=address,
+                reminder_time=remind,
+            ),
+        ],
+        answer=f'The office moved "{title}" on {date} to {new_time}; a reminder is set for {remind}.',
+        whitelist=[[new_time], [remind]],
+        events=[
+            event(
+                "moved",
+                f'The office moved your "{title}" on {date} to {new_time}.',
+                call(
+                    "change_appointment",
+                    appointment_name=title,
+                    appointment_date=date,
+                    new_appointment_time=new_time,
+                ),
+                when_at=moment,
+            )
+        ],
+        state=[
+            row(
+                "mtu_appointments_reminders",
+                appointment_id=appointment_id,
+                remind_at=f"{date}T{remind}:00+00:00",
+            )
+        ],
+        milestones=[
+            done(
+                "reminded",
+                "set_appointment_reminder",
+                after_event="moved",
+                within_s=ADAPT_S,
+                appointment_time=new_time,
+            )
+        ],
+        minefields=[early("reminded_early", "set_appointment_reminder", "moved", appointment_name=title)],
+        per_step_s=20.0,
+    )
+
+
 def world_changes() -> list[Spec]:
     tuesday = at(MONDAY, hours=24)
     return [
@@ -607,4 +674,5 @@ def world_changes() -> list[Spec]:
             at(tuesday, hours=16),
         ),
         _venue_closed("msg-venue-closed", "U0003", "GRP-0007", "U0041", "Luigi's Trattoria", "Noodle House"),
+        _appointment_moved("mtu-appointment-moved", "APT-001282", "14:30", at(MONDAY, hours=9, minutes=40)),
     ]
