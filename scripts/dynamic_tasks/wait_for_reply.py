@@ -233,7 +233,7 @@ def _relay(name: str, me: str, friend: str, group: str, coming: bool, delay_s: f
         reply="Yes, count me in!" if coming else "Sorry, I'm away that weekend.",
         then=call("send_message", sender_id=me, group_id=group, content=post),
         answer=f'{them} {"is coming" if coming else "is not coming"}; I posted "{post}" to {club}.',
-        whitelist=[[post]],
+        whitelist=[[club, group]],  # which branch was taken is the state assertion
         state=[row("messaging_messages", sender_id=me, conversation_id=group, content=post)],
         early_arguments={"group_id": group},
         delay_s=delay_s,
