@@ -1,7 +1,10 @@
 """`toolgym check`: whether a task can be trusted, before any agent is scored on it.
 
 For every task: its schema (`toolgym.tasks.read_task_file`); every app, tool, file, table and
-column it names exists; its golden chain replays on a fresh world with no unexpected error, twice,
+column it names exists (an event's calls are APIs of the task's apps, its `when` fact names the
+world's tables and columns); its golden chain replays on a fresh world with no unexpected error
+(a dynamic task's as its episode runs it: events fire in simulated time, each call of theirs must
+succeed), twice,
 to the same state hash (an app that reads the wall clock, `random` or uuid4 shows up here); every
 `expected_state` assertion holds after the chain and fails on the untouched world (one that holds
 already cannot fail); its answer's whitelist groups are non-empty and found in the golden final
@@ -27,6 +30,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from toolgym.actions import ToolCall
 from toolgym.tasks import (
+    StateFact,
     Task,
     TaskProblem,
     golden_final_answer,
@@ -170,6 +174,11 @@ class TaskChecker:
                 names.tools.update(world.tools.names)
         if len(names.apps) != len(task.apps or ()) or (task.apps and world is None):
             return  # the tools and tables a task names are its world's: unknown until it exists
+        yield from self._event_problems(task, world)
+        if task.dynamic:  # the env offers its own `wait` and `current_time` beside the task's tools
+            from toolgym.mocks.events import TIMELINE_TOOLS
+
+            names.tools.update(TIMELINE_TOOLS)
         yield from self._tool_problems(task, names.tools)
         for f in task.files:
             if not (base / f.path).is_file():
@@ -182,6 +191,10 @@ class TaskChecker:
             yield f"unknown tool {name!r}{suggestion(name, known)}"
         # a misspelt tools list leaves the golden calls it meant unoffered: one mistake, one line
         offered = known if task.tools is None or unknown else set(task.tools)
+        if task.dynamic:
+            from toolgym.mocks.events import TIMELINE_TOOLS
+
+            offered = offered | set(TIMELINE_TOOLS)
         for index, step in enumerate(task.golden):
             call = step.action
             if not isinstance(call, ToolCall):
@@ -190,6 +203,33 @@ class TaskChecker:
                 yield f"golden step #{index} calls unknown tool {call.name!r}{suggestion(call.name, known)}"
             elif call.name not in offered:
                 yield f"golden step #{index} calls {call.name!r}, which the task does not offer (its tools list)"
+
+    def _event_problems(self, task: Task, world: MockWorld | None) -> Iterator[str]:
+        """Each event's calls name APIs of the task's apps (the environment calls the apps, never
+        the agent's other tools), and its `when` fact a table and columns the world has."""
+        apis = set(world.tools.names) if world is not None else set()
+        for event in task.events or ():
+            for index, made in enumerate(event.calls):
+                if made.tool not in apis:
+                    apps = ", ".join(task.apps or ()) or "none"
+                    yield (
+                        f"event {event.id!r} call #{index} names {made.tool!r}, which is no API of the task's "
+                        f"apps ({apps}){suggestion(made.tool, apis)}"
+                    )
+            if event.when is not None:
+                yield from self._fact_problems(f"event {event.id!r}: its `when` fact", event.when, world)
+
+    def _fact_problems(self, what: str, fact: StateFact, world: MockWorld | None) -> Iterator[str]:
+        if world is None:
+            yield f"{what} needs a world: the task names no apps"
+            return
+        info = world.store.tables.get(fact.table)
+        if info is None or info.internal:
+            yield f"{what} names unknown table {fact.table!r}{suggestion(fact.table, world.table_names)}"
+            return
+        for column in [*fact.where, *fact.values]:
+            if column not in info.columns:
+                yield f"{what}: table {fact.table!r} has no column {column!r}{suggestion(column, info.columns)}"
 
     def _assertion_problems(self, task: Task, world: MockWorld | None, names: _Names) -> Iterator[str]:
         """Each assertion parsed on its own (a bad kind named with its index), then its table,
@@ -275,6 +315,8 @@ class TaskChecker:
         except GoldenReplayError as exc:
             which = "the golden chain" if not runs else "the golden chain's second replay"
             return [f"{which} fails on a fresh world: {_one_line(exc)}"]
+        except EventCallFailed as exc:
+            return [f"during the golden chain, {_one_line(exc)}"]
         messages: list[str] = []
         if runs[0][1] != runs[1][1] or runs[0][0] != runs[1][0]:
             what = "end states" if runs[0][1] != runs[1][1] else "results"
@@ -352,10 +394,27 @@ class TaskChecker:
 def _replay(world: MockWorld, task: Task) -> list[Any]:
     """The golden chain on `world` (`replay_calls`: GoldenReplayError for a call that fails
     unexpectedly, or succeeds where `expect_error` says it fails), and what its calls answered,
-    to hold two replays against each other (a result's text renders its content)."""
+    to hold two replays against each other (a result's text renders its content). A dynamic
+    task's chain runs as its episode does, its events firing in simulated time
+    (`replay_calls_in_time`); an event call that fails when it fires is a GoldenReplayError too:
+    the world did not change as the task says."""
+    from toolgym.envs.rewards import replay_calls_in_time
     from toolgym.mocks.rewards import replay_calls
 
-    return [(obs.text, obs.error_kind) for obs in replay_calls(world, task.golden)]
+    if not task.dynamic:
+        return [(obs.text, obs.error_kind) for obs in replay_calls(world, task.golden)]
+    observations, fired = replay_calls_in_time(world, task)
+    failed = [(e, c) for e in fired for c in e["calls"] if not c["ok"]]
+    if failed:
+        event, made = failed[0]
+        raise EventCallFailed(
+            f"event {event['id']!r} call {made['tool']} fails when it fires: {made.get('error')}"
+        )
+    return [(obs.text, obs.error_kind) for obs in observations] + [(e["id"], e["time"]) for e in fired]
+
+
+class EventCallFailed(RuntimeError):
+    """An event's app call failed when it fired during the golden replay."""
 
 
 def _describe(assertion: StateAssertion) -> str:

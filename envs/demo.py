@@ -67,6 +67,23 @@ def category_task_sets() -> dict[str, Path]:
     return {name: root / file for name, file in CATEGORY_SETS.items()}
 
 
+# the dynamic sets (fixtures/dynamic, scripts/make_dynamic_tasks.py): worlds that move while the
+# agent works (events, simulated time, `wait`); registered by name, never run by default either
+DYNAMIC_SETS: dict[str, str] = {
+    "dynamic-at-time": "at_time.jsonl",
+    "dynamic-world-changes": "world_changes.jsonl",
+    "dynamic-wait-for-reply": "wait_for_reply.jsonl",
+}
+
+
+def dynamic_task_sets() -> dict[str, Path]:
+    """The dynamic task sets by name: `dynamic-at-time` (act at or after a simulated time),
+    `dynamic-world-changes` (adapt when the world changes mid-task) and `dynamic-wait-for-reply`
+    (wait for a reply instead of polling or guessing, then act on it)."""
+    root = Path(str(package_files("toolgym.fixtures"))) / "dynamic"
+    return {name: root / file for name, file in DYNAMIC_SETS.items()}
+
+
 def _task_sets_of(plugin: Plugin, loaded: Any) -> list[tuple[str, Path]]:
     """A `toolgym.tasks` entry point's sets: a task file's path (the set takes the entry point's
     name), a {name: path} mapping, or a callable returning either."""
@@ -85,15 +102,16 @@ TASK_SETS: Registry[Path] = Registry("tasks", _task_sets_of)
 def bundled_task_sets() -> dict[str, Path]:
     """The registered task sets by name (`--tasks demo`, `--tasks mtu`, a plug-in's set, ...):
     the `toolgym.tasks` entry points. Only toolgym's demo and mock-app sets are run by default
-    (`default_task_paths`); ToolEyes' 382 episodes, the behaviour-category sets and the plug-ins'
-    sets when asked for."""
+    (`default_task_paths`); ToolEyes' 382 episodes, the behaviour-category sets, the dynamic sets
+    and the plug-ins' sets when asked for."""
     return dict(TASK_SETS)
 
 
 def benchmark_task_sets() -> dict[str, Path]:
-    """The registered sets but the behaviour-category ones: what the fine-tune and the baselines
-    evaluate by default (toolgym's seven benchmark sets and the plug-ins' sets)."""
-    return {name: path for name, path in dict(TASK_SETS).items() if name not in CATEGORY_SETS}
+    """The registered sets but the behaviour-category and dynamic ones: what the fine-tune and the
+    baselines evaluate by default (toolgym's seven benchmark sets and the plug-ins' sets)."""
+    kept_out = CATEGORY_SETS.keys() | DYNAMIC_SETS.keys()
+    return {name: path for name, path in dict(TASK_SETS).items() if name not in kept_out}
 
 
 def resolve_task_sets(given: list[str] | None) -> list[Path]:

@@ -10,7 +10,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolgym.actions import (
     Action,
@@ -28,6 +28,9 @@ from toolgym.canonical import canonical_hash, rendered_json
 from toolgym.protocols.base import ActionProtocol
 from toolgym.tasks import AnswerSpec, Task, alias_found, task_use_error
 from toolgym.world import World
+
+if TYPE_CHECKING:
+    from toolgym.mocks.world import MockWorld
 
 
 def _calls_only(actions: list[Any] | tuple[Any, ...]) -> bool:
@@ -359,12 +362,15 @@ def _golden_replay(task: Task) -> tuple[str | None, str | None]:
     from toolgym.mocks.rewards import GoldenReplayError, golden_expectations, replay_golden_state_hash
 
     chain = golden_expectations(task.golden)
+    # a dynamic task's chain runs with its events and time policy: they are part of the key
+    moving = task.model_dump(mode="json", include={"events", "time"}) if task.dynamic else None
     key = canonical_hash(
         [
             list(task.apps or ()),
             task.seed,
             task.clock.isoformat(),
             [[call.model_dump(mode="json"), expected] for _, call, expected in chain],
+            *([moving] if moving is not None else []),
         ]
     )
     with _golden_lock:
@@ -373,7 +379,10 @@ def _golden_replay(task: Task) -> tuple[str | None, str | None]:
             return _golden_hashes[key]
     found: tuple[str | None, str | None]
     try:
-        found = (replay_golden_state_hash(task.apps or (), task.seed, task.clock, task.golden), None)
+        if task.dynamic:
+            found = (replay_golden_in_time(task), None)
+        else:
+            found = (replay_golden_state_hash(task.apps or (), task.seed, task.clock, task.golden), None)
     except GoldenReplayError as exc:
         found = (None, str(exc))
     with _golden_lock:
@@ -381,6 +390,56 @@ def _golden_replay(task: Task) -> tuple[str | None, str | None]:
         while len(_golden_hashes) > MAX_GOLDEN_HASHES:
             _golden_hashes.popitem(last=False)
     return found
+
+
+def replay_calls_in_time(world: MockWorld, task: Task) -> tuple[list[Observation], list[dict[str, Any]]]:
+    """A dynamic task's golden chain on `world` (reset to the task's seed and clock) as its
+    episode runs it (`toolgym.mocks.events`): each step costs the time policy's per_step_s and
+    fires what fell due (a golden step is an action, not a model's output: no output tokens are
+    counted), the events call the apps, `wait` lets time pass until a notification. What each
+    call answered; `replay_calls`' GoldenReplayError for a call that does not do what the chain
+    says."""
+    from toolgym.envs.milestones import state_fact_holds
+    from toolgym.mocks.events import TIMELINE_EXTRA, TIMELINE_TOOLSET, Timeline
+    from toolgym.mocks.rewards import GoldenReplayError, golden_expectations
+    from toolgym.tools import ToolContext
+
+    timeline = Timeline(task, world, holds=lambda fact: state_fact_holds(fact, world))
+    ctx = ToolContext(
+        files=world.context.files, seed=task.seed, clock=task.clock, extras={TIMELINE_EXTRA: timeline}
+    )
+    calls = {index: (call, expected) for index, call, expected in golden_expectations(task.golden)}
+    observations: list[Observation] = []
+    fired: list[dict[str, Any]] = []
+    for index in range(len(task.golden)):
+        timeline.begin_step(index + 1, "")
+        call, expected = calls.get(index, (None, None))
+        obs = None
+        if call is not None and call.name in TIMELINE_TOOLSET.names:
+            obs = TIMELINE_TOOLSET.call(call, ctx)
+        elif call is not None and call.name in world.tools:
+            obs = world.step(call)
+        # else: an answer, or a registered tool beside the apps (as `replay_calls`), which cannot
+        # touch the world
+        fired += timeline.end_step(index + 1).events
+        if obs is not None and call is not None:
+            if (obs.error.kind if obs.error is not None else None) != expected:
+                raise GoldenReplayError(index, call, obs, expected)
+            observations.append(obs)
+    return observations, fired
+
+
+def replay_golden_in_time(task: Task) -> str:
+    """The state hash a dynamic task's golden chain ends with on a fresh world, its events fired
+    as the oracle's episode fires them (`replay_calls_in_time`)."""
+    from toolgym.mocks.world import MockWorld
+
+    world = MockWorld(task.apps or (), seed=task.seed, clock=task.clock)
+    try:
+        replay_calls_in_time(world, task)
+        return world.state_hash()
+    finally:
+        world.close()
 
 
 def golden_state_hash(task: Task) -> str | None:
@@ -420,11 +479,16 @@ def state_scores(task: Task, episode: Episode) -> dict[str, float]:
     if expected is None:
         # the task's own chain fails on a fresh world: a task bug, never a reward for the agent
         return {"golden_error": 1.0, "state_match": 0.0, "assertions": 0.0, "state": 0.0}
-    same_state = expected == world.state_hash()
     try:
         report = check_assertions(world, STATE_ASSERTIONS.validate_python(task.expected_state))
     except ValueError as exc:  # a table or column the world does not have: the task's mistake
         raise task_use_error(task, exc) from None
+    if task.dynamic:
+        # simulated time is part of the state (the clock, when each event fired, the times rows
+        # were written at) and it moves at the agent's pace: one more read and no end state equals
+        # the golden one. A dynamic task's end state is judged by its assertions (and minefields)
+        return {"assertions": report.score, "state": float(report.passed)}
+    same_state = expected == world.state_hash()
     return {
         "state_match": float(same_state),
         "assertions": report.score,

@@ -3,6 +3,7 @@ memory, as the generator calls them, on real apps, worlds, tools and the real or
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +160,75 @@ def test_targets_are_files_set_names_or_packages(tmp_path: Path) -> None:
     assert resolve_targets(["toolgym"]) == list(sets.items())  # every set toolgym registers
     with pytest.raises(ValueError, match="nope: no such task file, registered set or package"):
         resolve_targets(["nope"])
+
+
+# ---- dynamic tasks: events and simulated time ----------------------------------------------------
+@pytest.fixture(scope="module")
+def moving() -> Task:
+    """change-bank-refund-lands-005: a refund lands at a time (an event calling `deposit`), the
+    golden chain waits for it and moves the amount to savings."""
+    from toolgym.envs.demo import dynamic_task_sets
+
+    return TaskSet.load(dynamic_task_sets()["dynamic-world-changes"])["change-bank-refund-lands-005"]
+
+
+def _event(task: Task, **changes: Any) -> dict[str, Any]:
+    """The task's one event as JSON, with some fields changed."""
+    assert task.events is not None
+    return {**task.events[0].model_dump(mode="json", exclude_none=True), **changes}
+
+
+def test_a_dynamic_task_is_checked_with_its_events_and_its_wait(moving: Task) -> None:
+    assert (
+        check_task(moving) == []
+    )  # `wait` is offered though not in its tools list; the chain replays in time
+
+
+def test_an_event_calling_no_api_of_the_tasks_apps_is_a_problem(tmp_path: Path, moving: Task) -> None:
+    call = {"tool": "depositt", "arguments": {"account_id": "ACC-10003", "amount": 43.18}}
+    elsewhere = {"tool": "send_message", "arguments": {"sender_id": "U0001", "content": "hi"}}
+    bad = _with(moving, events=[_event(moving, calls=[call, elsewhere])])
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(bad.model_dump_json(exclude_none=True) + "\n")
+    assert [str(p) for p in check_file(path).problems] == [
+        f"{path}:1: {moving.id}: event 'refund' call #0 names 'depositt', which is no API of the task's apps "
+        "(banking) (did you mean 'deposit'?)",
+        f"{path}:1: {moving.id}: event 'refund' call #1 names 'send_message', which is no API of the task's "
+        "apps (banking)",
+    ]
+
+
+def test_an_event_call_that_fails_when_it_fires_is_a_problem(moving: Task) -> None:
+    call = {"tool": "deposit", "arguments": {"account_id": "ACC-99999", "amount": 43.18}}
+    (problem,) = check_task(_with(moving, events=[_event(moving, calls=[call])]), oracle=False)
+    assert problem.message.startswith(
+        "during the golden chain, event 'refund' call deposit fails when it fires: "
+    )
+    assert "ACC-99999" in problem.message
+
+
+def test_a_when_fact_naming_what_the_world_lacks_is_a_problem(moving: Task) -> None:
+    trigger = {"when": {"table": "bank_transactionz", "where": {}}, "delay_s": 60}
+    event = {k: v for k, v in _event(moving, **trigger).items() if k != "at"}
+    (problem,) = check_task(_with(moving, events=[event]), oracle=False)
+    assert problem.message == (
+        "event 'refund': its `when` fact names unknown table 'bank_transactionz' (did you mean 'bank_transactions'?)"
+    )
+    trigger = {"when": {"table": "bank_transactions", "where": {"acount_id": "ACC-10003"}}, "delay_s": 60}
+    event = {k: v for k, v in _event(moving, **trigger).items() if k != "at"}
+    (problem,) = check_task(_with(moving, events=[event]), oracle=False)
+    assert problem.message == (
+        "event 'refund': its `when` fact: table 'bank_transactions' has no column 'acount_id' (did you mean 'account_id'?)"
+    )
+
+
+def test_event_ids_and_windows_are_checked_where_the_task_is_read(tmp_path: Path, moving: Task) -> None:
+    line = moving.model_dump(mode="json", exclude_none=True)
+    line["minefields"][0]["window"] = {"before_event": "refnd"}
+    twice = {**line, "id": "twice", "events": [_event(moving), _event(moving)]}
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps(line) + "\n" + json.dumps(twice) + "\n")
+    problems = [str(p) for p in check_file(path).problems]
+    assert len(problems) == 2
+    assert problems[0].startswith(f"{path}:1: {moving.id}: ") and "unknown events ['refnd']" in problems[0]
+    assert problems[1].startswith(f"{path}:2: twice: ") and "event ids repeat: ['refund']" in problems[1]

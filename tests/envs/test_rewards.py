@@ -257,3 +257,78 @@ def test_a_chain_on_an_unknown_app_cannot_replay_and_says_so() -> None:
     assert golden_chain_problem(Task(id="no-apps", query="q")) is None
     problem = golden_chain_problem(Task(id="typo", query="q", apps=["bankng"]))
     assert problem is not None and problem.startswith("no mock app 'bankng'")
+
+
+# ---- dynamic tasks: the golden chain in simulated time, the end state by its assertions ------------
+def _payday_task() -> Any:
+    """Savings ACC-10002 holds $5,947.00; $1,000.00 lands in it at 00:30 (an event calling
+    `deposit`), and the chain waits for it, then moves $6,500.00 out: possible only after the event."""
+    from toolgym.tasks import Task
+
+    return Task.model_validate(
+        {
+            "id": "payday",
+            "query": "When the $1,000 lands in ACC-10002, move $6,500 from it to ACC-10001.",
+            "apps": ["banking"],
+            "time": {"per_step_s": 30},
+            "events": [
+                {
+                    "id": "payday",
+                    "at": "2024-01-01T00:30:00Z",
+                    "calls": [
+                        {"tool": "deposit", "arguments": {"account_id": "ACC-10002", "amount": 1000.0}}
+                    ],
+                    "notify": {"text": "Deposit received in ACC-10002: $1,000.00."},
+                }
+            ],
+            "golden": [
+                {"action": {"type": "tool_call", "name": "wait", "arguments": {"seconds": 3600}}},
+                {
+                    "action": {
+                        "type": "tool_call",
+                        "name": "transfer",
+                        "arguments": {
+                            "from_account_id": "ACC-10002",
+                            "to_account_id": "ACC-10001",
+                            "amount": 6500.0,
+                        },
+                    }
+                },
+                {"action": {"type": "final_answer", "text": "Moved $6,500.00."}},
+            ],
+            "expected_state": [
+                {
+                    "kind": "field_equals",
+                    "table": "bank_accounts",
+                    "where": {"account_id": "ACC-10002"},
+                    "field": "balance_cents",
+                    "value": 44700,
+                }
+            ],
+        }
+    )
+
+
+def test_a_dynamic_chain_replays_with_its_events_and_is_scored_by_its_assertions() -> None:
+    from toolgym.actions import FinalAnswer, ToolCall
+    from toolgym.envs.agents import OracleAgent, ScriptedAgent
+    from toolgym.envs.rewards import golden_chain_problem
+    from toolgym.envs.runner import run_episode
+    from toolgym.envs.tool_env import ToolEnv
+    from toolgym.mocks.rewards import GoldenReplayError, replay_golden
+
+    task = _payday_task()
+    with pytest.raises(GoldenReplayError, match="insufficient funds"):  # without its event it cannot replay
+        replay_golden(task.apps, task.seed, task.clock, task.golden)
+    assert golden_chain_problem(task) is None
+    env = ToolEnv(tasks=[task])
+    try:
+        oracle = run_episode(env, OracleAgent(env.protocol), task)
+        assert oracle.reward == 1.0 and "state_match" not in oracle.scores, oracle.scores
+        # another pace (a look at the clock first) ends at another time, and is as right
+        slower = [ToolCall(name="current_time", arguments={}), *(s.action for s in task.golden)]
+        assert run_episode(env, ScriptedAgent(env.protocol, slower), task).reward == 1.0
+        early = [task.golden[1].action, FinalAnswer(text="Moved $6,500.00.")]  # before the money came
+        assert run_episode(env, ScriptedAgent(env.protocol, early), task).reward == 0.0
+    finally:
+        env.close()
