@@ -356,7 +356,7 @@ def _golden_replay(task: Task) -> tuple[str | None, str | None]:
     The replay is deterministic (seeded template, fixed clock), so it runs once per (apps, seed,
     clock, golden calls and their expected errors) in a process, not once per episode: scoring a
     trial of a task it has seen costs a dictionary lookup instead of a world build and the replay."""
-    from toolgym.mocks.rewards import GoldenReplayError, golden_expectations, replay_golden_state_hash
+    from toolgym.mocks.rewards import GoldenReplayError, golden_expectations
 
     chain = golden_expectations(task.golden)
     key = canonical_hash(
@@ -367,13 +367,16 @@ def _golden_replay(task: Task) -> tuple[str | None, str | None]:
             [[call.model_dump(mode="json"), expected] for _, call, expected in chain],
         ]
     )
+    if task.dynamic:  # its events fire too, at the times its steps (every one: each takes time) meet them
+        timed = task.model_dump(mode="json", include={"events", "time", "golden"})
+        key = canonical_hash([key, timed])
     with _golden_lock:
         if key in _golden_hashes:
             _golden_hashes.move_to_end(key)
             return _golden_hashes[key]
     found: tuple[str | None, str | None]
     try:
-        found = (replay_golden_state_hash(task.apps or (), task.seed, task.clock, task.golden), None)
+        found = (_golden_end_hash(task), None)
     except GoldenReplayError as exc:
         found = (None, str(exc))
     with _golden_lock:
@@ -381,6 +384,21 @@ def _golden_replay(task: Task) -> tuple[str | None, str | None]:
         while len(_golden_hashes) > MAX_GOLDEN_HASHES:
             _golden_hashes.popitem(last=False)
     return found
+
+
+def _golden_end_hash(task: Task) -> str:
+    """The state hash the golden chain ends in on a fresh world: a dynamic task's chain is run in
+    simulated time, its events firing as they do in the episode (`toolgym.envs.timed_chain`)."""
+    from toolgym.mocks.rewards import replay_golden_state_hash
+
+    if not task.dynamic:
+        return replay_golden_state_hash(task.apps or (), task.seed, task.clock, task.golden)
+    from toolgym.envs.timed_chain import replay_timed
+    from toolgym.mocks.world import MockWorld
+
+    with MockWorld(task.apps or (), seed=task.seed, clock=task.clock) as world:
+        replay_timed(world, task)
+        return world.state_hash()
 
 
 def golden_state_hash(task: Task) -> str | None:
