@@ -171,10 +171,7 @@ class TaskChecker:
                 names.tools.update(world.tools.names)
         if len(names.apps) != len(task.apps or ()) or (task.apps and world is None):
             return  # the tools and tables a task names are its world's: unknown until it exists
-        if task.dynamic:  # the env offers its own `wait` and `current_time` beside the task's tools
-            from toolgym.mocks.events import TIMELINE_TOOLS
-
-            names.tools.update(TIMELINE_TOOLS)
+        names.tools.update(_env_tools(task))
         yield from self._tool_problems(task, names.tools)
         for f in task.files:
             if not (base / f.path).is_file():
@@ -186,11 +183,7 @@ class TaskChecker:
         for name in unknown:
             yield f"unknown tool {name!r}{suggestion(name, known)}"
         # a misspelt tools list leaves the golden calls it meant unoffered: one mistake, one line
-        offered = known if task.tools is None or unknown else set(task.tools)
-        if task.dynamic:
-            from toolgym.mocks.events import TIMELINE_TOOLS
-
-            offered = offered | set(TIMELINE_TOOLS)
+        offered = known if task.tools is None or unknown else set(task.tools) | _env_tools(task)
         for index, step in enumerate(task.golden):
             call = step.action
             if not isinstance(call, ToolCall):
@@ -388,6 +381,13 @@ class TaskChecker:
             if all(v >= 1.0 for v in scored) and reached and not (checks is not None and checks.hits):
                 passing.append(f"an agent that {what} passes it")
         return passing
+
+
+def _env_tools(task: Task) -> set[str]:
+    """The tools the env offers a task beside its own: a dynamic task's `wait` and `current_time`."""
+    from toolgym.mocks.events import TIMELINE_TOOLS
+
+    return set(TIMELINE_TOOLS) if task.dynamic else set()
 
 
 def _replay(world: MockWorld, task: Task) -> list[Any]:

@@ -307,6 +307,16 @@ class Draft:
         else:
             self._chain.retime(moving)
 
+    @property
+    def dynamic(self) -> bool:
+        """Whether the draft declared events: its steps run in simulated time."""
+        return self._chain is not None
+
+    def end_chain(self, final: str) -> None:
+        """The final answer is a step of a dynamic draft too: what falls due meanwhile fires."""
+        if self._chain is not None:
+            self._chain.step(FinalAnswer(text=final))
+
     def wait(self, seconds: float) -> dict[str, Any]:
         """A golden `wait` step: up to `seconds` of simulated time pass, less when a notification
         arrives first; what it answered (waited_s, now, notified). Only in a dynamic draft."""
@@ -484,8 +494,7 @@ def finish(template: Template, draft: Draft, world: MockWorld, info: WorldInfo, 
     if leak is not None:
         raise Skip(leak)
     calls = [s for s in draft.steps if isinstance(s, ToolCall)]
-    if draft._chain is not None:  # the final answer is a step too: what falls due meanwhile fires
-        draft._chain.step(FinalAnswer(text=final))
+    draft.end_chain(final)
     if draft.refused and (len(calls) < len(draft.steps) or any(c.name in info.writes for c in calls)):
         raise Skip("a refusal's golden chain is reads (looking, never changing) and its answer")
     answer = _answer_spec(draft, final)
@@ -493,7 +502,7 @@ def finish(template: Template, draft: Draft, world: MockWorld, info: WorldInfo, 
     expected: list[dict[str, Any]] = []
     if any(c.name in info.writes for c in calls):
         expected = expected_state_of(world, info, world.take_diff())
-        if draft._chain is not None:
+        if draft.dynamic:
             expected = _untimed(expected, world.start)
         world.reset(seed=world.seed, clock=world.start)
         expected = _fails_initially(world, expected)
@@ -520,7 +529,7 @@ def finish(template: Template, draft: Draft, world: MockWorld, info: WorldInfo, 
     }
     if draft.blocked_by is not None:  # the typed error the asked-for write meets before the chain
         metadata["blocked_by"] = draft.blocked_by
-    if draft._chain is not None:  # how its world moves: the triggers of its events
+    if draft.dynamic:  # how its world moves: the triggers of its events
         metadata["dynamic"] = sorted({_trigger(e) for e in draft.events})
     return Task(
         id=task_id,
@@ -537,7 +546,7 @@ def finish(template: Template, draft: Draft, world: MockWorld, info: WorldInfo, 
         expected_state=expected,
         minefields=draft.minefields or None,
         events=draft.events or None,
-        time=(draft.time_policy or DYNAMIC_TIME) if draft._chain is not None else None,
+        time=(draft.time_policy or DYNAMIC_TIME) if draft.dynamic else None,
         metadata=metadata,
     )
 

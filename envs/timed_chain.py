@@ -38,7 +38,6 @@ class TimedChain:
         self.timeline = self._timeline(task)
         self.index = 0
         self.notified: list[bool] = []
-        self.last_notifications: list[Observation] = []
 
     def _timeline(self, task: Task) -> Timeline:
         world = self.world
@@ -56,9 +55,7 @@ class TimedChain:
         self.index += 1
         self.timeline.begin_step(self.index, action.model_dump(mode="json"))
         obs = self._run(action) if isinstance(action, ToolCall) and run else None
-        step = self.timeline.end_step(self.index)
-        self.last_notifications = step.notifications
-        self.notified.append(bool(step.notifications))
+        self.notified.append(bool(self.timeline.end_step(self.index).notifications))
         return obs
 
     def _run(self, call: ToolCall) -> Observation:
@@ -69,10 +66,11 @@ class TimedChain:
 
 
 def replay_timed(world: MockWorld, task: Task) -> list[Observation]:
-    """The task's golden chain run step by step on `world` in simulated time; the observations of its tool calls. A call that fails where the chain does not
-    say so (`expect_error`), or succeeds where it says it fails, raises GoldenReplayError, as
-    `toolgym.mocks.rewards.replay_calls` does for a static chain; a call of a tool neither the world
-    nor the timeline has is skipped (it cannot touch the world's state)."""
+    """The task's golden chain run step by step on `world` in simulated time; the observations of
+    its tool calls. A call that fails where the chain does not say so (`expect_error`), or succeeds
+    where it says it fails, raises GoldenReplayError, as `toolgym.mocks.rewards.replay_calls` does
+    for a static chain; a call of a tool neither the world nor the timeline has takes its step's
+    time and runs nothing (it cannot touch the world's state)."""
     from toolgym.mocks.rewards import GoldenReplayError
 
     chain = TimedChain(task, world)
@@ -105,8 +103,9 @@ def blind_chains(world: MockWorld, task: Task) -> dict[str, list[Action]]:
     final = actions[-1:] if actions and not isinstance(actions[-1], ToolCall) else []
     out: dict[str, list[Action]] = {}
     if any(chain.notified):
-        first = chain.notified.index(True)
-        out["ignores notifications"] = [a for a in actions[: first + 1] if not _waits(a)] + final
+        # the steps up to the one the first notification came with (the final answer at most)
+        head = actions[: min(chain.notified.index(True) + 1, len(actions) - len(final))]
+        out["ignores notifications"] = [a for a in head if not _waits(a)] + final
     if any(_waits(a) for a in actions):
         out["never waits"] = [a for a in actions if not _waits(a)]
     return out

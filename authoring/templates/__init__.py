@@ -50,8 +50,10 @@ phrases the query and gives the final answer:
     d.forbid_state(id, table, where, absent=False, **values)
                                          a minefield: the row comes to hold `values` (or is gone)
     d.event(id, at_s=|after_step=|after_event=|when=, delay_s=, calls=[(tool, args)], notify=,
-            important=)              a change the environment makes (toolgym.tasks.Event), declared
-                                         before the first step: from then on each step runs in
+            important=)
+                                         a change the environment makes (toolgym.tasks.Event),
+                                         the first declared before the first step: from then on
+                                         each step runs in
                                          simulated time (`DYNAMIC_TIME`, or `d.time(per_step_s=)`)
                                          and later calls see what the events changed
     d.wait(seconds) -> dict              a golden `wait` step (ends early on a notification)
