@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 # the seed `toolgym run` and `toolgym demo` give an episode when not told (RunConfig.seed)
 ORACLE_SEED = 0
 GOLDEN_REPLAYS = 2  # fresh-world replays whose end states must be equal
+BLIND_SCORES = ("answer", "assertions")  # what an agent missing a dynamic task's point is judged on
 SIMULATED = "simulated:"  # apps that are libraries known by their docs (toolgym.mocks.simulated)
 
 
@@ -175,10 +176,7 @@ class TaskChecker:
         if len(names.apps) != len(task.apps or ()) or (task.apps and world is None):
             return  # the tools and tables a task names are its world's: unknown until it exists
         yield from self._event_problems(task, world)
-        if task.dynamic:  # the env offers its own `wait` and `current_time` beside the task's tools
-            from toolgym.mocks.events import TIMELINE_TOOLS
-
-            names.tools.update(TIMELINE_TOOLS)
+        names.tools.update(_env_tools(task))
         yield from self._tool_problems(task, names.tools)
         for f in task.files:
             if not (base / f.path).is_file():
@@ -190,11 +188,7 @@ class TaskChecker:
         for name in unknown:
             yield f"unknown tool {name!r}{suggestion(name, known)}"
         # a misspelt tools list leaves the golden calls it meant unoffered: one mistake, one line
-        offered = known if task.tools is None or unknown else set(task.tools)
-        if task.dynamic:
-            from toolgym.mocks.events import TIMELINE_TOOLS
-
-            offered = offered | set(TIMELINE_TOOLS)
+        offered = known if task.tools is None or unknown else set(task.tools) | _env_tools(task)
         for index, step in enumerate(task.golden):
             call = step.action
             if not isinstance(call, ToolCall):
@@ -390,20 +384,59 @@ class TaskChecker:
             messages.append(f"the oracle hits minefields: {', '.join(summary_of(checks).hits)}")
         return messages
 
+    # ---- a dynamic task's point ---------------------------------------------------------------
+    def blind_passes(self, task: Task, base_dir: Path | str = ".") -> list[str]:
+        """Which agents that miss a dynamic task's point still pass it (`toolgym.envs.timed_chain.
+        blind_chains`: one that ignores its notifications, one that never waits), each run as a
+        scripted agent in the real env. One passes when its answer and state assertions score 1,
+        it reaches every milestone and hits no minefield: the state hash is left out, since it
+        covers the clock, which a shorter chain never ends on, what it did right or wrong. Empty:
+        none passes, so the task tests what its events are for."""
+        from toolgym.envs.agents import ScriptedAgent
+        from toolgym.envs.runner import run_episode
+        from toolgym.envs.timed_chain import blind_chains
+
+        if not task.dynamic or not task.apps or not task.golden:
+            return []
+        world = self._world(task.apps)
+        if isinstance(world, str):
+            return []
+        world.reset(seed=task.seed, clock=task.clock)
+        env = self._env(Path(base_dir))
+        passing: list[str] = []
+        for what, actions in blind_chains(world, task).items():
+            try:
+                result = run_episode(env, ScriptedAgent(env.protocol, actions), task, seed=ORACLE_SEED)
+            except Exception:  # the cut-down chain broke the episode: it did not pass
+                continue
+            checks = env.checks
+            reached = checks is None or not checks.milestones or checks.progress >= 1.0
+            scored = [result.scores[k] for k in BLIND_SCORES if k in result.scores]
+            if all(v >= 1.0 for v in scored) and reached and not (checks is not None and checks.hits):
+                passing.append(f"an agent that {what} passes it")
+        return passing
+
+
+def _env_tools(task: Task) -> set[str]:
+    """The tools the env offers a task beside its own: a dynamic task's `wait` and `current_time`."""
+    from toolgym.mocks.events import TIMELINE_TOOLS
+
+    return set(TIMELINE_TOOLS) if task.dynamic else set()
+
 
 def _replay(world: MockWorld, task: Task) -> list[Any]:
     """The golden chain on `world` (`replay_calls`: GoldenReplayError for a call that fails
     unexpectedly, or succeeds where `expect_error` says it fails), and what its calls answered,
     to hold two replays against each other (a result's text renders its content). A dynamic
     task's chain runs as its episode does, its events firing in simulated time
-    (`replay_calls_in_time`); an event call that fails when it fires is a GoldenReplayError too:
-    the world did not change as the task says."""
-    from toolgym.envs.rewards import replay_calls_in_time
+    (`toolgym.envs.timed_chain.replay_timed`); an event call that fails when it fires is an
+    EventCallFailed: the world did not change as the task says."""
+    from toolgym.envs.timed_chain import replay_timed
     from toolgym.mocks.rewards import replay_calls
 
     if not task.dynamic:
         return [(obs.text, obs.error_kind) for obs in replay_calls(world, task.golden)]
-    observations, fired = replay_calls_in_time(world, task)
+    observations, fired = replay_timed(world, task)
     failed = [(e, c) for e in fired for c in e["calls"] if not c["ok"]]
     if failed:
         event, made = failed[0]

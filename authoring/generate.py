@@ -16,6 +16,12 @@ and merged in template order, so the same arguments give the same tasks whatever
 Every task is checked where it is drafted, as `toolgym check` checks a task file
 (`toolgym.authoring.check`: names, answer, the golden chain replayed twice, assertions before and
 after it, the oracle's episode, check_app of its apps); one that fails is dropped, its reason counted.
+
+A draft that declares events (`draft.event`) is dynamic: its steps run in simulated time as an
+episode's do (`toolgym.envs.timed_chain`), its golden chain may `draft.wait`, and its task carries
+the events and a time policy. Besides the checks above, an agent that ignores its notifications, or
+never waits, must fail it (`TaskChecker.blind_passes`); else the draft is dropped. Dynamic templates
+(category `dynamic`) come only when asked for, so the default output is what it was before them.
 """
 
 from __future__ import annotations
@@ -28,19 +34,24 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from toolgym.actions import AskUser, FinalAnswer, ToolCall
+from toolgym.actions import AskUser, FinalAnswer, Observation, ToolCall
 from toolgym.errors import ErrorKind
 from toolgym.mocks.world import MockWorld
 from toolgym.tasks import (
     AnswerSpec,
     CallFact,
+    Event,
+    EventCall,
     GoldenStep,
     Minefield,
+    Notification,
     StateFact,
     Task,
+    TimePolicy,
+    TimeWindow,
     UserScenario,
     alias_found,
 )
@@ -50,6 +61,7 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
     from toolgym.authoring.check import TaskChecker
+    from toolgym.envs.timed_chain import TimedChain
     from toolgym.tasks import TaskProblem
 
 Shape = Literal["read", "write", "ask", "refuse"]
@@ -60,6 +72,11 @@ REFUSAL_WORDS: Final[dict[str, list[str]]] = {
     "en": ["cannot", "can't", "can not", "unable", "not able"],
     "zh": ["无法", "不能", "没有办法", "做不到"],
 }
+
+# how simulated time passes in a dynamic draft (one with events) unless it says otherwise: each step
+# costs half a minute and nothing per output token, so the oracle's episode passes time as the
+# draft did under every protocol; one wait call may pass up to two hours
+DYNAMIC_TIME: Final = TimePolicy(per_step_s=30.0, max_wait_s=7200.0)
 
 # an id a system made (ACC-10001, ORD-000123, EXP-00000590, U0007, A-301): a query may name one only
 # where the template says the user knows it (`Draft.knows`); letters glued to a number, not a date
@@ -126,6 +143,9 @@ class Draft:
         self.claims: list[str] = []
         self.minefields: list[Minefield] = []
         self.blocked_by: str | None = None
+        self.events: list[Event] = []
+        self.time_policy: TimePolicy | None = None
+        self._chain: TimedChain | None = None  # a dynamic draft's steps run in simulated time
 
     # ---- reading the world --------------------------------------------------------------------
     @property
@@ -157,19 +177,27 @@ class Draft:
         """Run a tool call on the world and record it as the chain's next golden step; its result
         (the observation's content) is returned for the next calls. A failing call is a Skip."""
         call = ToolCall(name=name, arguments=arguments)
-        obs = self._world.step(call)
+        obs = self._step(call)
         if obs.error is not None:
             raise Skip(f"{name} failed: {obs.text[:120]}")
         self.steps.append(call)
         content = obs.content
         return content if isinstance(content, dict) else {"result": content}
 
+    def _step(self, call: ToolCall) -> Observation:
+        """A call run on the world: as one step of simulated time in a dynamic draft."""
+        if self._chain is None:
+            return self._world.step(call)
+        obs = self._chain.step(call)
+        assert obs is not None  # a tool call's step answers
+        return obs
+
     def fail(self, name: str, /, kind: ErrorKind = ErrorKind.TOOL_ERROR, **arguments: Any) -> str:
         """A golden call that must fail with `kind` (a lookup of an id that does not exist: the
         error is the evidence), recorded with `expect_error`; its error message is returned. A call
         that succeeds, or fails otherwise, is a Skip."""
         call = ToolCall(name=name, arguments=arguments)
-        obs = self._world.step(call)
+        obs = self._step(call)
         if obs.error is None or obs.error.kind != kind:
             raise Skip(f"{name} was to fail with {kind}: {obs.text[:120]}")
         self.failing[len(self.steps)] = kind
@@ -212,7 +240,97 @@ class Draft:
         text = str(value)
         self.asks.append(_Ask(slot, text, list(keywords)))
         self.steps.append(AskUser(text=question))
+        if self._chain is not None:
+            self._chain.step(self.steps[-1])
         return text
+
+    # ---- a world that moves (toolgym.mocks.events) ---------------------------------------------
+    def event(
+        self,
+        event_id: str,
+        /,
+        *,
+        at_s: float | None = None,
+        after_step: int | None = None,
+        after_event: str | None = None,
+        when: StateFact | None = None,
+        delay_s: float = 0.0,
+        calls: Sequence[tuple[str, Mapping[str, Any]]] = (),
+        notify: str | None = None,
+        important: bool = False,
+    ) -> None:
+        """A change the environment makes to the world (`toolgym.tasks.Event`), with exactly one
+        trigger: `at_s` seconds after the start, after the golden chain's step `after_step` (its
+        first call is step 1), `delay_s` after another event, or `delay_s` after the fact `when`
+        holds; `calls` are the apps' own APIs it calls, `notify` what the agent is told. Declare
+        a draft's first event before its first step: from then on every step runs in simulated
+        time (`DYNAMIC_TIME` unless `time` said otherwise), firing what falls due, so later
+        calls see what the events changed."""
+        if self._chain is None and self.steps:
+            raise ValueError("declare a dynamic draft's first event before its first step")
+        at = None if at_s is None else self._world.start + timedelta(seconds=at_s)
+        self.events.append(
+            Event(
+                id=event_id,
+                at=at,
+                after_step=after_step,
+                after_event=after_event,
+                when=when,
+                delay_s=delay_s,
+                calls=[EventCall(tool=tool, arguments=dict(arguments)) for tool, arguments in calls],
+                notify=None if notify is None else Notification(text=notify, important=important),
+            )
+        )
+        self._retime()
+
+    def time(self, *, per_step_s: float, max_wait_s: float = DYNAMIC_TIME.max_wait_s) -> None:
+        """How simulated time passes in this draft (before its first step); charged per step only,
+        so the oracle's episode passes time as the draft did under every protocol."""
+        if self.steps:
+            raise ValueError("a draft's time policy is set before its first step")
+        self.time_policy = TimePolicy(per_step_s=per_step_s, max_wait_s=max_wait_s)
+        self._retime()
+
+    def _retime(self) -> None:
+        from toolgym.envs.timed_chain import TimedChain
+
+        moving = Task(
+            id=f"draft-{self.template.name}",
+            query="-",
+            apps=list(self.template.apps),
+            clock=self._world.start,
+            events=self.events or None,
+            time=self.time_policy or DYNAMIC_TIME,
+        )
+        if self._chain is None:
+            self._chain = TimedChain(moving, self._world)
+        else:
+            self._chain.retime(moving)
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether the draft declared events: its steps run in simulated time."""
+        return self._chain is not None
+
+    def end_chain(self, final: str) -> None:
+        """The final answer is a step of a dynamic draft too: what falls due meanwhile fires."""
+        if self._chain is not None:
+            self._chain.step(FinalAnswer(text=final))
+
+    def wait(self, seconds: float) -> dict[str, Any]:
+        """A golden `wait` step: up to `seconds` of simulated time pass, less when a notification
+        arrives first; what it answered (waited_s, now, notified). Only in a dynamic draft."""
+        if self._chain is None:
+            raise ValueError("wait is a step of a dynamic draft: declare its events first")
+        return self.call("wait", seconds=seconds)
+
+    def not_before(self, mine_id: str, until: float | str, tool: str, /, **arguments: Any) -> None:
+        """A minefield armed until the time the user allowed: `tool` (with at least `arguments`)
+        attempted in the first `until` seconds of simulated time, or, `until` an event's id,
+        before that event fired (acting on a change that has not happened)."""
+        fact = CallFact(tool=tool, arguments=arguments, outcome="any")
+        window = TimeWindow(before_event=until) if isinstance(until, str) else TimeWindow(until_s=until)
+        self.minefields.append(Minefield(id=mine_id, call=fact, window=window))
 
     def knows(self, *values: Any) -> None:
         """Ids the user knows (their own account, order or tracking number): the query may name them."""
@@ -376,6 +494,7 @@ def finish(template: Template, draft: Draft, world: MockWorld, info: WorldInfo, 
     if leak is not None:
         raise Skip(leak)
     calls = [s for s in draft.steps if isinstance(s, ToolCall)]
+    draft.end_chain(final)
     if draft.refused and (len(calls) < len(draft.steps) or any(c.name in info.writes for c in calls)):
         raise Skip("a refusal's golden chain is reads (looking, never changing) and its answer")
     answer = _answer_spec(draft, final)
@@ -383,6 +502,8 @@ def finish(template: Template, draft: Draft, world: MockWorld, info: WorldInfo, 
     expected: list[dict[str, Any]] = []
     if any(c.name in info.writes for c in calls):
         expected = expected_state_of(world, info, world.take_diff())
+        if draft.dynamic:
+            expected = _untimed(expected, world.start)
         world.reset(seed=world.seed, clock=world.start)
         expected = _fails_initially(world, expected)
         if not expected:
@@ -391,7 +512,10 @@ def finish(template: Template, draft: Draft, world: MockWorld, info: WorldInfo, 
     offered = sorted(n for n in info.owner if info.owner[n] in template.apps and n not in draft.withheld)
     if draft.withheld and any(w not in info.owner for w in draft.withheld):
         raise Skip(f"withheld tools not in the apps: {draft.withheld}")
-    used = list(dict.fromkeys(info.owner[c.name] for c in calls)) or list(template.apps)
+    # the env's own `wait` and `current_time` belong to no app
+    used = list(dict.fromkeys(info.owner[c.name] for c in calls if c.name in info.owner)) or list(
+        template.apps
+    )
     golden = [GoldenStep(action=s, expect_error=draft.failing.get(i)) for i, s in enumerate(draft.steps)]
     golden.append(GoldenStep(action=FinalAnswer(text=final)))
     metadata: dict[str, Any] = {
@@ -405,6 +529,8 @@ def finish(template: Template, draft: Draft, world: MockWorld, info: WorldInfo, 
     }
     if draft.blocked_by is not None:  # the typed error the asked-for write meets before the chain
         metadata["blocked_by"] = draft.blocked_by
+    if draft.dynamic:  # how its world moves: the triggers of its events
+        metadata["dynamic"] = sorted({_trigger(e) for e in draft.events})
     return Task(
         id=task_id,
         query=query,
@@ -419,8 +545,39 @@ def finish(template: Template, draft: Draft, world: MockWorld, info: WorldInfo, 
         apps=list(template.apps),
         expected_state=expected,
         minefields=draft.minefields or None,
+        events=draft.events or None,
+        time=(draft.time_policy or DYNAMIC_TIME) if draft.dynamic else None,
         metadata=metadata,
     )
+
+
+def _untimed(assertions: list[dict[str, Any]], start: datetime) -> list[dict[str, Any]]:
+    """A dynamic task's assertions without the times its writes were stamped with: when a row is
+    written depends on how many steps an agent takes before it, what the row holds does not."""
+    out: list[dict[str, Any]] = []
+    for assertion in assertions:
+        if assertion["kind"] == "field_equals" and _stamped(assertion["value"], start):
+            continue
+        if assertion["kind"] == "row_exists":
+            where = {c: v for c, v in assertion["where"].items() if not _stamped(v, start)}
+            assertion = {**assertion, "where": where}
+        out.append(assertion)
+    return out
+
+
+def _stamped(value: Any, start: datetime) -> bool:
+    """Whether `value` is a time after the task's start (written while the episode ran)."""
+    if not isinstance(value, str) or len(value) < len("2024-01-01T00:00"):
+        return False
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return (when.tzinfo is None) == (start.tzinfo is None) and when > start
+
+
+def _trigger(event: Event) -> str:
+    return next(t for t in ("at", "after_step", "after_event", "when") if getattr(event, t) is not None)
 
 
 # ---- the templates of some apps ----------------------------------------------------------------------
@@ -557,6 +714,8 @@ def run_request(request: Request) -> Batch:
             continue
         seen.add(task.query)
         problems = task_problems(task) if request.check else []
+        if request.check and task.dynamic and not problems:
+            problems = blind_problems(task)
         if problems:
             dropped.update(_reason(p.message) for p in problems)
             continue
@@ -582,6 +741,14 @@ def task_problems(task: Task) -> list[TaskProblem]:
     """`toolgym check`'s problems with one task: its names, answer, golden chain replayed twice,
     assertions before and after, and the oracle's episode (its apps' check_app: `_app_problems`)."""
     return _checker().check_task(task)
+
+
+def blind_problems(task: Task) -> list[TaskProblem]:
+    """A dynamic task that an agent missing its point still passes (one that ignores its
+    notifications, one that never waits: `TaskChecker.blind_passes`) tests nothing its events add."""
+    from toolgym.tasks import task_problem
+
+    return [task_problem(task, message) for message in _checker().blind_passes(task)]
 
 
 def _app_problems(job: tuple[str, int, datetime]) -> list[str]:

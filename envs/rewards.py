@@ -10,7 +10,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from toolgym.actions import (
     Action,
@@ -28,9 +28,6 @@ from toolgym.canonical import canonical_hash, rendered_json
 from toolgym.protocols.base import ActionProtocol
 from toolgym.tasks import AnswerSpec, Task, alias_found, task_use_error
 from toolgym.world import World
-
-if TYPE_CHECKING:
-    from toolgym.mocks.world import MockWorld
 
 
 def _calls_only(actions: list[Any] | tuple[Any, ...]) -> bool:
@@ -359,30 +356,27 @@ def _golden_replay(task: Task) -> tuple[str | None, str | None]:
     The replay is deterministic (seeded template, fixed clock), so it runs once per (apps, seed,
     clock, golden calls and their expected errors) in a process, not once per episode: scoring a
     trial of a task it has seen costs a dictionary lookup instead of a world build and the replay."""
-    from toolgym.mocks.rewards import GoldenReplayError, golden_expectations, replay_golden_state_hash
+    from toolgym.mocks.rewards import GoldenReplayError, golden_expectations
 
     chain = golden_expectations(task.golden)
-    # a dynamic task's chain runs with its events and time policy: they are part of the key
-    moving = task.model_dump(mode="json", include={"events", "time"}) if task.dynamic else None
     key = canonical_hash(
         [
             list(task.apps or ()),
             task.seed,
             task.clock.isoformat(),
             [[call.model_dump(mode="json"), expected] for _, call, expected in chain],
-            *([moving] if moving is not None else []),
         ]
     )
+    if task.dynamic:  # its events fire too, at the times its steps (every one: each takes time) meet them
+        timed = task.model_dump(mode="json", include={"events", "time", "golden"})
+        key = canonical_hash([key, timed])
     with _golden_lock:
         if key in _golden_hashes:
             _golden_hashes.move_to_end(key)
             return _golden_hashes[key]
     found: tuple[str | None, str | None]
     try:
-        if task.dynamic:
-            found = (replay_golden_in_time(task), None)
-        else:
-            found = (replay_golden_state_hash(task.apps or (), task.seed, task.clock, task.golden), None)
+        found = (_golden_end_hash(task), None)
     except GoldenReplayError as exc:
         found = (None, str(exc))
     with _golden_lock:
@@ -392,54 +386,19 @@ def _golden_replay(task: Task) -> tuple[str | None, str | None]:
     return found
 
 
-def replay_calls_in_time(world: MockWorld, task: Task) -> tuple[list[Observation], list[dict[str, Any]]]:
-    """A dynamic task's golden chain on `world` (reset to the task's seed and clock) as its
-    episode runs it (`toolgym.mocks.events`): each step costs the time policy's per_step_s and
-    fires what fell due (a golden step is an action, not a model's output: no output tokens are
-    counted), the events call the apps, `wait` lets time pass until a notification. What each
-    call answered; `replay_calls`' GoldenReplayError for a call that does not do what the chain
-    says."""
-    from toolgym.envs.milestones import state_fact_holds
-    from toolgym.mocks.events import TIMELINE_EXTRA, TIMELINE_TOOLSET, Timeline
-    from toolgym.mocks.rewards import GoldenReplayError, golden_expectations
-    from toolgym.tools import ToolContext
+def _golden_end_hash(task: Task) -> str:
+    """The state hash the golden chain ends in on a fresh world: a dynamic task's chain is run in
+    simulated time, its events firing as they do in the episode (`toolgym.envs.timed_chain`)."""
+    from toolgym.mocks.rewards import replay_golden_state_hash
 
-    timeline = Timeline(task, world, holds=lambda fact: state_fact_holds(fact, world))
-    ctx = ToolContext(
-        files=world.context.files, seed=task.seed, clock=task.clock, extras={TIMELINE_EXTRA: timeline}
-    )
-    calls = {index: (call, expected) for index, call, expected in golden_expectations(task.golden)}
-    observations: list[Observation] = []
-    fired: list[dict[str, Any]] = []
-    for index in range(len(task.golden)):
-        timeline.begin_step(index + 1, "")
-        call, expected = calls.get(index, (None, None))
-        obs = None
-        if call is not None and call.name in TIMELINE_TOOLSET.names:
-            obs = TIMELINE_TOOLSET.call(call, ctx)
-        elif call is not None and call.name in world.tools:
-            obs = world.step(call)
-        # else: an answer, or a registered tool beside the apps (as `replay_calls`), which cannot
-        # touch the world
-        fired += timeline.end_step(index + 1).events
-        if obs is not None and call is not None:
-            if (obs.error.kind if obs.error is not None else None) != expected:
-                raise GoldenReplayError(index, call, obs, expected)
-            observations.append(obs)
-    return observations, fired
-
-
-def replay_golden_in_time(task: Task) -> str:
-    """The state hash a dynamic task's golden chain ends with on a fresh world, its events fired
-    as the oracle's episode fires them (`replay_calls_in_time`)."""
+    if not task.dynamic:
+        return replay_golden_state_hash(task.apps or (), task.seed, task.clock, task.golden)
+    from toolgym.envs.timed_chain import replay_timed
     from toolgym.mocks.world import MockWorld
 
-    world = MockWorld(task.apps or (), seed=task.seed, clock=task.clock)
-    try:
-        replay_calls_in_time(world, task)
+    with MockWorld(task.apps or (), seed=task.seed, clock=task.clock) as world:
+        replay_timed(world, task)
         return world.state_hash()
-    finally:
-        world.close()
 
 
 def golden_state_hash(task: Task) -> str | None:

@@ -13,7 +13,7 @@ Three sets over the bundled mock apps, built by the modules of scripts/dynamic_t
   a minefield forbids acting on the reply before it arrived, and a milestone asks that it be done
   within some simulated minutes of it.
 
-Every golden chain is run here as its episode runs it (`replay_calls_in_time`: its steps cost
+Every golden chain is run here as its episode runs it (`toolgym.envs.timed_chain.replay_timed`: its steps cost
 the task's simulated time, its events fire through the apps' APIs, `wait` ends at a
 notification); a call that does not succeed, an event whose call fails or that never fires, a
 `when` fact or a state assertion that holds on the untouched world, or an assertion that does not
@@ -34,7 +34,7 @@ from scripts.dynamic_tasks.wait_for_reply import wait_for_reply
 from scripts.dynamic_tasks.world_changes import world_changes
 from toolgym.actions import FinalAnswer, ToolCall
 from toolgym.envs.milestones import state_fact_holds
-from toolgym.envs.rewards import replay_calls_in_time
+from toolgym.envs.timed_chain import replay_timed
 from toolgym.mocks.rewards import GoldenReplayError, check_assertions
 from toolgym.mocks.world import MockWorld
 from toolgym.tasks import AnswerSpec, GoldenStep, Task, TimePolicy
@@ -84,7 +84,7 @@ def build(spec: Spec, category: str, number: int) -> Task:
         task = task.model_copy(update={"tools": list(world.tools.names)})
         problems = _untouched_problems(task, world)
         try:
-            observations, fired = replay_calls_in_time(world, task)
+            observations, fired = replay_timed(world, task)
         except GoldenReplayError as exc:
             raise SystemExit(f"{task.id}: {exc}") from None
         failed = [

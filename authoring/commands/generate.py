@@ -106,7 +106,8 @@ def generate_command(
         str | None,
         typer.Option(
             help="only the templates of these behaviour categories, comma-separated: insufficient_info,"
-            " hidden_precondition (without it, none of theirs: they come only when asked for)"
+            " hidden_precondition, dynamic (worlds that move: events, waits, notifications; without"
+            " it, none of theirs: they come only when asked for)"
         ),
     ] = None,
     rewrite_model: Annotated[
@@ -127,7 +128,8 @@ def generate_command(
 ) -> None:
     """Generate tasks whose golden chains are drafted on seeded worlds and verified: reads, writes
     with expected_state, chains across apps, questions the agent must ask, requests it must refuse,
-    and writes that a hidden precondition blocks until another write is made first. Deterministic:
+    writes that a hidden precondition blocks until another write is made first, and (asked for with
+    --category dynamic) worlds that change while the agent works. Deterministic:
     the same arguments (and the same rewriter cassette) write the same bytes."""
     from toolgym.authoring.generate import dump, generate, summary
     from toolgym.files import write_atomically

@@ -6,7 +6,8 @@ apps), `mtu_home.py`, `mtu_travel.py`, `mtu_leisure.py` and `mtu_cross.py` (the 
 `mtu_shared.py`'s helpers), `teval_places.py`, `teval_info.py` and `teval_office.py` (the teval
 apps, with `teval_common.py`'s helpers), `categories.py` (two behaviour categories over several
 apps: insufficient information and hidden preconditions; `Template.category`, `toolgym generate
---category`), `common.py` (what every module shares), each registered in pyproject.toml.
+--category`), `dynamic.py` (the `dynamic` category: worlds that move while the agent works, with
+events, waits and notifications), `common.py` (what every module shares), each registered in pyproject.toml.
 `generic.py` builds plain read templates for an app that no template covers (plug-in apps).
 
 ## Writing a template
@@ -48,6 +49,17 @@ phrases the query and gives the final answer:
     d.forbid_call(id, tool, **arguments) a minefield: any attempt of `tool` with those arguments
     d.forbid_state(id, table, where, absent=False, **values)
                                          a minefield: the row comes to hold `values` (or is gone)
+    d.event(id, at_s=|after_step=|after_event=|when=, delay_s=, calls=[(tool, args)], notify=,
+            important=)
+                                         a change the environment makes (toolgym.tasks.Event),
+                                         the first declared before the first step: from then on
+                                         each step runs in
+                                         simulated time (`DYNAMIC_TIME`, or `d.time(per_step_s=)`)
+                                         and later calls see what the events changed
+    d.wait(seconds) -> dict              a golden `wait` step (ends early on a notification)
+    d.not_before(id, seconds | event_id, tool, **arguments)
+                                         a minefield armed until the time the user allowed, or
+                                         until an event fired: acting too early
     raise Skip("why")                    this world does not fit; the engine tries another draft
 
 The engine does the rest: the recorded calls (and asks) are the golden chain; a chain with a write
@@ -55,7 +67,9 @@ gets `expected_state` from what it changed (no assertion that already holds init
 offers every tool of the template's apps but the withheld ones; the metadata says template, shape
 (read, write, ask, refuse), apps the chain used, chain length and difficulty. The task's category
 is its shape, or the template's `category` (a behaviour: `insufficient_info`,
-`hidden_precondition`) when it names one. Every draft is
+`hidden_precondition`, `dynamic`) when it names one. A draft with events gives a dynamic task
+(events, time policy, metadata `dynamic`: its triggers), whose chain the checks replay in simulated
+time, and which an agent that ignores its notifications, or never waits, must fail. Every draft is
 verified, duplicate queries are dropped, and a template gives as many distinct tasks as its slots
 allow: give several phrasings, and slots with many values.
 

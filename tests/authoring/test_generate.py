@@ -4,6 +4,7 @@ task through toolgym check's own checker, and plug-in apps (a real distribution 
 
 from __future__ import annotations
 
+import hashlib
 import random
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from toolgym import plugins
 from toolgym.actions import AskUser, FinalAnswer, ToolCall
 from toolgym.authoring.check import check_tasks
 from toolgym.authoring.generate import (
+    SHAPES,
     Draft,
     Generated,
     Skip,
@@ -374,3 +376,17 @@ def test_the_workers_end_with_a_generator_killed_with_sigkill(tmp_path: Path) ->
         driver.wait()
     _, alive = psutil.wait_procs(workers, timeout=60)
     assert not alive, f"workers outlived their driver: {[p.pid for p in alive]}"
+
+
+# `scripts/finetune.py`'s data: `toolgym generate --apps banking,shopping,ctool,ctool_zh,mtu,teval
+# --n 400 --seed 0 --holdout 0.1`, whose training file the fine-tune was made from (docs/finetune.md)
+FINETUNE_APPS = ["banking", "shopping", "ctool", "ctool_zh", "mtu", "teval"]
+FINETUNE_SHA256 = "44f4997724be9b154db1e01ea6fcff69d274bc67376af7d99d82bd638c825d69"
+
+
+def test_the_default_output_is_the_fine_tunes_data_byte_for_byte() -> None:
+    """Templates that come only when asked for (a behaviour category's, the dynamic ones) leave the
+    default run as it was: the same 358 training tasks, to the byte."""
+    result = generate(FINETUNE_APPS, 400, seed=0, holdout=0.1, jobs=2)
+    assert not any(t.dynamic or t.category not in SHAPES for t in result.all_tasks)
+    assert hashlib.sha256(dump(result.tasks).encode()).hexdigest() == FINETUNE_SHA256
