@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from toolgym.tasks import Task, TaskSet
+from toolgym.tasks import Task, TaskSet, TimePolicy
 
 ME, FRIEND, OTHER = "U0001", "U0005", "U0018"  # U0005 and U0018 are U0001's friends in the seeded world
 LUNCH_ID = "lunch-reply"
@@ -82,6 +82,12 @@ def lunch_task(task_id: str = LUNCH_ID) -> Task:
             "answer": {"whitelist": [["noon"]]},
         }
     )
+
+
+def timeless_lunch_task() -> Task:
+    """The task with time that passes only when the agent waits (no cost per step or token): a
+    refused call leaves the clock exactly where it was."""
+    return lunch_task().model_copy(update={"time": TimePolicy(max_wait_s=900)})
 
 
 def dynamic_set() -> TaskSet:
