@@ -46,6 +46,7 @@ from toolgym.envs.faults import FaultLayer, FaultPlan, fault_aware
 from toolgym.envs.perturb import PerturbLayer, PerturbPlan, distractor_pool
 from toolgym.envs.rewards import task_scores
 from toolgym.envs.runner import (
+    DEFAULT_VERBOSITY,
     FILES_DIR,
     EpisodeAborted,
     arun_episode,
@@ -59,6 +60,7 @@ from toolgym.envs.tool_env import RewardMode, ToolEnv, ToolLayer
 from toolgym.envs.users import UserSimulator
 from toolgym.files import FILES_PREFIX, owned_prefix, remove_orphaned_dirs, write_atomically
 from toolgym.mocks.app import strict_arguments
+from toolgym.mocks.events import Verbosity
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 
@@ -202,6 +204,8 @@ class EnvConfig:
     reward_mode: RewardMode = "final"
     # what each episode may spend (toolgym.envs.budgets); None: no limit
     budget: Budget | None = None
+    # which events of a task with events notify the agent (ToolEnv(verbosity=...))
+    verbosity: Verbosity = DEFAULT_VERBOSITY
 
 
 @dataclass(frozen=True)
@@ -374,6 +378,7 @@ class EpisodeWorker:
                 user=self._users() if self._users is not None else None,
                 reward_mode=cfg.reward_mode,
                 budget=cfg.budget,
+                verbosity=cfg.verbosity,
                 **extra,
             )
             self._envs[task_set] = env

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from toolgym.canonical import canonical_hash
 from toolgym.envs.agents import Agent, AsyncAgent, agent_name
 from toolgym.envs.faults import FaultLayer
 from toolgym.envs.perturb import PERTURBATION_KEY, PerturbLayer
 from toolgym.envs.tool_env import ToolEnv, kept_raw
-from toolgym.errors import InfraError
+from toolgym.errors import ArgumentError, InfraError
 from toolgym.files import FileHandle, write_atomically
+from toolgym.mocks.events import VERBOSITIES
+from toolgym.mocks.events import Verbosity as Verbosity  # for the floors above that may not see mocks
 from toolgym.tasks import Task
 from toolgym.trace import (
     ModelRequest,
@@ -57,6 +60,27 @@ class EpisodeResult:
     trace_path: Path | None = None
 
 
+# env_config key of a trace header: which events notified the agent (ToolEnv(verbosity=...)), written
+# only when not the default, so the headers of episodes at the default read as before
+NOTIFICATIONS_KEY: Final = "notifications"
+DEFAULT_VERBOSITY: Final[Verbosity] = "medium"
+
+
+def parse_verbosity(value: object, what: str = "notifications") -> Verbosity:
+    """`value` as a verbosity (none, low, medium, high); ArgumentError naming `what` otherwise."""
+    for verbosity in VERBOSITIES:
+        if value == verbosity:
+            return verbosity
+    raise ArgumentError(f"{what} must be one of {list(VERBOSITIES)}, not {value!r}")
+
+
+def header_verbosity(env_config: Mapping[str, Any]) -> Verbosity:
+    """The verbosity a trace was recorded at (its header's `env_config`), to re-run it at;
+    ArgumentError for a value no env takes."""
+    value = env_config.get(NOTIFICATIONS_KEY, DEFAULT_VERBOSITY)
+    return parse_verbosity(value, f"the trace header's env_config {NOTIFICATIONS_KEY!r}")
+
+
 def trace_name(task_id: str, seed: int | None, *, kind: str = "") -> str:
     """The file name of an episode's trace: `<task id>[.<kind>].seed<seed>.jsonl`."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id)
@@ -75,7 +99,8 @@ def trace_header(
 ) -> TraceHeader:
     """The header of an episode's trace, taken after `env.reset` (the offered tools are known).
     An episode under fault plans names them in `env_config["faults"]`; one under a perturbation
-    plan holds the plan and the offered names' mapping in `env_config["perturbation"]`."""
+    plan holds the plan and the offered names' mapping in `env_config["perturbation"]`; one at a
+    verbosity other than the default names it in `env_config["notifications"]`."""
     plans = [layer.plan.model_dump(mode="json") for layer in env.tool_layers if isinstance(layer, FaultLayer)]
     if plans:
         env_config = {**env_config, "faults": plans}
@@ -84,6 +109,8 @@ def trace_header(
         env_config = {**env_config, PERTURBATION_KEY: perturbations[-1]}
     if env.reward_mode != "final":  # the default is not written: such headers read as before
         env_config = {**env_config, "reward_mode": env.reward_mode}
+    if env.verbosity != DEFAULT_VERBOSITY:
+        env_config = {**env_config, NOTIFICATIONS_KEY: env.verbosity}
     return TraceHeader(
         task_id=task.id,
         seed=seed,

@@ -206,7 +206,12 @@ class Timeline:
         if not seconds > 0 or seconds > self.policy.max_wait_s:
             raise ArgumentError(f"wait: seconds must be more than 0 and at most {self.policy.max_wait_s:g}")
         before = self.now()
-        target = before + timedelta(seconds=seconds)
+        try:
+            target = before + timedelta(seconds=seconds)
+        except OverflowError:  # a task whose max_wait_s lets a wait run past the calendar's end
+            raise ArgumentError(
+                f"wait: {seconds:g} seconds from {before.isoformat()} is past the last date"
+            ) from None
         notified = self._run_until(target, stop_on_notification=True)
         if not notified:
             self._set_now(target)

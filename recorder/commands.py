@@ -24,6 +24,7 @@ from toolgym.tools import ToolSet
 
 if TYPE_CHECKING:
     from toolgym.envs.faults import FaultPlan
+    from toolgym.envs.runner import Verbosity
     from toolgym.envs.users import UserLLM
     from toolgym.recorder.cassette import Cassette
     from toolgym.recorder.golden import RecordReport, TaskIndex
@@ -125,6 +126,13 @@ def record(
     ] = None,
     user_model: UserModelOption = None,
     user_api_key_env: UserApiKeyEnvOption = None,
+    notifications: Annotated[
+        str,
+        typer.Option(
+            help="which events of a task with events notify the agent: none, low (the important "
+            "ones), medium (those with a notification text), high (every event); replay re-runs at it"
+        ),
+    ] = "medium",
 ) -> None:
     """Run an agent over task sets and store golden traces and the cassette of every tool response
     (and of every user LLM call)."""
@@ -132,6 +140,7 @@ def record(
     from toolgym.recorder.golden import record_golden
 
     _check_record_options(mode, agent)
+    verbosity = _verbosity(notifications)
     paths = task_set_paths(tasks)
     _refuse_broken_golden(paths)
     plan = _fault_plan(faults)
@@ -148,6 +157,7 @@ def record(
             cassette_path=cassette,
             faults=plan,
             user_llm=user_llm,
+            verbosity=verbosity,
         )
     except FaultPlanError as exc:
         raise typer.BadParameter(exc.message, param_hint="--faults") from None
@@ -285,6 +295,16 @@ def verify(
     console.print(f"verified {len(results)} traces: {len(results) - failed} ok, {failed} drifted or failed")
     if failed:
         raise typer.Exit(code=1)
+
+
+def _verbosity(notifications: str) -> Verbosity:
+    from toolgym.envs.runner import parse_verbosity
+    from toolgym.errors import ArgumentError
+
+    try:
+        return parse_verbosity(notifications)
+    except ArgumentError as exc:
+        raise typer.BadParameter(exc.message, param_hint="--notifications") from None
 
 
 def _verify_cassettes(

@@ -27,14 +27,14 @@ from toolgym.canonical import canonical_json
 from toolgym.envs.agents import Agent, TaskScriptAgent, agent_factory  # noqa: F401  (TaskScriptAgent: its old home)
 from toolgym.envs.agents import agent_name as name_of
 from toolgym.envs.demo import bundled_task_sets
-from toolgym.envs.faults import FaultLayer, FaultPlan, FaultPlanError, offered_tool_names
+from toolgym.envs.faults import FaultLayer, FaultPlan, offered_tool_names
 from toolgym.envs.perturb import PerturbLayer, PerturbPlan, distractor_pool, perturbation_of
 from toolgym.envs.rollouts import load_object as rollout_object
-from toolgym.envs.runner import EpisodeResult, run_episode
+from toolgym.envs.runner import DEFAULT_VERBOSITY, EpisodeResult, Verbosity, header_verbosity, run_episode
 from toolgym.envs.task_sets import TaskSource, named_file, source_of
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.envs.users import LLMUser, UserLLM
-from toolgym.errors import InfraError
+from toolgym.errors import ArgumentError, InfraError
 from toolgym.files import write_atomically
 from toolgym.protocols.base import ActionProtocol, RawOutput
 from toolgym.recorder.cassette import Cassette, CassetteMode, CassetteStats
@@ -219,9 +219,12 @@ def record_golden(
     on_episode: Callable[[str, EpisodeResult], None] | None = None,
     faults: FaultPlan | None = None,
     user_llm: UserLLM | None = None,
+    verbosity: Verbosity = DEFAULT_VERBOSITY,
 ) -> RecordReport:
     """Run the agent over every task; write golden traces, the cassette and the manifest.
     `faults`: a fault plan outside the cassette; the traces' headers name it and replay re-injects it.
+    `verbosity`: which events of a task with events notify the agent; the headers name one other
+    than the default, and replay re-runs at it.
     `user_llm`: an LLM plays the user of tasks with a scenario (default: rule-based); its calls go
     into the cassette, and the traces' headers name it (`llm:<model>`), so replay answers them from
     the cassette alone."""
@@ -243,7 +246,9 @@ def record_golden(
             set_name = named.name
             sets[set_name] = source_of(named, relative_to=out)
             user = LLMUser(cassette.wrap_user_llm(user_llm)) if user_llm is not None else None
-            env = ToolEnv(toolset, task_set, protocol=protocol, cassette=cassette, user=user)
+            env = ToolEnv(
+                toolset, task_set, protocol=protocol, cassette=cassette, user=user, verbosity=verbosity
+            )
             if faults is not None:
                 env.add_tool_layer(FaultLayer(faults, known_tools=known))
             episode_agent = make_agent(env.protocol)
@@ -302,15 +307,19 @@ def trace_user(trace: Trace, cassette: Cassette | None) -> LLMUser | None:
 
 
 class EnvPool:
-    """One ToolEnv per (task set, protocol, max_steps), reused across traces."""
+    """One ToolEnv per (task set, protocol, max_steps, ...: what the trace's header says it ran
+    with), reused across traces."""
 
     def __init__(self, toolset: ToolSet, cassette: Cassette | None = None) -> None:
         self.toolset = toolset
         self.cassette = cassette
-        self._envs: dict[tuple[int, str, int, str, str, str], ToolEnv] = {}
+        self._envs: dict[tuple[int, str, int, str, str, str, str], ToolEnv] = {}
 
     def env_for(self, task_set: TaskSet, trace: Trace) -> ToolEnv:
+        """The env to re-run `trace` in; ArgumentError for a header this version cannot use (a
+        fault plan or a verbosity it does not know)."""
         max_steps = int(trace.header.env_config.get("max_steps", 10))
+        verbosity = header_verbosity(trace.header.env_config)  # the events that notified the agent
         # an episode recorded under fault plans is re-run under them, outside the cassette
         plans = [FaultPlan.parse(p) for p in trace.header.env_config.get("faults") or []]
         # ... and one under a tool-schema perturbation sees the tools as it saw them (outermost)
@@ -323,6 +332,7 @@ class EnvPool:
             canonical_json([p.model_dump() for p in plans]),
             str(trace.header.env_config.get("user")),
             canonical_json(perturb.model_dump() if perturb is not None else None),
+            verbosity,
         )
         if key not in self._envs:
             self._envs[key] = ToolEnv(
@@ -332,6 +342,7 @@ class EnvPool:
                 max_steps=max_steps,
                 cassette=self.cassette,
                 user=trace_user(trace, self.cassette),
+                verbosity=verbosity,
             )
             for plan in plans:
                 known = offered_tool_names(self.toolset, list(task_set))
@@ -420,7 +431,7 @@ def _replay_one(path: Path, out: Path, envs: EnvPool, index: TaskIndex) -> Repla
         return ReplayedEpisode(golden=path, replayed=None, identical=False, steps=0, error=str(exc))
     try:
         env = envs.env_for(task_set, trace)
-    except FaultPlanError as exc:  # a header whose plan this version cannot use
+    except ArgumentError as exc:  # a header whose plan or verbosity this version cannot use
         return ReplayedEpisode(golden=path, replayed=None, identical=False, steps=0, error=exc.message)
     try:
         result = run_episode(

@@ -27,6 +27,7 @@ from PIL import UnidentifiedImageError
 from toolgym.canonical import canonical_hash, canonical_json
 from toolgym.envs.runner import step_fields
 from toolgym.envs.tool_env import ToolEnv
+from toolgym.errors import ArgumentError
 from toolgym.files import FileHandle, UnknownFileError
 from toolgym.recorder.cassette import Cassette, CassetteError
 from toolgym.recorder.golden import EnvPool, TaskIndex, TraceAgent, TraceExhausted
@@ -39,6 +40,8 @@ STEP_FIELDS = (
     "state_hash_before",
     "state_hash_after",
     "state_diff",
+    "clock",  # a task with events: simulated time and the events that fired (null otherwise)
+    "events",
 )
 END_FIELDS = ("status", "steps", "final_answer", "reward", "error_counts", "scores")
 MAX_DIFF_LINES = 30
@@ -330,7 +333,11 @@ def verify_trace(
     except (ValueError, KeyError) as exc:
         result.error = str(exc)
         return result
-    env = pool.env_for(task_set, trace)
+    try:
+        env = pool.env_for(task_set, trace)
+    except ArgumentError as exc:  # a header whose plan or verbosity this version cannot use
+        result.error = exc.message
+        return result
     checker = _Checker(env, tolerance or Tolerance(), reference)
     _, info = env.reset(seed=trace.header.seed, options={"task": task})
     result.header = _header_drifts(trace, env, canonical_hash(task.model_dump(mode="json")))

@@ -25,6 +25,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolgym.envs.budgets import Budget, Price, PriceTableError, load_price_table, price_of
+from toolgym.envs.runner import DEFAULT_VERBOSITY
+from toolgym.mocks.events import Verbosity
 
 
 class TaskFormat(StrEnum):
@@ -143,6 +145,7 @@ class RunConfig(_Section):
     strict_arguments: bool = False  # no argument coercion (toolgym.mocks.app.strict_arguments)
     budget: BudgetOptions = BudgetOptions()
     reward_mode: Literal["final", "milestones"] = "final"  # dense: each step's change in milestone progress
+    notifications: Verbosity = DEFAULT_VERBOSITY  # which events of a task with events notify the agent
     llm: LLMOptions = LLMOptions()
     user: EndpointOptions = EndpointOptions()
     simulator: EndpointOptions = EndpointOptions()

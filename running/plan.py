@@ -682,6 +682,7 @@ def execute(
         mode=plan.config.mode,
         strict_arguments=plan.config.strict_arguments,
         reward_mode=plan.config.reward_mode,
+        verbosity=plan.config.notifications,
         budget=plan.budget,
         on_episode=on_episode,
         run_config=plan.config.recorded(),

@@ -60,9 +60,11 @@ from toolgym.envs.rollouts import (
     episode_specs,
     rollout,
 )
+from toolgym.envs.runner import DEFAULT_VERBOSITY, NOTIFICATIONS_KEY
 from toolgym.envs.task_sets import set_name_of
 from toolgym.envs.tool_env import RewardMode
 from toolgym.files import SpaceReserve, remove_stale_temps, write_atomically
+from toolgym.mocks.events import Verbosity
 from toolgym.models.llm import Usage
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
@@ -357,6 +359,7 @@ def run_trials(
     strict_arguments: bool = False,
     reward_mode: RewardMode = "final",
     budget: Budget | None = None,
+    verbosity: Verbosity = DEFAULT_VERBOSITY,
 ) -> RunSummary:
     """Run every task `trials` times; write the traces and OUT/run.json (the module docstring says
     how a run resumes and stops). Episodes run in this process, up to `concurrency` at once, or on
@@ -368,7 +371,8 @@ def run_trials(
     `user` / `worlds`: how workers build the user simulator / the tasks' worlds; `mode="step"`:
     teacher-forced on each golden chain (`toolgym.envs.teacher`); `strict_arguments`: no argument
     coercion (`toolgym.mocks.app.strict_arguments`); `reward_mode="milestones"`: dense rewards
-    (`ToolEnv(reward_mode=...)`). `run_config` and `task_sources` go into
+    (`ToolEnv(reward_mode=...)`); `verbosity`: which events of a task with events notify the agent
+    (`ToolEnv(verbosity=...)`). `run_config` and `task_sources` go into
     run.json as given (`toolgym.running.plan`). `overwrite` replaces a run of another
     config, `retry_aborted` reruns its aborted episodes, `limit` picks a slice of the episodes;
     `cancel` or `max_consecutive_aborts` aborts in a row stop the run, `resume` is the command that
@@ -389,6 +393,7 @@ def run_trials(
         strict_arguments=strict_arguments,
         reward_mode=reward_mode,
         budget=budget,
+        verbosity=verbosity,
     )
     summary = RunSummary(
         agent=agent_name,
@@ -414,12 +419,14 @@ def run_trials(
 
 def run_settings(settings: Mapping[str, Any] | None, env: EnvConfig) -> dict[str, Any]:
     """run.json's `settings`: the caller's, and what makes the same episodes another run (a fault
-    plan, a perturbation plan, step mode, arguments without coercion), which a resume must match."""
+    plan, a perturbation plan, step mode, arguments without coercion, a verbosity other than the
+    default), which a resume must match."""
     extra: dict[str, Any] = {"faults": env.faults.model_dump(mode="json")} if env.faults is not None else {}
     extra |= {"perturb": env.perturb.model_dump(mode="json")} if env.perturb is not None else {}
     extra |= {"mode": env.mode} if env.mode != "end-to-end" else {}
     extra |= {"strict_arguments": True} if env.strict_arguments else {}
     extra |= {"reward_mode": env.reward_mode} if env.reward_mode != "final" else {}
+    extra |= {NOTIFICATIONS_KEY: env.verbosity} if env.verbosity != DEFAULT_VERBOSITY else {}
     extra |= (
         {"budget": env.budget.model_dump(mode="json", exclude_none=True)} if env.budget is not None else {}
     )

@@ -22,6 +22,7 @@ from toolgym.canonical import canonical_json
 from toolgym.envs.demo import bundled_task_sets
 from toolgym.envs.faults import FaultPlan, FaultPlanError, offered_tool_names
 from toolgym.envs.rewards import RewardFn, answer_reward, state_scores, task_scores
+from toolgym.envs.runner import DEFAULT_VERBOSITY, Verbosity
 from toolgym.envs.task_sets import set_name_of
 from toolgym.envs.users import LLMUser, ScriptedUser, UserLLM, UserSimulator
 from toolgym.protocols import get_protocol
@@ -84,6 +85,11 @@ class SessionConfig(BaseModel):
         None,
         description="milestones: each step's reward is the change in milestone progress (dense "
         "rewards for RL), the last step's the usual one; final (default): the last step's only",
+    )
+    notifications: Verbosity | None = Field(
+        None,
+        description="which events of a task with events notify the agent: none, low (the important "
+        "ones), medium (default: those with a notification text), high (every event)",
     )
 
 
@@ -208,6 +214,7 @@ class Catalog:
             info=chosen.info or "full",
             strict_arguments=bool(chosen.strict_arguments),
             reward_mode=chosen.reward_mode or "final",
+            notifications=chosen.notifications or DEFAULT_VERBOSITY,
         )
 
     @property
@@ -259,6 +266,7 @@ class ResolvedConfig:
     info: str = "full"
     strict_arguments: bool = False  # no argument coercion (toolgym.mocks.app.strict_arguments)
     reward_mode: str = "final"  # "milestones": dense rewards (ToolEnv(reward_mode=...))
+    notifications: Verbosity = DEFAULT_VERBOSITY  # which events notify the agent (ToolEnv(verbosity=...))
 
     def simulator(self, catalog: Catalog) -> UserSimulator | None:
         """A fresh simulator for one session's env (None: the env's default, rule-based)."""
@@ -289,6 +297,7 @@ class ResolvedConfig:
             "strict_arguments": self.strict_arguments,
             # the default is left out: configs (and what clients see of them) read as before
             **({"reward_mode": self.reward_mode} if self.reward_mode != "final" else {}),
+            **({"notifications": self.notifications} if self.notifications != DEFAULT_VERBOSITY else {}),
         }
 
     def as_dict(self) -> dict[str, Any]:

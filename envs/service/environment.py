@@ -305,6 +305,7 @@ class ToolgymEnvironment:
                 else (),
                 user=config.simulator(self.catalog),
                 reward_mode="milestones" if config.reward_mode == "milestones" else "final",
+                verbosity=config.notifications,
             )
         self._config = config
         return self._env

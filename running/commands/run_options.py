@@ -394,6 +394,15 @@ OPTIONS: Final[list[RunOption]] = [
         "reward_mode",
     ),
     RunOption(
+        "notifications",
+        _opt(
+            str,
+            help="which events of a task with events notify the agent: none; low (the important "
+            "ones); medium (those with a notification text); high (every event)",
+        ),
+        "notifications",
+    ),
+    RunOption(
         "retriever",
         _opt(
             str | None,

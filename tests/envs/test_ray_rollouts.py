@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tests.dynamic_tasks import write_dynamic_set
 from tests.envs.rollout_agents import (
     HOLD_DIR_ENV,
     RELEASE,
@@ -149,6 +150,25 @@ def test_toolgym_run_ray_over_every_bundled_task_set_writes_the_one_process_byte
     assert len(traces_of(expected)) == sum(len(TaskSet.load(p)) for p in default_task_paths())
     assert len(kept_files(expected)) >= 3  # the demo's plot, box and caption at least
     assert without_workers(whole_folder(on_ray)) == without_workers(expected, ray=False)
+
+
+def test_toolgym_run_ray_on_a_world_that_moves_writes_the_one_process_bytes(tmp_path: Path) -> None:
+    """A task with events of every trigger kind at verbosity high (which the actors' envs get from
+    the run's EnvConfig): the same run folder as one process, the header naming the verbosity."""
+    tasks = write_dynamic_set(tmp_path / "tasks")
+    args = ["run", "--tasks", str(tasks), "--trials", "2", "--notifications", "high"]
+    one, on_ray = tmp_path / "one", tmp_path / "ray"
+    runner = CliRunner()
+    first = runner.invoke(app, [*args, "--out", str(one)])
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(app, [*args, "--out", str(on_ray), "--ray"])
+    assert second.exit_code == 0, second.output
+    expected = whole_folder(one)
+    assert without_workers(whole_folder(on_ray)) == without_workers(expected, ray=False)
+    [trace, *_] = traces_of(expected)
+    header, *steps = [json.loads(line) for line in expected[trace].decode().splitlines()]
+    assert header["env_config"]["notifications"] == "high"
+    assert [e["id"] for s in steps for e in s.get("events") or []] == ["nudge", "reply", "ping"]
 
 
 def without_workers(folder: dict[str, bytes], *, ray: bool = True) -> dict[str, Any]:
