@@ -338,6 +338,9 @@ class Event(BaseModel):
         return self
 
 
+MAX_SIMULATED_S = 366 * 86400  # a year: the most a step's think time or one wait may take
+
+
 class TimePolicy(BaseModel):
     """How simulated time passes in an episode: each step costs `per_step_s` plus `per_output_token_s`
     for each token of the agent's output (toolgym's own count: `toolgym.mocks.events.output_tokens`,
@@ -346,9 +349,16 @@ class TimePolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    per_step_s: float = Field(default=0.0, ge=0, description="simulated seconds each step takes")
-    per_output_token_s: float = Field(default=0.0, ge=0, description="simulated seconds per output token")
-    max_wait_s: float = Field(default=3600.0, gt=0, description="the most one wait call may pass")
+    # bounded, so that no episode's clock can run past what a date holds (year 9999)
+    per_step_s: float = Field(
+        default=0.0, ge=0, le=MAX_SIMULATED_S, description="simulated seconds each step takes"
+    )
+    per_output_token_s: float = Field(
+        default=0.0, ge=0, le=3600, description="simulated seconds per output token"
+    )
+    max_wait_s: float = Field(
+        default=3600.0, gt=0, le=MAX_SIMULATED_S, description="the most one wait call may pass"
+    )
 
 
 def check_event_graph(events: Sequence[Event], clock: datetime) -> None:
