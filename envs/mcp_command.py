@@ -32,6 +32,13 @@ def mcp_command(
             "into a string parameter (MTU's apps coerce by default)",
         ),
     ] = False,
+    notifications: Annotated[
+        str,
+        typer.Option(
+            help="which events of a task with events notify the client: none; low (the important "
+            "ones); medium (those with a notification text); high (every event)"
+        ),
+    ] = "medium",
     http: Annotated[bool, typer.Option(help="serve streamable HTTP at /mcp instead of stdio")] = False,
     host: Annotated[
         str, typer.Option(help="address to bind with --http; beyond loopback a --token is required")
@@ -63,6 +70,7 @@ def mcp_command(
             max_steps=max_steps,
             trace_dir=trace_dir,
             strict_arguments=strict_arguments,
+            notifications=notifications,
         )
     except (McpSetupError, ValueError, OSError) as exc:
         typer.echo(f"cannot start the MCP server: {exc}", err=True)

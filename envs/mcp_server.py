@@ -57,12 +57,13 @@ except ImportError:  # no SDK, or a 1.x (which lacks these names): one line nami
 
 from toolgym.actions import Observation
 from toolgym.canonical import canonical_json
-from toolgym.envs.runner import step_fields, trace_end, trace_header, trace_name
+from toolgym.envs.runner import parse_verbosity, step_fields, trace_end, trace_header, trace_name
 from toolgym.envs.tool_env import ToolEnv
-from toolgym.errors import ErrorKind
+from toolgym.errors import ArgumentError, ErrorKind
 from toolgym.files import FileHandle
 from toolgym.http import Exposure, secure
 from toolgym.mocks.app import strict_arguments
+from toolgym.mocks.events import Verbosity
 from toolgym.protocols.openai import derived_call_id
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
@@ -93,6 +94,7 @@ class McpWorldConfig:
     max_steps: int = 50
     trace_dir: Path | None = None
     strict_arguments: bool = False  # no argument coercion (toolgym.mocks.app.strict_arguments)
+    verbosity: Verbosity = "medium"  # which events of a world that moves notify the client
 
 
 def world_task(apps: Sequence[str], seed: int) -> Task:
@@ -135,7 +137,13 @@ class WorldSession:
         self.config = config
         self.number = number
         self.agent = agent
-        self.env = ToolEnv(config.tools, config.tasks, protocol="openai", max_steps=config.max_steps)
+        self.env = ToolEnv(
+            config.tools,
+            config.tasks,
+            protocol="openai",
+            max_steps=config.max_steps,
+            verbosity=config.verbosity,
+        )
         self.lock = anyio.Lock()
         self.episodes = 0
         self.done = False
@@ -586,6 +594,7 @@ def make_config(
     max_steps: int = 50,
     trace_dir: Path | None = None,
     strict_arguments: bool = False,
+    notifications: str = "medium",
 ) -> McpWorldConfig:
     """The server of `toolgym mcp`: a task set (its worlds, and the registered tools its tasks use
     beside them: `toolservers.registry.tools_beside_worlds`), or one open world of `apps`, or (neither) the built-in
@@ -614,6 +623,10 @@ def make_config(
             task_set = TaskSet(kept, base_dir=task_set.base_dir)
     else:
         task_set = TaskSet([world_task(apps, seed or 0)])
+    try:
+        verbosity = parse_verbosity(notifications)
+    except ArgumentError as exc:
+        raise McpSetupError(exc.message) from None
     first = task or next(iter(task_set)).id
     if first not in task_set:
         raise McpSetupError(f"no task {first!r} in the task set")
@@ -625,6 +638,7 @@ def make_config(
         max_steps=max_steps,
         trace_dir=trace_dir,
         strict_arguments=strict_arguments,
+        verbosity=verbosity,
     )
 
 

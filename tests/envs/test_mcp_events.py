@@ -14,17 +14,21 @@ from mcp import Client
 
 from tests.envs import dynamic_fixture as dyn
 from toolgym.actions import ToolCall
-from toolgym.envs.mcp_server import EVENTS_LOGGER, FINAL_ANSWER, build_server, make_config
+from toolgym.envs.mcp_server import EVENTS_LOGGER, FINAL_ANSWER, McpSetupError, build_server, make_config
 
 
 def _texts(result: types.CallToolResult) -> list[str]:
     return [block.text for block in result.content if isinstance(block, types.TextContent)]
 
 
-def _episode(tmp_path: Path, *, level: types.LoggingLevel | None) -> tuple[list[str], list[Any], list[str]]:
+def _episode(
+    tmp_path: Path, *, level: types.LoggingLevel | None, notifications: str = "medium"
+) -> tuple[list[str], list[Any], list[str]]:
     """The tool names, each call's result and the log messages' data (`level`: the client's
-    `logging/setLevel`; None sets none)."""
-    config = make_config(tasks=str(dyn.write_task_file(tmp_path)), task=dyn.TASK_ID)
+    `logging/setLevel`; None sets none; `notifications`: the server's verbosity)."""
+    config = make_config(
+        tasks=str(dyn.write_task_file(tmp_path)), task=dyn.TASK_ID, notifications=notifications
+    )
     server, close_all = build_server(config, single=True)
     logged: list[str] = []
 
@@ -75,3 +79,10 @@ def test_a_client_above_info_gets_no_log_messages_but_the_results_keep_the_notif
     _, (asked, _, _), logged = _episode(tmp_path, level="warning")
     assert logged == []
     assert _texts(asked)[1] == f"Notification (2024-01-01T00:00:10+00:00): {dyn.REMINDER}"
+
+
+def test_the_servers_verbosity_chooses_the_notifications_and_a_bad_one_is_refused(tmp_path: Path) -> None:
+    _, (asked, waited, _), logged = _episode(tmp_path, level=None, notifications="none")
+    assert _texts(asked)[1:] == [] and _texts(waited)[1:] == [] and logged == []
+    with pytest.raises(McpSetupError, match="notifications must be one of"):
+        make_config(tasks=str(dyn.write_task_file(tmp_path)), task=dyn.TASK_ID, notifications="loud")
