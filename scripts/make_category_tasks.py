@@ -20,15 +20,14 @@ same bytes. `toolgym check insufficient-info hidden-preconditions canonicalizati
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Final
 
 from scripts.category_tasks.canonical import canonicalization
 from scripts.category_tasks.common import CANONICAL, FILES, INSUFFICIENT, OUT_DIR, PRECONDITION, Spec
 from scripts.category_tasks.insufficient import insufficient_info
 from scripts.category_tasks.preconditions import hidden_preconditions
+from scripts.task_set_files import write_sets
 from toolgym.actions import FinalAnswer
 from toolgym.authoring.generate import WorldInfo, expected_state_of
 from toolgym.errors import ErrorKind
@@ -106,27 +105,17 @@ def build(spec: Spec, category: str, number: int) -> Task:
     )
 
 
-def write_set(category: str, specs: Sequence[Spec], out_dir: Path) -> Path:
-    tasks = [build(spec, category, n) for n, spec in enumerate(specs, 1)]
-    path = out_dir / FILES[category]
-    path.write_text("".join(t.model_dump_json(exclude_none=True) + "\n" for t in tasks), encoding="utf-8")
-    return path
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--out", type=Path, default=OUT_DIR, help="folder of the three files")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    builders: dict[str, Callable[[], list[Spec]]] = {
-        INSUFFICIENT: insufficient_info,
-        PRECONDITION: hidden_preconditions,
-        CANONICAL: canonicalization,
-    }
-    for category, make in builders.items():
-        specs = make()
-        path = write_set(category, specs, args.out)
-        print(f"{path}: {len(specs)} tasks")
+    write_sets(
+        (__doc__ or "").splitlines()[0],
+        OUT_DIR,
+        {
+            FILES[INSUFFICIENT]: (insufficient_info, lambda spec, n: build(spec, INSUFFICIENT, n)),
+            FILES[PRECONDITION]: (hidden_preconditions, lambda spec, n: build(spec, PRECONDITION, n)),
+            FILES[CANONICAL]: (canonicalization, lambda spec, n: build(spec, CANONICAL, n)),
+        },
+        argv,
+    )
 
 
 if __name__ == "__main__":

@@ -24,14 +24,13 @@ same bytes. `toolgym check dynamic-at-time dynamic-world-changes dynamic-wait-fo
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 from scripts.dynamic_tasks.at_time import at_time
 from scripts.dynamic_tasks.common import AT_TIME, FILES, OUT_DIR, PREFIX, WAIT_FOR_REPLY, WORLD_CHANGES, Spec
 from scripts.dynamic_tasks.wait_for_reply import wait_for_reply
 from scripts.dynamic_tasks.world_changes import world_changes
+from scripts.task_set_files import write_sets
 from toolgym.actions import FinalAnswer, ToolCall
 from toolgym.envs.milestones import state_fact_holds
 from toolgym.envs.timed_chain import replay_timed
@@ -116,27 +115,17 @@ def build(spec: Spec, category: str, number: int) -> Task:
     return Task.model_validate(done.model_dump(mode="json", exclude_none=True))  # checked as a file reads it
 
 
-def write_set(category: str, specs: Sequence[Spec], out_dir: Path) -> Path:
-    tasks = [build(spec, category, n) for n, spec in enumerate(specs, 1)]
-    path = out_dir / FILES[category]
-    path.write_text("".join(t.model_dump_json(exclude_none=True) + "\n" for t in tasks), encoding="utf-8")
-    return path
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--out", type=Path, default=OUT_DIR, help="folder of the three files")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    builders: dict[str, Callable[[], list[Spec]]] = {
-        AT_TIME: at_time,
-        WORLD_CHANGES: world_changes,
-        WAIT_FOR_REPLY: wait_for_reply,
-    }
-    for category, make in builders.items():
-        specs = make()
-        path = write_set(category, specs, args.out)
-        print(f"{path}: {len(specs)} tasks")
+    write_sets(
+        (__doc__ or "").splitlines()[0],
+        OUT_DIR,
+        {
+            FILES[AT_TIME]: (at_time, lambda spec, n: build(spec, AT_TIME, n)),
+            FILES[WORLD_CHANGES]: (world_changes, lambda spec, n: build(spec, WORLD_CHANGES, n)),
+            FILES[WAIT_FOR_REPLY]: (wait_for_reply, lambda spec, n: build(spec, WAIT_FOR_REPLY, n)),
+        },
+        argv,
+    )
 
 
 if __name__ == "__main__":
