@@ -212,6 +212,21 @@ class TaskChecker:
                     )
             if event.when is not None:
                 yield from self._fact_problems(f"event {event.id!r}: its `when` fact", event.when, world)
+        writes = [
+            s.action.name
+            for s in task.golden
+            if isinstance(s.action, ToolCall)
+            and s.action.name in apis
+            and world is not None
+            and world.tools.get(s.action.name).mutates_state
+        ]
+        if task.dynamic and writes and not task.expected_state:
+            # the clock is state and moves at the agent's pace: no end state can equal the golden one,
+            # so the state reward is the assertions alone, and none would pass every end state
+            yield (
+                f"a task with events or a time policy is judged by its expected_state, and it has none "
+                f"(its golden chain writes: {', '.join(dict.fromkeys(writes))})"
+            )
 
     def _fact_problems(self, what: str, fact: StateFact, world: MockWorld | None) -> Iterator[str]:
         if world is None:

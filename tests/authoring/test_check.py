@@ -207,6 +207,14 @@ def test_an_event_call_that_fails_when_it_fires_is_a_problem(moving: Task) -> No
     assert "ACC-99999" in problem.message
 
 
+def test_a_dynamic_task_that_writes_needs_assertions(moving: Task) -> None:
+    problems = [p.message for p in check_task(_with(moving, expected_state=[]), oracle=False)]
+    assert problems == [
+        "a task with events or a time policy is judged by its expected_state, and it has none "
+        "(its golden chain writes: transfer)"
+    ]
+
+
 def test_a_when_fact_naming_what_the_world_lacks_is_a_problem(moving: Task) -> None:
     trigger = {"when": {"table": "bank_transactionz", "where": {}}, "delay_s": 60}
     event = {k: v for k, v in _event(moving, **trigger).items() if k != "at"}
