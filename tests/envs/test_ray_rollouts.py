@@ -154,9 +154,18 @@ def test_toolgym_run_ray_over_every_bundled_task_set_writes_the_one_process_byte
 
 def test_toolgym_run_ray_on_a_world_that_moves_writes_the_one_process_bytes(tmp_path: Path) -> None:
     """A task with events of every trigger kind at verbosity high (which the actors' envs get from
-    the run's EnvConfig): the same run folder as one process, the header naming the verbosity."""
+    the run's EnvConfig), and the bundled dynamic sets: the same run folder as one process, the
+    header naming the verbosity."""
     tasks = write_dynamic_set(tmp_path / "tasks")
-    args = ["run", "--tasks", str(tasks), "--trials", "2", "--notifications", "high"]
+    bundled = [
+        "--tasks",
+        "dynamic-at-time",
+        "--tasks",
+        "dynamic-world-changes",
+        "--tasks",
+        "dynamic-wait-for-reply",
+    ]
+    args = ["run", "--tasks", str(tasks), *bundled, "--trials", "2", "--notifications", "high"]
     one, on_ray = tmp_path / "one", tmp_path / "ray"
     runner = CliRunner()
     first = runner.invoke(app, [*args, "--out", str(one)])
@@ -165,9 +174,10 @@ def test_toolgym_run_ray_on_a_world_that_moves_writes_the_one_process_bytes(tmp_
     assert second.exit_code == 0, second.output
     expected = whole_folder(one)
     assert without_workers(whole_folder(on_ray)) == without_workers(expected, ray=False)
-    [trace, *_] = traces_of(expected)
+    [trace] = [name for name in traces_of(expected) if "/dynamic/" in name and "trial-0" in name]
     header, *steps = [json.loads(line) for line in expected[trace].decode().splitlines()]
     assert header["env_config"]["notifications"] == "high"
+    assert len(traces_of(expected)) == 2 * (1 + 37)  # two trials of the lunch task and the 37 bundled
     assert [e["id"] for s in steps for e in s.get("events") or []] == ["nudge", "reply", "ping"]
 
 

@@ -111,3 +111,30 @@ def test_a_refused_verbosity_leaves_the_episode_as_it_was(
         assert not done and [e["id"] for e in info["events"]] == ["nudge", "reply"] and "Noon works." in obs
     finally:
         remote.close()
+
+
+BUNDLED = ("dynamic-at-time", "dynamic-world-changes", "dynamic-wait-for-reply")
+
+
+@pytest.mark.parametrize("set_name", BUNDLED)
+def test_every_bundled_dynamic_task_over_a_session_writes_the_in_process_trace(
+    dynamic_served: Served, dynamic_catalog: Catalog, tmp_path: Path, set_name: str
+) -> None:
+    """Each task of the bundled dynamic sets, played by the oracle over one WebSocket session, an
+    episode after another: the session's trace of each is the runner's in-process bytes."""
+    local = ToolEnv(dynamic_catalog.tools, dynamic_catalog.task_set(set_name), protocol="react")
+    remote = RemoteToolEnv(dynamic_served.url, config={"tasks": set_name}, transport="ws", agent="oracle")
+    try:
+        for task in local.tasks:
+            remote.reset(seed=0, options={"task": task.id})
+            for raw in golden_outputs(local, task.id):
+                _, _, terminated, _, info = remote.step(raw)
+            assert terminated and info["scores"]["reward"] == 1.0, task.id
+            expected = run_episode(
+                local, OracleAgent(local.protocol), task, seed=0, trace_dir=tmp_path / task.id
+            )
+            assert expected.trace_path is not None
+            assert remote.trace() == expected.trace_path.read_bytes(), task.id
+    finally:
+        remote.close()
+        local.close()
