@@ -271,6 +271,11 @@ def test_a_task_that_needs_a_world_for_its_events_or_tools_of_its_own_is_refused
 
 
 def test_a_time_policy_past_what_a_date_holds_is_refused_when_the_task_is_read() -> None:
-    for policy in ({"per_step_s": 1e12}, {"per_output_token_s": 1e6}, {"max_wait_s": 1e15}, {"per_step_s": -1}):
+    for policy in (
+        {"per_step_s": 1e12},
+        {"per_output_token_s": 1e6},
+        {"max_wait_s": 1e15},
+        {"per_step_s": -1},
+    ):
         with pytest.raises(ValidationError, match="time"):
             bank_task([], time=policy)
