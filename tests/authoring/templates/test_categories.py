@@ -85,7 +85,8 @@ def test_generate_keeps_the_templates_of_the_categories_asked_for() -> None:
     result = generate(["ctool"], 6, seed=1, jobs=1, categories=[PRECONDITION])
     assert len(result.tasks) == 6 and {t.category for t in result.tasks} == {PRECONDITION}
     assert {t.metadata["template"] for t in result.tasks} <= {t.name for t in TEMPLATES}
-    assert {t.name for t in templates_for(["messaging"]) if t.category} == {
+    behaviour = {t.category for t in TEMPLATES}  # the dynamic templates have a category of their own
+    assert {t.name for t in templates_for(["messaging"]) if t.category in behaviour} == {
         t.name for t in TEMPLATES if t.apps == ("messaging",)
     }
     with pytest.raises(ValueError, match="no templates of categories canonicalization for apps banking"):
