@@ -63,7 +63,7 @@ from toolgym.errors import ArgumentError, ErrorKind
 from toolgym.files import FileHandle
 from toolgym.http import Exposure, secure
 from toolgym.mocks.app import strict_arguments
-from toolgym.mocks.events import Verbosity
+from toolgym.mocks.events import DEFAULT_VERBOSITY, Verbosity
 from toolgym.protocols.openai import derived_call_id
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
@@ -94,7 +94,7 @@ class McpWorldConfig:
     max_steps: int = 50
     trace_dir: Path | None = None
     strict_arguments: bool = False  # no argument coercion (toolgym.mocks.app.strict_arguments)
-    verbosity: Verbosity = "medium"  # which events of a world that moves notify the client
+    verbosity: Verbosity = DEFAULT_VERBOSITY  # which events of a world that moves notify the client
 
 
 def world_task(apps: Sequence[str], seed: int) -> Task:
@@ -594,7 +594,7 @@ def make_config(
     max_steps: int = 50,
     trace_dir: Path | None = None,
     strict_arguments: bool = False,
-    notifications: str = "medium",
+    notifications: str = DEFAULT_VERBOSITY,
 ) -> McpWorldConfig:
     """The server of `toolgym mcp`: a task set (its worlds, and the registered tools its tasks use
     beside them: `toolservers.registry.tools_beside_worlds`), or one open world of `apps`, or (neither) the built-in

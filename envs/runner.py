@@ -21,6 +21,7 @@ from toolgym.envs.perturb import PERTURBATION_KEY, PerturbLayer
 from toolgym.envs.tool_env import ToolEnv, kept_raw
 from toolgym.errors import ArgumentError, InfraError
 from toolgym.files import FileHandle, write_atomically
+from toolgym.mocks.events import DEFAULT_VERBOSITY as DEFAULT_VERBOSITY  # re-exported for the recorder
 from toolgym.mocks.events import VERBOSITIES
 from toolgym.mocks.events import Verbosity as Verbosity  # for the floors above that may not see mocks
 from toolgym.tasks import Task
@@ -63,7 +64,6 @@ class EpisodeResult:
 # env_config key of a trace header: which events notified the agent (ToolEnv(verbosity=...)), written
 # only when not the default, so the headers of episodes at the default read as before
 NOTIFICATIONS_KEY: Final = "notifications"
-DEFAULT_VERBOSITY: Final[Verbosity] = "medium"
 
 
 def parse_verbosity(value: object, what: str = "notifications") -> Verbosity:

@@ -62,7 +62,14 @@ from toolgym.envs.users import NO_MORE_USER_INPUT as NO_MORE_USER_INPUT  # its o
 from toolgym.envs.users import RuleBasedUser, ScriptedUser, UserSimulator
 from toolgym.errors import ErrorKind, FormatError, InfraError
 from toolgym.files import FileStore
-from toolgym.mocks.events import TIMELINE_EXTRA, StepTime, Timeline, Verbosity, timeline_tool_names
+from toolgym.mocks.events import (
+    DEFAULT_VERBOSITY,
+    TIMELINE_EXTRA,
+    StepTime,
+    Timeline,
+    Verbosity,
+    timeline_tool_names,
+)
 from toolgym.protocols import get_protocol
 from toolgym.protocols.base import MAX_OUTPUT_CHARS, ActionProtocol, plain_output
 from toolgym.protocols.json_protocol import check_arguments
@@ -367,7 +374,7 @@ class ToolEnv(gym.Env[str, Any]):
         user: UserSimulator | None = None,
         reward_mode: RewardMode = "final",
         budget: Budget | None = None,
-        verbosity: Verbosity = "medium",
+        verbosity: Verbosity = DEFAULT_VERBOSITY,
     ) -> None:
         """`tool_layers` wrap the offered tools every episode, first innermost (see the module
         docstring); `cassette=c` is short for `tool_layers=[c]`. `world_factory(task)` builds the

@@ -45,6 +45,7 @@ TIME_TOOL: Final = "current_time"
 TIMELINE_TOOLS: Final = (WAIT_TOOL, TIME_TOOL)
 Verbosity = Literal["none", "low", "medium", "high"]
 VERBOSITIES: Final[tuple[Verbosity, ...]] = ("none", "low", "medium", "high")
+DEFAULT_VERBOSITY: Final[Verbosity] = "medium"  # events with a notification text notify
 NO_POLICY: Final = TimePolicy()
 # how a notification's text begins: "Notification (<simulated time>): <text>" (an agent that reads
 # rendered text back tells notifications by it)
