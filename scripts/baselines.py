@@ -2,6 +2,7 @@
 
     .venv/bin/python -m scripts.baselines                       # the in-process path (hf:smollm2)
     .venv/bin/python -m scripts.baselines --base-url http://127.0.0.1:8000/v1 --model M   # + a server
+    .venv/bin/python -m scripts.baselines --serve smollm2 --threads 2   # + a server it starts itself
 
 For each model path (in process: `--agent hf:...`; a server: `--agent llm --base-url ...`) and each
 bundled set (`toolgym tasks`), on the first N tasks of the set (`--per-set`, file order: a
@@ -15,6 +16,13 @@ commands, in this process (the model is loaded once):
   teval-subsets` -> `toolgym teval-answer` -> `toolgym eval --teval-results`;
 - `toolgym report` for each run folder (report.html beside its traces).
 
+`--serve SPEC` makes the server path the command's own: `toolgym serve-model SPEC` runs as a
+process of its own (127.0.0.1:`--serve-port`) for as long as that path runs, so one command makes
+the whole document. The paths run one after another, each with the machine to itself: `--threads`
+gives the in-process model and the served one the same torch threads (a thread count changes no
+number here: SmolLM2's logits are bit-identical on 1 and 2 threads), and `--workers` spreads a
+run's episodes over processes.
+
 Every episode runs at temperature 0 under the ReAct protocol (the text protocol both paths speak),
 so a rerun gives the same traces but for the wall-clock latency fields
 (tests/scripts/test_baselines.py checks it). The document is rendered from the run folders' own
@@ -24,13 +32,16 @@ files (run.json, eval.<mode>.json), `--render-only` renders it again without run
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import shlex
+import socket
+import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -51,6 +62,8 @@ TEVAL_SET = "teval"
 COMMAND = (".venv/bin/python", "-m", "scripts.baselines")
 FORMAT_ERROR = "format_error"  # the env's kind for a reply the protocol cannot parse
 WALL_CLOCK = re.compile(rb'"(latency_ms|model_latency_ms)": ?[-+0-9.eE]+')
+SERVE_PORT = 8011  # `--serve`'s default port: a fixed one, so the document's commands stay the same
+SERVE_START_S = 900.0  # the served model's first load may convert its GGUF file: minutes on a busy machine
 
 
 class BaselineError(RuntimeError):
@@ -66,6 +79,14 @@ class ModelPath:
     slug: str
     agent_args: tuple[str, ...]
     samples: bool = True  # a model (temperature, max tokens apply), not the oracle
+    # `toolgym serve-model ...`: the server this path talks to, started for the path (empty: none)
+    serve: tuple[str, ...] = ()
+
+    @property
+    def in_process(self) -> bool:
+        """A model this process loads (`--threads` applies), not a server's or the oracle."""
+        agent = self.agent_args[1] if self.agent_args[:1] == ("--agent",) else ""
+        return self.samples and agent.startswith("hf:")
 
 
 @dataclass(frozen=True)
@@ -79,9 +100,14 @@ class Settings:
     fresh: bool = True
     kinds: tuple[str, ...] = ("e2e", "step")  # step runs only where a suite scores it
     workers: int = 1  # `toolgym run --workers`: episodes on N processes (traces as on one)
+    threads: int | None = None  # torch threads of an in-process or served model (None: toolgym's default)
 
     def generation(self, path: ModelPath) -> list[str]:
-        return ["--temperature", "0", "--max-tokens", str(self.max_tokens)] if path.samples else []
+        """The options that say how `path`'s model generates (and on how many threads)."""
+        options = ["--temperature", "0", "--max-tokens", str(self.max_tokens)] if path.samples else []
+        if path.in_process and self.threads is not None:
+            options += ["--threads", str(self.threads)]
+        return options
 
 
 @dataclass(frozen=True)
@@ -218,10 +244,80 @@ def run_teval_subsets(settings: Settings, path: ModelPath, sample: Sample, log: 
 
 
 def run_path(settings: Settings, path: ModelPath, chosen: Sequence[Sample], log: list[str]) -> None:
-    for sample in chosen:
-        run_sample(settings, path, sample, log)
-        if sample.name == TEVAL_SET and settings.teval_subsets and sample.has_golden:
-            run_teval_subsets(settings, path, sample, log)
+    if path.serve:
+        log.append(shlex.join(["toolgym", *path.serve]) + "  # started for this path, stopped after it")
+    with serving(path.serve, settings.out / path.slug / "serve-model.log"):
+        for sample in chosen:
+            run_sample(settings, path, sample, log)
+            if sample.name == TEVAL_SET and settings.teval_subsets and sample.has_golden:
+                run_teval_subsets(settings, path, sample, log)
+
+
+@contextlib.contextmanager
+def serving(command: Sequence[str], log: Path) -> Iterator[None]:
+    """`toolgym <command>` (serve-model) as a process of its own while the body runs: started,
+    awaited on /health (the load, and a GGUF file's first conversion, take a while), then stopped
+    (SIGTERM; a kill if it lingers). Nothing else may hold its port: a server already there would
+    answer in its place. No command: nothing is started."""
+    if not command:
+        yield
+        return
+    port = int(command[command.index("--port") + 1])
+    refuse_taken_port(port)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    print(f"$ {shlex.join(['toolgym', *command])}  (output: {log})", flush=True)
+    with log.open("ab") as output:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "toolgym.cli", *command],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_until_healthy(server, f"http://127.0.0.1:{port}/health", log)
+        yield
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def refuse_taken_port(port: int) -> None:
+    """BaselineError when something listens on 127.0.0.1:`port` already."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(
+            socket.SOL_SOCKET, socket.SO_REUSEADDR, 1
+        )  # a closed connection's TIME_WAIT is no owner
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise BaselineError(
+                f"127.0.0.1:{port} is taken ({exc.strerror}): give --serve-port another"
+            ) from None
+
+
+def wait_until_healthy(server: subprocess.Popen[bytes], url: str, log: Path) -> None:
+    """Until `url` answers 200; BaselineError, with the end of its log, if the server exits first
+    or is not up within SERVE_START_S."""
+    import httpx
+
+    deadline = time.monotonic() + SERVE_START_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
+            raise BaselineError(
+                f"the model server exited {server.returncode} before it answered: {' | '.join(tail)}"
+            )
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=5).status_code == 200:
+                return
+        time.sleep(1)
+    raise BaselineError(
+        f"the model server did not answer {url} within {SERVE_START_S:.0f} s (its output: {log})"
+    )
 
 
 def read_run(folder: Path, suites: Sequence[str]) -> RunResult | None:
@@ -473,7 +569,12 @@ def render(meta: dict[str, Any], chosen: Sequence[Sample], results: Results) -> 
     if failures:
         lines += ["## Suites that scored nothing", "", *failures, ""]
     lines += ["## Reproducibility", "", REPRO, "", "## Tokens and latency per model turn (wall clock)", ""]
-    wall = ", ".join(f"{label} {minutes:.1f} min" for label, minutes in meta.get("minutes", {}).items())
+    minutes = meta.get("minutes", {})
+    wall = ", ".join(f"{label} {spent:.1f} min" for label, spent in minutes.items())
+    models = [label for label in minutes if not label.startswith("fine-tuned")]
+    if len(models) > 1:  # the base model's paths side by side: what a rerun of both costs
+        wall += f" (the {' and '.join(m.split(' (')[0] for m in models)} paths together: "
+        wall += f"{sum(minutes[m] for m in models):.1f} min)"
     load = f" (load average {meta['load']})" if meta.get("load") else ""
     lines += [f"Measured on {meta['machine']}{load}; whole run: {wall or 'not recorded'}.", ""]
     lines += usage_table(results)
@@ -481,6 +582,14 @@ def render(meta: dict[str, Any], chosen: Sequence[Sample], results: Results) -> 
 
 
 def server_note(meta: dict[str, Any]) -> list[str]:
+    for label, command in meta.get("served", {}).items():
+        return [
+            f"The {label.split(' (')[0]} path's server was `{command}` (transformers serve behind "
+            "toolgym's guard on 127.0.0.1, docs/models.md), started by the command for that path alone "
+            "and stopped after it; `--model` is the folder it serves (the same weights as the in-process "
+            "path, converted from the GGUF file once).",
+            "",
+        ]
     if any(label.startswith("server") for label in meta["paths"]):
         return [
             "The server was `toolgym serve-model smollm2 --port 8011` (transformers serve on 127.0.0.1, "
@@ -530,6 +639,10 @@ def model_paths(args: argparse.Namespace) -> list[ModelPath]:
         label = "oracle" if oracle else f"in process ({args.agent})"
         slug = "oracle" if oracle else "in-process"
         paths.append(ModelPath(label, slug, ("--agent", args.agent), samples=not oracle))
+    if args.serve and args.base_url:
+        raise BaselineError("--serve starts the server path's own server: give it or --base-url, not both")
+    if args.serve:
+        paths.append(served_path(args.serve, args.serve_port, args.threads))
     if args.base_url:
         if not args.model:
             raise BaselineError("--base-url needs --model (the name the server serves)")
@@ -546,6 +659,22 @@ def model_paths(args: argparse.Namespace) -> list[ModelPath]:
     return paths
 
 
+def served_path(spec: str, port: int, threads: int | None) -> ModelPath:
+    """The server path of `--serve SPEC`: `toolgym serve-model SPEC` on 127.0.0.1:`port` (started
+    by run_path), asked by the name it serves the model under (its folder; a GGUF file's is
+    converted here, once, as the server would)."""
+    from toolgym.models.hf_models import HFModelError
+    from toolgym.models.serve_model import served_model
+
+    try:
+        name = served_model(spec, threads=threads).name
+    except HFModelError as exc:
+        raise BaselineError(f"--serve {spec}: {exc}") from None
+    serve = ["serve-model", spec, "--port", str(port), *(["--threads", str(threads)] if threads else [])]
+    agent = ("--agent", "llm", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", name)
+    return ModelPath(f"server (toolgym serve-model {spec})", "server", agent, serve=tuple(serve))
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m scripts.baselines", description=__doc__.split("\n")[0])
     p.add_argument("--per-set", type=int, default=5, help="the first N tasks of each set (default 5)")
@@ -557,7 +686,23 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="the model name the server serves")
     p.add_argument("--api-key-env", help="environment variable holding the server's API key")
     p.add_argument("--fine-tuned", help="a third column: scripts/finetune.py's model folder, in process")
+    p.add_argument(
+        "--serve",
+        metavar="SPEC",
+        help="the server path, served by the command: toolgym serve-model SPEC (e.g. smollm2)",
+    )
+    p.add_argument(
+        "--serve-port",
+        type=int,
+        default=SERVE_PORT,
+        help=f"--serve's port on 127.0.0.1 (default {SERVE_PORT})",
+    )
     p.add_argument("--workers", type=int, default=1, help="episodes on N processes (toolgym run --workers)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        help="torch threads of the in-process and served models (default: toolgym's rule)",
+    )
     p.add_argument("--no-teval-subsets", action="store_true", help="skip T-Eval's step-wise subsets")
     p.add_argument("--resume", action="store_true", help="resume the runs in --out instead of rerunning")
     p.add_argument("--render-only", action="store_true", help="rewrite the document from --out's runs")
@@ -575,6 +720,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         not args.no_teval_subsets,
         not args.resume,
         workers=args.workers,
+        threads=args.threads,
     )
     paths = model_paths(args)
     chosen = samples(args.per_set, args.sets.split(",") if args.sets else None)
@@ -586,6 +732,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "max_steps": args.max_steps,
             "max_tokens": args.max_tokens,
             "paths": {p.label: shlex.join(p.agent_args) for p in paths},
+            "served": {p.label: shlex.join(["toolgym", *p.serve]) for p in paths if p.serve},
             "versions": versions(),
             "machine": machine(),
             "minutes": {},

