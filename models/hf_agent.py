@@ -179,6 +179,8 @@ class HFModel:
         import torch
         from transformers import StoppingCriteria, StoppingCriteriaList
 
+        from toolgym.models.kv_cache import growing_cache
+
         tokenizer, start = self.tokenizer, len(prompt_ids)
         made_so_far = progress if progress is not None else Progress()
         latest: list[torch.LongTensor] = []
@@ -209,6 +211,8 @@ class HFModel:
                 out = self.model.generate(
                     input_ids=torch.tensor([prompt_ids]),
                     attention_mask=torch.ones(1, start, dtype=torch.long),
+                    # written in place, not concatenated per token: the same logits, less copying
+                    cache=growing_cache(self.model.config),
                     max_new_tokens=config.max_new_tokens,
                     stopping_criteria=StoppingCriteriaList([Follow()] + ([StopAtText()] if stop else [])),
                     output_logits=True,

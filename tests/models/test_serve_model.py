@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil  # type: ignore[import-untyped]  # in the dev install (accelerate needs it)
@@ -294,6 +295,29 @@ def model_apps(real_server: RealServer) -> Iterator[tuple[str, str]]:
             yield bare, guarded
     finally:
         torch.set_num_threads(threads)
+
+
+@needs_model
+def test_the_served_model_generates_with_the_in_place_cache(
+    model_apps: tuple[str, str], real_server: RealServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """transformers serve's generate, called with no cache of its own, is given kv_cache's."""
+    from toolgym.models.kv_cache import GrowingLayer
+
+    writes: list[int] = []
+    update = GrowingLayer.update
+
+    def counted(layer: GrowingLayer, *args: Any, **kwargs: Any) -> Any:
+        writes.append(1)
+        return update(layer, *args, **kwargs)
+
+    monkeypatch.setattr(GrowingLayer, "update", counted)
+    bare, _ = model_apps
+    answer = httpx.post(
+        f"{bare}/v1/chat/completions", content=_chat(real_server.model), headers=JSON, timeout=300
+    )
+    assert answer.status_code == 200, answer.text
+    assert writes  # every layer, every step
 
 
 def _same_but_the_clock(answer: bytes) -> bytes:
