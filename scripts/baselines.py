@@ -19,9 +19,9 @@ commands, in this process (the model is loaded once):
 `--serve SPEC` makes the server path the command's own: `toolgym serve-model SPEC` runs as a
 process of its own (127.0.0.1:`--serve-port`) for as long as that path runs, so one command makes
 the whole document. The paths run one after another, each with the machine to itself: `--threads`
-gives the in-process model and the served one the same torch threads (a thread count changes no
-number here: SmolLM2's logits are bit-identical on 1 and 2 threads), and `--workers` spreads a
-run's episodes over processes.
+is the torch threads the model may use in all (a run's `--workers` share them; teval-answer and
+the served model take them all), and a thread count changes no number here (SmolLM2's logits are
+bit-identical on 1 and 2 threads).
 
 Every episode runs at temperature 0 under the ReAct protocol (the text protocol both paths speak),
 so a rerun gives the same traces but for the wall-clock latency fields
@@ -100,13 +100,15 @@ class Settings:
     fresh: bool = True
     kinds: tuple[str, ...] = ("e2e", "step")  # step runs only where a suite scores it
     workers: int = 1  # `toolgym run --workers`: episodes on N processes (traces as on one)
-    threads: int | None = None  # torch threads of an in-process or served model (None: toolgym's default)
+    # torch threads the model may use in all (None: toolgym's default per process): a run's workers
+    # share them, teval-answer (one process) and a served model take them all
+    threads: int | None = None
 
-    def generation(self, path: ModelPath) -> list[str]:
-        """The options that say how `path`'s model generates (and on how many threads)."""
+    def generation(self, path: ModelPath, processes: int = 1) -> list[str]:
+        """The options that say how `path`'s model generates, on `processes` processes at once."""
         options = ["--temperature", "0", "--max-tokens", str(self.max_tokens)] if path.samples else []
         if path.in_process and self.threads is not None:
-            options += ["--threads", str(self.threads)]
+            options += ["--threads", str(max(1, self.threads // processes))]
         return options
 
 
@@ -212,7 +214,7 @@ def run_sample(settings: Settings, path: ModelPath, sample: Sample, log: list[st
         return
     for kind in (k for k in settings.kinds if k == "e2e" or sample.step):
         folder = run_folder(settings, path, sample, kind)
-        args = ["run", *path.agent_args, *settings.generation(path), "--protocol", "react"]
+        args = ["run", *path.agent_args, *settings.generation(path, settings.workers), "--protocol", "react"]
         args += ["--tasks", sample.tasks_arg, "--max-steps", str(settings.max_steps), "--seed", "0"]
         args += [a for task_id in sample.task_ids for a in ("--task-id", task_id)]
         args += ["--mode", "step" if kind == "step" else "end-to-end", "--out", str(folder)]
@@ -701,7 +703,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--threads",
         type=int,
-        help="torch threads of the in-process and served models (default: toolgym's rule)",
+        help="torch threads the model may use in all: a run's --workers share them, teval-answer and "
+        "a served model take them all (default: toolgym's rule per process)",
     )
     p.add_argument("--no-teval-subsets", action="store_true", help="skip T-Eval's step-wise subsets")
     p.add_argument("--resume", action="store_true", help="resume the runs in --out instead of rerunning")

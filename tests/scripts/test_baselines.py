@@ -223,3 +223,16 @@ def test_the_command_serves_the_server_path_itself_and_stops_the_server_after_it
     commands = (out / "commands.txt").read_text(encoding="utf-8").splitlines()
     assert commands[0].startswith(served) and f"--base-url http://127.0.0.1:{port}/v1" in commands[1]
     assert "Request received" in (out / "server" / "serve-model.log").read_text(encoding="utf-8")
+
+
+def test_threads_are_the_models_in_all_a_runs_workers_share_them_and_a_server_has_its_own() -> None:
+    settings = Settings(Path("runs"), max_steps=6, max_tokens=96, workers=2, threads=2)
+    local = ModelPath("in process", "in-process", ("--agent", "hf:smollm2"))
+    remote = ModelPath(
+        "server", "server", ("--agent", "llm", "--base-url", "http://127.0.0.1:9/v1", "--model", "m")
+    )
+    generation = ["--temperature", "0", "--max-tokens", "96"]
+    assert settings.generation(local, settings.workers) == [*generation, "--threads", "1"]  # toolgym run
+    assert settings.generation(local) == [*generation, "--threads", "2"]  # teval-answer: one process
+    assert settings.generation(remote) == generation  # the server was started with its threads
+    assert Settings(Path("runs"), 6, 96).generation(local) == generation  # toolgym's own rule
