@@ -36,8 +36,6 @@ import contextlib
 import json
 import re
 import shlex
-import socket
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -63,7 +61,6 @@ COMMAND = (".venv/bin/python", "-m", "scripts.baselines")
 FORMAT_ERROR = "format_error"  # the env's kind for a reply the protocol cannot parse
 WALL_CLOCK = re.compile(rb'"(latency_ms|model_latency_ms)": ?[-+0-9.eE]+')
 SERVE_PORT = 8011  # `--serve`'s default port: a fixed one, so the document's commands stay the same
-SERVE_START_S = 900.0  # the served model's first load may convert its GGUF file: minutes on a busy machine
 
 
 class BaselineError(RuntimeError):
@@ -79,8 +76,9 @@ class ModelPath:
     slug: str
     agent_args: tuple[str, ...]
     samples: bool = True  # a model (temperature, max tokens apply), not the oracle
-    # `toolgym serve-model ...`: the server this path talks to, started for the path (empty: none)
-    serve: tuple[str, ...] = ()
+    # `toolgym serve-model ARGS --port PORT`: the server this path talks to, started for the path
+    serve: tuple[str, ...] = ()  # ARGS (empty: no server of the command's own)
+    serve_port: int = 0
 
     @property
     def in_process(self) -> bool:
@@ -247,8 +245,8 @@ def run_teval_subsets(settings: Settings, path: ModelPath, sample: Sample, log: 
 
 def run_path(settings: Settings, path: ModelPath, chosen: Sequence[Sample], log: list[str]) -> None:
     if path.serve:
-        log.append(shlex.join(["toolgym", *path.serve]) + "  # started for this path, stopped after it")
-    with serving(path.serve, settings.out / path.slug / "serve-model.log"):
+        log.append(f"{served_command(path)}  # started for this path, stopped after it")
+    with serving(path, settings.out / path.slug / "serve-model.log"):
         for sample in chosen:
             run_sample(settings, path, sample, log)
             if sample.name == TEVAL_SET and settings.teval_subsets and sample.has_golden:
@@ -256,70 +254,24 @@ def run_path(settings: Settings, path: ModelPath, chosen: Sequence[Sample], log:
 
 
 @contextlib.contextmanager
-def serving(command: Sequence[str], log: Path) -> Iterator[None]:
-    """`toolgym <command>` (serve-model) as a process of its own while the body runs: started,
-    awaited on /health (the load, and a GGUF file's first conversion, take a while), then stopped
-    (SIGTERM; a kill if it lingers). Nothing else may hold its port: a server already there would
-    answer in its place. No command: nothing is started."""
-    if not command:
+def serving(path: ModelPath, log: Path) -> Iterator[None]:
+    """The model server `path` talks to, when the command serves it (`--serve`), for as long as
+    the body runs (`toolgym.models.serve_model.model_server_process`). No server: nothing starts."""
+    if not path.serve:
         yield
         return
-    port = int(command[command.index("--port") + 1])
-    refuse_taken_port(port)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    print(f"$ {shlex.join(['toolgym', *command])}  (output: {log})", flush=True)
-    with log.open("ab") as output:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "toolgym.cli", *command],
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
+    from toolgym.models.serve_model import ModelServerError, model_server_process
+
+    print(f"$ {served_command(path)}  (output: {log})", flush=True)
     try:
-        wait_until_healthy(server, f"http://127.0.0.1:{port}/health", log)
-        yield
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        with model_server_process(path.serve, path.serve_port, log):
+            yield
+    except ModelServerError as exc:
+        raise BaselineError(f"{exc} (--serve-port {path.serve_port})") from None
 
 
-def refuse_taken_port(port: int) -> None:
-    """BaselineError when something listens on 127.0.0.1:`port` already."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(
-            socket.SOL_SOCKET, socket.SO_REUSEADDR, 1
-        )  # a closed connection's TIME_WAIT is no owner
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError as exc:
-            raise BaselineError(
-                f"127.0.0.1:{port} is taken ({exc.strerror}): give --serve-port another"
-            ) from None
-
-
-def wait_until_healthy(server: subprocess.Popen[bytes], url: str, log: Path) -> None:
-    """Until `url` answers 200; BaselineError, with the end of its log, if the server exits first
-    or is not up within SERVE_START_S."""
-    import httpx
-
-    deadline = time.monotonic() + SERVE_START_S
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
-            raise BaselineError(
-                f"the model server exited {server.returncode} before it answered: {' | '.join(tail)}"
-            )
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=5).status_code == 200:
-                return
-        time.sleep(1)
-    raise BaselineError(
-        f"the model server did not answer {url} within {SERVE_START_S:.0f} s (its output: {log})"
-    )
+def served_command(path: ModelPath) -> str:
+    return shlex.join(["toolgym", "serve-model", *path.serve, "--port", str(path.serve_port)])
 
 
 def read_run(folder: Path, suites: Sequence[str]) -> RunResult | None:
@@ -672,9 +624,9 @@ def served_path(spec: str, port: int, threads: int | None) -> ModelPath:
         name = served_model(spec, threads=threads).name
     except HFModelError as exc:
         raise BaselineError(f"--serve {spec}: {exc}") from None
-    serve = ["serve-model", spec, "--port", str(port), *(["--threads", str(threads)] if threads else [])]
+    serve = (spec, *(["--threads", str(threads)] if threads else []))
     agent = ("--agent", "llm", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", name)
-    return ModelPath(f"server (toolgym serve-model {spec})", "server", agent, serve=tuple(serve))
+    return ModelPath(f"server (toolgym serve-model {spec})", "server", agent, serve=serve, serve_port=port)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -735,7 +687,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "max_steps": args.max_steps,
             "max_tokens": args.max_tokens,
             "paths": {p.label: shlex.join(p.agent_args) for p in paths},
-            "served": {p.label: shlex.join(["toolgym", *p.serve]) for p in paths if p.serve},
+            "served": {p.label: served_command(p) for p in paths if p.serve},
             "versions": versions(),
             "machine": machine(),
             "minutes": {},

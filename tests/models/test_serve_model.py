@@ -20,8 +20,6 @@ import json
 import os
 import re
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,8 +38,10 @@ from toolgym.http import Credentials, ServerThread
 from toolgym.models.activity import Activity, doing
 from toolgym.models.hf_models import MARKER
 from toolgym.models.serve_model import (
+    ModelServerError,
     model_server_app,
     model_server_exposure,
+    model_server_process,
     said_as_it_goes,
     served_model,
     transformers_app,
@@ -67,20 +67,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_until_healthy(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"the model server exited ({process.returncode}):\n{log.read_text()[-3000:]}")
-        try:
-            if httpx.get(url, timeout=2.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass  # not listening yet
-        time.sleep(0.5)
-    pytest.fail(f"the model server was not healthy in {START_TIMEOUT_S:g} s:\n{log.read_text()[-3000:]}")
-
-
 @pytest.fixture(scope="session")
 def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServer]:
     """`toolgym serve-model smollm2` on a free loopback port, stopped at the end of the session."""
@@ -93,19 +79,13 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServer
     port = _free_port()
     log = tmp_path_factory.mktemp("real-server") / "server.log"
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    command = [sys.executable, "-m", "toolgym.cli", "serve-model", "smollm2", "--port", str(port)]
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
-        _wait_until_healthy(process, f"http://127.0.0.1:{port}/health", log)
-        yield RealServer(f"http://127.0.0.1:{port}/v1", model, process.pid)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        with model_server_process(
+            ["smollm2"], port, log, env=env, start_timeout_s=START_TIMEOUT_S
+        ) as process:
+            yield RealServer(f"http://127.0.0.1:{port}/v1", model, process.pid)
+    except ModelServerError as exc:
+        pytest.fail(f"{exc}:\n{log.read_text()[-3000:]}")
 
 
 def run_llm(server: RealServer, out: Path, *args: str) -> Result:

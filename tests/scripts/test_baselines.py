@@ -174,10 +174,15 @@ def test_a_served_path_and_a_base_url_together_are_refused(tmp_path: Path) -> No
 
 
 def test_a_server_that_exits_before_it_answers_is_a_clear_error_with_its_last_words(tmp_path: Path) -> None:
-    log = tmp_path / "serve-model.log"
-    command = ("serve-model", str(tmp_path / "no-model-here"), "--port", str(free_port()))
+    path = ModelPath(
+        "server",
+        "server",
+        ("--agent", "llm"),
+        serve=(str(tmp_path / "no-model-here"),),
+        serve_port=free_port(),
+    )
     exited = r"the model server exited 2 before it answered: .*no-model-here"
-    with pytest.raises(BaselineError, match=exited), serving(command, log):
+    with pytest.raises(BaselineError, match=exited), serving(path, tmp_path / "serve-model.log"):
         raise AssertionError("the body runs only once the server answers")
 
 
@@ -186,11 +191,9 @@ def test_a_taken_port_is_refused_before_any_server_starts(tmp_path: Path) -> Non
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        command = ("serve-model", "smollm2", "--port", str(port))
-        with (
-            pytest.raises(BaselineError, match=f"127.0.0.1:{port} is taken"),
-            serving(command, tmp_path / "log"),
-        ):
+        path = ModelPath("server", "server", ("--agent", "llm"), serve=("smollm2",), serve_port=port)
+        refused = rf"127.0.0.1:{port} is taken .*\(--serve-port {port}\)"
+        with pytest.raises(BaselineError, match=refused), serving(path, tmp_path / "log"):
             raise AssertionError("never reached")
     assert not (tmp_path / "log").exists()  # nothing was started
 
@@ -217,7 +220,7 @@ def test_the_command_serves_the_server_path_itself_and_stops_the_server_after_it
     run = json.loads((out / "server" / "demo" / "e2e" / "run.json").read_text(encoding="utf-8"))
     assert [e["task_id"] for e in run["episodes"]] == ["receipt-total"]
     meta = json.loads((out / "baselines.json").read_text(encoding="utf-8"))
-    served = f"toolgym serve-model smollm2 --port {port} --threads 1"
+    served = f"toolgym serve-model smollm2 --threads 1 --port {port}"
     assert meta["served"] == {"server (toolgym serve-model smollm2)": served}
     assert f"`{served}`" in doc.read_text(encoding="utf-8")
     commands = (out / "commands.txt").read_text(encoding="utf-8").splitlines()
