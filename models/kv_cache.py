@@ -2,11 +2,13 @@
 
 transformers' `DynamicLayer` grows its keys and values with `torch.cat` at every generated token:
 a copy of the whole cache per token and layer, about a third of a decode step of SmolLM2-135M on
-two CPU threads (a 1,000-token prompt: 46 MB copied per token). `GrowingLayer` writes the new
+two CPU threads, by torch's profiler, at a 1,000-token prompt). `GrowingLayer` writes the new
 positions into a buffer with room to spare and hands attention views of its filled part. The
 values attention reads, their shapes and the kernels are the same, so the logits are bit for bit
 those of `DynamicLayer` (tests/models/test_kv_cache.py checks it on the real model); only the
-copying goes. A turn of ~1,000 prompt + 70 generated tokens took 17-20% less time here.
+copying goes. What that buys a whole turn is small: bench/bench_kv_cache.py, the two caches
+interleaved on real react prompts of 700 to 2,400 tokens, measured 1.03-1.04x on one thread and
+0.88-1.21x (noise around a small gain) on two (bench/RESULTS.md).
 
 `growing_cache(config)` is the cache to pass to `generate` (`cache=`): transformers'
 own `DynamicCache` for the model, with its full-attention layers made growing (sliding-window
