@@ -30,14 +30,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import httpx
 import typer
 
 from toolgym.cache import cache_root
@@ -117,8 +115,8 @@ def transformers_app(model: str | None, *, device: str = "cpu") -> Starlette:
 def generating_in_place(model: Any) -> None:
     """The served model's `generate` given models/kv_cache.py's cache whenever its caller gives
     none (transformers serve never does): the same tokens as transformers' own cache, without a
-    copy of the whole cache per token (a third of a decode step on CPU), so a served model turns
-    as fast as the in-process agent's. A model transformers serve loads later (none here: the
+    copy of the whole cache per token (a few percent of a turn: bench/bench_kv_cache.py), as the
+    in-process agent generates. A model transformers serve loads later (none here: the
     model is forced) keeps transformers' cache."""
     from toolgym.models.kv_cache import growing_cache
 
@@ -296,11 +294,6 @@ def serve_model_command(
     _serve(served, exposure, sock, device, use_torch_threads(threads))  # loaded and run in this process
 
 
-class ModelServerError(RuntimeError):
-    """A `toolgym serve-model` process (`model_server_process`) that could not serve: its port was
-    taken, it exited before it answered, or it was not up in time. The message says which."""
-
-
 @contextmanager
 def model_server_process(
     args: Sequence[str],
@@ -312,29 +305,39 @@ def model_server_process(
 ) -> Iterator[subprocess.Popen[bytes]]:
     """`toolgym serve-model ARGS --port PORT` on 127.0.0.1 as a process of its own while the body
     runs (scripts/baselines.py's server path, the tests' real server): started with its output in
-    `log`, awaited on /health (the load, and a GGUF file's first conversion, take a while), then
-    stopped (SIGTERM; a kill if it lingers 30 s). Nothing else may hold the port: a server already
-    there would answer in its place, so a taken port is refused before anything starts."""
-    _refuse_taken_port(port)
+    `log`, awaited on /health (the hosts' `wait_healthy`: the load, and a GGUF file's first
+    conversion, take a while), then stopped (SIGTERM; a kill if it lingers 30 s). Nothing else may
+    hold the port: a server already there would answer in its place, so a taken port is refused
+    before anything starts. ServerStartError says which of these went wrong."""
+    from toolgym.toolservers.hosting.base import ServerStartError, wait_healthy
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # a closed connection's TIME_WAIT is no owner; a listening socket is
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise ServerStartError(f"127.0.0.1:{port} is taken ({exc.strerror})") from None
     log.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "toolgym.cli", "serve-model", *args, "--port", str(port)]
     with log.open("ab") as output:
         server = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=env
         )
+
+    def last_words() -> str:
+        lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
+        return f"exit code {server.poll()}: {' | '.join(lines)}"
+
     try:
-        deadline, url = time.monotonic() + start_timeout_s, f"http://127.0.0.1:{port}/health"
-        while not _answers(url):
-            if server.poll() is not None:
-                last = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
-                raise ModelServerError(
-                    f"the model server exited {server.returncode} before it answered: {' | '.join(last)}"
-                )
-            if time.monotonic() > deadline:
-                raise ModelServerError(
-                    f"the model server did not answer {url} within {start_timeout_s:g} s (its output: {log})"
-                )
-            time.sleep(0.5)
+        wait_healthy(
+            f"http://127.0.0.1:{port}",
+            timeout_s=start_timeout_s,
+            alive=lambda: server.poll() is None,
+            logs=last_words,
+            what="the model server",
+            interval_s=0.5,
+        )
         yield server
     finally:
         server.terminate()
@@ -343,24 +346,6 @@ def model_server_process(
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-
-
-def _answers(url: str) -> bool:
-    try:
-        return bool(httpx.get(url, timeout=5).status_code == 200)
-    except httpx.HTTPError:
-        return False  # not listening yet
-
-
-def _refuse_taken_port(port: int) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(
-            socket.SOL_SOCKET, socket.SO_REUSEADDR, 1
-        )  # a closed connection's TIME_WAIT is no owner
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError as exc:
-            raise ModelServerError(f"127.0.0.1:{port} is taken ({exc.strerror})") from None
 
 
 @contextmanager

@@ -260,13 +260,14 @@ def serving(path: ModelPath, log: Path) -> Iterator[None]:
     if not path.serve:
         yield
         return
-    from toolgym.models.serve_model import ModelServerError, model_server_process
+    from toolgym.models.serve_model import model_server_process
+    from toolgym.toolservers.hosting.base import ServerStartError
 
     print(f"$ {served_command(path)}  (output: {log})", flush=True)
     try:
         with model_server_process(path.serve, path.serve_port, log):
             yield
-    except ModelServerError as exc:
+    except ServerStartError as exc:
         raise BaselineError(f"{exc} (--serve-port {path.serve_port})") from None
 
 

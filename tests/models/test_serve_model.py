@@ -38,7 +38,6 @@ from toolgym.http import Credentials, ServerThread
 from toolgym.models.activity import Activity, doing
 from toolgym.models.hf_models import MARKER
 from toolgym.models.serve_model import (
-    ModelServerError,
     model_server_app,
     model_server_exposure,
     model_server_process,
@@ -46,6 +45,7 @@ from toolgym.models.serve_model import (
     served_model,
     transformers_app,
 )
+from toolgym.toolservers.hosting.base import ServerStartError
 from toolgym.trace import Trace, full_requests, read_trace
 
 START_TIMEOUT_S = 600.0  # a cold start under load took 45 s here; CI's machine is the same size
@@ -84,7 +84,7 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServer
             ["smollm2"], port, log, env=env, start_timeout_s=START_TIMEOUT_S
         ) as process:
             yield RealServer(f"http://127.0.0.1:{port}/v1", model, process.pid)
-    except ModelServerError as exc:
+    except ServerStartError as exc:
         pytest.fail(f"{exc}:\n{log.read_text()[-3000:]}")
 
 

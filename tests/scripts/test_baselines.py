@@ -181,7 +181,7 @@ def test_a_server_that_exits_before_it_answers_is_a_clear_error_with_its_last_wo
         serve=(str(tmp_path / "no-model-here"),),
         serve_port=free_port(),
     )
-    exited = r"the model server exited 2 before it answered: .*no-model-here"
+    exited = r"the model server exited before it was healthy; last log lines:\nexit code 2: .*no-model-here"
     with pytest.raises(BaselineError, match=exited), serving(path, tmp_path / "serve-model.log"):
         raise AssertionError("the body runs only once the server answers")
 
