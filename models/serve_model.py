@@ -306,10 +306,11 @@ def model_server_process(
     """`toolgym serve-model ARGS --port PORT` on 127.0.0.1 as a process of its own while the body
     runs (scripts/baselines.py's server path, the tests' real server): started with its output in
     `log`, awaited on /health (the hosts' `wait_healthy`: the load, and a GGUF file's first
-    conversion, take a while), then stopped (SIGTERM; a kill if it lingers 30 s). Nothing else may
+    conversion, take a while), then stopped (SIGTERM; a kill if it lingers 30 s; killed with this process if that dies first). Nothing else may
     hold the port: a server already there would answer in its place, so a taken port is refused
     before anything starts. ServerStartError says which of these went wrong."""
     from toolgym.toolservers.hosting.base import ServerStartError, wait_healthy
+    from toolgym.toolservers.sandbox import dies_with_parent
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         # a closed connection's TIME_WAIT is no owner; a listening socket is
@@ -321,8 +322,13 @@ def model_server_process(
     log.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "toolgym.cli", "serve-model", *args, "--port", str(port)]
     with log.open("ab") as output:
-        server = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=env
+        server = subprocess.Popen(  # a kill -9 of this process takes the server with it
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=dies_with_parent(),
         )
 
     def last_words() -> str:

@@ -451,16 +451,28 @@ def _prctl() -> Callable[..., int] | None:
     return prctl
 
 
-def _preexec(rlimits: list[tuple[int, tuple[int, int]]]) -> Callable[[], None]:
-    # Runs between fork and exec: setrlimit calls on prebuilt tuples and one prctl, nothing that
-    # locks. The parent death signal ends the child (and through unshare --kill-child or bwrap
-    # --die-with-parent, the sandbox) with the server: a kill -9 of the server leaves no runner.
+def dies_with_parent() -> Callable[[], None]:
+    """A `preexec_fn` for subprocess.Popen that has the child killed (SIGKILL) when the process
+    that started it dies, a kill -9 included (Linux's parent death signal; elsewhere nothing).
+    It runs between fork and exec, so it only calls the prctl looked up here beforehand."""
     prctl = _prctl()
     kill = int(signal.SIGKILL)
 
     def apply() -> None:
         if prctl is not None:
             prctl(PR_SET_PDEATHSIG, kill, 0, 0, 0)
+
+    return apply
+
+
+def _preexec(rlimits: list[tuple[int, tuple[int, int]]]) -> Callable[[], None]:
+    # Runs between fork and exec: setrlimit calls on prebuilt tuples and one prctl, nothing that
+    # locks. The parent death signal ends the child (and through unshare --kill-child or bwrap
+    # --die-with-parent, the sandbox) with the server: a kill -9 of the server leaves no runner.
+    die_with_parent = dies_with_parent()
+
+    def apply() -> None:
+        die_with_parent()
         for which, value in rlimits:
             resource.setrlimit(which, value)
 

@@ -20,6 +20,8 @@ import json
 import os
 import re
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -387,3 +389,31 @@ def test_serve_model_says_its_models_load_while_it_runs(
     assert lines[0] == "serve-model: loading the-model on 1 torch thread"
     assert lines[1].startswith("serve-model: still working: loading the-model on 1 torch thread, ")
     assert lines[-1].startswith("serve-model: loading the-model on 1 torch thread: done in ")
+
+
+@needs_model
+def test_a_kill_9_of_the_process_that_started_the_server_takes_the_server_with_it(tmp_path: Path) -> None:
+    port, log = _free_port(), tmp_path / "server.log"
+    starter = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from toolgym.models.serve_model import model_server_process\n"
+        f"with model_server_process(['smollm2'], {port}, Path({str(log)!r})) as server:\n"
+        "    print(server.pid, flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    parent = subprocess.Popen([sys.executable, "-c", starter], stdout=subprocess.PIPE, env=env)
+    assert parent.stdout is not None
+    server_pid = int(parent.stdout.readline())  # printed once the server answers /health
+    parent.kill()  # SIGKILL: no finally of its own runs
+    parent.wait()
+    try:
+        server = psutil.Process(server_pid)
+    except psutil.NoSuchProcess:
+        pass  # already gone
+    else:
+        _, alive = psutil.wait_procs([server], timeout=30)
+        assert not alive, "the server outlived the process that started it"
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0  # nothing listens on its port
