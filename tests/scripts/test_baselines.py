@@ -239,3 +239,10 @@ def test_threads_are_the_models_in_all_a_runs_workers_share_them_and_a_server_ha
     assert settings.generation(local) == [*generation, "--threads", "2"]  # teval-answer: one process
     assert settings.generation(remote) == generation  # the server was started with its threads
     assert Settings(Path("runs"), 6, 96).generation(local) == generation  # toolgym's own rule
+
+
+def test_a_served_model_that_is_not_there_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    missing = tmp_path / "no-model-here"
+    with pytest.raises(BaselineError, match=f"--serve {missing}: "):
+        main(["--agent", "", "--serve", str(missing), "--out", str(tmp_path / "runs")])
+    assert not (tmp_path / "runs").exists()  # nothing ran, nothing was written
