@@ -12,13 +12,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from toolgym.canonical import canonical_hash
 from toolgym.envs.agents import Agent, AsyncAgent, agent_name
 from toolgym.envs.faults import FaultLayer
 from toolgym.envs.perturb import PERTURBATION_KEY, PerturbLayer
-from toolgym.envs.tool_env import ToolEnv, kept_raw
+from toolgym.envs.tool_env import REWARD_MODES, RewardMode, ToolEnv, kept_raw
 from toolgym.errors import ArgumentError, InfraError
 from toolgym.files import FileHandle, write_atomically
 from toolgym.mocks.events import DEFAULT_VERBOSITY as DEFAULT_VERBOSITY  # re-exported for the recorder
@@ -81,6 +81,23 @@ def header_verbosity(env_config: Mapping[str, Any]) -> Verbosity:
     return parse_verbosity(value, f"the trace header's env_config {NOTIFICATIONS_KEY!r}")
 
 
+# env_config key of a trace header: how its step rewards were given (ToolEnv(reward_mode=...)), written
+# only when not "final", so such headers read as before
+REWARD_MODE_KEY: Final = "reward_mode"
+
+
+def header_reward_mode(env_config: Mapping[str, Any]) -> RewardMode:
+    """The reward mode a trace was recorded in (its header's `env_config`), to re-run it in (its
+    step rewards and milestone scores depend on it); ArgumentError for a value no env takes."""
+    value = env_config.get(REWARD_MODE_KEY, "final")
+    for mode in REWARD_MODES:
+        if value == mode:
+            return cast(RewardMode, mode)
+    raise ArgumentError(
+        f"the trace header's env_config {REWARD_MODE_KEY!r} must be one of {list(REWARD_MODES)}, not {value!r}"
+    )
+
+
 def trace_name(task_id: str, seed: int | None, *, kind: str = "") -> str:
     """The file name of an episode's trace: `<task id>[.<kind>].seed<seed>.jsonl`."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id)
@@ -108,7 +125,7 @@ def trace_header(
     if perturbations:  # the layer is outermost: the last one is what the agent saw
         env_config = {**env_config, PERTURBATION_KEY: perturbations[-1]}
     if env.reward_mode != "final":  # the default is not written: such headers read as before
-        env_config = {**env_config, "reward_mode": env.reward_mode}
+        env_config = {**env_config, REWARD_MODE_KEY: env.reward_mode}
     if env.verbosity != DEFAULT_VERBOSITY:
         env_config = {**env_config, NOTIFICATIONS_KEY: env.verbosity}
     return TraceHeader(

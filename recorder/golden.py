@@ -30,7 +30,14 @@ from toolgym.envs.demo import bundled_task_sets
 from toolgym.envs.faults import FaultLayer, FaultPlan, offered_tool_names
 from toolgym.envs.perturb import PerturbLayer, PerturbPlan, distractor_pool, perturbation_of
 from toolgym.envs.rollouts import load_object as rollout_object
-from toolgym.envs.runner import DEFAULT_VERBOSITY, EpisodeResult, Verbosity, header_verbosity, run_episode
+from toolgym.envs.runner import (
+    DEFAULT_VERBOSITY,
+    EpisodeResult,
+    Verbosity,
+    header_reward_mode,
+    header_verbosity,
+    run_episode,
+)
 from toolgym.envs.task_sets import TaskSource, named_file, source_of
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.envs.users import LLMUser, UserLLM
@@ -313,13 +320,14 @@ class EnvPool:
     def __init__(self, toolset: ToolSet, cassette: Cassette | None = None) -> None:
         self.toolset = toolset
         self.cassette = cassette
-        self._envs: dict[tuple[int, str, int, str, str, str, str], ToolEnv] = {}
+        self._envs: dict[tuple[int, str, int, str, str, str, str, str], ToolEnv] = {}
 
     def env_for(self, task_set: TaskSet, trace: Trace) -> ToolEnv:
         """The env to re-run `trace` in; ArgumentError for a header this version cannot use (a
-        fault plan or a verbosity it does not know)."""
+        fault plan, a verbosity or a reward mode it does not know)."""
         max_steps = int(trace.header.env_config.get("max_steps", 10))
         verbosity = header_verbosity(trace.header.env_config)  # the events that notified the agent
+        reward_mode = header_reward_mode(trace.header.env_config)  # its step rewards and milestone scores
         # an episode recorded under fault plans is re-run under them, outside the cassette
         plans = [FaultPlan.parse(p) for p in trace.header.env_config.get("faults") or []]
         # ... and one under a tool-schema perturbation sees the tools as it saw them (outermost)
@@ -333,6 +341,7 @@ class EnvPool:
             str(trace.header.env_config.get("user")),
             canonical_json(perturb.model_dump() if perturb is not None else None),
             verbosity,
+            reward_mode,
         )
         if key not in self._envs:
             self._envs[key] = ToolEnv(
@@ -343,6 +352,7 @@ class EnvPool:
                 cassette=self.cassette,
                 user=trace_user(trace, self.cassette),
                 verbosity=verbosity,
+                reward_mode=reward_mode,
             )
             for plan in plans:
                 known = offered_tool_names(self.toolset, list(task_set))
@@ -431,7 +441,7 @@ def _replay_one(path: Path, out: Path, envs: EnvPool, index: TaskIndex) -> Repla
         return ReplayedEpisode(golden=path, replayed=None, identical=False, steps=0, error=str(exc))
     try:
         env = envs.env_for(task_set, trace)
-    except ArgumentError as exc:  # a header whose plan or verbosity this version cannot use
+    except ArgumentError as exc:  # a header whose plan, verbosity or reward mode this version cannot use
         return ReplayedEpisode(golden=path, replayed=None, identical=False, steps=0, error=exc.message)
     try:
         result = run_episode(

@@ -335,7 +335,7 @@ def verify_trace(
         return result
     try:
         env = pool.env_for(task_set, trace)
-    except ArgumentError as exc:  # a header whose plan or verbosity this version cannot use
+    except ArgumentError as exc:  # a header whose plan, verbosity or reward mode this version cannot use
         result.error = exc.message
         return result
     checker = _Checker(env, tolerance or Tolerance(), reference)

@@ -345,3 +345,25 @@ def test_record_refuses_a_task_whose_golden_chain_fails(tmp_path: Path) -> None:
     assert f"{tasks}:1: mtu-transfer-011: golden call #0 transfer_funds(" in said
     assert "account '999999' not found" in said
     assert not (tmp_path / "golden").exists()
+
+
+def test_verify_re_runs_a_trace_in_the_reward_mode_its_header_names(tmp_path: Path) -> None:
+    """A run with dense rewards is verified with them (before, verify re-ran it under final rewards
+    and reported its milestone progress as drift); a header naming another mode drifts, one naming
+    a mode no env takes is a one-line error."""
+    out = tmp_path / "runs"
+    args = ["run", "--tasks", "mtu", "--limit", "2", "--agent", "oracle", "--reward-mode", "milestones"]
+    assert runner.invoke(app, [*args, "--out", str(out)]).exit_code == 0
+    traces = sorted(out.rglob("*.seed0.jsonl"))
+    assert len(traces) == 2 and read_trace(traces[0]).header.env_config["reward_mode"] == "milestones"
+    verified = runner.invoke(app, ["verify", str(out), "--tasks", "mtu"])
+    assert verified.exit_code == 0 and "2 ok" in verified.output, verified.output
+
+    lines = traces[0].read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    for value, says in (("final", "milestone_progress"), ("dense", "'reward_mode' must be one of")):
+        header["env_config"]["reward_mode"] = value
+        traces[0].write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+        verified = runner.invoke(app, ["verify", str(out), "--tasks", "mtu"])
+        assert verified.exit_code == 1 and says in flat(verified.output), verified.output
+        assert "1 ok, 1 drifted or failed" in flat(verified.output)
