@@ -713,11 +713,37 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def machine() -> str:
-    """The machine a document's figures come from: its architecture and the CPUs this process may
-    use (a shared machine: the load beside each figure says how busy)."""
+    """The machine a document's figures come from: its architecture, its CPU (the same command is
+    several times slower on another one) and the CPUs this process may use (a shared machine: the
+    load beside each figure says how busy)."""
     import platform
 
-    return f"{platform.machine()}, {usable_cpus()} CPU cores (shared)"
+    return f"{platform.machine()}, {cpu_model()}, {usable_cpus()} CPU cores (shared)"
+
+
+# the CPU flags a model's speed on the CPU turns on, widest first: AMX and AVX512-BF16 multiply
+# bf16 matrices in hardware (elsewhere torch emulates bf16, scripts/finetune.py), AVX-512 and AVX2
+# are the widths of the fp32 kernels
+VECTOR_UNITS = (
+    ("amx_bf16", "AMX-BF16"),
+    ("avx512_bf16", "AVX512-BF16"),
+    ("avx512f", "AVX-512"),
+    ("avx2", "AVX2"),
+)
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name and its vector units (VECTOR_UNITS), from `cpuinfo` (Linux's);
+    "unknown CPU" where there is none."""
+    try:
+        lines = cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "unknown CPU"
+    fields = [line.partition(":") for line in lines]
+    name = next((value.strip() for key, _, value in fields if key.strip() == "model name"), "unknown CPU")
+    flags = set(next((value.split() for key, _, value in fields if key.strip() == "flags"), []))
+    units = [label for flag, label in VECTOR_UNITS if flag in flags]
+    return f"{name} ({', '.join(units) or 'no AVX2'})"
 
 
 def _load() -> str:

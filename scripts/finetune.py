@@ -2,7 +2,7 @@
 fine-tune with TRL -> the base and the fine-tuned model evaluated the same way on tasks held out of
 training (all seven bundled sets and the generator's held-out templates).
 
-    .venv/bin/python -m scripts.finetune --bench-steps 20          # s/step: LoRA/full x bf16/fp32
+    .venv/bin/python -m scripts.finetune --bench-steps 20          # s/step: LoRA/full x fp32/bf16
     .venv/bin/python -m scripts.finetune --steps 300 --eval-per-set 0     # train; docs/finetune.md
     .venv/bin/python -m scripts.finetune --steps 300 --eval-per-set 10    # train, then before/after
 
@@ -16,7 +16,7 @@ training (all seven bundled sets and the generator's held-out templates).
    task whose id, query or golden chain (its actions) is a bundled task's is dropped from training
    (split.json says which), so no evaluated task is ever trained on;
 4. TRL's SFTTrainer on CPU: LoRA through peft (merged into the weights when saved) or a full
-   fine-tune, bf16 autocast or fp32, torch threads from the CPUs the process may use, seeded
+   fine-tune, bf16 autocast where the CPU has native bf16 (else fp32; `--precision`), torch threads from the CPUs the process may use, seeded
    (torch, random, numpy, the data order), one progress line per optimizer step; the loss is on
    the assistant's tokens when the model's chat template can be given generation markers that
    render the same text (SmolLM2's can). The model is saved with its own chat template to a folder
@@ -262,8 +262,28 @@ class TrainConfig:
     max_length: int = 2048
     seed: int = 0
     lora: bool = True
-    precision: str = "bf16"  # bf16 autocast or fp32
+    precision: str = "auto"  # bf16 autocast, fp32, or auto: bf16 where the CPU multiplies it natively
     threads: int | None = None  # None: toolgym's default (models/hf_models.py: torch_threads)
+
+
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bf16 matrices in hardware (AMX or AVX512-BF16), where bf16
+    autocast halved a forward and backward pass of SmolLM2 (an Intel CPU with AMX). Elsewhere torch
+    emulates bf16, and it is no option: on an AMD EPYC with AVX2 alone (2026-11-30) a 2048x2048
+    bf16 product took 61 s against 0.2 s in fp32, and a forward and backward pass of SmolLM2 over
+    1,800 tokens 504 s against 40 s."""
+    import torch
+
+    cpu: Any = torch.cpu  # the probes are torch's private functions: absent ones answer no
+    probes = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
+    return any(bool(getattr(cpu, probe, lambda: False)()) for probe in probes)
+
+
+def chosen_precision(requested: str) -> str:
+    """`--precision`: bf16 or fp32 as asked; auto is bf16 where the CPU has it natively, else fp32."""
+    if requested != "auto":
+        return requested
+    return "bf16" if native_bf16() else "fp32"
 
 
 def seed_everything(seed: int) -> None:
@@ -325,6 +345,7 @@ def fine_tune(
     from trl.trainer.sft_trainer import SFTTrainer
 
     disable_progress_bars()  # four bars of dataset preparation per run: the step lines say enough
+    precision = chosen_precision(config.precision)
     threads = use_threads(config.threads)
     tokenizer, model = load_base(base, config)
     threads = use_threads(config.threads)  # loading may have set its own count
@@ -348,7 +369,7 @@ def fine_tune(
         save_strategy="no",
         report_to="none",
         use_cpu=True,
-        bf16=config.precision == "bf16",  # TRL's default is bf16: always said, never assumed
+        bf16=precision == "bf16",  # TRL's default is bf16: always said, never assumed
         seed=config.seed,
         data_seed=config.seed,
         dataloader_num_workers=0,
@@ -382,7 +403,8 @@ def fine_tune(
     gc.collect()
     return {
         "method": "LoRA (peft), merged" if config.lora else "full fine-tune",
-        "precision": "bf16 autocast" if config.precision == "bf16" else "fp32",
+        "precision": "bf16 autocast" if precision == "bf16" else "fp32",
+        "precision_asked": config.precision,  # auto: the document says what the CPU chose
         "threads": threads,
         "loss_on": "assistant tokens" if marked is not None else "every token",
         "head_on": "learnt positions" if compact_head else "every position",
@@ -489,8 +511,11 @@ def bench(base: str, train: Sequence[dict[str, Any]], steps: int, config: TrainC
     """`steps` optimizer steps of each method (LoRA, full) in each precision (fp32, bf16), nothing
     saved: seconds per step, and the bf16 losses against fp32's on the first COMPARED_STEPS."""
     runs: dict[str, Any] = {}
+    precisions = ("fp32", "bf16") if native_bf16() else ("fp32",)
+    if len(precisions) == 1:
+        print("-- bench: bf16 not measured: this CPU has no native bf16 (torch emulates it, far slower)")
     for lora in (True, False):
-        for precision in ("fp32", "bf16"):
+        for precision in precisions:
             name = f"{'lora' if lora else 'full'} {precision}"
             print(f"-- bench: {name}, {steps} steps", flush=True)
             settings = {**asdict(config), "steps": steps, "lora": lora, "precision": precision}
@@ -500,9 +525,11 @@ def bench(base: str, train: Sequence[dict[str, Any]], steps: int, config: TrainC
 
 def precision_checks(runs: dict[str, Any]) -> dict[str, dict[str, float | bool]]:
     """Per method, bf16's loss against fp32's: step 1's relative gap and the worst of the first
-    COMPARED_STEPS, each against its tolerance."""
+    COMPARED_STEPS, each against its tolerance (none where bf16 was not measured)."""
     checks: dict[str, dict[str, float | bool]] = {}
     for method in ("lora", "full"):
+        if f"{method} bf16" not in runs:  # a CPU without native bf16: not measured
+            continue
         fp32, bf16 = runs[f"{method} fp32"]["losses"], runs[f"{method} bf16"]["losses"]
         gaps = [abs(b - f) / f for f, b in zip(fp32[:COMPARED_STEPS], bf16[:COMPARED_STEPS], strict=True)]
         checks[method] = {
@@ -534,6 +561,10 @@ plans: every step but the training loop already is a toolgym command (generate, 
 run, eval), and the loop is TRL's SFTTrainer with settings measured for one 135M model on one
 2-core machine; a command earns its room when its options are an interface users build on (more
 model families, an accelerator path)."""
+
+NOT_NATIVE = (
+    "this CPU has no native bf16 (AMX or AVX512-BF16), so bf16 was not run: torch emulates it, far slower"
+)
 
 NO_TRAINING_RUN = (
     "No training run has finished in this work folder: the figures below are `--bench-steps`'s. "
@@ -571,13 +602,20 @@ def data_lines(meta: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _precision_why(train: dict[str, Any]) -> str:
+    """Why the run's precision, where `--precision auto` chose it (a run before auto says nothing)."""
+    if train.get("precision_asked") != "auto":
+        return ""
+    return " (auto: the CPU has native bf16)" if train["precision"] != "fp32" else f" (auto: {NOT_NATIVE})"
+
+
 def training_lines(train: dict[str, Any]) -> list[str]:
     config, seconds = train["config"], train["step_seconds"]
     losses = train["losses"]
     shown = losses if len(losses) <= 12 else [*losses[:6], *losses[-6:]]
     gap = "" if len(losses) <= 12 else " (first and last six)"
     return [
-        f"- {train['method']}, {train['precision']}, loss on {train['loss_on']}"
+        f"- {train['method']}, {train['precision']}{_precision_why(train)}, loss on {train['loss_on']}"
         + (f" (LM head projected on {train['head_on']})" if "head_on" in train else "")
         + f", TRL SFTTrainer on CPU with {train['threads']} torch thread(s), seed {config['seed']}",
         f"- {config['steps']} optimizer steps x batch {config['batch_size']} x accumulation "
@@ -595,7 +633,7 @@ def bench_lines(bench: dict[str, Any]) -> list[str]:
         f"{r['threads']} | {_load_line(r)} | {', '.join(f'{v:.3f}' for v in r['losses'][:COMPARED_STEPS])} |"
         for name, r in bench["runs"].items()
     ]
-    checks = "; ".join(
+    measured = "; ".join(
         f"{method}: step 1 {100 * float(c['first']):.2f}%, worst of {COMPARED_STEPS} "
         f"{100 * float(c['worst']):.2f}% ({'within' if c['within'] else 'OUTSIDE'})"
         for method, c in precision_checks(bench["runs"]).items()
@@ -613,7 +651,8 @@ def bench_lines(bench: dict[str, Any]) -> list[str]:
         "value by 0.4% and autocast keeps the softmax and the loss in fp32, so the mean over hundreds "
         f"of tokens moves well under 1%; the first {COMPARED_STEPS} steps at most "
         f"{100 * BF16_TOLERANCE:.0f}% apart, since after step 1 the weights also differ by an update "
-        f"computed from bf16 activations, which rounding does not bound. Measured: {checks}.",
+        f"computed from bf16 activations, which rounding does not bound. Measured: "
+        + (f"{measured}." if measured else f"nothing: {NOT_NATIVE}."),
     ]
 
 
@@ -702,13 +741,17 @@ def parser() -> argparse.ArgumentParser:
     method.add_argument("--full", dest="lora", action="store_false", help="a full fine-tune")
     p.add_argument(
         "--precision",
-        choices=("bf16", "fp32"),
-        default="bf16",
-        help="bf16 autocast (default: measured faster) or fp32",
+        choices=("auto", "bf16", "fp32"),
+        default="auto",
+        help="bf16 autocast, fp32, or auto (default): bf16 where the CPU has it natively (AMX, "
+        "AVX512-BF16: measured ~2x faster), else fp32 (torch emulates bf16 there, far slower)",
     )
     p.add_argument("--threads", type=int, help="torch threads (default: toolgym's rule, the CPUs it may use)")
     p.add_argument(
-        "--bench-steps", type=int, default=0, help="only measure: N steps of LoRA/full x bf16/fp32"
+        "--bench-steps",
+        type=int,
+        default=0,
+        help="only measure: N steps of LoRA/full x fp32/bf16 (bf16 where native)",
     )
     p.add_argument("--eval-per-set", type=int, default=10, help="held-out tasks evaluated per set (0: none)")
     p.add_argument("--eval-sets", help="bundled sets evaluated (default: all seven, `toolgym tasks`)")

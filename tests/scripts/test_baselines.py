@@ -18,6 +18,8 @@ from scripts.baselines import (
     ModelPath,
     Settings,
     collect,
+    cpu_model,
+    machine,
     main,
     model_paths,
     parser,
@@ -246,3 +248,24 @@ def test_a_served_model_that_is_not_there_is_refused_before_anything_runs(tmp_pa
     with pytest.raises(BaselineError, match=f"--serve {missing}: "):
         main(["--agent", "", "--serve", str(missing), "--out", str(tmp_path / "runs")])
     assert not (tmp_path / "runs").exists()  # nothing ran, nothing was written
+
+
+def test_the_machine_line_names_the_cpu_and_the_vector_units_its_speed_turns_on(tmp_path: Path) -> None:
+    """The same command is several times slower on another CPU (and bf16 far slower without native
+    bf16): a document's figures name the CPU they came from."""
+    cpuinfo = tmp_path / "cpuinfo"
+    processor = "processor\t: {n}\nmodel name\t: {name}\nflags\t\t: fpu sse2 {flags}\n\n"
+    cpuinfo.write_text(
+        "".join(processor.format(n=n, name="AMD EPYC", flags="fma avx2 sha_ni") for n in range(2)),
+        encoding="utf-8",
+    )
+    assert cpu_model(cpuinfo) == "AMD EPYC (AVX2)"
+    flags = "avx2 avx512f avx512_bf16 amx_tile amx_bf16"
+    cpuinfo.write_text(
+        processor.format(n=0, name="Intel(R) Xeon(R) Platinum 8480+", flags=flags), encoding="utf-8"
+    )
+    assert cpu_model(cpuinfo) == "Intel(R) Xeon(R) Platinum 8480+ (AMX-BF16, AVX512-BF16, AVX-512, AVX2)"
+    cpuinfo.write_text(processor.format(n=0, name="Old", flags="sse4_2"), encoding="utf-8")
+    assert cpu_model(cpuinfo) == "Old (no AVX2)"
+    assert cpu_model(tmp_path / "absent") == "unknown CPU"
+    assert cpu_model() in machine()

@@ -19,7 +19,9 @@ from scripts.finetune import (
     HELD_OUT_GENERATED,
     DataConfig,
     TrainConfig,
+    bench_lines,
     bundled_tasks,
+    chosen_precision,
     eval_times,
     evaluation_samples,
     fine_tune,
@@ -27,6 +29,7 @@ from scripts.finetune import (
     is_held_out,
     learnt_positions_only,
     load_base,
+    native_bf16,
     normal_query,
     precision_checks,
     prepare,
@@ -181,8 +184,10 @@ PROGRESS = re.compile(r"^step (\d+)/3  loss \d+\.\d{4}  \d+\.\d\d s/step  ETA \d
 def test_a_seeded_lora_run_prints_a_line_per_step_and_repeats_its_losses(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    config = TrainConfig(steps=3, max_length=128, lora=True, precision="bf16", threads=1)
+    config = TrainConfig(steps=3, max_length=128, lora=True, precision="auto", threads=1)
     first = fine_tune("hf:smollm2", TINY, None, config)
+    assert first["precision_asked"] == "auto"
+    assert first["precision"] == ("bf16 autocast" if native_bf16() else "fp32")
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("step ")]
     assert [PROGRESS.match(line) is not None for line in lines] == [True] * 3
     assert [int(line.split()[1].split("/")[0]) for line in lines] == [1, 2, 3]
@@ -220,6 +225,35 @@ def test_the_head_projects_the_learnt_positions_alone_with_the_same_loss_and_gra
     torch.testing.assert_close(learnt_only[1], every_position[1], rtol=1e-4, atol=1e-7)
     fused: Any = importlib.import_module("trl.trainer.utils")
     assert fused._use_triton(torch.device("cpu")) is False  # put back after the block
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch: toolgym[ml]")
+def test_auto_precision_is_bf16_only_where_the_cpu_multiplies_bf16_natively() -> None:
+    """bf16 autocast is faster only with AMX or AVX512-BF16; elsewhere torch emulates it (a step
+    that took 40 s in fp32 took 504 s on an AVX2 CPU), so auto is fp32 there. Asked for, either runs."""
+    import torch
+
+    cpu: Any = torch.cpu
+    native = any(
+        getattr(cpu, probe, lambda: False)()
+        for probe in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
+    )
+    assert native_bf16() is native
+    assert chosen_precision("auto") == ("bf16" if native else "fp32")
+    assert chosen_precision("bf16") == "bf16" and chosen_precision("fp32") == "fp32"
+
+
+def test_a_bench_without_bf16_has_no_precision_check_and_says_why() -> None:
+    runs = {
+        f"{m} fp32": {"losses": [1.0, 0.9, 0.8], "step_seconds": [2.0] * 3, "threads": 2, "load": LOAD}
+        for m in ("lora", "full")
+    }
+    assert precision_checks(runs) == {}
+    text = "\n".join(bench_lines({"steps": 3, "runs": runs}))
+    assert "| lora fp32 | 2.00 | 2.00 | 2 |" in text and "bf16 was not run" in text
+
+
+LOAD = {"before": 0.5, "during": [1.0, 1.1, 1.2], "after": 0.9}
 
 
 def test_bf16_is_held_to_rounding_on_the_first_step_and_to_a_looser_bound_once_updates_differ() -> None:
