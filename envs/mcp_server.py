@@ -172,9 +172,14 @@ class WorldSession:
             self._keep(self.env.files.resolve(announced["handle"]).handle)
         self._hash_before = info.get("state_hash")
         if self.config.trace_dir is not None:
-            header = trace_header(
-                self.env, _Named(self.agent), task, seed, {"max_steps": task.max_steps or self.env.max_steps}
-            )
+            with strict_arguments(self.config.strict_arguments):  # the header says so, as the runner's does
+                header = trace_header(
+                    self.env,
+                    _Named(self.agent),
+                    task,
+                    seed,
+                    {"max_steps": task.max_steps or self.env.max_steps},
+                )
             name = f"ep{self.episodes}.{trace_name(task.id, seed)}"
             path = self.config.trace_dir / f"session-{self.number}" / name
             self._writer = TraceWriter(path, header)

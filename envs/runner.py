@@ -21,6 +21,10 @@ from toolgym.envs.perturb import PERTURBATION_KEY, PerturbLayer
 from toolgym.envs.tool_env import REWARD_MODES, RewardMode, ToolEnv, kept_raw
 from toolgym.errors import ArgumentError, InfraError
 from toolgym.files import FileHandle, write_atomically
+from toolgym.mocks.app import arguments_strict
+from toolgym.mocks.app import (
+    strict_arguments as strict_arguments,  # for the floors above that may not see mocks
+)
 from toolgym.mocks.events import DEFAULT_VERBOSITY as DEFAULT_VERBOSITY  # re-exported for the recorder
 from toolgym.mocks.events import VERBOSITIES
 from toolgym.mocks.events import Verbosity as Verbosity  # for the floors above that may not see mocks
@@ -98,6 +102,22 @@ def header_reward_mode(env_config: Mapping[str, Any]) -> RewardMode:
     )
 
 
+# env_config key of a trace header: true when app tools took arguments of their declared types only
+# (`toolgym.mocks.app.strict_arguments`), written only then, so other headers read as before
+STRICT_ARGUMENTS_KEY: Final = "strict_arguments"
+
+
+def header_strict_arguments(env_config: Mapping[str, Any]) -> bool:
+    """Whether a trace was recorded under strict arguments (its header's `env_config`), to re-run
+    it so (a coerced argument would succeed where it had failed); ArgumentError for a non-boolean."""
+    value = env_config.get(STRICT_ARGUMENTS_KEY, False)
+    if not isinstance(value, bool):
+        raise ArgumentError(
+            f"the trace header's env_config {STRICT_ARGUMENTS_KEY!r} must be true or false, not {value!r}"
+        )
+    return value
+
+
 def trace_name(task_id: str, seed: int | None, *, kind: str = "") -> str:
     """The file name of an episode's trace: `<task id>[.<kind>].seed<seed>.jsonl`."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id)
@@ -117,7 +137,8 @@ def trace_header(
     """The header of an episode's trace, taken after `env.reset` (the offered tools are known).
     An episode under fault plans names them in `env_config["faults"]`; one under a perturbation
     plan holds the plan and the offered names' mapping in `env_config["perturbation"]`; one at a
-    verbosity other than the default names it in `env_config["notifications"]`."""
+    verbosity other than the default names it in `env_config["notifications"]`, and one under
+    `strict_arguments()` (called within it) says `env_config["strict_arguments"] = true`."""
     plans = [layer.plan.model_dump(mode="json") for layer in env.tool_layers if isinstance(layer, FaultLayer)]
     if plans:
         env_config = {**env_config, "faults": plans}
@@ -128,6 +149,8 @@ def trace_header(
         env_config = {**env_config, REWARD_MODE_KEY: env.reward_mode}
     if env.verbosity != DEFAULT_VERBOSITY:
         env_config = {**env_config, NOTIFICATIONS_KEY: env.verbosity}
+    if arguments_strict():
+        env_config = {**env_config, STRICT_ARGUMENTS_KEY: True}
     return TraceHeader(
         task_id=task.id,
         seed=seed,

@@ -35,8 +35,10 @@ from toolgym.envs.runner import (
     EpisodeResult,
     Verbosity,
     header_reward_mode,
+    header_strict_arguments,
     header_verbosity,
     run_episode,
+    strict_arguments,
 )
 from toolgym.envs.task_sets import TaskSource, named_file, source_of
 from toolgym.envs.tool_env import ToolEnv
@@ -441,17 +443,19 @@ def _replay_one(path: Path, out: Path, envs: EnvPool, index: TaskIndex) -> Repla
         return ReplayedEpisode(golden=path, replayed=None, identical=False, steps=0, error=str(exc))
     try:
         env = envs.env_for(task_set, trace)
+        strict = header_strict_arguments(trace.header.env_config)
     except ArgumentError as exc:  # a header whose plan, verbosity or reward mode this version cannot use
         return ReplayedEpisode(golden=path, replayed=None, identical=False, steps=0, error=exc.message)
     try:
-        result = run_episode(
-            env,
-            TraceAgent(trace),
-            task,
-            seed=trace.header.seed,
-            trace_dir=out / set_name,
-            golden=trace.header.golden,
-        )
+        with strict_arguments(strict):  # as it ran: its header then says so again
+            result = run_episode(
+                env,
+                TraceAgent(trace),
+                task,
+                seed=trace.header.seed,
+                trace_dir=out / set_name,
+                golden=trace.header.golden,
+            )
     except TraceExhausted as exc:
         return ReplayedEpisode(golden=path, replayed=None, identical=False, steps=0, error=str(exc))
     replayed = result.trace_path

@@ -25,7 +25,7 @@ from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
 from toolgym.canonical import canonical_hash, canonical_json
-from toolgym.envs.runner import step_fields
+from toolgym.envs.runner import header_strict_arguments, step_fields, strict_arguments
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import ArgumentError
 from toolgym.files import FileHandle, UnknownFileError
@@ -335,6 +335,7 @@ def verify_trace(
         return result
     try:
         env = pool.env_for(task_set, trace)
+        strict = header_strict_arguments(trace.header.env_config)
     except ArgumentError as exc:  # a header whose plan, verbosity or reward mode this version cannot use
         result.error = exc.message
         return result
@@ -356,7 +357,8 @@ def verify_trace(
         except TraceExhausted as exc:  # cannot happen while iterating the trace's own steps
             result.error = str(exc)
             return result
-        _, r, terminated, truncated, last = env.step(output)
+        with strict_arguments(strict):  # the app tools take the arguments as they did then
+            _, r, terminated, truncated, last = env.step(output)
         result.steps.append(checker.step(recorded.index, recorded, step_fields(output, last, hash_before)))
         hash_before = last.get("state_hash")
         reward = float(r)

@@ -262,9 +262,10 @@ class ToolgymEnvironment:
             trace: str | None = None
             if self.trace_dir is not None:
                 agent: Agent = _NamedAgent(options.agent)
-                header = trace_header(
-                    env, agent, env.task, seed, {"max_steps": env.task.max_steps or env.max_steps}
-                )
+                with strict_arguments(config.strict_arguments):  # the header says so, as the runner's does
+                    header = trace_header(
+                        env, agent, env.task, seed, {"max_steps": env.task.max_steps or env.max_steps}
+                    )
                 trace = f"ep{self._episodes}.{trace_name(env.task.id, seed)}"
                 spare.release()
                 self._writer = TraceFile(self._trace_folder() / trace, header)

@@ -367,3 +367,30 @@ def test_verify_re_runs_a_trace_in_the_reward_mode_its_header_names(tmp_path: Pa
         verified = runner.invoke(app, ["verify", str(out), "--tasks", "mtu"])
         assert verified.exit_code == 1 and says in flat(verified.output), verified.output
         assert "1 ok, 1 drifted or failed" in flat(verified.output)
+
+
+def test_verify_re_runs_a_strict_run_strictly(tmp_path: Path) -> None:
+    """`toolgym run --strict-arguments`: a number for a string parameter was an argument_error.
+    Its header says the run was strict, so verify re-runs it so and finds it identical (before,
+    verify coerced the number and reported the error gone as drift)."""
+    script = tmp_path / "script.jsonl"
+    call = {"type": "tool_call", "name": "get_account_balance", "arguments": {"account_number": 123456}}
+    answer = {"type": "final_answer", "text": "Account 123456 has a balance of $4,825.50."}
+    script.write_text(json.dumps({"task_id": "mtu-balance-002", "actions": [call, answer]}) + "\n")
+    out = tmp_path / "runs"
+    args = ["run", "--tasks", "mtu", "--task-id", "mtu-balance-002", "--agent", f"scripted:{script}"]
+    assert runner.invoke(app, [*args, "--strict-arguments", "--out", str(out)]).exit_code == 0
+    (trace_path,) = out.rglob("*.seed0.jsonl")
+    trace = read_trace(trace_path)
+    assert trace.header.env_config["strict_arguments"] is True
+    assert trace.steps[0].error_kinds == ["argument_error"]
+    verified = runner.invoke(app, ["verify", str(out), "--tasks", "mtu"])
+    assert verified.exit_code == 0 and "1 ok" in verified.output, verified.output
+
+    lines = trace_path.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    for value, says in ((False, "argument_error"), ("yes", "'strict_arguments' must be true or false")):
+        header["env_config"]["strict_arguments"] = value
+        trace_path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+        verified = runner.invoke(app, ["verify", str(out), "--tasks", "mtu"])
+        assert verified.exit_code == 1 and says in flat(verified.output), verified.output

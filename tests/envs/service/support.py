@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from toolgym.envs.agents import OracleAgent, golden_action
-from toolgym.envs.runner import run_episode
+from toolgym.envs.runner import run_episode, strict_arguments
 from toolgym.envs.service.catalog import Catalog
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.mocks.service.server import ThreadedServer
@@ -113,12 +113,16 @@ def golden_outputs(env: ToolEnv, task_id: str = TASK_ID) -> list[Any]:
     return [env.protocol.format_action(golden_action(step.action, env.protocol)) for step in task.golden]
 
 
-def reference_trace(catalog: Catalog, tmp_path: Path, protocol: str = "react") -> bytes:
-    """The trace `run_episode` writes for the oracle on TASK_ID, seed 0 (what a session writes)."""
+def reference_trace(
+    catalog: Catalog, tmp_path: Path, protocol: str = "react", *, strict: bool = False
+) -> bytes:
+    """The trace `run_episode` writes for the oracle on TASK_ID, seed 0 (what a session writes);
+    `strict`: under `strict_arguments()`, as `toolgym run --strict-arguments` runs it."""
     env = local_env(catalog, protocol)
-    result = run_episode(
-        env, OracleAgent(env.protocol), env.tasks[TASK_ID], seed=0, trace_dir=tmp_path / "local"
-    )
+    with strict_arguments(strict):
+        result = run_episode(
+            env, OracleAgent(env.protocol), env.tasks[TASK_ID], seed=0, trace_dir=tmp_path / "local"
+        )
     env.close()
     assert result.trace_path is not None
     return result.trace_path.read_bytes()

@@ -82,6 +82,23 @@ def test_generic_env_client_sync_matches_in_process(served: Served, catalog: Cat
     assert fetch_trace(served.url, session_id, trace) == reference_trace(catalog, tmp_path)
 
 
+def test_a_strict_session_writes_the_runners_strict_trace(
+    served: Served, catalog: Catalog, tmp_path: Path
+) -> None:
+    """A session with `strict_arguments` writes what `toolgym run --strict-arguments` writes, its
+    header saying so (verify and replay re-run such a trace strictly), byte for byte."""
+    outputs = golden_outputs(local_env(catalog))
+    with GenericEnvClient(base_url=served.url).sync() as remote:
+        remote.reset(**{**RESET, "config": {"tasks": TASK_SET, "strict_arguments": True}})
+        for raw in outputs:
+            remote.step({"text": raw})
+        state = remote.state()
+    trace = fetch_trace(served.url, state["session_id"], state["trace"])
+    assert json.loads(trace.splitlines()[0])["env_config"]["strict_arguments"] is True
+    assert trace == reference_trace(catalog, tmp_path, strict=True)
+    assert trace != reference_trace(catalog, tmp_path / "lax")
+
+
 def test_a_task_run_again_in_a_session_gives_the_runners_trace(
     served: Served, catalog: Catalog, tmp_path: Path
 ) -> None:
