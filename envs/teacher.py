@@ -328,6 +328,11 @@ def _prediction_step(
     )
 
 
+# the header's env_config["mode"] of the traces written here (`toolgym run --mode step`); loaders of
+# other benchmarks' step-wise traces write their own (toolgym.evaluation.base.TEACHER_FORCED_MODES)
+TEACHER_FORCED = "teacher_forced"
+
+
 def record_teacher_forced(
     env: ToolEnv,
     agent: Agent,
@@ -372,7 +377,7 @@ def _record(
     except InfraError as exc:
         raise EpisodeAborted(f"reset failed: {exc.message}") from exc
     agent.start(task, obs, info)
-    config = {**(env_config or {}), "mode": "teacher_forced", "golden_steps": len(tf.golden)}
+    config = {**(env_config or {}), "mode": TEACHER_FORCED, "golden_steps": len(tf.golden)}
     writer = TraceWriter(
         trace_dir / trace_name(task.id, seed, kind=kind), trace_header(env, agent, task, seed, config)
     )

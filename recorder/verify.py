@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -25,13 +26,15 @@ from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
 from toolgym.canonical import canonical_hash, canonical_json
-from toolgym.envs.runner import header_strict_arguments, step_fields, strict_arguments
+from toolgym.envs.runner import EpisodeAborted, header_strict_arguments, step_fields, strict_arguments
+from toolgym.envs.teacher import TEACHER_FORCED, run_step_episode
 from toolgym.envs.tool_env import ToolEnv
 from toolgym.errors import ArgumentError
 from toolgym.files import FileHandle, UnknownFileError
 from toolgym.recorder.cassette import Cassette, CassetteError
 from toolgym.recorder.golden import EnvPool, TaskIndex, TraceAgent, TraceExhausted
-from toolgym.trace import Trace, TraceStep, read_trace
+from toolgym.tasks import Task
+from toolgym.trace import Trace, TraceEnd, TraceStep, read_trace
 
 STEP_FIELDS = (
     "actions",
@@ -340,6 +343,54 @@ def verify_trace(
         result.error = exc.message
         return result
     checker = _Checker(env, tolerance or Tolerance(), reference)
+    with strict_arguments(strict):  # the app tools take the arguments as they did then
+        if trace.header.env_config.get("mode") == TEACHER_FORCED:
+            _verify_predictions(result, trace, env, task, checker)
+        else:
+            _verify_episode(result, trace, env, task, checker)
+    return result
+
+
+def _verify_predictions(
+    result: VerifyResult, trace: Trace, env: ToolEnv, task: Task, checker: _Checker
+) -> None:
+    """A teacher-forced trace (`toolgym run --mode step`): its predictions never ran, so it is
+    re-recorded the way it was made, on the task's golden chain, and compared step by step."""
+    steps = trace.header.env_config.get("golden_steps")
+    if steps != len(task.golden):  # a loader's, paired with a dataset's turn: nothing to re-record it on
+        result.error = (
+            f"a teacher-forced trace over {steps} golden steps, the task's chain has {len(task.golden)}: "
+            "verify re-records predictions on the task's own golden chain only"
+        )
+        return
+    with tempfile.TemporaryDirectory(prefix="toolgym-verify-") as folder:
+        try:
+            made = run_step_episode(
+                env, TraceAgent(trace), task, seed=trace.header.seed, trace_dir=Path(folder)
+            )
+        except (EpisodeAborted, TraceExhausted) as exc:
+            result.error = f"re-recording the predictions failed: {exc}"
+            return
+        assert made.trace_path is not None  # a trace folder was given
+        again = read_trace(made.trace_path)
+    result.header = _header_drifts(
+        trace, env, canonical_hash(task.model_dump(mode="json"))
+    )  # tools offered now
+    for recorded, now in zip(trace.steps, again.steps, strict=False):
+        result.steps.append(checker.step(recorded.index, recorded, now.model_dump(mode="json")))
+    if len(again.steps) != len(trace.steps):
+        result.end.append(
+            Drift("end", None, "steps", len(trace.steps), len(again.steps), "the golden chain changed")
+        )
+    if trace.end is None:  # a partial or cut trace: its steps are checked, and it fails
+        result.incomplete = trace.incomplete
+        return
+    assert again.end is not None
+    result.end += _end_drifts(trace.end, again.end.model_dump(mode="json"))
+
+
+def _verify_episode(result: VerifyResult, trace: Trace, env: ToolEnv, task: Task, checker: _Checker) -> None:
+    """An episode re-executed step by step on a fresh env: each step's fields, then its end."""
     _, info = env.reset(seed=trace.header.seed, options={"task": task})
     result.header = _header_drifts(trace, env, canonical_hash(task.model_dump(mode="json")))
     agent = TraceAgent(trace)
@@ -356,9 +407,8 @@ def verify_trace(
             output = agent.act("", {})
         except TraceExhausted as exc:  # cannot happen while iterating the trace's own steps
             result.error = str(exc)
-            return result
-        with strict_arguments(strict):  # the app tools take the arguments as they did then
-            _, r, terminated, truncated, last = env.step(output)
+            return
+        _, r, terminated, truncated, last = env.step(output)
         result.steps.append(checker.step(recorded.index, recorded, step_fields(output, last, hash_before)))
         hash_before = last.get("state_hash")
         reward = float(r)
@@ -366,12 +416,12 @@ def verify_trace(
             done, status = True, "terminated" if terminated else "truncated"
     if trace.end is None:  # a partial or cut trace: its steps are checked, and it fails
         result.incomplete = trace.incomplete
-        return result
+        return
     if not done:
         result.end.append(
             Drift("end", None, "status", trace.end.status, "running", "the episode did not end")
         )
-        return result
+        return
     now_end = {
         "status": status,
         "steps": len(result.steps),
@@ -380,11 +430,17 @@ def verify_trace(
         "error_counts": dict(env.error_counts),
         "scores": last.get("scores", {}),
     }
-    recorded_end = trace.end.model_dump(mode="json")
-    for name in END_FIELDS:
-        for sub, e, g in _diffs(recorded_end[name], now_end[name], name):
-            result.end.append(Drift("end", None, sub, e, g))
-    return result
+    result.end += _end_drifts(trace.end, now_end)
+
+
+def _end_drifts(recorded: TraceEnd, now: Mapping[str, Any]) -> list[Drift]:
+    """The end record's fields (END_FIELDS) that differ from what the re-run ended with."""
+    recorded_end = recorded.model_dump(mode="json")
+    return [
+        Drift("end", None, sub, e, g)
+        for name in END_FIELDS
+        for sub, e, g in _diffs(recorded_end[name], now[name], name)
+    ]
 
 
 def verify_traces(

@@ -394,3 +394,30 @@ def test_verify_re_runs_a_strict_run_strictly(tmp_path: Path) -> None:
         trace_path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
         verified = runner.invoke(app, ["verify", str(out), "--tasks", "mtu"])
         assert verified.exit_code == 1 and says in flat(verified.output), verified.output
+
+
+def test_verify_re_records_a_step_mode_run_and_names_a_changed_step(tmp_path: Path) -> None:
+    """`toolgym run --mode step` writes predictions that never ran: verify re-records them on the
+    task's golden chain and compares them step by step (before, it stepped them through an
+    end-to-end env and reported every observation as drift). A changed step is named; a trace
+    over another golden chain than the task's is a one-line error."""
+    out = tmp_path / "runs"
+    args = ["run", "--tasks", "mtu", "--limit", "2", "--agent", "oracle", "--mode", "step"]
+    assert runner.invoke(app, [*args, "--out", str(out)]).exit_code == 0
+    traces = sorted(out.rglob("*.seed0.jsonl"))
+    assert len(traces) == 2 and read_trace(traces[0]).header.env_config["mode"] == "teacher_forced"
+    verified = runner.invoke(app, ["verify", str(out), "--tasks", "mtu"])
+    assert verified.exit_code == 0 and "2 ok" in verified.output, verified.output
+
+    lines = traces[0].read_text(encoding="utf-8").splitlines()
+    step = json.loads(lines[1])
+    step["error_kinds"] = ["format_error"]
+    traces[0].write_text("\n".join([lines[0], json.dumps(step), *lines[2:]]) + "\n", encoding="utf-8")
+    verified = runner.invoke(app, ["verify", str(out), "--tasks", "mtu"])
+    assert verified.exit_code == 1 and "step 1: error_kinds" in flat(verified.output), verified.output
+
+    header = json.loads(lines[0])
+    header["env_config"]["golden_steps"] = 7
+    traces[0].write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+    verified = runner.invoke(app, ["verify", str(out), "--tasks", "mtu"])
+    assert verified.exit_code == 1 and "on the task's own golden chain only" in flat(verified.output)
