@@ -34,6 +34,7 @@ from scripts.finetune import (
     precision_checks,
     prepare,
     split_records,
+    training_lines,
     training_template,
 )
 from toolgym.envs.demo import bundled_task_sets, resolve_task_set
@@ -283,3 +284,34 @@ def test_the_document_shows_its_command_without_where_it_was_written() -> None:
         shown_command(ran, COMMAND)
         == ".venv/bin/python -m scripts.finetune --full --work /w --eval-workers 2"
     )
+
+
+def test_the_training_line_says_why_auto_chose_its_precision() -> None:
+    def train(precision: str, asked: str | None) -> dict[str, Any]:
+        return {
+            "method": "full fine-tune",
+            "precision": precision,
+            **({"precision_asked": asked} if asked is not None else {}),
+            "loss_on": "assistant tokens",
+            "threads": 2,
+            "config": {"seed": 0, "steps": 3, "batch_size": 1, "grad_accum": 1, "learning_rate": 1e-4},
+            "examples_seen": 3,
+            "step_seconds": [1.0, 2.0, 3.0],
+            "losses": [1.0, 0.9, 0.8],
+            "minutes": 0.1,
+            "load": LOAD,
+        }
+
+    first = {
+        (precision, asked): training_lines(train(precision, asked))[0]
+        for precision, asked in (
+            ("fp32", "auto"),
+            ("bf16 autocast", "auto"),
+            ("fp32", "fp32"),
+            ("bf16 autocast", None),
+        )
+    }
+    assert "fp32 (auto: this CPU has no native bf16" in first["fp32", "auto"]
+    assert "bf16 autocast (auto: the CPU has native bf16)" in first["bf16 autocast", "auto"]
+    assert "fp32, loss on" in first["fp32", "fp32"]  # asked for: nothing to explain
+    assert "bf16 autocast, loss on" in first["bf16 autocast", None]  # a run from before auto
