@@ -347,17 +347,24 @@ def test_record_refuses_a_task_whose_golden_chain_fails(tmp_path: Path) -> None:
     assert not (tmp_path / "golden").exists()
 
 
+def oracle_runs_that_verify(out: Path, *options: str) -> list[Path]:
+    """`toolgym run` of the oracle on two mtu tasks with `options` into `out`, which `toolgym verify`
+    passes; the two traces."""
+    args = ["run", "--tasks", "mtu", "--limit", "2", "--agent", "oracle", *options, "--out", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+    traces = sorted(out.rglob("*.seed0.jsonl"))
+    verified = runner.invoke(app, ["verify", str(out), "--tasks", "mtu"])
+    assert len(traces) == 2 and verified.exit_code == 0 and "2 ok" in verified.output, verified.output
+    return traces
+
+
 def test_verify_re_runs_a_trace_in_the_reward_mode_its_header_names(tmp_path: Path) -> None:
     """A run with dense rewards is verified with them (before, verify re-ran it under final rewards
     and reported its milestone progress as drift); a header naming another mode drifts, one naming
     a mode no env takes is a one-line error."""
     out = tmp_path / "runs"
-    args = ["run", "--tasks", "mtu", "--limit", "2", "--agent", "oracle", "--reward-mode", "milestones"]
-    assert runner.invoke(app, [*args, "--out", str(out)]).exit_code == 0
-    traces = sorted(out.rglob("*.seed0.jsonl"))
-    assert len(traces) == 2 and read_trace(traces[0]).header.env_config["reward_mode"] == "milestones"
-    verified = runner.invoke(app, ["verify", str(out), "--tasks", "mtu"])
-    assert verified.exit_code == 0 and "2 ok" in verified.output, verified.output
+    traces = oracle_runs_that_verify(out, "--reward-mode", "milestones")
+    assert read_trace(traces[0]).header.env_config["reward_mode"] == "milestones"
 
     lines = traces[0].read_text(encoding="utf-8").splitlines()
     header = json.loads(lines[0])
@@ -402,12 +409,8 @@ def test_verify_re_records_a_step_mode_run_and_names_a_changed_step(tmp_path: Pa
     end-to-end env and reported every observation as drift). A changed step is named; a trace
     over another golden chain than the task's is a one-line error."""
     out = tmp_path / "runs"
-    args = ["run", "--tasks", "mtu", "--limit", "2", "--agent", "oracle", "--mode", "step"]
-    assert runner.invoke(app, [*args, "--out", str(out)]).exit_code == 0
-    traces = sorted(out.rglob("*.seed0.jsonl"))
-    assert len(traces) == 2 and read_trace(traces[0]).header.env_config["mode"] == "teacher_forced"
-    verified = runner.invoke(app, ["verify", str(out), "--tasks", "mtu"])
-    assert verified.exit_code == 0 and "2 ok" in verified.output, verified.output
+    traces = oracle_runs_that_verify(out, "--mode", "step")
+    assert read_trace(traces[0]).header.env_config["mode"] == "teacher_forced"
 
     lines = traces[0].read_text(encoding="utf-8").splitlines()
     step = json.loads(lines[1])
