@@ -97,6 +97,9 @@ CHATML_TRAINING = (
 BF16_FIRST_STEP_TOLERANCE = 0.01
 BF16_TOLERANCE = 0.05
 COMPARED_STEPS = 3
+TRAIN_RECORD = "train.json"  # a finished training run: what it measured, its base, config and records
+EVAL_TIMES = "eval-times.json"  # each model's evaluation minutes, one segment per run of the command
+NOT_SHOWN = ("--render-only", "--resume")  # how the document was made, not what it measured
 
 
 def is_held_out(task_id: str) -> bool:
@@ -657,10 +660,12 @@ def bench_lines(bench: dict[str, Any]) -> list[str]:
 
 
 def eval_times(meta: dict[str, Any]) -> str:
-    """Each model's evaluation time and the load average (1 min) at its start and end."""
-    loads = meta.get("eval_load", {})
+    """Each model's evaluation time and the load average (1 min) at its start and end, and over how
+    many runs of the command where `--resume` went on with a stopped one."""
+    loads, runs = meta.get("eval_load", {}), meta.get("eval_runs", {})
     return ", ".join(
         f"{label} {minutes:.1f} min"
+        + (f" over {runs[label]} runs of the command (resumed)" if runs.get(label, 1) > 1 else "")
         + (
             f" (load {loads[label][0]:.1f} at the start, {loads[label][1]:.1f} at the end)"
             if label in loads
@@ -768,6 +773,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--doc", type=Path, default=DOC, help="the document written (default docs/finetune.md)")
     p.add_argument("--render-only", action="store_true", help="rewrite the document from --work")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with a run stopped in --work: its finished training is kept (the same base, config "
+        "and records; a stopped one starts again) and each evaluation run resumes its episodes",
+    )
     return p
 
 
@@ -776,6 +787,80 @@ def model_paths(base: str, model_dir: Path) -> list[ModelPath]:
         ModelPath(f"base ({base})", "base", ("--agent", base)),
         ModelPath("fine-tuned", "fine-tuned", ("--agent", f"hf:{model_dir}")),
     ]
+
+
+def data_fingerprint(train: Sequence[dict[str, Any]]) -> str:
+    """The training records' hash: what a finished training run is matched on, with its config."""
+    return canonical_hash(list(train))
+
+
+def finished_training(
+    work: Path, model_dir: Path, base: str, config: TrainConfig, data: str
+) -> dict[str, Any] | None:
+    """The record of a training run this command finished in `work` (its model saved) from the same
+    base, config and records; None when there is none, or it differs in any of them."""
+    file = work / TRAIN_RECORD
+    if not file.is_file() or not (model_dir / "config.json").is_file():
+        return None
+    record: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
+    same_config = record.get("config") == json.loads(json.dumps(asdict(config)))
+    return record if same_config and record.get("base") == base and record.get("data") == data else None
+
+
+def trained(args: argparse.Namespace, split: Split, model_dir: Path, config: TrainConfig) -> dict[str, Any]:
+    """Step 4, or with `--resume` its finished run in `--work` (same base, config and records),
+    whose record train.json keeps."""
+    work: Path = args.work
+    data = data_fingerprint(split.train)
+    found = finished_training(work, model_dir, args.base, config, data) if args.resume else None
+    if found is not None:
+        print(
+            f"training: kept, {work / TRAIN_RECORD} (--resume: the same base, config and records)", flush=True
+        )
+        return found
+    (work / TRAIN_RECORD).unlink(missing_ok=True)  # the model is about to change under it
+    train = {**fine_tune(args.base, split.train, model_dir, config), "base": args.base, "data": data}
+    (work / TRAIN_RECORD).write_text(json.dumps(train, indent=2) + "\n", encoding="utf-8")
+    return train
+
+
+class EvalClock:
+    """Each model's evaluation time in `file`, kept as it goes: one segment per run of the command
+    (minutes, load average at its start and at its latest sample), so a run resumed after a stop
+    still reports the minutes the stopped one spent. A fresh run starts the file anew."""
+
+    def __init__(self, file: Path, *, resumed: bool) -> None:
+        self.file = file
+        self.segments: dict[str, list[dict[str, float]]] = (
+            json.loads(file.read_text(encoding="utf-8")) if resumed and file.is_file() else {}
+        )
+        self._started = 0.0
+        self._save()
+
+    def start(self, label: str) -> None:
+        self._started = time.monotonic()
+        load = os.getloadavg()[0]
+        self.segments.setdefault(label, []).append({"minutes": 0.0, "load_start": load, "load_end": load})
+        self._save()
+
+    def tick(self, label: str) -> None:
+        segment = self.segments[label][-1]
+        segment["minutes"] = (time.monotonic() - self._started) / 60
+        segment["load_end"] = os.getloadavg()[0]
+        self._save()
+
+    def minutes(self) -> dict[str, float]:
+        return {label: sum(s["minutes"] for s in runs) for label, runs in self.segments.items()}
+
+    def loads(self) -> dict[str, list[float]]:
+        return {label: [runs[0]["load_start"], runs[-1]["load_end"]] for label, runs in self.segments.items()}
+
+    def runs(self) -> dict[str, int]:
+        return {label: len(runs) for label, runs in self.segments.items()}
+
+    def _save(self) -> None:
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        self.file.write_text(json.dumps(self.segments, indent=2) + "\n", encoding="utf-8")
 
 
 def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
@@ -800,20 +885,25 @@ def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
         measured = bench(args.base, split.train, args.bench_steps, config)
         (work / "bench.json").write_text(json.dumps(measured, indent=2) + "\n", encoding="utf-8")
         return
-    train = fine_tune(args.base, split.train, model_dir, config)
+    train = trained(args, split, model_dir, config)
     sets = args.eval_sets.split(",") if args.eval_sets else list(benchmark_task_sets())
     chosen = evaluation_samples(work, split.shown(), sets, args.eval_per_set) if args.eval_per_set else []
     settings = Settings(
-        work / "eval", args.max_steps, args.max_tokens, teval_subsets=False, workers=args.eval_workers
+        work / "eval",
+        args.max_steps,
+        args.max_tokens,
+        teval_subsets=False,
+        workers=args.eval_workers,
+        fresh=not args.resume,
     )
-    eval_minutes, eval_load = {}, {}
+    clock = EvalClock(work / EVAL_TIMES, resumed=args.resume)
     for path in model_paths(args.base, model_dir) if chosen else []:
-        started, load_before = time.monotonic(), os.getloadavg()[0]
-        run_path(settings, path, chosen, log)
-        eval_minutes[path.label] = (time.monotonic() - started) / 60
-        eval_load[path.label] = [load_before, os.getloadavg()[0]]
+        clock.start(path.label)
+        for sample in chosen:  # one at a time: a run stopped part way has its minutes so far kept
+            run_path(settings, path, [sample], log)
+            clock.tick(path.label)
     meta = {
-        "command": shlex.join([*COMMAND, *(a for a in argv if a != "--render-only")]),
+        "command": shlex.join([*COMMAND, *(a for a in argv if a not in NOT_SHOWN)]),
         "base": args.base,
         "data": asdict(data),
         "split": split.shown(),
@@ -822,8 +912,9 @@ def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
         "train": train,
         "max_steps": args.max_steps,
         "max_tokens": args.max_tokens,
-        "eval_minutes": eval_minutes,
-        "eval_load": eval_load,
+        "eval_minutes": clock.minutes(),
+        "eval_load": clock.loads(),
+        "eval_runs": clock.runs(),
         "machine": machine(),
         "versions": versions(),
     }

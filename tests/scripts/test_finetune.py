@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -15,16 +16,21 @@ import pytest
 
 from scripts.baselines import BaselineError
 from scripts.finetune import (
+    EVAL_TIMES,
     GENERATED,
     HELD_OUT_GENERATED,
+    TRAIN_RECORD,
     DataConfig,
+    EvalClock,
     TrainConfig,
     bench_lines,
     bundled_tasks,
     chosen_precision,
+    data_fingerprint,
     eval_times,
     evaluation_samples,
     fine_tune,
+    finished_training,
     golden_chain,
     is_held_out,
     learnt_positions_only,
@@ -315,3 +321,46 @@ def test_the_training_line_says_why_auto_chose_its_precision() -> None:
     assert "bf16 autocast (auto: the CPU has native bf16)" in first["bf16 autocast", "auto"]
     assert "fp32, loss on" in first["fp32", "fp32"]  # asked for: nothing to explain
     assert "bf16 autocast, loss on" in first["bf16 autocast", None]  # a run from before auto
+
+
+def test_a_resumed_run_keeps_a_finished_training_only_for_the_same_base_config_and_records(
+    tmp_path: Path,
+) -> None:
+    model_dir, config = tmp_path / "model", TrainConfig(steps=3, threads=2)
+    records = [{"messages": [{"role": "user", "content": "hi"}]}]
+    data = data_fingerprint(records)
+    record = {"losses": [1.0], "config": asdict(config), "base": "hf:smollm2", "data": data}
+    (tmp_path / TRAIN_RECORD).write_text(json.dumps(record), encoding="utf-8")
+    # no saved model: nothing to keep, whatever the record says
+    assert finished_training(tmp_path, model_dir, "hf:smollm2", config, data) is None
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text("{}", encoding="utf-8")
+    assert finished_training(tmp_path, model_dir, "hf:smollm2", config, data) == record
+    assert finished_training(tmp_path, model_dir, "hf:other", config, data) is None
+    assert finished_training(tmp_path, model_dir, "hf:smollm2", TrainConfig(steps=4, threads=2), data) is None
+    other_data = data_fingerprint([*records, *records])
+    assert other_data != data
+    assert finished_training(tmp_path, model_dir, "hf:smollm2", config, other_data) is None
+
+
+def test_a_resumed_evaluation_adds_the_stopped_runs_minutes_and_says_it_was_resumed(tmp_path: Path) -> None:
+    file = tmp_path / EVAL_TIMES
+    stopped = EvalClock(file, resumed=False)
+    stopped.start("base")
+    stopped.tick("base")  # a sample finished, then the run stopped
+    kept = json.loads(file.read_text(encoding="utf-8"))
+    kept["base"][0]["minutes"] = 30.0  # as if that sample took half an hour
+    file.write_text(json.dumps(kept), encoding="utf-8")
+    resumed = EvalClock(file, resumed=True)
+    resumed.start("base")
+    resumed.tick("base")
+    resumed.start("fine-tuned")
+    resumed.tick("fine-tuned")
+    assert resumed.runs() == {"base": 2, "fine-tuned": 1}
+    assert 30.0 <= resumed.minutes()["base"] < 31.0
+    meta = {"eval_minutes": resumed.minutes(), "eval_runs": resumed.runs()}
+    assert eval_times(meta).startswith(
+        "base 30.0 min over 2 runs of the command (resumed), fine-tuned 0.0 min"
+    )
+    assert EvalClock(file, resumed=False).minutes() == {}  # a fresh run starts anew
+    assert json.loads(file.read_text(encoding="utf-8")) == {}
