@@ -115,6 +115,9 @@ class HFModel:
         with doing(Activity("load", config.model, threads=self.threads)):
             self.tokenizer, self.model = self._load(config)
         self._lock = threading.Lock()  # held while a generation is under way (the exit waits on it)
+        from toolgym.models.prefix_cache import PrefixStore  # transformers': imported with the model
+
+        self.prefixes = PrefixStore()  # the latest prompts' starts, for the turns that repeat them
         # True from the moment a generation has the model and its prompt counts as spent
         # (Progress.started) until it ends: what a caller that watches for "generating" reads
         self.generating = False
@@ -179,8 +182,6 @@ class HFModel:
         import torch
         from transformers import StoppingCriteria, StoppingCriteriaList
 
-        from toolgym.models.kv_cache import growing_cache
-
         tokenizer, start = self.tokenizer, len(prompt_ids)
         made_so_far = progress if progress is not None else Progress()
         latest: list[torch.LongTensor] = []
@@ -205,14 +206,16 @@ class HFModel:
             self.generating = True
             try:
                 # process-wide: a scorer's embedder or another model may have set its own since
-                use_torch_threads(config.threads)
+                threads = use_torch_threads(config.threads)
                 if not config.greedy and config.seed is not None:
                     torch.manual_seed(config.seed)
+                # the prompt's start from an earlier turn where it is the same, in chunks either way
+                cache = self.prefixes.prefilled(self.model, prompt_ids, threads)
                 out = self.model.generate(
                     input_ids=torch.tensor([prompt_ids]),
                     attention_mask=torch.ones(1, start, dtype=torch.long),
                     # written in place, not concatenated per token: the same logits, less copying
-                    cache=growing_cache(self.model.config),
+                    cache=cache,
                     max_new_tokens=config.max_new_tokens,
                     stopping_criteria=StoppingCriteriaList([Follow()] + ([StopAtText()] if stop else [])),
                     output_logits=True,
@@ -227,6 +230,7 @@ class HFModel:
                 return Generation("", list(prompt_ids), made, [], "length", cancelled=True)
             finally:
                 self.generating = False
+            self.prefixes.keep(prompt_ids, cache)
             ids = [int(i) for i in out.sequences[0, start:]]
             # the raw logits' log-softmax, not the sampler's warped scores: the model's own logprobs
             logprobs = [

@@ -116,17 +116,34 @@ def generating_in_place(model: Any) -> None:
     """The served model's `generate` given models/kv_cache.py's cache whenever its caller gives
     none (transformers serve never does): the same tokens as transformers' own cache, without a
     copy of the whole cache per token (a few percent of a turn: bench/bench_kv_cache.py), as the
-    in-process agent generates. A model transformers serve loads later (none here: the
+    in-process agent generates; and, for a single prompt, its start prefilled as the in-process
+    agent's is (models/prefix_cache.py: in chunks, an earlier request's where they share it), so
+    both paths compute the same logits. A model transformers serve loads later (none here: the
     model is forced) keeps transformers' cache."""
-    from toolgym.models.kv_cache import growing_cache
+    import threading
 
-    generate = model.generate
+    import torch
+
+    from toolgym.models.kv_cache import growing_cache
+    from toolgym.models.prefix_cache import PrefixStore
+
+    generate, prefixes, lock = model.generate, PrefixStore(), threading.Lock()
 
     @functools.wraps(generate)
     def with_growing_cache(*args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("cache") is None and kwargs.get("past_key_values") is None:
-            kwargs["cache"] = growing_cache(model.config)
-        return generate(*args, **kwargs)
+        if kwargs.get("cache") is not None or kwargs.get("past_key_values") is not None:
+            return generate(*args, **kwargs)
+        ids = kwargs.get("input_ids")
+        if args or not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.shape[0] != 1:
+            kwargs["cache"] = growing_cache(model.config)  # a batch, or a call of another shape
+            return generate(*args, **kwargs)
+        prompt = [int(i) for i in ids[0]]
+        with lock, torch.no_grad():  # not inference mode: generate writes the cache outside it
+            kwargs["cache"] = cache = prefixes.prefilled(model, prompt, torch.get_num_threads())
+        out = generate(*args, **kwargs)
+        with lock:
+            prefixes.keep(prompt, cache)
+        return out
 
     model.generate = with_growing_cache
 

@@ -302,6 +302,40 @@ def test_the_served_model_generates_with_the_in_place_cache(
     assert writes  # every layer, every step
 
 
+@needs_model
+def test_the_served_model_reuses_a_repeated_prompt_start_and_answers_as_the_in_process_model(
+    model_apps: tuple[str, str], real_server: RealServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second turn that repeats the first's prompt takes its chunks from the store (as the
+    in-process agent does: models/prefix_cache.py), and both turns' replies are the in-process
+    model's, token for token."""
+    from toolgym.models.hf_agent import HFModel
+    from toolgym.models.hf_models import parse_hf_spec
+    from toolgym.models.prefix_cache import CHUNK, PrefixStore
+
+    restored: list[int] = []
+    restore = PrefixStore._restore
+
+    def counted(store: PrefixStore, *args: Any) -> int:
+        restored.append(restore(store, *args))
+        return restored[-1]
+
+    monkeypatch.setattr(PrefixStore, "_restore", counted)
+    first = [{"role": "user", "content": "List the tools you would use to book a flight. " * 40}]
+    later = [*first, {"role": "assistant", "content": "A search."}, {"role": "user", "content": "And then?"}]
+    bare, _ = model_apps
+    replies = []
+    for messages in (first, later):
+        body = json.dumps({"model": real_server.model, "messages": messages, "max_tokens": 8}).encode()
+        answer = httpx.post(f"{bare}/v1/chat/completions", content=body, headers=JSON, timeout=300)
+        assert answer.status_code == 200, answer.text
+        replies.append(answer.json()["choices"][0]["message"]["content"])
+    assert restored[-1] >= CHUNK  # the second turn took the first one's chunks
+    config = parse_hf_spec("hf:smollm2", max_new_tokens=8, threads=1)
+    local = HFModel(config)
+    assert replies == [local.generate(local.render(m), config).text for m in (first, later)]
+
+
 def _same_but_the_clock(answer: bytes) -> bytes:
     return re.sub(rb'"created(_at)?": ?[0-9.]+', b'"created":0', answer)
 
