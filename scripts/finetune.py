@@ -25,7 +25,8 @@ training (all seven bundled sets and the generator's held-out templates).
    and compat) of both models on `--eval-per-set` tasks of each bundled set (`--eval-sets`, default
    all seven) and of the held-out generated templates (one task a template).
 
-Not part of CI: it trains for many minutes on CPU. tests/scripts/test_finetune.py checks steps 1-3
+`--resume` goes on with a run that stopped in `--work` (its finished training kept, its
+evaluation runs resumed). Not part of CI: it trains for many minutes on CPU. tests/scripts/test_finetune.py checks steps 1-3
 (no model) and the progress line and seeding of a short training run on the real model.
 """
 
@@ -565,6 +566,12 @@ run, eval), and the loop is TRL's SFTTrainer with settings measured for one 135M
 2-core machine; a command earns its room when its options are an interface users build on (more
 model families, an accelerator path)."""
 
+RESUME = (
+    "A run that stops part way goes on with the same command and `--resume`: a finished training "
+    "is kept (the same base, config and records; one stopped mid-way starts again), each evaluation "
+    "run resumes its episodes, and the evaluation minutes add up the runs of the command."
+)
+
 NOT_NATIVE = (
     "this CPU has no native bf16 (AMX or AVX512-BF16), so bf16 was not run: torch emulates it, far slower"
 )
@@ -678,7 +685,16 @@ def eval_times(meta: dict[str, Any]) -> str:
 def render(meta: dict[str, Any], results: Results, bench: dict[str, Any] | None) -> str:
     lines = ["# Fine-tuning a real model on generated tasks", "", INTRO.format(base=meta["base"]), ""]
     command = shown_command(meta["command"], COMMAND)
-    lines += ["Reproduce (not in CI; the runs go to `--work`):", "", "```bash", command, "```", ""]
+    lines += [
+        "Reproduce (not in CI; the runs go to `--work`):",
+        "",
+        "```bash",
+        command,
+        "```",
+        "",
+        RESUME,
+        "",
+    ]
     lines += [WHY_A_SCRIPT, ""]
     lines += [f"Measured on {meta['machine']}. Versions: {meta['versions']}.", "", "## Data", ""]
     lines += [*data_lines(meta), "", "## Training", ""]
