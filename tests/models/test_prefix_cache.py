@@ -4,6 +4,7 @@ over with another thread count, and prefills at once a model whose layers it can
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
@@ -46,11 +47,15 @@ def smollm2_config() -> HFConfig:
     return parse_hf_spec("hf:smollm2", max_new_tokens=12, threads=1)
 
 
-@pytest.fixture(scope="module")
-def smollm2() -> HFModel:
-    from toolgym.models.hf_agent import HFModel
+@pytest.fixture
+def smollm2() -> Iterator[HFModel]:
+    """The process's model (other tests' too), its store given back as it was."""
+    from toolgym.models.hf_agent import load_model
 
-    return HFModel(smollm2_config())
+    model = load_model(smollm2_config())
+    store = model.prefixes
+    yield model
+    model.prefixes = store
 
 
 def _turns(model: HFModel) -> tuple[list[int], list[int]]:

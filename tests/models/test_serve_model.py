@@ -309,7 +309,7 @@ def test_the_served_model_reuses_a_repeated_prompt_start_and_answers_as_the_in_p
     """A second turn that repeats the first's prompt takes its chunks from the store (as the
     in-process agent does: models/prefix_cache.py), and both turns' replies are the in-process
     model's, token for token."""
-    from toolgym.models.hf_agent import HFModel
+    from toolgym.models.hf_agent import load_model
     from toolgym.models.hf_models import parse_hf_spec
     from toolgym.models.prefix_cache import CHUNK, PrefixStore
 
@@ -332,7 +332,7 @@ def test_the_served_model_reuses_a_repeated_prompt_start_and_answers_as_the_in_p
         replies.append(answer.json()["choices"][0]["message"]["content"])
     assert restored[-1] >= CHUNK  # the second turn took the first one's chunks
     config = parse_hf_spec("hf:smollm2", max_new_tokens=8, threads=1)
-    local = HFModel(config)
+    local = load_model(config)
     assert replies == [local.generate(local.render(m), config).text for m in (first, later)]
 
 
