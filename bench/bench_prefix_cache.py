@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -33,7 +32,6 @@ from typing import Any
 TASKS = {"mtu": ("mtu-weather-001", "mtu-balance-002", "mtu-door-003"), "ctool": ("ctool-express-track-001",)}
 REPS = 2
 WAYS = ("at once", "chunked, cold", "chunked, kept")
-WALL_CLOCK = re.compile(rb'"(latency_ms|model_latency_ms)":[0-9.eE+-]+')
 
 
 class _Forgetful:
@@ -90,7 +88,9 @@ def run_once(
 
 
 def trace_bytes(out: Path) -> dict[str, bytes]:
-    return {p.name: WALL_CLOCK.sub(rb'"\1":null', p.read_bytes()) for p in sorted(out.rglob("*.jsonl"))}
+    from scripts.baselines import trace_bytes_without_wall_clock
+
+    return {p.name: trace_bytes_without_wall_clock(p) for p in sorted(out.rglob("*.jsonl"))}
 
 
 def completions(out: Path) -> list[list[int]]:

@@ -230,7 +230,7 @@ class HFModel:
                 return Generation("", list(prompt_ids), made, [], "length", cancelled=True)
             finally:
                 self.generating = False
-            self.prefixes.keep(prompt_ids, cache)
+            self.prefixes.keep(self.model, prompt_ids, cache)
             ids = [int(i) for i in out.sequences[0, start:]]
             # the raw logits' log-softmax, not the sampler's warped scores: the model's own logprobs
             logprobs = [

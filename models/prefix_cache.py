@@ -52,8 +52,8 @@ class PrefixStore:
             self._kept.clear()
             self._threads = threads
         cache = growing_cache(model.config)
-        boundary = chunked_part(len(prompt_ids))
-        if not self.capacity or not boundary or not _all_full_attention(model.config):
+        boundary = self._chunked(model, prompt_ids)
+        if not boundary:
             return cache
         start = self._restore(prompt_ids, boundary, cache)
         for begin in range(start, boundary, CHUNK):
@@ -69,11 +69,12 @@ class PrefixStore:
         self.computed += boundary - start
         return cache
 
-    def keep(self, prompt_ids: Sequence[int], cache: DynamicCache) -> None:
-        """After a generation: the chunked part of its prompt kept (copies), the oldest dropped."""
-        boundary = chunked_part(len(prompt_ids))
+    def keep(self, model: Any, prompt_ids: Sequence[int], cache: DynamicCache) -> None:
+        """After a generation: the chunked part of its prompt kept (copies), the oldest dropped.
+        Only what `prefilled` chunked: a prompt prefilled at once must never be taken for chunks."""
+        boundary = self._chunked(model, prompt_ids)
         layers = [layer for layer in cache.layers if isinstance(layer, GrowingLayer)]
-        if not self.capacity or not boundary or not layers or len(layers) != len(cache.layers):
+        if not boundary or not layers or len(layers) != len(cache.layers):
             return
         kept: list[tuple[torch.Tensor, torch.Tensor]] = []
         for layer in layers:
@@ -85,6 +86,13 @@ class PrefixStore:
         self._kept[key] = kept
         while len(self._kept) > self.capacity:
             self._kept.popitem(last=False)
+
+    def _chunked(self, model: Any, prompt_ids: Sequence[int]) -> int:
+        """Where the prompt's chunks end (0: the prompt is prefilled at once, nothing kept): the one
+        decision `prefilled` and `keep` share."""
+        if not self.capacity or not _all_full_attention(model.config):
+            return 0
+        return chunked_part(len(prompt_ids))
 
     def _restore(self, prompt_ids: Sequence[int], boundary: int, cache: DynamicCache) -> int:
         """The longest kept prefix (in whole chunks, within `boundary`) written into `cache`;

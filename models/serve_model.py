@@ -142,7 +142,7 @@ def generating_in_place(model: Any) -> None:
             kwargs["cache"] = cache = prefixes.prefilled(model, prompt, torch.get_num_threads())
         out = generate(*args, **kwargs)
         with lock:
-            prefixes.keep(prompt, cache)
+            prefixes.keep(model, prompt, cache)
         return out
 
     model.generate = with_growing_cache

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -39,6 +39,24 @@ def test_only_models_whose_every_layer_attends_to_all_earlier_positions_are_cut(
     assert not _all_full_attention(SimpleNamespace(layer_types=["full_attention", "sliding_attention"]))
     assert _all_full_attention(SimpleNamespace(sliding_window=None))
     assert not _all_full_attention(SimpleNamespace(sliding_window=4096))
+
+
+def test_a_prompt_prefilled_at_once_is_never_kept_for_chunks() -> None:
+    """A sliding-window model's prompt goes to `generate` whole: its keys were not computed chunk
+    by chunk, so a later turn taking them would not compute a cold turn's logits."""
+    import torch
+
+    from toolgym.models.kv_cache import GrowingLayer
+
+    layer = GrowingLayer()
+    layer.update(torch.zeros(1, 1, 2 * CHUNK + 1, 4), torch.zeros(1, 1, 2 * CHUNK + 1, 4))
+    cache: Any = SimpleNamespace(layers=[layer])
+    prompt = list(range(2 * CHUNK + 1))
+    store = PrefixStore()
+    store.keep(SimpleNamespace(config=SimpleNamespace(sliding_window=4096)), prompt, cache)
+    assert not store._kept
+    store.keep(SimpleNamespace(config=SimpleNamespace(sliding_window=None)), prompt, cache)
+    assert list(store._kept) == [tuple(prompt[: 2 * CHUNK])]
 
 
 def smollm2_config() -> HFConfig:
@@ -102,7 +120,7 @@ def test_the_store_keeps_the_latest_prompts_and_starts_over_with_another_thread_
     for prompt in (first, later):
         cache = store.prefilled(smollm2.model, prompt, 1)
         assert cache.get_seq_length() == chunked_part(len(prompt))
-        store.keep(prompt, cache)
+        store.keep(smollm2.model, prompt, cache)
     assert store.reused == chunked_part(len(first))
     assert len(store._kept) == 1 and next(iter(store._kept)) == tuple(later[: chunked_part(len(later))])
     again = store.prefilled(smollm2.model, later, 1)
