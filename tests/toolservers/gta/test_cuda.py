@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 from PIL import Image as PILImage
 
-from tests.toolservers.tiny_models import skimage_photo
 from toolgym.actions import Observation, ToolCall
 from toolgym.files import FileStore
 from toolgym.tools import Tool, ToolContext, ToolSet
@@ -35,13 +34,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 Tools = Callable[[ModelConfig], Sequence[Tool]]
-
-
-@pytest.fixture(scope="module")
-def astronaut(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("cuda") / "astronaut.png"
-    PILImage.fromarray(skimage_photo("astronaut")).save(path)
-    return path
 
 
 @pytest.fixture(scope="module")

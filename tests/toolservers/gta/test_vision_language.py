@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from PIL import Image as PILImage
 
-from tests.toolservers.tiny_models import BERT_WORDS, skimage_photo
+from tests.toolservers.tiny_models import BERT_WORDS
 from toolgym.actions import ToolCall
 from toolgym.errors import ErrorKind
 from toolgym.files import FileStore
@@ -25,13 +25,6 @@ from toolgym.toolservers.gta.region_attribute import (
 
 NEEDS_TORCH = "torch/transformers are not installed: pip install -c constraints.txt 'toolgym[ml]'"
 WORDS = {w for w in BERT_WORDS if not w.startswith("[")}
-
-
-@pytest.fixture(scope="module")
-def astronaut(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("vl") / "astronaut.png"
-    PILImage.fromarray(skimage_photo("astronaut")).save(path)
-    return path
 
 
 @pytest.fixture(scope="module")
