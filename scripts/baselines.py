@@ -33,13 +33,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
+import os
 import re
 import shlex
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -58,6 +60,7 @@ MODES = ("fixed", "compat")
 STEP_SUITES = ("gta", "mtu", "teval")
 TEVAL_SET = "teval"
 COMMAND = (".venv/bin/python", "-m", "scripts.baselines")
+EVAL_TIMES = "eval-times.json"  # each path's minutes in --out, one segment per run of the command
 FORMAT_ERROR = "format_error"  # the env's kind for a reply the protocol cannot parse
 WALL_CLOCK = re.compile(rb'"(latency_ms|model_latency_ms)": ?[-+0-9.eE]+')
 SERVE_PORT = 8011  # `--serve`'s default port: a fixed one, so the document's commands stay the same
@@ -243,7 +246,14 @@ def run_teval_subsets(settings: Settings, path: ModelPath, sample: Sample, log: 
         toolgym(["eval", *files, "--mode", mode, "--out", str(answers / f"eval.{mode}.teval.json")], log)
 
 
-def run_path(settings: Settings, path: ModelPath, chosen: Sequence[Sample], log: list[str]) -> None:
+def run_path(
+    settings: Settings,
+    path: ModelPath,
+    chosen: Sequence[Sample],
+    log: list[str],
+    done: Callable[[], None] = lambda: None,
+) -> None:
+    """Every sample's runs for one path, `done` called after each (a clock's tick)."""
     if path.serve:
         log.append(f"{served_command(path)}  # started for this path, stopped after it")
     with serving(path, settings.out / path.slug / "serve-model.log"):
@@ -251,6 +261,7 @@ def run_path(settings: Settings, path: ModelPath, chosen: Sequence[Sample], log:
             run_sample(settings, path, sample, log)
             if sample.name == TEVAL_SET and settings.teval_subsets and sample.has_golden:
                 run_teval_subsets(settings, path, sample, log)
+            done()
 
 
 @contextlib.contextmanager
@@ -269,6 +280,62 @@ def serving(path: ModelPath, log: Path) -> Iterator[None]:
             yield
     except ServerStartError as exc:
         raise BaselineError(f"{exc} (--serve-port {path.serve_port})") from None
+
+
+class EvalClock:
+    """Each model's evaluation time in `file`, kept as it goes: one segment per run of the command
+    (minutes, load average at its start and at its latest sample), so a run resumed after a stop
+    still reports the minutes the stopped one spent. A fresh run starts the file anew."""
+
+    def __init__(self, file: Path, *, resumed: bool) -> None:
+        self.file = file
+        self.segments: dict[str, list[dict[str, float]]] = (
+            json.loads(file.read_text(encoding="utf-8")) if resumed and file.is_file() else {}
+        )
+        self._started = 0.0
+        self._save()
+
+    def start(self, label: str) -> None:
+        self._started = time.monotonic()
+        load = os.getloadavg()[0]
+        self.segments.setdefault(label, []).append({"minutes": 0.0, "load_start": load, "load_end": load})
+        self._save()
+
+    def tick(self, label: str) -> None:
+        segment = self.segments[label][-1]
+        segment["minutes"] = (time.monotonic() - self._started) / 60
+        segment["load_end"] = os.getloadavg()[0]
+        self._save()
+
+    def minutes(self) -> dict[str, float]:
+        return {label: sum(s["minutes"] for s in runs) for label, runs in self.segments.items()}
+
+    def loads(self) -> dict[str, list[float]]:
+        return {label: [runs[0]["load_start"], runs[-1]["load_end"]] for label, runs in self.segments.items()}
+
+    def runs(self) -> dict[str, int]:
+        return {label: len(runs) for label, runs in self.segments.items()}
+
+    def _save(self) -> None:
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        self.file.write_text(json.dumps(self.segments, indent=2) + "\n", encoding="utf-8")
+
+
+def path_times(
+    minutes: Mapping[str, float], loads: Mapping[str, Sequence[float]], runs: Mapping[str, int]
+) -> str:
+    """Each path's (model's) minutes, over how many runs of the command where `--resume` went on
+    with a stopped one, and the load average (1 min) at its start and end."""
+    return ", ".join(
+        f"{label} {spent:.1f} min"
+        + (f" over {runs[label]} runs of the command (resumed)" if runs.get(label, 1) > 1 else "")
+        + (
+            f" (load {loads[label][0]:.1f} at the start, {loads[label][1]:.1f} at the end)"
+            if label in loads
+            else ""
+        )
+        for label, spent in minutes.items()
+    )
 
 
 def served_command(path: ModelPath) -> str:
@@ -525,12 +592,12 @@ def render(meta: dict[str, Any], chosen: Sequence[Sample], results: Results) -> 
         lines += ["## Suites that scored nothing", "", *failures, ""]
     lines += ["## Reproducibility", "", REPRO, "", "## Tokens and latency per model turn (wall clock)", ""]
     minutes = meta.get("minutes", {})
-    wall = ", ".join(f"{label} {spent:.1f} min" for label, spent in minutes.items())
+    wall = path_times(minutes, meta.get("loads", {}), meta.get("runs", {}))
     models = [label for label in minutes if not label.startswith("fine-tuned")]
     if len(models) > 1:  # the base model's paths side by side: what a rerun of both costs
         wall += f" (the {' and '.join(m.split(' (')[0] for m in models)} paths together: "
         wall += f"{sum(minutes[m] for m in models):.1f} min)"
-    load = f" (load average {meta['load']})" if meta.get("load") else ""
+    load = f" (load average {meta['load']})" if meta.get("load") else ""  # documents before per-path loads
     lines += [f"Measured on {meta['machine']}{load}; whole run: {wall or 'not recorded'}.", ""]
     lines += usage_table(results)
     return "\n".join(lines) + "\n"
@@ -691,15 +758,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "served": {p.label: served_command(p) for p in paths if p.serve},
             "versions": versions(),
             "machine": machine(),
-            "minutes": {},
         }
         log: list[str] = []
-        load_before = _load()
+        clock = EvalClock(settings.out / EVAL_TIMES, resumed=args.resume)
         for path in paths:
-            started = time.monotonic()
-            run_path(settings, path, chosen, log)
-            meta["minutes"][path.label] = (time.monotonic() - started) / 60
-        meta["load"] = f"{load_before} at the start, {_load()} at the end"
+            clock.start(path.label)
+            run_path(settings, path, chosen, log, done=functools.partial(clock.tick, path.label))
+        meta.update(minutes=clock.minutes(), loads=clock.loads(), runs=clock.runs())
         meta_file.parent.mkdir(parents=True, exist_ok=True)
         meta_file.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         (settings.out / "commands.txt").write_text("\n".join(log) + "\n", encoding="utf-8")
@@ -744,13 +809,6 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     flags = set(next((value.split() for key, _, value in fields if key.strip() == "flags"), []))
     units = [label for flag, label in VECTOR_UNITS if flag in flags]
     return f"{name} ({', '.join(units) or 'no AVX2'})"
-
-
-def _load() -> str:
-    """The 1-minute load average: how busy the shared machine was (it moves every timing)."""
-    import os
-
-    return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
 
 
 if __name__ == "__main__":

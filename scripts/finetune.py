@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import hashlib
 import importlib
@@ -50,7 +51,9 @@ from pathlib import Path
 from typing import Any
 
 from scripts.baselines import (
+    EVAL_TIMES,
     BaselineError,
+    EvalClock,
     ModelPath,
     Results,
     Sample,
@@ -60,6 +63,7 @@ from scripts.baselines import (
     machine,
     metric_table,
     outcome_table,
+    path_times,
     run_path,
     shown_command,
     suite_error_table,
@@ -99,7 +103,6 @@ BF16_FIRST_STEP_TOLERANCE = 0.01
 BF16_TOLERANCE = 0.05
 COMPARED_STEPS = 3
 TRAIN_RECORD = "train.json"  # a finished training run: what it measured, its base, config and records
-EVAL_TIMES = "eval-times.json"  # each model's evaluation minutes, one segment per run of the command
 NOT_SHOWN = ("--render-only", "--resume")  # how the document was made, not what it measured
 
 
@@ -666,22 +669,6 @@ def bench_lines(bench: dict[str, Any]) -> list[str]:
     ]
 
 
-def eval_times(meta: dict[str, Any]) -> str:
-    """Each model's evaluation time and the load average (1 min) at its start and end, and over how
-    many runs of the command where `--resume` went on with a stopped one."""
-    loads, runs = meta.get("eval_load", {}), meta.get("eval_runs", {})
-    return ", ".join(
-        f"{label} {minutes:.1f} min"
-        + (f" over {runs[label]} runs of the command (resumed)" if runs.get(label, 1) > 1 else "")
-        + (
-            f" (load {loads[label][0]:.1f} at the start, {loads[label][1]:.1f} at the end)"
-            if label in loads
-            else ""
-        )
-        for label, minutes in meta["eval_minutes"].items()
-    )
-
-
 def render(meta: dict[str, Any], results: Results, bench: dict[str, Any] | None) -> str:
     lines = ["# Fine-tuning a real model on generated tasks", "", INTRO.format(base=meta["base"]), ""]
     command = shown_command(meta["command"], COMMAND)
@@ -735,7 +722,7 @@ def render(meta: dict[str, Any], results: Results, bench: dict[str, Any] | None)
         "",
         "### Tokens and latency per model turn (wall clock)",
         "",
-        f"Evaluation: {eval_times(meta)}.",
+        f"Evaluation: {path_times(meta['eval_minutes'], meta.get('eval_load', {}), meta.get('eval_runs', {}))}.",
         "",
         *usage_table(results),
     ]
@@ -840,45 +827,6 @@ def trained(args: argparse.Namespace, split: Split, model_dir: Path, config: Tra
     return train
 
 
-class EvalClock:
-    """Each model's evaluation time in `file`, kept as it goes: one segment per run of the command
-    (minutes, load average at its start and at its latest sample), so a run resumed after a stop
-    still reports the minutes the stopped one spent. A fresh run starts the file anew."""
-
-    def __init__(self, file: Path, *, resumed: bool) -> None:
-        self.file = file
-        self.segments: dict[str, list[dict[str, float]]] = (
-            json.loads(file.read_text(encoding="utf-8")) if resumed and file.is_file() else {}
-        )
-        self._started = 0.0
-        self._save()
-
-    def start(self, label: str) -> None:
-        self._started = time.monotonic()
-        load = os.getloadavg()[0]
-        self.segments.setdefault(label, []).append({"minutes": 0.0, "load_start": load, "load_end": load})
-        self._save()
-
-    def tick(self, label: str) -> None:
-        segment = self.segments[label][-1]
-        segment["minutes"] = (time.monotonic() - self._started) / 60
-        segment["load_end"] = os.getloadavg()[0]
-        self._save()
-
-    def minutes(self) -> dict[str, float]:
-        return {label: sum(s["minutes"] for s in runs) for label, runs in self.segments.items()}
-
-    def loads(self) -> dict[str, list[float]]:
-        return {label: [runs[0]["load_start"], runs[-1]["load_end"]] for label, runs in self.segments.items()}
-
-    def runs(self) -> dict[str, int]:
-        return {label: len(runs) for label, runs in self.segments.items()}
-
-    def _save(self) -> None:
-        self.file.parent.mkdir(parents=True, exist_ok=True)
-        self.file.write_text(json.dumps(self.segments, indent=2) + "\n", encoding="utf-8")
-
-
 def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
     """Steps 1-5 into `--work`: finetune.json says what was done and measured."""
     work: Path = args.work
@@ -914,10 +862,8 @@ def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
     )
     clock = EvalClock(work / EVAL_TIMES, resumed=args.resume)
     for path in model_paths(args.base, model_dir) if chosen else []:
-        clock.start(path.label)
-        for sample in chosen:  # one at a time: a run stopped part way has its minutes so far kept
-            run_path(settings, path, [sample], log)
-            clock.tick(path.label)
+        clock.start(path.label)  # ticked after each sample: a run stopped part way keeps its minutes so far
+        run_path(settings, path, chosen, log, done=functools.partial(clock.tick, path.label))
     meta = {
         "command": shlex.join([*COMMAND, *(a for a in argv if a not in NOT_SHOWN)]),
         "base": args.base,

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import socket
 from pathlib import Path
 
 import pytest
 
 from scripts.baselines import (
+    EVAL_TIMES,
     FORMAT_ERROR,
     STEP_SUITES,
     BaselineError,
+    EvalClock,
     ModelPath,
     Settings,
     collect,
@@ -23,6 +26,7 @@ from scripts.baselines import (
     main,
     model_paths,
     parser,
+    path_times,
     run_path,
     serving,
     task_file_sample,
@@ -80,6 +84,15 @@ def test_the_oracle_scores_every_teval_run_at_its_best(tmp_path: Path) -> None:
         ]
     )
     assert doc_file.read_text(encoding="utf-8") == doc
+    # a stopped run goes on with --resume: its runs are kept, its minutes add up over both runs
+    args = ["--agent", "oracle", "--sets", "teval", "--out", str(out), "--doc", str(doc_file), *small]
+    main([*args, "--resume"])
+    resumed = doc_file.read_text(encoding="utf-8")
+    assert re.search(r"whole run: oracle \d+\.\d min over 2 runs of the command \(resumed\) \(load ", resumed)
+    assert "--resume" not in resumed
+    for section in ("Sample", "Episodes", "Suite metrics"):
+        assert rows(resumed, section) == rows(doc, section)
+    assert len(json.loads((out / EVAL_TIMES).read_text(encoding="utf-8"))["oracle"]) == 2
 
 
 def test_the_defaults_are_a_baseline_and_a_fine_tuned_model_is_a_third_column() -> None:
@@ -269,3 +282,31 @@ def test_the_machine_line_names_the_cpu_and_the_vector_units_its_speed_turns_on(
     assert cpu_model(cpuinfo) == "Old (no AVX2)"
     assert cpu_model(tmp_path / "absent") == "unknown CPU"
     assert cpu_model() in machine()
+
+
+def test_each_paths_time_is_shown_with_the_load_it_ran_under() -> None:
+    # a document of a run from before the load was recorded shows the time alone
+    shown = path_times({"base": 41.25, "fine-tuned": 30.0}, {"base": [2.04, 2.5]}, {})
+    assert shown == "base 41.2 min (load 2.0 at the start, 2.5 at the end), fine-tuned 30.0 min"
+
+
+def test_a_resumed_run_adds_the_stopped_runs_minutes_and_says_it_was_resumed(tmp_path: Path) -> None:
+    file = tmp_path / EVAL_TIMES
+    stopped = EvalClock(file, resumed=False)
+    stopped.start("base")
+    stopped.tick("base")  # a sample finished, then the run stopped
+    kept = json.loads(file.read_text(encoding="utf-8"))
+    kept["base"][0]["minutes"] = 30.0  # as if that sample took half an hour
+    file.write_text(json.dumps(kept), encoding="utf-8")
+    resumed = EvalClock(file, resumed=True)
+    resumed.start("base")
+    resumed.tick("base")
+    resumed.start("fine-tuned")
+    resumed.tick("fine-tuned")
+    assert resumed.runs() == {"base": 2, "fine-tuned": 1}
+    assert 30.0 <= resumed.minutes()["base"] < 31.0
+    assert path_times(resumed.minutes(), {}, resumed.runs()).startswith(
+        "base 30.0 min over 2 runs of the command (resumed), fine-tuned 0.0 min"
+    )
+    assert EvalClock(file, resumed=False).minutes() == {}  # a fresh run starts anew
+    assert json.loads(file.read_text(encoding="utf-8")) == {}

@@ -16,18 +16,15 @@ import pytest
 
 from scripts.baselines import BaselineError
 from scripts.finetune import (
-    EVAL_TIMES,
     GENERATED,
     HELD_OUT_GENERATED,
     TRAIN_RECORD,
     DataConfig,
-    EvalClock,
     TrainConfig,
     bench_lines,
     bundled_tasks,
     chosen_precision,
     data_fingerprint,
-    eval_times,
     evaluation_samples,
     fine_tune,
     finished_training,
@@ -275,12 +272,6 @@ def test_bf16_is_held_to_rounding_on_the_first_step_and_to_a_looser_bound_once_u
     assert not precision_checks(runs([1.0, 1.0, 1.0], [1.0, 1.0, 1.06]))["full"]["within"]  # step 3: 6%
 
 
-def test_each_evaluation_time_is_shown_with_the_load_it_ran_under() -> None:
-    meta = {"eval_minutes": {"base": 41.25, "fine-tuned": 30.0}, "eval_load": {"base": [2.04, 2.5]}}
-    # a document of a run from before the load was recorded shows the time alone
-    assert eval_times(meta) == "base 41.2 min (load 2.0 at the start, 2.5 at the end), fine-tuned 30.0 min"
-
-
 def test_the_document_shows_its_command_without_where_it_was_written() -> None:
     from scripts.baselines import shown_command
     from scripts.finetune import COMMAND
@@ -341,26 +332,3 @@ def test_a_resumed_run_keeps_a_finished_training_only_for_the_same_base_config_a
     other_data = data_fingerprint([*records, *records])
     assert other_data != data
     assert finished_training(tmp_path, model_dir, "hf:smollm2", config, other_data) is None
-
-
-def test_a_resumed_evaluation_adds_the_stopped_runs_minutes_and_says_it_was_resumed(tmp_path: Path) -> None:
-    file = tmp_path / EVAL_TIMES
-    stopped = EvalClock(file, resumed=False)
-    stopped.start("base")
-    stopped.tick("base")  # a sample finished, then the run stopped
-    kept = json.loads(file.read_text(encoding="utf-8"))
-    kept["base"][0]["minutes"] = 30.0  # as if that sample took half an hour
-    file.write_text(json.dumps(kept), encoding="utf-8")
-    resumed = EvalClock(file, resumed=True)
-    resumed.start("base")
-    resumed.tick("base")
-    resumed.start("fine-tuned")
-    resumed.tick("fine-tuned")
-    assert resumed.runs() == {"base": 2, "fine-tuned": 1}
-    assert 30.0 <= resumed.minutes()["base"] < 31.0
-    meta = {"eval_minutes": resumed.minutes(), "eval_runs": resumed.runs()}
-    assert eval_times(meta).startswith(
-        "base 30.0 min over 2 runs of the command (resumed), fine-tuned 0.0 min"
-    )
-    assert EvalClock(file, resumed=False).minutes() == {}  # a fresh run starts anew
-    assert json.loads(file.read_text(encoding="utf-8")) == {}
