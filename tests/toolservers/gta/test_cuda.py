@@ -7,6 +7,7 @@ were written: the command for one is in the stop-51 note)."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 from PIL import Image as PILImage
 
+from tests.toolservers.gta.test_detection import boxes
 from toolgym.actions import Observation, ToolCall
 from toolgym.files import FileStore
 from toolgym.tools import Tool, ToolContext, ToolSet
@@ -34,6 +36,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 Tools = Callable[[ModelConfig], Sequence[Tool]]
+HAVE_DIFFUSERS = importlib.util.find_spec("diffusers") is not None
 
 
 @pytest.fixture(scope="module")
@@ -47,16 +50,10 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tiny_models.build_blip(root / "caption", vqa=False)
     tiny_models.build_blip(root / "vqa", vqa=True, word="orange")
     tiny_models.build_vision_encoder_decoder(root / "mathocr")
-    if _has("diffusers"):
+    if HAVE_DIFFUSERS:
         tiny_models.build_stable_diffusion(root / "sd")
         tiny_models.build_stable_diffusion(root / "ip2p", instruct_pix2pix=True)
     return root
-
-
-def _has(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
 
 
 def config(models: Path, device: str, **env: str) -> ModelConfig:
@@ -100,12 +97,6 @@ def with_image(path: Path) -> FileStore:
     files = FileStore()
     files.put_path(path, name="image/astronaut.png")
     return files
-
-
-def boxes(text: str) -> list[tuple[float, ...]]:
-    import re
-
-    return [tuple(float(v) for v in m) for m in re.findall(r"\((\d+), (\d+), (\d+), (\d+)\)", text)]
 
 
 def test_open_vocabulary_detection_runs_on_the_gpu_and_finds_the_cpus_boxes(
@@ -159,7 +150,7 @@ def test_formula_recognition_reads_on_the_gpu_as_on_the_cpu(
 
 
 def test_diffusion_is_seeded_on_the_gpu(models: Path, gpu_memory: Callable[[], int]) -> None:
-    if not _has("diffusers"):
+    if not HAVE_DIFFUSERS:
         pytest.skip("diffusers is not installed: pip install 'toolgym[ml]'")
     _, gpu = both(models, lambda c: [make_text_to_image_tool(c), make_stylization_tool(c)])
     files = FileStore()
@@ -179,7 +170,7 @@ def test_diffusion_is_seeded_on_the_gpu(models: Path, gpu_memory: Callable[[], i
 
 def test_ultralytics_detects_on_the_gpu_as_on_the_cpu(astronaut: Path, tmp_path: Path) -> None:
     ultralytics = pytest.importorskip("ultralytics", reason="ultralytics is not installed (gpu extra)")
-    model = ultralytics.YOLO("yolov8n.yaml")  # random weights, seeded: the test compares devices
+    model = ultralytics.YOLO("yolov8n.yaml")  # random weights, saved once: both devices load the same
     model.model.names = dict(enumerate(COCO))
     weights = tmp_path / "yolo.pt"
     model.save(str(weights))
@@ -192,6 +183,8 @@ def test_ultralytics_detects_on_the_gpu_as_on_the_cpu(astronaut: Path, tmp_path:
     arguments: dict[str, Any] = {"image": "image/astronaut.png", "text": "person", "top1": False}
     on_gpu = call(gpu, "TextToBbox", with_image(astronaut), arguments)
     on_cpu = call(cpu, "TextToBbox", with_image(astronaut), arguments)
-    found, expected = boxes(on_gpu.text), boxes(on_cpu.text)
-    assert len(found) == len(expected)
-    assert not found or np.allclose(found, expected, atol=2)
+    if on_cpu.text == "No object found.":
+        assert on_gpu.text == on_cpu.text
+    else:
+        found, expected = boxes(on_gpu.text), boxes(on_cpu.text)
+        assert len(found) == len(expected) and np.allclose(found, expected, atol=2)
