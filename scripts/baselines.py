@@ -33,15 +33,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import json
 import os
 import re
 import shlex
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -251,9 +251,8 @@ def run_path(
     path: ModelPath,
     chosen: Sequence[Sample],
     log: list[str],
-    done: Callable[[], None] = lambda: None,
 ) -> None:
-    """Every sample's runs for one path, `done` called after each (a clock's tick)."""
+    """Every sample's runs for one path."""
     if path.serve:
         log.append(f"{served_command(path)}  # started for this path, stopped after it")
     with serving(path, settings.out / path.slug / "serve-model.log"):
@@ -261,7 +260,6 @@ def run_path(
             run_sample(settings, path, sample, log)
             if sample.name == TEVAL_SET and settings.teval_subsets and sample.has_golden:
                 run_teval_subsets(settings, path, sample, log)
-            done()
 
 
 @contextlib.contextmanager
@@ -285,27 +283,55 @@ def serving(path: ModelPath, log: Path) -> Iterator[None]:
 class EvalClock:
     """Each model's evaluation time in `file`, kept as it goes: one segment per run of the command
     (minutes, load average at its start and at its latest sample), so a run resumed after a stop
-    still reports the minutes the stopped one spent. A fresh run starts the file anew."""
+    still reports the minutes the stopped one spent. A fresh run starts the file anew.
 
-    def __init__(self, file: Path, *, resumed: bool) -> None:
+    While a path runs (`timing`) a thread ticks every `heartbeat` seconds: a run killed part way
+    (a session's end, kill -9) keeps all it spent but its last seconds, and what `--resume` redoes
+    (an unfinished command) is counted again, so the minutes are what the document cost to make,
+    never less."""
+
+    def __init__(self, file: Path, *, resumed: bool, heartbeat: float = 10.0) -> None:
         self.file = file
+        self.heartbeat = heartbeat
         self.segments: dict[str, list[dict[str, float]]] = (
             json.loads(file.read_text(encoding="utf-8")) if resumed and file.is_file() else {}
         )
         self._started = 0.0
+        self._lock = threading.Lock()
         self._save()
+
+    @contextlib.contextmanager
+    def timing(self, label: str) -> Iterator[None]:
+        """A new segment for `label`, ticked by a heartbeat while the body runs and once at its end."""
+        self.start(label)
+        stopped = threading.Event()
+
+        def beat() -> None:
+            while not stopped.wait(self.heartbeat):
+                self.tick(label)
+
+        beating = threading.Thread(target=beat, name=f"clock {label}", daemon=True)
+        beating.start()
+        try:
+            yield
+        finally:
+            stopped.set()
+            beating.join()
+            self.tick(label)
 
     def start(self, label: str) -> None:
-        self._started = time.monotonic()
-        load = os.getloadavg()[0]
-        self.segments.setdefault(label, []).append({"minutes": 0.0, "load_start": load, "load_end": load})
-        self._save()
+        with self._lock:
+            self._started = time.monotonic()
+            load = os.getloadavg()[0]
+            self.segments.setdefault(label, []).append({"minutes": 0.0, "load_start": load, "load_end": load})
+            self._save()
 
     def tick(self, label: str) -> None:
-        segment = self.segments[label][-1]
-        segment["minutes"] = (time.monotonic() - self._started) / 60
-        segment["load_end"] = os.getloadavg()[0]
-        self._save()
+        with self._lock:
+            segment = self.segments[label][-1]
+            segment["minutes"] = (time.monotonic() - self._started) / 60
+            segment["load_end"] = os.getloadavg()[0]
+            self._save()
 
     def minutes(self) -> dict[str, float]:
         return {label: sum(s["minutes"] for s in runs) for label, runs in self.segments.items()}
@@ -317,8 +343,11 @@ class EvalClock:
         return {label: len(runs) for label, runs in self.segments.items()}
 
     def _save(self) -> None:
+        # written aside and renamed: a kill during the write leaves the last whole file
         self.file.parent.mkdir(parents=True, exist_ok=True)
-        self.file.write_text(json.dumps(self.segments, indent=2) + "\n", encoding="utf-8")
+        written = self.file.with_name(self.file.name + ".part")
+        written.write_text(json.dumps(self.segments, indent=2) + "\n", encoding="utf-8")
+        written.replace(self.file)
 
 
 def path_times(
@@ -762,8 +791,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log: list[str] = []
         clock = EvalClock(settings.out / EVAL_TIMES, resumed=args.resume)
         for path in paths:
-            clock.start(path.label)
-            run_path(settings, path, chosen, log, done=functools.partial(clock.tick, path.label))
+            with clock.timing(path.label):
+                run_path(settings, path, chosen, log)
         meta.update(minutes=clock.minutes(), loads=clock.loads(), runs=clock.runs())
         meta_file.parent.mkdir(parents=True, exist_ok=True)
         meta_file.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import gc
 import hashlib
 import importlib
@@ -862,8 +861,8 @@ def train_and_evaluate(args: argparse.Namespace, argv: Sequence[str]) -> None:
     )
     clock = EvalClock(work / EVAL_TIMES, resumed=args.resume)
     for path in model_paths(args.base, model_dir) if chosen else []:
-        clock.start(path.label)  # ticked after each sample: a run stopped part way keeps its minutes so far
-        run_path(settings, path, chosen, log, done=functools.partial(clock.tick, path.label))
+        with clock.timing(path.label):  # a run stopped part way keeps its minutes so far
+            run_path(settings, path, chosen, log)
     meta = {
         "command": shlex.join([*COMMAND, *(a for a in argv if a not in NOT_SHOWN)]),
         "base": args.base,

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import re
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -292,17 +293,16 @@ def test_each_paths_time_is_shown_with_the_load_it_ran_under() -> None:
 
 def test_a_resumed_run_adds_the_stopped_runs_minutes_and_says_it_was_resumed(tmp_path: Path) -> None:
     file = tmp_path / EVAL_TIMES
-    stopped = EvalClock(file, resumed=False)
-    stopped.start("base")
-    stopped.tick("base")  # a sample finished, then the run stopped
+    with EvalClock(file, resumed=False).timing("base"):
+        pass  # the run stopped
     kept = json.loads(file.read_text(encoding="utf-8"))
-    kept["base"][0]["minutes"] = 30.0  # as if that sample took half an hour
+    kept["base"][0]["minutes"] = 30.0  # as if it had run half an hour
     file.write_text(json.dumps(kept), encoding="utf-8")
     resumed = EvalClock(file, resumed=True)
-    resumed.start("base")
-    resumed.tick("base")
-    resumed.start("fine-tuned")
-    resumed.tick("fine-tuned")
+    with resumed.timing("base"):
+        pass
+    with resumed.timing("fine-tuned"):
+        pass
     assert resumed.runs() == {"base": 2, "fine-tuned": 1}
     assert 30.0 <= resumed.minutes()["base"] < 31.0
     assert path_times(resumed.minutes(), {}, resumed.runs()).startswith(
@@ -310,3 +310,24 @@ def test_a_resumed_run_adds_the_stopped_runs_minutes_and_says_it_was_resumed(tmp
     )
     assert EvalClock(file, resumed=False).minutes() == {}  # a fresh run starts anew
     assert json.loads(file.read_text(encoding="utf-8")) == {}
+
+
+def test_a_run_killed_part_way_keeps_what_the_heartbeat_wrote(tmp_path: Path) -> None:
+    # no tick comes from the run itself: a set that takes an hour must not lose its minutes to a
+    # kill -9 before it ends
+    file = tmp_path / EVAL_TIMES
+    clock = EvalClock(file, resumed=False, heartbeat=0.01)
+    with clock.timing("base"):
+        deadline = time.monotonic() + 60
+        while json.loads(file.read_text(encoding="utf-8"))["base"][0]["minutes"] == 0.0:
+            assert time.monotonic() < deadline, "the heartbeat never wrote the file"
+            time.sleep(0.01)
+        left = file.read_text(encoding="utf-8")  # what a kill now leaves behind
+    assert not list(tmp_path.glob("*.part"))  # each write was renamed into place whole
+    (tmp_path / "killed.json").write_text(left, encoding="utf-8")
+    spent = json.loads(left)["base"][0]["minutes"]
+    resumed = EvalClock(tmp_path / "killed.json", resumed=True)
+    with resumed.timing("base"):
+        pass
+    assert resumed.runs() == {"base": 2}
+    assert resumed.minutes()["base"] >= spent > 0.0
