@@ -246,12 +246,7 @@ def run_teval_subsets(settings: Settings, path: ModelPath, sample: Sample, log: 
         toolgym(["eval", *files, "--mode", mode, "--out", str(answers / f"eval.{mode}.teval.json")], log)
 
 
-def run_path(
-    settings: Settings,
-    path: ModelPath,
-    chosen: Sequence[Sample],
-    log: list[str],
-) -> None:
+def run_path(settings: Settings, path: ModelPath, chosen: Sequence[Sample], log: list[str]) -> None:
     """Every sample's runs for one path."""
     if path.serve:
         log.append(f"{served_command(path)}  # started for this path, stopped after it")
@@ -282,7 +277,7 @@ def serving(path: ModelPath, log: Path) -> Iterator[None]:
 
 class EvalClock:
     """Each model's evaluation time in `file`, kept as it goes: one segment per run of the command
-    (minutes, load average at its start and at its latest sample), so a run resumed after a stop
+    (minutes, load average at its start and at its latest tick), so a run resumed after a stop
     still reports the minutes the stopped one spent. A fresh run starts the file anew.
 
     While a path runs (`timing`) a thread ticks every `heartbeat` seconds: a run killed part way
@@ -303,12 +298,12 @@ class EvalClock:
     @contextlib.contextmanager
     def timing(self, label: str) -> Iterator[None]:
         """A new segment for `label`, ticked by a heartbeat while the body runs and once at its end."""
-        self.start(label)
+        self._start(label)
         stopped = threading.Event()
 
         def beat() -> None:
             while not stopped.wait(self.heartbeat):
-                self.tick(label)
+                self._tick(label)
 
         beating = threading.Thread(target=beat, name=f"clock {label}", daemon=True)
         beating.start()
@@ -317,16 +312,16 @@ class EvalClock:
         finally:
             stopped.set()
             beating.join()
-            self.tick(label)
+            self._tick(label)
 
-    def start(self, label: str) -> None:
+    def _start(self, label: str) -> None:
         with self._lock:
             self._started = time.monotonic()
             load = os.getloadavg()[0]
             self.segments.setdefault(label, []).append({"minutes": 0.0, "load_start": load, "load_end": load})
             self._save()
 
-    def tick(self, label: str) -> None:
+    def _tick(self, label: str) -> None:
         with self._lock:
             segment = self.segments[label][-1]
             segment["minutes"] = (time.monotonic() - self._started) / 60
