@@ -88,6 +88,10 @@ def _mistakes(tmp: Path, busy_port: int) -> list[tuple[list[str], str]]:
     bad_tasks.write_text('{"id": "a", "query": "fine"}\n{"id": "b", "query": 5}\n', encoding="utf-8")
     bad_plan = tmp / "plan.json"
     bad_plan.write_text("{not json", encoding="utf-8")
+    # the commands run at once: each that writes gets a folder of its own, and `eval` and `report` an
+    # empty run folder (`view` serves tmp, whose bad.jsonl passes for a trace, so it gets to the port)
+    runs = tmp / "runs"
+    runs.mkdir()
     return [
         (["demo", "--tasks", "missing.jsonl"], "no such task set file or bundled set: missing.jsonl"),
         (["demo", "--protocol", "xml"], "unknown protocol 'xml'"),
@@ -95,27 +99,30 @@ def _mistakes(tmp: Path, busy_port: int) -> list[tuple[list[str], str]]:
         (["demo", "--jobs", "0"], "Invalid value for '--jobs'"),
         (["demo", "--jobs", "two"], "Invalid value for '--jobs'"),
         (
-            ["run", "--tasks", str(bad_tasks), "--out", str(tmp / "r")],
+            ["run", "--tasks", str(bad_tasks), "--out", str(tmp / "r1")],
             f"{bad_tasks}:2: b: query: Input should be a valid string",
         ),
-        (["run", "--tasks", "nosuchset", "--out", str(tmp / "r")], "bundled: demo"),
+        (["run", "--tasks", "nosuchset", "--out", str(tmp / "r2")], "bundled: demo"),
         (["run", "--concurrency", "0"], "Invalid value for '--concurrency'"),
         (
-            ["run", "--agent", "llm", "--protocol", "responses", "--api", "chat", "--out", str(tmp / "r")],
+            ["run", "--agent", "llm", "--protocol", "responses", "--api", "chat", "--out", str(tmp / "r3")],
             "not 'responses'",
         ),
-        (["run", "--limit", "5:2", "--out", str(tmp / "r")], "--limit '5:2'"),
-        (["run", "--faults", str(bad_plan), "--out", str(tmp / "r")], "--faults"),
-        (["run", "--ray-keep-actors", "0", "--out", str(tmp / "r")], "Invalid value for '--ray-keep-actors'"),
-        (["eval", str(tmp), "--suite", "bogus"], "unknown metric suite bogus"),
+        (["run", "--limit", "5:2", "--out", str(tmp / "r4")], "--limit '5:2'"),
+        (["run", "--faults", str(bad_plan), "--out", str(tmp / "r5")], "--faults"),
+        (
+            ["run", "--ray-keep-actors", "0", "--out", str(tmp / "r6")],
+            "Invalid value for '--ray-keep-actors'",
+        ),
+        (["eval", str(runs), "--suite", "bogus"], "unknown metric suite bogus"),
         (["eval", str(tmp / "nodir")], "is not a directory"),
-        (["eval", str(tmp), "--tasks", "nosuchset"], "no such task set file or bundled set"),
+        (["eval", str(runs), "--tasks", "nosuchset"], "no such task set file or bundled set"),
         (["report", str(tmp / "nodir")], "is not a directory"),
-        (["report", str(tmp), "--suite", "bogus"], "unknown metric suite bogus"),
+        (["report", str(runs), "--suite", "bogus"], "unknown metric suite bogus"),
         (["view", str(tmp / "nodir")], "is not a directory"),
         (["view", str(tmp), "--port", str(busy_port)], f"cannot serve on 127.0.0.1:{busy_port}"),
-        (["record", "--protocol", "xml", "--out", str(tmp / "g")], "unknown protocol 'xml'"),
-        (["record", "--agent", "nomodule_here:make", "--out", str(tmp / "g")], "No module named"),
+        (["record", "--protocol", "xml", "--out", str(tmp / "g1")], "unknown protocol 'xml'"),
+        (["record", "--agent", "nomodule_here:make", "--out", str(tmp / "g2")], "No module named"),
         (["verify", str(tmp / "nodir")], "No such file or directory"),
         (["tools", "--format", "nope"], "Invalid value for '--format'"),
         (["tools", "--format", "teval", "--strict"], "--strict exports the openai or responses format"),
@@ -131,22 +138,22 @@ def test_every_command_reports_mistakes_in_one_line_without_a_traceback(tmp_path
     import socket
     import subprocess
     import sys
+    from concurrent.futures import ThreadPoolExecutor
 
     repo = Path(__file__).resolve().parents[2]
     # 80 columns, as CI and a pipe have: a message longer than that is still one line
     env = {**os.environ, "PYTHONPATH": str(repo), "COLUMNS": "80"}
-    with socket.socket() as busy:
+
+    def toolgym(args: list[str]) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "toolgym.cli", *args]
+        return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+    with socket.socket() as busy, ThreadPoolExecutor(4) as pool:  # 28 processes, most of each an import
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        for args, message in _mistakes(tmp_path, busy.getsockname()[1]):
-            result = subprocess.run(
-                [sys.executable, "-m", "toolgym.cli", *args],
-                cwd=tmp_path,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
+        mistakes = _mistakes(tmp_path, busy.getsockname()[1])
+        results = list(pool.map(toolgym, [args for args, _ in mistakes]))
+        for (args, message), result in zip(mistakes, results, strict=True):
             lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
             assert result.returncode == 2, (args, result.stdout, result.stderr)
             assert "Traceback" not in result.stderr and 'File "' not in result.stderr, (args, result.stderr)
@@ -154,14 +161,7 @@ def test_every_command_reports_mistakes_in_one_line_without_a_traceback(tmp_path
             assert message in error, (args, error)
             assert len(result.stderr.strip().splitlines()) <= 1, (args, result.stderr)  # the one line
     # --debug gives the traceback instead
-    debug = subprocess.run(
-        [sys.executable, "-m", "toolgym.cli", "--debug", "demo", "--protocol", "xml"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    debug = toolgym(["--debug", "demo", "--protocol", "xml"])
     assert debug.returncode != 0 and "Traceback" in debug.stderr
 
 
@@ -222,5 +222,9 @@ def test_off_a_terminal_other_libraries_progress_bars_are_silenced(tmp_path: Pat
         assert run.returncode == 0, run.stderr
         return run.stderr
 
-    assert "it/s" in stderr_of("plain")  # the bar this test is about exists...
-    assert "it/s" not in stderr_of("cli")  # ...and the toolgym command silences it
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:  # two processes that each load torch and a model: side by side
+        plain, cli = pool.map(stderr_of, ["plain", "cli"])
+    assert "it/s" in plain  # the bar this test is about exists...
+    assert "it/s" not in cli  # ...and the toolgym command silences it
