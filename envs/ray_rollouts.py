@@ -11,10 +11,12 @@ nobody else's), a fresh actor replaces the dead one, and an episode whose actor 
 `max_attempts` times while it ran alone is recorded as aborted with a `WorkerLost` error.
 
 An actor gets episodes only once it is placed and started (its `ready` call answered), and the
-driver waits `ready_timeout_s` for that at most (counted from its start, or from the last actor
+driver waits `ready_timeout_s` for it to be placed (counted from its start, or from the last actor
 that came up while it waited): a replacement that the cluster has no room for (its node was lost)
 is given up, its episodes go to the actors left, and when none is left they are recorded as
-aborted (`NoActorLeft`), never waited for. Each outcome names the node, actor
+aborted (`NoActorLeft`), never waited for. One that is placed (Ray's actor table gives it a worker
+process) and still starting (its imports and envs, slow on a loaded node) is waited for, up to
+`STARTING_BOUND_S` after its start. Each outcome names the node, actor
 and process that ran it (`worker`, kept in run.json).
 
 Actors return the bytes of each trace and of the files its observations carry, and the driver
@@ -79,6 +81,9 @@ INSTALL_HINT = "pip install 'toolgym[ray]'"
 
 
 DEFAULT_READY_TIMEOUT_S = 60.0
+# how long an actor that is placed (it has a worker process) may take to start, at most: a placed
+# actor is not waiting for room, only for its process's imports and envs on a loaded node
+STARTING_BOUND_S = 600.0
 
 
 CANCEL_GROUP = "cancel"  # the rollout actors' concurrency group of `cancel`, `lease` and `release`
@@ -354,7 +359,7 @@ class RayStats:
 
     actors_started: int = 0
     actors_lost: int = 0
-    actors_unplaced: int = 0  # given up after `ready_timeout_s` without being placed and started
+    actors_unplaced: int = 0  # given up: not placed within `ready_timeout_s` (or not started in the bound)
     actors_reused: int = 0  # kept actors leased from an earlier run (their process and imports)
     workers_reused: int = 0  # ... whose envs and worlds served the same context before
     resubmitted: int = 0  # episodes sent again after their actor died
@@ -372,9 +377,10 @@ class RayExecutor:
     run's own (`private_instance`), whatever other Ray instance runs on the machine, and shuts it
     down after the run; `allow_no_auth` lets `RAY_AUTH_MODE=disabled` turn its token
     authentication off. `tool_server` places a tool server actor (with its `num_gpus`) whose tools
-    the rollout actors use instead of their local ones. An actor not placed and started within
-    `ready_timeout_s` is given up (module docstring). `keep_actors_s` keeps the actors for the next
-    run, on a cluster the run joins (module docstring); a Ray instance the run starts ends with it."""
+    the rollout actors use instead of their local ones. An actor not placed within `ready_timeout_s`
+    (or placed and not started within `STARTING_BOUND_S`) is given up (module docstring).
+    `keep_actors_s` keeps the actors for the next run, on a cluster the run joins (module
+    docstring); a Ray instance the run starts ends with it."""
 
     def __init__(
         self,
@@ -657,8 +663,9 @@ class _Round:
     def start_actor(self) -> None:
         self.stats.actors_started += 1
         deadline = time.monotonic() + self.executor.ready_timeout_s
+        started = time.monotonic()
         if self.keep is None:
-            slot = _Slot(self.actor_cls.remote(self.context_ref), deadline)
+            slot = _Slot(self.actor_cls.remote(self.context_ref), deadline, started)
             self.starting[slot.handle.ready.remote()] = slot
         else:  # the next kept actor's name: an idle one is leased, a missing one started
             name = f"{self.prefix}{self.next_index}"
@@ -670,7 +677,7 @@ class _Round:
                 lifetime="detached",
                 get_if_exists=True,
             ).remote(None, self.keep)
-            slot = _Slot(handle, deadline, leasing=True)
+            slot = _Slot(handle, deadline, started, leasing=True)
             self.starting[
                 handle.lease.options(concurrency_group=CANCEL_GROUP).remote(self.executor.run_id)
             ] = slot
@@ -820,15 +827,21 @@ class _Round:
                     continue
 
     def give_up_unplaced(self) -> None:
-        """Actors not placed and started by their deadline (`ready_timeout_s` after their start or
-        after the last actor that came up, whichever is later) are given up: the cluster has no
-        room for them (a lost node, no free CPUs). The episodes go to the actors left."""
+        """Actors not placed by their deadline (`ready_timeout_s` after their start or after the
+        last actor that came up, whichever is later) are given up: the cluster has no room for them
+        (a lost node, no free CPUs). The episodes go to the actors left. One that is placed and still
+        starting gets another `ready_timeout_s`, up to `STARTING_BOUND_S` after its start."""
         now = time.monotonic()
+        bound = max(STARTING_BOUND_S, self.executor.ready_timeout_s)
         for ref, slot in list(self.starting.items()):
-            if slot.deadline <= now:
-                del self.starting[ref]
-                self.stats.actors_unplaced += 1
-                self._drop(slot)
+            if slot.deadline > now:
+                continue
+            if now < slot.started + bound and has_process(slot.handle):
+                slot.deadline = min(now + self.executor.ready_timeout_s, slot.started + bound)
+                continue
+            del self.starting[ref]
+            self.stats.actors_unplaced += 1
+            self._drop(slot)
 
     def abort_the_rest(self) -> None:
         """No actor is placed or starting: the queued episodes are aborted (infra), not waited for."""
@@ -963,6 +976,20 @@ def _stderr_to(file: IO[bytes]) -> Iterator[None]:
         os.close(saved)
 
 
+def has_process(handle: Any) -> bool:
+    """Whether Ray placed an actor: its entry in the GCS actor table names a worker process (a pid)
+    while it is created or alive. Ray's public state API needs the dashboard, which our instances
+    run without, so this reads the table as `ray._private.state.actors` does; where that fails (a
+    Ray whose internals moved) the actor counts as unplaced, as before."""
+    try:
+        from ray._private import state
+
+        entry = state.actors(actor_id=handle._actor_id.hex())
+        return bool(entry) and entry["State"] in ("PENDING_CREATION", "ALIVE") and int(entry["Pid"]) > 0
+    except Exception:
+        return False
+
+
 def _what_failed(exc: BaseException) -> str:
     """The last line of an error (an actor's creation error ends with the exception itself)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
@@ -972,7 +999,8 @@ def _what_failed(exc: BaseException) -> str:
 @dataclass(eq=False)
 class _Slot:
     handle: Any
-    deadline: float  # placed and started by then (time.monotonic()), or given up
+    deadline: float  # placed by then (time.monotonic()), or given up
+    started: float  # when it was asked for (time.monotonic())
     load: int = 0  # batches in flight on this actor
     alone: bool = False  # it runs a suspect episode: nothing else goes to it meanwhile
     worker: dict[str, str | int] | None = None  # where it runs (node, actor, pid), once placed

@@ -153,9 +153,9 @@ OPTIONS: Final[list[RunOption]] = [
         "ray_ready_timeout",
         _opt(
             float | None,
-            help="seconds a Ray actor may take to be placed and started (default 60; a replacement for "
-            "one on a lost node may never be); then its episodes go to the other actors, or abort if "
-            "none is left",
+            help="seconds a Ray actor may take to be placed (default 60; a replacement for one on a "
+            "lost node may never be; one placed may take 10 minutes to start); then its episodes go "
+            "to the other actors, or abort if none is left",
         ),
         "ray.ready_timeout",
     ),

@@ -466,6 +466,20 @@ def test_actors_that_cannot_be_placed_abort_their_episodes_as_infra(tmp_path: Pa
         assert "2 could not be placed within 0.5 s" in o.error and o.trace is None and o.worker is None
 
 
+def test_an_actor_placed_but_slow_to_start_is_waited_for(tmp_path: Path) -> None:
+    """The bound is on placement: an actor that has its worker process and is still starting (its
+    imports take longer than the bound, as on a loaded node) runs its episodes, none aborted."""
+    from tests.envs.slow_start import SLOW_START_S
+
+    sets = mock_sets()[:1]
+    specs = episode_specs(sets, trials=1, seed=0)[:2]
+    executor = RayExecutor(1, ready_timeout_s=SLOW_START_S / 4)
+    abort_on = ("tests.envs.slow_start:SlowAbort",)
+    outcomes = rollout(sets, specs, out=tmp_path, executor=executor, abort_on=abort_on)
+    assert [o.status for o in outcomes] == ["terminated"] * 2, [o.error for o in outcomes]
+    assert executor.stats.actors_unplaced == 0 and executor.stats.actors_started == 1
+
+
 def test_a_tool_server_actor_that_cannot_be_placed_stops_the_run_at_once(tmp_path: Path) -> None:
     sets = mock_sets()[:1]
     spec = ToolServerSpec(tools=("Calculator",), num_gpus=2, num_cpus=0)  # the instance has 1 GPU
