@@ -466,7 +466,7 @@ class RayExecutor:
                     num_gpus=spec.num_gpus, num_cpus=spec.num_cpus, resources=dict(spec.resources) or None
                 ).remote(spec)
                 try:  # placed within the bound; then its tools load as long as they take
-                    ray.get(self.server.placed.remote(), timeout=self.ready_timeout_s)
+                    self._await_start(ray, self.server, self.server.placed.remote())
                 except ray.exceptions.GetTimeoutError:
                     raise RolloutError(
                         f"the tool-server actor (num_gpus={spec.num_gpus:g}, num_cpus={spec.num_cpus:g}) was not "
@@ -492,6 +492,17 @@ class RayExecutor:
             if self.server is not None:
                 ray.kill(self.server)
                 self.server = None
+
+    def _await_start(self, ray: Any, handle: Any, ref: Any) -> Any:
+        """`ref`'s answer from the actor `handle`, waited for `ready_timeout_s` while it is not
+        placed, and up to `STARTING_BOUND_S` while it is placed and starting (GetTimeoutError)."""
+        bound = time.monotonic() + max(STARTING_BOUND_S, self.ready_timeout_s)
+        while True:
+            try:
+                return ray.get(ref, timeout=self.ready_timeout_s)
+            except ray.exceptions.GetTimeoutError:
+                if time.monotonic() >= bound or not has_process(handle):
+                    raise
 
     def check_access(self) -> None:
         """Before a run: without an address, RayAuthRequired where `RAY_AUTH_MODE=disabled` would
