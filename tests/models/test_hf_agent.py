@@ -18,10 +18,10 @@ from tests.models.real_model import (
     OUTPUT_FIXTURES,
     TEXT_PROTOCOL_ERRORS,
     WHEEL,
-    first_task_of_each_set,
     needs_model,
     real_outputs,
     run_args,
+    smallest_task_of_each_set,
 )
 from toolgym.cli import app
 from toolgym.envs.runner import run_episode
@@ -92,15 +92,15 @@ def test_a_run_keeps_the_real_prompt_and_completion_tokens(smollm2: HFModel, in_
 
 @needs_model
 def test_one_task_of_each_bundled_set_runs_in_process(smollm2: HFModel, tmp_path: Path) -> None:
-    """The in-process half of the real-model smoke (test_serve_model.py has the server's): the first
-    task of every bundled set, one turn each; every prompt is the recorded request through the
-    model's own chat template, token for token."""
-    firsts = first_task_of_each_set()
+    """The in-process half of the real-model smoke (test_serve_model.py has the server's): a task
+    of every bundled set (the one with the fewest tools), one turn each; every prompt is the
+    recorded request through the model's own chat template, token for token."""
+    sample = smallest_task_of_each_set()
     run = ["run", "--agent", "hf:smollm2", "--max-steps", "1", "--max-tokens", "12", "--out", str(tmp_path)]
-    result = CliRunner().invoke(app, [*run, *run_args(firsts)])
+    result = CliRunner().invoke(app, [*run, *run_args(sample)])
     assert result.exit_code == 0, result.output
     episodes = {e["task_set"]: e for e in json.loads((tmp_path / "run.json").read_text())["episodes"]}
-    assert {s: e["task_id"] for s, e in episodes.items()} == firsts
+    assert {s: e["task_id"] for s, e in episodes.items()} == sample
     for name, episode in episodes.items():
         # a 135M model: success is not expected, a whole episode is
         assert episode["status"] in ("truncated", "terminated") and episode["error"] is None, name

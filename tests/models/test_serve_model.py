@@ -33,7 +33,7 @@ import psutil  # type: ignore[import-untyped]  # in the dev install (accelerate 
 import pytest
 from typer.testing import CliRunner, Result
 
-from tests.models.real_model import HAVE_MODEL, first_task_of_each_set, needs_model, run_args
+from tests.models.real_model import HAVE_MODEL, needs_model, run_args, smallest_task_of_each_set
 from tests.reports.export_checks import check_exports_equal_requests, export
 from toolgym.cli import app
 from toolgym.http import Credentials, ServerThread
@@ -102,10 +102,11 @@ def only_trace(run: Path) -> tuple[Path, Trace]:
     return path, read_trace(path)
 
 
-# the server's half of the real-model smoke: test_hf_agent.py runs the first task of every bundled
-# set in process (the prompt each set renders); the server path sends those messages on unchanged,
-# so it runs three sets whose requests differ in kind: Chinese text (ctool_zh), a simulated user
-# (multiturn) and a world that moves, with the most tools of any first task: 32 (dynamic-wait-for-reply)
+# the server's half of the real-model smoke: test_hf_agent.py runs a task of every bundled set in
+# process (the prompt each set renders); the server path sends those messages on unchanged, so it
+# runs three sets whose requests differ in kind: Chinese text (ctool_zh), a simulated user
+# (multiturn) and a world that moves, with the most tools of any set's smallest task: 20
+# (dynamic-wait-for-reply)
 SERVED_SMOKE_SETS = ("ctool_zh", "multiturn", "dynamic-wait-for-reply")
 
 
@@ -113,14 +114,14 @@ SERVED_SMOKE_SETS = ("ctool_zh", "multiturn", "dynamic-wait-for-reply")
 def test_a_task_of_three_kinds_of_bundled_set_runs_against_the_real_server(
     real_server: RealServer, tmp_path: Path
 ) -> None:
-    firsts = {
-        name: task_id for name, task_id in first_task_of_each_set().items() if name in SERVED_SMOKE_SETS
+    sample = {
+        name: task_id for name, task_id in smallest_task_of_each_set().items() if name in SERVED_SMOKE_SETS
     }
-    assert set(firsts) == set(SERVED_SMOKE_SETS)
-    run_llm(real_server, tmp_path, "--protocol", "react", "--max-steps", "1", *run_args(firsts))
+    assert set(sample) == set(SERVED_SMOKE_SETS)
+    run_llm(real_server, tmp_path, "--protocol", "react", "--max-steps", "1", *run_args(sample))
     summary = json.loads((tmp_path / "run.json").read_text())
     episodes = {e["task_set"]: e for e in summary["episodes"]}
-    assert {s: e["task_id"] for s, e in episodes.items()} == firsts
+    assert {s: e["task_id"] for s, e in episodes.items()} == sample
     for name, episode in episodes.items():
         # a 135M model: success is not expected, a whole episode is
         assert episode["status"] in ("truncated", "terminated") and episode["error"] is None, name
