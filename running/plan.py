@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolgym.envs.rollouts import AgentSpec, Cancel, UserSpec, WorldSpec
-from toolgym.models.llm import API_PATHS, API_PROTOCOLS, DEFAULT_KEY_ENV, LLMConfig, LLMError
+from toolgym.models.chat_api import (
+    API_PATHS,
+    API_PROTOCOLS,
+    DEFAULT_KEY_ENV,
+    LLMConfig,
+    LLMError,
+    api_key_from_env,
+)
 from toolgym.models.setups import PRESETS, Example
 from toolgym.running.config import EndpointOptions, RunConfig, RunConfigError
 from toolgym.running.task_sources import TaskSource, named_task_files, source_of
@@ -414,7 +421,6 @@ def endpoint_config(
     """The client settings of another model (the LLM user: prefix `--user`, the tool simulator:
     `--simulator`); None when none is asked for. Sampling is left to the server."""
     from toolgym.envs.user_options import UserOptionsError, wants_user_llm
-    from toolgym.models.llm import api_key_from_env
 
     base_url, model, key_env = endpoint.base_url, endpoint.model, endpoint.api_key_env
     if prefix == "--user":
@@ -437,7 +443,6 @@ def endpoint_config(
 
 def llm_config(config: RunConfig, api: str) -> LLMConfig:
     """The LLM agent's client settings (its key read from the environment)."""
-    from toolgym.models.llm import api_key_from_env
 
     options = config.llm
     if not options.base_url or not options.model:

@@ -65,7 +65,7 @@ from toolgym.envs.task_sets import set_name_of
 from toolgym.envs.tool_env import RewardMode
 from toolgym.files import SpaceReserve, remove_stale_temps, write_atomically
 from toolgym.mocks.events import Verbosity
-from toolgym.models.llm import Usage
+from toolgym.models.chat_api import Usage
 from toolgym.tasks import Task, TaskSet
 from toolgym.tools import ToolSet
 from toolgym.trace import Trace, read_trace
@@ -247,7 +247,7 @@ def pass_k_table(episodes: Iterable[EpisodeRecord], ks: Sequence[int] | None = N
 
 # ---- running ---------------------------------------------------------------------------------
 # LLMError (retries exhausted, a refused request) aborts the episode, not the run
-ABORT_ON = ("toolgym.models.llm:LLMError",)
+ABORT_ON = ("toolgym.models.chat_api:LLMError",)
 OWN_FILES = ("eval.*.json", "report.html")  # what eval and report add to a run directory
 
 

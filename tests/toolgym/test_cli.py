@@ -190,6 +190,30 @@ def test_starting_the_cli_imports_no_stack_a_command_does_not_need() -> None:
     assert result.stdout.split() == []
 
 
+def test_an_oracle_run_and_its_eval_import_no_model_client(tmp_path: Path) -> None:
+    """The openai SDK (~0.8 s of CPU to import, with aiohttp) comes in with an LLM agent, user or
+    simulator only: not in `toolgym run` of the oracle, not in a rollout worker (which loads the
+    exceptions that abort an episode: `toolgym.models.chat_api:LLMError`), not in `eval`."""
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    tail = "print('openai' in sys.modules, file=sys.stderr)"
+    command = "import sys\nfrom toolgym.cli import main\nsys.argv = ['toolgym', *sys.argv[1:]]\ntry:\n    main()\nfinally:\n    "
+    probes = [
+        [command + tail, "run", "--tasks", "teval", "--limit", "2", "--out", str(run)],
+        [command + tail, "eval", str(run), "--suite", "teval"],
+        [
+            "import sys\nfrom toolgym.envs.rollouts import load_object\nfrom toolgym.running.trials import ABORT_ON\n"
+            "[load_object(name, 'abort exception') for name in ABORT_ON]\n" + tail
+        ],
+    ]
+    for probe in probes:
+        result = subprocess.run([sys.executable, "-c", *probe], capture_output=True, text=True, timeout=300)
+        assert result.stderr.splitlines()[-1:] == ["False"], (probe[1:], result.stderr)
+        assert result.returncode == 0, result.stderr
+
+
 def test_off_a_terminal_other_libraries_progress_bars_are_silenced(tmp_path: Path) -> None:
     """The embedding model's "Loading weights" bar (transformers) that leaked into `eval` logs."""
     import os
