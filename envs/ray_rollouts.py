@@ -16,7 +16,8 @@ that came up while it waited): a replacement that the cluster has no room for (i
 is given up, its episodes go to the actors left, and when none is left they are recorded as
 aborted (`NoActorLeft`), never waited for. One that is placed (Ray's actor table gives it a worker
 process) and still starting (its imports and envs, slow on a loaded node) is waited for, up to
-`STARTING_BOUND_S` after its start. Each outcome names the node, actor
+`STARTING_BOUND_S` after its start; on the run's own instance, so is every actor while they all fit
+its CPUs (nothing else takes the room; a worker process may be slow to start). Each outcome names the node, actor
 and process that ran it (`worker`, kept in run.json).
 
 Actors return the bytes of each trace and of the files its observations carry, and the driver
@@ -477,7 +478,11 @@ class RayExecutor:
                 self.stats.server_accelerators = ray.get(self.server.accelerators.remote())
                 tools_env = replace(context.env, tool_url=url, tool_token=spec.token)
                 context = replace(context, env=tools_env)
-            self._drive(ray, specs, context, deliver, cancel, keep)
+            room = None
+            if private:  # the run's own instance: its CPUs are the rollout actors' (and the server's)
+                server_cpus = self.tool_server.num_cpus if self.tool_server is not None else 0.0
+                room = float(ray.cluster_resources().get("CPU", 0.0)) - server_cpus
+            self._drive(ray, specs, context, deliver, cancel, keep, room)
             finished = cancel is None or not cancel.is_set()
         finally:
             released = []
@@ -569,10 +574,11 @@ class RayExecutor:
         deliver: Deliver,
         cancel: Cancel | None = None,
         keep: float | None = None,
+        room: float | None = None,
     ) -> None:
         self.run_id = uuid.uuid4().hex
         self.kept = {self.run_id} if keep is not None and keepable(context) else set()
-        run = _Round(self, ray, ray.put(context), deliver, keep if self.kept else None)
+        run = _Round(self, ray, ray.put(context), deliver, keep if self.kept else None, room)
         free = int(ray.available_resources().get("CPU", 1) // self.actor_cpus)
         if self.kept:  # idle kept actors hold CPUs that are this run's to take
             free += len(run.kept_names()) + run.retire_stale()
@@ -648,11 +654,18 @@ class _Round:
     batches, and the batches in flight."""
 
     def __init__(
-        self, executor: RayExecutor, ray: Any, context_ref: Any, deliver: Deliver, keep: float | None = None
+        self,
+        executor: RayExecutor,
+        ray: Any,
+        context_ref: Any,
+        deliver: Deliver,
+        keep: float | None = None,
+        room: float | None = None,
     ) -> None:
         self.executor, self.ray, self.context_ref, self.deliver = executor, ray, context_ref, deliver
         self.stats = executor.stats
         self.keep = keep
+        self.room = room  # the CPUs of the run's own instance for its actors (None: a joined cluster)
         if keep is not None:
             self.prefix = f"{KEPT_PREFIX}{code_digest(executor.actor_cpus)[:16]}-"
             self.context_key = context_key(ray.get(context_ref))
@@ -841,18 +854,26 @@ class _Round:
         """Actors not placed by their deadline (`ready_timeout_s` after their start or after the
         last actor that came up, whichever is later) are given up: the cluster has no room for them
         (a lost node, no free CPUs). The episodes go to the actors left. One that is placed and still
-        starting gets another `ready_timeout_s`, up to `STARTING_BOUND_S` after its start."""
+        starting gets another `ready_timeout_s`, up to `STARTING_BOUND_S` after its start; so does
+        every actor on the run's own instance while all of them fit its CPUs (its worker process
+        may be slow to start: nothing else takes the room)."""
         now = time.monotonic()
         bound = max(STARTING_BOUND_S, self.executor.ready_timeout_s)
         for ref, slot in list(self.starting.items()):
             if slot.deadline > now:
                 continue
-            if now < slot.started + bound and has_process(slot.handle):
+            if now < slot.started + bound and (has_process(slot.handle) or self._all_fit()):
                 slot.deadline = min(now + self.executor.ready_timeout_s, slot.started + bound)
                 continue
             del self.starting[ref]
             self.stats.actors_unplaced += 1
             self._drop(slot)
+
+    def _all_fit(self) -> bool:
+        """On the run's own instance, whether its actors (placed and starting) fit its CPUs: then
+        every one will be placed, its worker process only slow to start on a loaded machine."""
+        actors = len(self.slots) + len(self.starting)
+        return self.room is not None and actors * self.executor.actor_cpus <= self.room
 
     def abort_the_rest(self) -> None:
         """No actor is placed or starting: the queued episodes are aborted (infra), not waited for."""

@@ -19,6 +19,10 @@ from toolgym.envs.tool_env import ToolEnv
 from toolgym.protocols.base import ActionProtocol, RawOutput
 from toolgym.tasks import Task
 
+# how long tests/envs/slow_start.py takes to import: an actor placed but slow to start (a test's
+# bound on placement is a third of it, time for a loaded machine to give the actor its process)
+SLOW_START_S = 24.0
+
 
 class Abort(Exception):
     """An abort of the kind `abort_on` names (as an LLMError is): the episode stops, the run goes on."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-SLOW_START_S = 4.0
+from tests.envs.rollout_agents import SLOW_START_S
 
 time.sleep(SLOW_START_S)
 

@@ -35,6 +35,7 @@ from tests.dynamic_tasks import write_dynamic_set
 from tests.envs.rollout_agents import (
     HOLD_DIR_ENV,
     RELEASE,
+    SLOW_START_S,
     STALL_DIR_ENV,
     WAIT_DIR_ENV,
     Bug,
@@ -469,11 +470,9 @@ def test_actors_that_cannot_be_placed_abort_their_episodes_as_infra(tmp_path: Pa
 def test_an_actor_placed_but_slow_to_start_is_waited_for(tmp_path: Path) -> None:
     """The bound is on placement: an actor that has its worker process and is still starting (its
     imports take longer than the bound, as on a loaded node) runs its episodes, none aborted."""
-    from tests.envs.slow_start import SLOW_START_S
-
     sets = mock_sets()[:1]
     specs = episode_specs(sets, trials=1, seed=0)[:2]
-    executor = RayExecutor(1, ready_timeout_s=SLOW_START_S / 4)
+    executor = RayExecutor(1, ready_timeout_s=SLOW_START_S / 3)
     abort_on = ("tests.envs.slow_start:SlowAbort",)
     outcomes = rollout(sets, specs, out=tmp_path, executor=executor, abort_on=abort_on)
     assert [o.status for o in outcomes] == ["terminated"] * 2, [o.error for o in outcomes]
@@ -966,6 +965,41 @@ def run_workers(out: Path) -> list[dict[str, Any]]:
     workers = [e.worker for e in RunSummary.load(out).episodes]
     assert workers and all(w is not None for w in workers)
     return [w for w in workers if w is not None]
+
+
+WORKER_START_S = 6.0  # how long each Ray worker process of the slow site takes to start
+
+
+def slow_worker_site(folder: Path) -> Path:
+    """A folder whose sitecustomize.py makes every Ray worker process (Ray's default_worker.py) take
+    WORKER_START_S before it starts, as on a loaded machine; on PYTHONPATH, nothing else changes."""
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(
+        "import sys, time\n"
+        "if sys.argv and sys.argv[0].endswith('default_worker.py'):\n"
+        f"    time.sleep({WORKER_START_S})\n",
+        encoding="utf-8",
+    )
+    return folder
+
+
+def test_on_the_runs_own_instance_actors_whose_workers_start_slowly_are_waited_for(tmp_path: Path) -> None:
+    """`toolgym run --ray` on an instance of its own, its worker processes slower to start than the
+    bound on placement: the one actor fits the instance's CPUs, nothing else takes them, so it is
+    waited for and runs every episode (before: both aborted, as in CI on a saturated machine)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    site = slow_worker_site(tmp_path / "site")
+    # no worker started ahead (Ray would start them with the instance, inside ray.init): the actor's
+    # own worker process starts when it is asked for
+    env = driver_env(home, RAY_prestart_worker_first_driver="0", RAY_enable_worker_prestart="0")
+    env["PYTHONPATH"] = os.pathsep.join((str(site), env["PYTHONPATH"]))
+    args = ["run", "--ray", "--workers", "1", "--tasks", "teval", "--limit", "2"]
+    args += ["--ray-ready-timeout", str(WORKER_START_S / 6), "--out", str(tmp_path / "run")]
+    result = run_toolgym(args, env)
+    assert result.returncode == 0, result.stderr
+    episodes = RunSummary.load(tmp_path / "run").episodes
+    assert [e.status for e in episodes] == ["terminated"] * 2, [e.error for e in episodes]
 
 
 def test_an_own_instance_without_token_auth_needs_the_opt_in(tmp_path: Path) -> None:
