@@ -17,8 +17,8 @@ is given up, its episodes go to the actors left, and when none is left they are 
 aborted (`NoActorLeft`), never waited for. One that is placed (Ray's actor table gives it a worker
 process) and still starting (its imports and envs, slow on a loaded node) is waited for, up to
 `STARTING_BOUND_S` after its start; on the run's own instance, so is every actor while they all fit
-its CPUs (nothing else takes the room; a worker process may be slow to start). Each outcome names the node, actor
-and process that ran it (`worker`, kept in run.json).
+its CPUs (nothing else takes the room; a worker process may be slow to start). Each outcome names
+the node, actor and process that ran it (`worker`, kept in run.json).
 
 Actors return the bytes of each trace and of the files its observations carry, and the driver
 writes them once (`rollout`), so a re-run never leaves a duplicate or a half-written file.
@@ -498,10 +498,15 @@ class RayExecutor:
                 ray.kill(self.server)
                 self.server = None
 
+    @property
+    def starting_bound_s(self) -> float:
+        """How long after its start an actor that is placed (or sure to be) may still be starting."""
+        return max(STARTING_BOUND_S, self.ready_timeout_s)
+
     def _await_start(self, ray: Any, handle: Any, ref: Any) -> Any:
         """`ref`'s answer from the actor `handle`, waited for `ready_timeout_s` while it is not
         placed, and up to `STARTING_BOUND_S` while it is placed and starting (GetTimeoutError)."""
-        bound = time.monotonic() + max(STARTING_BOUND_S, self.ready_timeout_s)
+        bound = time.monotonic() + self.starting_bound_s
         while True:
             try:
                 return ray.get(ref, timeout=self.ready_timeout_s)
@@ -686,8 +691,8 @@ class _Round:
 
     def start_actor(self) -> None:
         self.stats.actors_started += 1
-        deadline = time.monotonic() + self.executor.ready_timeout_s
         started = time.monotonic()
+        deadline = started + self.executor.ready_timeout_s
         if self.keep is None:
             slot = _Slot(self.actor_cls.remote(self.context_ref), deadline, started)
             self.starting[slot.handle.ready.remote()] = slot
@@ -858,7 +863,7 @@ class _Round:
         every actor on the run's own instance while all of them fit its CPUs (its worker process
         may be slow to start: nothing else takes the room)."""
         now = time.monotonic()
-        bound = max(STARTING_BOUND_S, self.executor.ready_timeout_s)
+        bound = self.executor.starting_bound_s
         for ref, slot in list(self.starting.items()):
             if slot.deadline > now:
                 continue

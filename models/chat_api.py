@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import httpx
 
+# what LLMAgent can speak over each API: tool calls in the API's own form, or text
 API_PROTOCOLS: dict[str, tuple[str, ...]] = {
     "chat": ("openai", "react", "json"),
     "responses": ("responses", "react", "json"),

@@ -124,7 +124,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-# what LLMAgent can speak over each API: tool calls in the API's own form, or text
 @dataclass(frozen=True)
 class ChatResult:
     """One answered request, as the openai SDK parsed it. `completion` is the SDK's typed object (a
